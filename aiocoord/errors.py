@@ -1,0 +1,203 @@
+"""The aiocoord exception hierarchy: one base, one subclass per condition.
+
+Every error raised by aiocoord is a `CoordError`.  Subclasses name what happened
+and carry the data a caller needs to decide what to do next (`path`, `reason`).
+Errors that signal a programming mistake also derive from the builtin a caller
+would expect (`ValueError`), so ordinary ``except ValueError`` still works.
+"""
+
+from __future__ import annotations
+
+__all__ = (
+    "AuthFailedError",
+    "BadVersionError",
+    "ConfigError",
+    "ConnectionLostError",
+    "CoordError",
+    "CoordinatorClosedError",
+    "InvalidPathError",
+    "JobFailed",
+    "LeadershipLost",
+    "LockLost",
+    "LockNotAcquired",
+    "NoAuthError",
+    "NoChildrenForEphemeralsError",
+    "NoNodeError",
+    "NodeDataError",
+    "NodeExistsError",
+    "NotEmptyError",
+    "NotReadOnlyError",
+    "SessionExpiredError",
+    "TransactionFailed",
+    "ZooKeeperError",
+)
+
+
+class CoordError(Exception):
+    """Base class of every error aiocoord raises."""
+
+
+class ConfigError(CoordError, ValueError):
+    """A setting or argument is invalid; `field` names it.  Fix the value and retry."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class CoordinatorClosedError(CoordError):
+    """The coordinator was closed (or not entered yet); open a new one with `connect()`."""
+
+
+class ConnectionLostError(CoordError):
+    """The connection to ZooKeeper dropped, or none could be made in time.
+
+    For a request in flight the outcome is unknown: a write may or may not have
+    been applied.  Re-read before retrying anything that is not idempotent.
+    """
+
+
+class SessionExpiredError(ConnectionLostError):
+    """The ZooKeeper session ended: its ephemeral nodes and watches are gone.
+
+    The coordinator opens a new session by itself; recipes re-join on it.
+    """
+
+
+class ZooKeeperError(CoordError):
+    """The server refused a request; `code` is ZooKeeper's error code, `path` the node."""
+
+    code: int = 0
+
+    def __init__(
+        self, message: str = "", *, path: str | None = None, code: int | None = None
+    ) -> None:
+        if code is not None:
+            self.code = code
+        self.path = path
+        text = message or type(self).__name__
+        super().__init__(f"{text} (path={path})" if path is not None else text)
+
+
+class NoNodeError(ZooKeeperError):
+    """The node does not exist."""
+
+    code = -101
+
+
+class NoAuthError(ZooKeeperError):
+    """The session's credentials do not allow this operation on the node."""
+
+    code = -102
+
+
+class BadVersionError(ZooKeeperError):
+    """The node's version is not the one the conditional write expected."""
+
+    code = -103
+
+
+class NoChildrenForEphemeralsError(ZooKeeperError):
+    """Ephemeral nodes cannot have children."""
+
+    code = -108
+
+
+class NodeExistsError(ZooKeeperError):
+    """The node already exists."""
+
+    code = -110
+
+
+class NotEmptyError(ZooKeeperError):
+    """The node has children and cannot be deleted."""
+
+    code = -111
+
+
+class AuthFailedError(ZooKeeperError):
+    """The server rejected the credentials; the connection is closed by the server."""
+
+    code = -115
+
+
+class NotReadOnlyError(ZooKeeperError):
+    """A write was sent while connected to a read-only server."""
+
+    code = -119
+
+
+class TransactionFailed(ZooKeeperError):
+    """A `multi` was rolled back; `results` holds each operation's outcome or error."""
+
+    def __init__(self, results: list[object], failed_index: int, cause: ZooKeeperError) -> None:
+        super().__init__(
+            f"transaction failed at operation {failed_index}: {cause}", path=cause.path
+        )
+        self.code = cause.code
+        self.results = results
+        self.failed_index = failed_index
+        self.cause = cause
+
+
+class InvalidPathError(CoordError, ValueError):
+    """A ZooKeeper path is malformed; `path` is the offending value, `reason` says why."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(f"invalid path {path!r}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class NodeDataError(CoordError):
+    """A recipe's node holds data it did not write (foreign, corrupt or too new).
+
+    The recipe refuses to act on it rather than guess; inspect the node at `path`.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"unexpected data in {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class LeadershipLost(CoordError):
+    """Leadership ended while a `leadership()` block ran; its body was cancelled.
+
+    `reason` is one of ``"suspended"``, ``"session lost"``, ``"node deleted"``,
+    ``"closed"``, ``"handed over"``.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"leadership of {path} lost: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class LockNotAcquired(CoordError):
+    """A non-blocking acquire found the lock held by someone else (`holder`)."""
+
+    def __init__(self, path: str, holder: str | None = None) -> None:
+        super().__init__(f"lock {path} is held" + (f" by {holder}" if holder else ""))
+        self.path = path
+        self.holder = holder
+
+
+class LockLost(CoordError):
+    """The lock stopped being ours while held; the body of its block was cancelled."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"lock {path} lost: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class JobFailed(CoordError):
+    """A scheduled job's handler raised; `type` and `message` describe the remote error."""
+
+    def __init__(self, job_id: str, type: str, message: str) -> None:
+        super().__init__(f"job {job_id} failed: {type}: {message}")
+        self.job_id = job_id
+        self.type = type
+        self.message = message

@@ -1,0 +1,202 @@
+"""`Settings`: how to reach ZooKeeper and how to treat the session.
+
+Read from ``AIOCOORD_*`` environment variables and a ``.env`` file; explicit
+arguments to `connect()` override them and are validated the same way.  Any
+invalid value raises `ConfigError` naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .errors import ConfigError
+from .zk.paths import validate_path
+
+__all__ = ("Settings", "parse_hosts")
+
+
+def parse_hosts(hosts: str) -> tuple[list[tuple[str, int]], str | None]:
+    """Split ``"h1:2181,h2:2181/chroot"`` into ``[(host, port), ...]`` and the chroot.
+
+    A missing port means 2181; IPv6 literals are written ``[::1]:2181``.
+    Raises `ValueError` with a message naming the bad entry.
+    """
+    if not isinstance(hosts, str) or not hosts.strip():
+        raise ValueError("must be a non-empty 'host:port[,host:port...][/chroot]' string")
+    text = hosts.strip()
+    chroot: str | None = None
+    slash = text.find("/")
+    if slash >= 0:
+        chroot = text[slash:]
+        text = text[:slash]
+    result: list[tuple[str, int]] = []
+    for raw in text.split(","):
+        entry = raw.strip()
+        if not entry:
+            raise ValueError(f"empty entry in host list {hosts!r}")
+        if entry.startswith("["):
+            end = entry.find("]")
+            if end < 0:
+                raise ValueError(f"unclosed '[' in {entry!r}")
+            host, rest = entry[1:end], entry[end + 1 :]
+            port_text = rest[1:] if rest.startswith(":") else ""
+            if rest and not rest.startswith(":"):
+                raise ValueError(f"unexpected text after ']' in {entry!r}")
+        else:
+            host, _, port_text = entry.partition(":")
+        if not host:
+            raise ValueError(f"missing host name in {entry!r}")
+        port = 2181
+        if port_text:
+            if not port_text.isdigit():
+                raise ValueError(f"port {port_text!r} of {entry!r} is not a number")
+            port = int(port_text)
+        if not 0 < port < 65536:
+            raise ValueError(f"port {port} of {entry!r} is out of range")
+        result.append((host, port))
+    if chroot is not None and chroot != "/":
+        validate_path(chroot)
+    elif chroot == "/":
+        chroot = None
+    return result, chroot
+
+
+class Settings(BaseSettings):
+    """Connection settings; every field can come from ``AIOCOORD_<FIELD>``.
+
+    Times are in seconds.  `session_lost_fraction` is Curator's
+    "session expiration percent": a SUSPENDED connection is declared LOST once
+    that fraction of the negotiated session timeout has passed since the
+    server was last heard from, without waiting for the server to say so.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="AIOCOORD_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    hosts: str = "127.0.0.1:2181"
+    """Comma-separated ``host:port`` list, optionally followed by ``/chroot``."""
+    session_timeout: float = 10.0
+    """Requested session timeout; the server may negotiate it into its own bounds."""
+    connect_timeout: float = 15.0
+    """How long `connect()` waits for the first session before giving up."""
+    request_timeout: float | None = None
+    """Deadline of one request, waiting for a connection included; None: the session timeout."""
+    namespace: str | None = None
+    """A chroot applied to every path (created on first connect, as Curator does)."""
+    auth: str | None = None
+    """Digest credentials ``user:password``, sent again on every new connection."""
+    read_only: bool = False
+    """Accept a read-only server when no read-write one is reachable (READ_ONLY state)."""
+    session_lost_fraction: float = 1.0
+    """Fraction of the session timeout after the last server contact at which SUSPENDED becomes LOST."""
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise _config_error(exc) from exc
+
+    @field_validator("hosts")
+    @classmethod
+    def _check_hosts(cls, value: str) -> str:
+        parse_hosts(value)
+        return value.strip()
+
+    @field_validator("session_timeout")
+    @classmethod
+    def _check_session_timeout(cls, value: float) -> float:
+        if not 0.1 <= value <= 3600:
+            raise ValueError("must be between 0.1 and 3600 seconds")
+        return value
+
+    @field_validator("connect_timeout")
+    @classmethod
+    def _check_connect_timeout(cls, value: float) -> float:
+        if not 0 < value <= 3600:
+            raise ValueError("must be more than 0 and at most 3600 seconds")
+        return value
+
+    @field_validator("request_timeout")
+    @classmethod
+    def _check_request_timeout(cls, value: float | None) -> float | None:
+        if value is not None and not 0 < value <= 3600:
+            raise ValueError("must be more than 0 and at most 3600 seconds")
+        return value
+
+    @field_validator("namespace")
+    @classmethod
+    def _check_namespace(cls, value: str | None) -> str | None:
+        if value is None or value in ("", "/"):
+            return None
+        validate_path(value)
+        return value
+
+    @field_validator("auth")
+    @classmethod
+    def _check_auth(cls, value: str | None) -> str | None:
+        if value is not None and (":" not in value or value.startswith(":")):
+            raise ValueError("must be 'user:password'")
+        return value
+
+    @field_validator("session_lost_fraction")
+    @classmethod
+    def _check_fraction(cls, value: float) -> float:
+        if not 0 < value <= 1.0:
+            raise ValueError("must be more than 0 and at most 1.0")
+        return value
+
+    @model_validator(mode="after")
+    def _check_chroot_twice(self) -> Settings:
+        _, chroot = parse_hosts(self.hosts)
+        if chroot is not None and self.namespace is not None:
+            raise ValueError("give the chroot either in hosts or as namespace, not both")
+        return self
+
+    @property
+    def addresses(self) -> list[tuple[str, int]]:
+        """The parsed host list."""
+        return parse_hosts(self.hosts)[0]
+
+    @property
+    def chroot(self) -> str | None:
+        """The effective chroot: `namespace`, or the one written after the host list."""
+        return self.namespace or parse_hosts(self.hosts)[1]
+
+    @classmethod
+    def build(cls, base: Settings | str | None = None, **overrides: Any) -> Settings:
+        """Make validated Settings from a Settings, a host string, or the environment.
+
+        Raises `ConfigError` naming the first invalid field.
+        """
+        try:
+            if isinstance(base, Settings):
+                merged = base.model_dump()
+                unknown = set(overrides) - set(cls.model_fields)
+                if unknown:
+                    raise ConfigError(sorted(unknown)[0], "unknown setting")
+                merged.update(overrides)
+                return cls(**merged)
+            if base is not None:
+                if not isinstance(base, str):
+                    raise ConfigError(
+                        "hosts", f"expected a Settings or a host string, got {type(base).__name__}"
+                    )
+                overrides = {"hosts": base, **overrides}
+            unknown = set(overrides) - set(cls.model_fields)
+            if unknown:
+                name = sorted(unknown)[0]
+                raise ConfigError(name, "unknown setting")
+            return cls(**overrides)
+        except ValidationError as exc:
+            raise _config_error(exc) from exc
+
+
+def _config_error(exc: ValidationError) -> ConfigError:
+    err = exc.errors()[0]
+    field = ".".join(str(part) for part in err.get("loc", ())) or "settings"
+    message = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+    return ConfigError(field, message)

@@ -1,0 +1,58 @@
+"""The ZooKeeper session layer: connection, handshake, heartbeats, watches, requests, paths.
+
+The only package that imports aiozk (for its wire types).
+"""
+
+from __future__ import annotations
+
+from ._watches import PersistentWatch as PersistentWatch
+from ._watches import Watch as Watch
+from ._watches import WatchKind as WatchKind
+from .client import ZkClient as ZkClient
+from .client import protected_name as protected_name
+from .states import ConnectionEvent as ConnectionEvent
+from .states import ConnectionState as ConnectionState
+from .types import CheckOp as CheckOp
+from .types import CheckResult as CheckResult
+from .types import Created as Created
+from .types import CreateMode as CreateMode
+from .types import CreateOp as CreateOp
+from .types import CreateResult as CreateResult
+from .types import DeleteOp as DeleteOp
+from .types import DeleteResult as DeleteResult
+from .types import ErrorResult as ErrorResult
+from .types import EventType as EventType
+from .types import Node as Node
+from .types import Op as Op
+from .types import OpResult as OpResult
+from .types import SetDataOp as SetDataOp
+from .types import SetDataResult as SetDataResult
+from .types import Stat as Stat
+from .types import WatchedEvent as WatchedEvent
+
+__all__ = (
+    "CheckOp",
+    "CheckResult",
+    "ConnectionEvent",
+    "ConnectionState",
+    "CreateMode",
+    "CreateOp",
+    "CreateResult",
+    "Created",
+    "DeleteOp",
+    "DeleteResult",
+    "ErrorResult",
+    "EventType",
+    "Node",
+    "Op",
+    "OpResult",
+    "PersistentWatch",
+    "SetDataOp",
+    "SetDataResult",
+    "Stat",
+    "Watch",
+    "WatchKind",
+    "WatchedEvent",
+    "ZkClient",
+    "protected_name",
+)

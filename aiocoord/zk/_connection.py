@@ -1,0 +1,272 @@
+"""One TCP connection to one ZooKeeper server: handshake, framing, in-order replies.
+
+A `Connection` never reconnects; the session loop (`_session.py`) opens a new
+one.  EOF, a reset, a malformed packet or silence longer than the read timeout
+end it at once (aiozk waited for its next heartbeat), and every request still
+waiting gets `ConnectionLostError`: its outcome is unknown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import struct
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from ..errors import ConnectionLostError, SessionExpiredError
+from . import _wire
+from ._wire import ConnectAnswer
+
+log = logging.getLogger(__name__)
+
+_INT = struct.Struct("!i")
+_MAX_PACKET = 0xFFFFF + 1024 * 16  # jute.maxbuffer (1 MiB) plus headers, as the Java client allows
+
+
+@dataclass(slots=True, eq=False)
+class _Pending:
+    """A request waiting for its reply (replies come in request order)."""
+
+    xid: int
+    opcode: int
+    on_reply: Callable[[int, int, bytes], None] | None = None
+    done: anyio.Event = field(default_factory=anyio.Event)
+    header: tuple[int, int] = (0, 0)  # zxid, err
+    body: bytes = b""
+    error: BaseException | None = None
+
+
+class Connection:
+    """A live, handshaken connection; `run()` reads until it ends."""
+
+    def __init__(
+        self,
+        stream: anyio.abc.SocketStream,
+        address: tuple[str, int],
+        answer: ConnectAnswer,
+        on_notification: Callable[[bytes], None],
+        on_zxid: Callable[[int], None],
+    ) -> None:
+        self.address = address
+        self.answer = answer
+        self._stream = stream
+        self._reader = BufferedByteReceiveStream(stream)
+        self._on_notification = on_notification
+        self._on_zxid = on_zxid
+        self._pending: deque[_Pending] = deque()
+        self._send_lock = anyio.Lock()
+        self._xid = 0
+        self.closed = False
+        self.close_reason = ""
+        self.last_recv = time.monotonic()
+        self.last_send = time.monotonic()
+        self.read_timeout = answer.timeout_ms / 1000.0 * 2 / 3
+
+    # --- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        address: tuple[str, int],
+        *,
+        timeout: float,
+        last_zxid: int,
+        timeout_ms: int,
+        session_id: int,
+        password: bytes,
+        read_only: bool,
+        on_notification: Callable[[bytes], None],
+        on_zxid: Callable[[int], None],
+    ) -> Connection:
+        """Connect and handshake within `timeout` seconds, or raise `ConnectionLostError`.
+
+        Raises `SessionExpiredError` when the server says the session is gone.
+        The deadline covers the TCP connect and the ConnectResponse: a server
+        that accepts but never answers (ZooKeeper 3.8.0 while it loads its
+        database) costs one attempt, not the whole session.
+        """
+        host, port = address
+        stream: anyio.abc.SocketStream | None = None
+        try:
+            with anyio.fail_after(timeout):
+                stream = await anyio.connect_tcp(host, port)
+                await stream.send(
+                    _wire.connect_request(last_zxid, timeout_ms, session_id, password, read_only)
+                )
+                reader = BufferedByteReceiveStream(stream)
+                body = await _read_frame(reader)
+                answer = ConnectAnswer.parse(body)
+        except TimeoutError as exc:
+            await _close_quietly(stream)
+            raise ConnectionLostError(
+                f"no handshake from {host}:{port} within {timeout:.2f}s"
+            ) from exc
+        except (
+            OSError,
+            anyio.EndOfStream,
+            anyio.BrokenResourceError,
+            ValueError,
+            struct.error,
+        ) as exc:
+            await _close_quietly(stream)
+            raise ConnectionLostError(f"cannot connect to {host}:{port}: {exc!r}") from exc
+        except BaseException:
+            await _close_quietly(stream)
+            raise
+        if answer.expired:
+            await _close_quietly(stream)
+            raise SessionExpiredError(f"session 0x{session_id:x} expired (told by {host}:{port})")
+        conn = cls(stream, address, answer, on_notification, on_zxid)
+        conn._reader = reader
+        return conn
+
+    # --- running ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Read replies and notifications until the connection ends; never raises."""
+        try:
+            while True:
+                with anyio.move_on_after(self.read_timeout) as scope:
+                    body = await _read_frame(self._reader)
+                if scope.cancelled_caught:
+                    raise ConnectionLostError(
+                        f"no answer from {self.address[0]}:{self.address[1]} for {self.read_timeout:.2f}s"
+                    )
+                self.last_recv = time.monotonic()
+                self._dispatch(body)
+        except ConnectionLostError as exc:
+            self._end(str(exc))
+        except (
+            OSError,
+            anyio.EndOfStream,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+        ) as exc:
+            self._end(
+                f"connection to {self.address[0]}:{self.address[1]} ended ({type(exc).__name__})"
+            )
+        except (ValueError, struct.error, IndexError, UnicodeDecodeError) as exc:
+            self._end(f"malformed packet from {self.address[0]}:{self.address[1]}: {exc!r}")
+        finally:
+            if not self.closed:
+                self._end("connection closed")
+            with anyio.CancelScope(shield=True):
+                await _close_quietly(self._stream)
+
+    def _dispatch(self, body: bytes) -> None:
+        xid, zxid, err = _wire.reply_header(body)
+        if zxid > 0:
+            self._on_zxid(zxid)
+        if xid == _wire.NOTIFICATION_XID:
+            self._on_notification(body)
+            return
+        if not self._pending:
+            raise ValueError(f"reply xid {xid} with no request waiting")
+        pending = self._pending.popleft()
+        if pending.xid != xid:
+            raise ValueError(f"reply xid {xid} does not match request xid {pending.xid}")
+        pending.header = (zxid, err)
+        pending.body = body
+        if pending.on_reply is not None:
+            # Runs before the next packet is read, so a watch is registered before
+            # the notification that may follow its reply is dispatched.
+            pending.on_reply(err, zxid, body)
+        pending.done.set()
+
+    def _end(self, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = reason
+        log.debug("connection to %s:%s ended: %s", self.address[0], self.address[1], reason)
+        while self._pending:
+            pending = self._pending.popleft()
+            pending.error = ConnectionLostError(
+                f"connection lost with the request in flight: {reason}"
+            )
+            pending.done.set()
+
+    async def abort(self, reason: str) -> None:
+        """Close the socket now; `run()` then ends."""
+        self._end(reason)
+        await _close_quietly(self._stream)
+
+    # --- sending ---------------------------------------------------------------------------
+
+    def next_xid(self) -> int:
+        self._xid = (self._xid + 1) & 0x7FFFFFFF or 1
+        return self._xid
+
+    async def send_packet(
+        self,
+        packet: bytes,
+        xid: int,
+        opcode: int,
+        on_reply: Callable[[int, int, bytes], None] | None = None,
+    ) -> _Pending:
+        """Queue a request and write it; the returned entry completes with its reply."""
+        if self.closed:
+            raise ConnectionLostError(f"not connected ({self.close_reason})")
+        pending = _Pending(xid, opcode, on_reply)
+        async with self._send_lock:
+            if self.closed:
+                raise ConnectionLostError(f"not connected ({self.close_reason})")
+            self._pending.append(pending)
+            try:
+                await self._stream.send(packet)
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                self._end(f"send failed: {exc!r}")
+                raise ConnectionLostError(f"send failed: {exc!r}") from exc
+            self.last_send = time.monotonic()
+        return pending
+
+    async def call(
+        self,
+        request: Any,
+        xid: int | None = None,
+        on_reply: Callable[[int, int, bytes], None] | None = None,
+    ) -> tuple[int, int, bytes]:
+        """Send `request` and wait for its reply: ``(err, zxid, body)``."""
+        xid = self.next_xid() if xid is None else xid
+        pending = await self.send_packet(
+            _wire.request_packet(xid, request), xid, request.opcode, on_reply
+        )
+        return await wait_reply(pending)
+
+    async def ping(self) -> None:
+        """Send a ping without waiting for the answer (the read loop consumes it)."""
+        await self.send_packet(
+            _wire.request_packet(_wire.PING_XID, _wire.proto.PingRequest()), _wire.PING_XID, 11
+        )
+
+
+async def wait_reply(pending: _Pending) -> tuple[int, int, bytes]:
+    """Wait for a queued request's reply: ``(err, zxid, body)``."""
+    await pending.done.wait()
+    if pending.error is not None:
+        raise pending.error
+    zxid, err = pending.header
+    return err, zxid, pending.body
+
+
+async def _read_frame(reader: BufferedByteReceiveStream) -> bytes:
+    size = _INT.unpack(await reader.receive_exactly(4))[0]
+    if size < 0 or size > _MAX_PACKET:
+        raise ValueError(f"packet length {size} out of range")
+    return await reader.receive_exactly(size)
+
+
+async def _close_quietly(stream: anyio.abc.SocketStream | None) -> None:
+    if stream is None:
+        return
+    with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+        with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await stream.aclose()

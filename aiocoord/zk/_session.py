@@ -1,0 +1,486 @@
+"""The session loop: connect, prime, serve, notice loss, reconnect, renew the session.
+
+This is the I/O half of the session manager; `states.ConnectionMachine` is the
+pure half that decides which Curator state to publish.  Differences from
+aiozk that matter (see shared notes): every connect attempt has its own
+deadline (session timeout / number of hosts) and moves on to the next host;
+silence for 2/3 of the session timeout drops the connection (SUSPENDED); a
+SUSPENDED connection becomes LOST once `session_lost_fraction` of the timeout
+has passed since the server was last heard from; after LOST a new session is
+opened by itself; auth is replayed and every watch restored (SetWatches2 with
+the last zxid seen) before any queued request is sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import random
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectSendStream
+
+from ..errors import (
+    AuthFailedError,
+    ConnectionLostError,
+    CoordError,
+    CoordinatorClosedError,
+    NodeExistsError,
+    SessionExpiredError,
+    ZooKeeperError,
+)
+from . import _wire
+from ._connection import Connection, wait_reply
+from ._watches import WatchKind, WatchRegistry
+from .paths import add_chroot, strip_chroot
+from .states import (
+    Closed,
+    ConnectionEvent,
+    ConnectionMachine,
+    ConnectionState,
+    Dropped,
+    Established,
+    Expired,
+    LostTimeout,
+    Observation,
+)
+from .types import CreateMode
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+log = logging.getLogger("aiocoord.session")
+
+_NO_PASSWORD = b"\x00" * 16
+_SET_WATCHES_CHUNK = 128 * 1024  # the Java client splits SetWatches the same way
+
+
+class SessionCore:
+    """Owns the ZooKeeper session; `run()` is its loop, `call()` its request primitive."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.chroot = settings.chroot
+        self._addresses = list(settings.addresses)
+        random.shuffle(self._addresses)  # spread clients over the ensemble, as the Java client does
+        self._next_host = 0
+        self._machine = ConnectionMachine()
+        self._registry = WatchRegistry()
+        self._conn: Connection | None = None
+        self._changed = anyio.Event()
+        self._first = anyio.Event()
+        self._session_id = 0
+        self._password = _NO_PASSWORD
+        self._requested_ms = int(settings.session_timeout * 1000)
+        self._negotiated = settings.session_timeout
+        self._last_zxid = 0
+        self._last_heard = time.monotonic()
+        self._subscribers: set[MemoryObjectSendStream[ConnectionEvent]] = set()
+        self._current: ConnectionEvent | None = None
+        self._namespace_ready = False
+        self._closing = False
+        self._closed = False
+        self._fatal: CoordError | None = None
+        self.last_error: BaseException | None = None
+        self._run_scope: anyio.CancelScope | None = None
+        self._started = False
+
+    # --- public-ish state ------------------------------------------------------------------
+
+    @property
+    def state(self) -> ConnectionState | None:
+        return self._machine.state
+
+    @property
+    def session_id(self) -> int | None:
+        return self._session_id or None
+
+    @property
+    def session_password(self) -> bytes | None:
+        return self._password if self._session_id else None
+
+    @property
+    def session_timeout(self) -> float:
+        """The negotiated session timeout in seconds (the requested one before connecting)."""
+        return self._negotiated
+
+    @property
+    def connected_address(self) -> tuple[str, int] | None:
+        conn = self._conn
+        return conn.address if conn is not None and not conn.closed else None
+
+    @property
+    def last_zxid(self) -> int:
+        return self._last_zxid
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._closing
+
+    # --- the loop --------------------------------------------------------------------------
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Keep a session until closed.  Started by the coordinator's task group."""
+        self._started = True
+        with anyio.CancelScope() as scope:
+            self._run_scope = scope
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._lost_watchdog)
+                task_status.started()
+                await self._connect_loop()
+                tg.cancel_scope.cancel()
+
+    async def _connect_loop(self) -> None:
+        failures = 0
+        while not self._closing and self._fatal is None:
+            address = self._addresses[self._next_host % len(self._addresses)]
+            self._next_host += 1
+            attempt_id, attempt_pw = self._session_id, self._password
+            per_attempt = max(0.25, self._negotiated / len(self._addresses))
+            try:
+                conn = await Connection.open(
+                    address,
+                    timeout=per_attempt,
+                    last_zxid=self._last_zxid,
+                    timeout_ms=self._requested_ms,
+                    session_id=attempt_id,
+                    password=attempt_pw,
+                    read_only=self.settings.read_only,
+                    on_notification=self._on_notification,
+                    on_zxid=self._on_zxid,
+                )
+            except SessionExpiredError as exc:
+                self.last_error = exc
+                if attempt_id == self._session_id:
+                    self._feed(Expired(str(exc)))
+                continue
+            except ConnectionLostError as exc:
+                self.last_error = exc
+                log.debug("connect attempt failed: %s", exc)
+                failures += 1
+                if failures % len(self._addresses) == 0:
+                    await anyio.sleep(self._backoff(failures // len(self._addresses)))
+                continue
+            failures = 0
+            if attempt_id and attempt_id != self._session_id:
+                # The session was declared LOST while this attempt ran: end it on the
+                # server rather than revive it, so its ephemerals go now.
+                await self._discard(conn)
+                continue
+            await self._serve(conn, new_session=attempt_id == 0)
+
+    def _backoff(self, rounds: int) -> float:
+        # Short, jittered, and bounded by a fraction of the session timeout while the
+        # session may still live (aiozk slept up to 60 s and let sessions expire).
+        cap = self._negotiated / 4 if self._session_id else 1.0
+        return random.uniform(0, min(cap, 0.05 * 2 ** min(rounds, 8)))
+
+    async def _serve(self, conn: Connection, *, new_session: bool) -> None:
+        answer = conn.answer
+        self._session_id = answer.session_id
+        self._password = answer.password
+        self._negotiated = answer.timeout_ms / 1000.0
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._read, conn, tg.cancel_scope)
+            try:
+                await self._prime(conn, new_session)
+            except AuthFailedError as exc:
+                self._fatal = exc
+                log.error("authentication failed: %s", exc)
+                await conn.abort("authentication failed")
+            except (ConnectionLostError, ZooKeeperError) as exc:
+                self.last_error = exc
+                await conn.abort(f"priming failed: {exc}")
+            else:
+                self._conn = conn
+                self._last_heard = conn.last_recv
+                log.info(
+                    "session 0x%x on %s:%s (timeout %.1fs%s)",
+                    answer.session_id,
+                    *conn.address,
+                    self._negotiated,
+                    ", read-only" if answer.read_only else "",
+                )
+                self._feed(Established(answer.session_id, new_session, answer.read_only))
+                self._first.set()
+                tg.start_soon(self._ping, conn)
+        self._conn = None
+        self._last_heard = max(self._last_heard, conn.last_recv)
+        self._feed(Dropped(conn.close_reason or "connection closed"))
+
+    async def _read(self, conn: Connection, scope: anyio.CancelScope) -> None:
+        await conn.run()
+        scope.cancel()
+
+    async def _ping(self, conn: Connection) -> None:
+        interval = self._negotiated / 3
+        while not conn.closed:
+            wait = conn.last_send + interval - time.monotonic()
+            if wait > 0:
+                await anyio.sleep(wait)
+                continue
+            try:
+                await conn.ping()
+            except ConnectionLostError:
+                return
+
+    async def _prime(self, conn: Connection, new_session: bool) -> None:
+        """Before anything else on a new connection: auth, watches, namespace."""
+        if self.settings.auth:
+            req = _wire.proto.AuthRequest(type=0, scheme="digest", auth=self.settings.auth.encode())
+            err, _, _ = await conn.call(req, xid=_wire.AUTH_XID)
+            if err:
+                raise AuthFailedError("digest credentials rejected")
+        if new_session:
+            for kind, path in list(self._registry.persistent_keys()):
+                mode = 1 if kind is WatchKind.PERSISTENT_RECURSIVE else 0
+                err, _, _ = await conn.call(_wire.AddWatchRequest(path=path, mode=mode))
+                self._check(err, path)
+        else:
+            await self._restore_watches(conn)
+        if self.chroot and not self._namespace_ready:
+            await self._ensure_namespace(conn)
+            self._namespace_ready = True
+
+    async def _restore_watches(self, conn: Connection) -> None:
+        snap = self._registry.snapshot()
+        if not any(snap.values()):
+            return
+        batch: dict[WatchKind, list[str]] = {k: [] for k in WatchKind}
+        size = 0
+        items = [(kind, path) for kind, paths in snap.items() for path in paths]
+        for i, (kind, path) in enumerate(items):
+            batch[kind].append(path)
+            size += len(path) + 4
+            if size >= _SET_WATCHES_CHUNK or i == len(items) - 1:
+                req = _wire.SetWatches2Request(
+                    relative_zxid=self._last_zxid,
+                    data_watches=batch[WatchKind.DATA],
+                    exist_watches=batch[WatchKind.EXIST],
+                    child_watches=batch[WatchKind.CHILD],
+                    persistent_watches=batch[WatchKind.PERSISTENT],
+                    persistent_recursive_watches=batch[WatchKind.PERSISTENT_RECURSIVE],
+                )
+                err, _, _ = await conn.call(req, xid=_wire.SET_WATCHES_XID)
+                self._check(err, None)
+                batch = {k: [] for k in WatchKind}
+                size = 0
+
+    async def _ensure_namespace(self, conn: Connection) -> None:
+        assert self.chroot is not None
+        node = ""
+        for part in self.chroot.strip("/").split("/"):
+            node += "/" + part
+            req = _wire.create_request(node, b"", CreateMode.PERSISTENT, None)
+            err, _, _ = await conn.call(req)
+            if err and err != NodeExistsError.code:
+                self._check(err, node)
+
+    async def _discard(self, conn: Connection) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._read, conn, tg.cancel_scope)
+            with anyio.move_on_after(min(2.0, self._negotiated)):
+                with contextlib.suppress(ConnectionLostError):
+                    await conn.call(_wire.proto.CloseRequest())
+            await conn.abort("stale session closed")
+
+    async def _lost_watchdog(self) -> None:
+        while True:
+            changed = self._changed
+            if self._machine.state is ConnectionState.SUSPENDED:
+                deadline = self._last_heard + self.settings.session_lost_fraction * self._negotiated
+                delay = deadline - time.monotonic()
+                if delay <= 0:
+                    self._feed(LostTimeout())
+                    continue
+                with anyio.move_on_after(delay):
+                    await changed.wait()
+            else:
+                await changed.wait()
+
+    # --- state publication -----------------------------------------------------------------
+
+    def _feed(self, obs: Observation) -> None:
+        for event in self._machine.feed(obs):
+            if event.state is ConnectionState.LOST:
+                # The session is gone: its watches died with it; the next attempt opens a new one.
+                self._session_id = 0
+                self._password = _NO_PASSWORD
+                self._registry.session_lost()
+            log.info(
+                "connection %s (session 0x%x%s)",
+                event.state.value,
+                event.session_id or 0,
+                f", {event.reason}" if event.reason else "",
+            )
+            self._current = event
+            for send in list(self._subscribers):
+                try:
+                    send.send_nowait(event)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    self._subscribers.discard(send)
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def connection_events(self) -> AsyncIterator[ConnectionEvent]:
+        """Each subscriber's own unbounded stream: the current state, then every transition."""
+        send, receive = anyio.create_memory_object_stream[ConnectionEvent](math.inf)
+        if self._current is not None:
+            send.send_nowait(self._current)
+        if self.closed:
+            send.close()
+        else:
+            self._subscribers.add(send)
+        try:
+            async with receive:
+                async for event in receive:
+                    yield event
+        finally:
+            self._subscribers.discard(send)
+            send.close()
+
+    # --- notifications ---------------------------------------------------------------------
+
+    def _on_notification(self, body: bytes) -> None:
+        type_, _state, server_path = _wire.parse_watch_event(body)
+        if type_ == -1:
+            return  # state-change notices; our states come from the machine
+        self._registry.dispatch(type_, server_path, strip_chroot(self.chroot, server_path))
+
+    def _on_zxid(self, zxid: int) -> None:
+        if zxid > self._last_zxid:
+            self._last_zxid = zxid
+
+    # --- requests --------------------------------------------------------------------------
+
+    def _check(self, err: int, path: str | None) -> None:
+        if err == 0:
+            return
+        if err == -112:
+            raise SessionExpiredError("session expired with the request in flight")
+        if err == -4:
+            raise ConnectionLostError("connection lost with the request in flight")
+        raise _wire.error_for(err, path)
+
+    def _ensure_open(self) -> None:
+        if not self._started:
+            raise CoordinatorClosedError(
+                "the coordinator is not open: use `async with aiocoord.connect(...)`"
+            )
+        if self._closed or self._closing:
+            raise CoordinatorClosedError("the coordinator is closed")
+        if self._fatal is not None:
+            raise self._fatal
+
+    def request_timeout(self) -> float:
+        return self.settings.request_timeout or self._negotiated
+
+    async def call(
+        self,
+        request: Any,
+        *,
+        path: str | None = None,
+        on_reply: Callable[[int, int, bytes], None] | None = None,
+        timeout: float | None = None,
+    ) -> tuple[int, bytes]:
+        """Send one request on the current connection, waiting for one if needed.
+
+        Returns ``(zxid, body)``; raises the `CoordError` for a non-zero error
+        code, `ConnectionLostError` if no connection came within the deadline or
+        the connection dropped with the request in flight (outcome unknown).
+        """
+        return await self._call(lambda conn: conn.call(request, on_reply=on_reply), path, timeout)
+
+    async def call_packet(
+        self,
+        build: Callable[[int], bytes],
+        opcode: int,
+        *,
+        path: str | None = None,
+        timeout: float | None = None,
+    ) -> tuple[int, bytes]:
+        """Like `call`, for a prebuilt packet (multi): `build(xid)` returns the framed bytes."""
+
+        async def send(conn: Connection) -> tuple[int, int, bytes]:
+            xid = conn.next_xid()
+            pending = await conn.send_packet(build(xid), xid, opcode)
+            return await wait_reply(pending)
+
+        return await self._call(send, path, timeout, check=False)
+
+    async def _call(
+        self,
+        send: Callable[[Connection], Any],
+        path: str | None,
+        timeout: float | None,
+        check: bool = True,
+    ) -> tuple[int, bytes]:
+        self._ensure_open()
+        limit = timeout if timeout is not None else self.request_timeout()
+        with anyio.move_on_after(limit) as scope:
+            while True:
+                conn = self._conn
+                if conn is None or conn.closed:
+                    await self._wait_usable()
+                    continue
+                err, zxid, body = await send(conn)
+                if check:
+                    self._check(err, path)
+                    return zxid, body
+                return err, body
+        assert scope.cancelled_caught
+        self._ensure_open()
+        raise ConnectionLostError(
+            f"no answer from ZooKeeper within {limit:.2f}s"
+            + (f" (last error: {self.last_error})" if self.last_error else "")
+        )
+
+    async def _wait_usable(self) -> None:
+        # Every transition (and close) sets `_changed`; `_conn` is set before it fires.
+        while True:
+            self._ensure_open()
+            conn = self._conn
+            if conn is not None and not conn.closed:
+                return
+            await self._changed.wait()
+
+    def server_path(self, path: str) -> str:
+        return add_chroot(self.chroot, path)
+
+    def client_path(self, path: str) -> str:
+        return strip_chroot(self.chroot, path)
+
+    # --- closing ---------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the session on the server (its ephemerals vanish now) and stop the loop.
+
+        Idempotent and bounded: it always releases everything, even when the
+        server cannot be reached.
+        """
+        if self._closed:
+            return
+        self._closing = True
+        with anyio.CancelScope(shield=True):
+            conn = self._conn
+            if conn is not None and not conn.closed:
+                with anyio.move_on_after(min(2.0, self.request_timeout())):
+                    with contextlib.suppress(CoordError):
+                        await conn.call(_wire.proto.CloseRequest())
+                await conn.abort("closed by the owner")
+            self._closed = True
+            self._machine.feed(Closed())
+            self._registry.close()
+            for send in list(self._subscribers):
+                send.close()
+            self._subscribers.clear()
+            self._changed.set()
+            if self._run_scope is not None:
+                self._run_scope.cancel()

@@ -1,0 +1,179 @@
+"""Watch bookkeeping by the server-side kind of watch.
+
+The server keeps data, exist, child, persistent and persistent-recursive
+watches apart; so does this registry, keyed by (kind, server path), so that
+all of them are restored after a reconnect (aiozk dropped exist watches that
+waited for a deletion).  One-shot watches fire once and are forgotten;
+persistent ones stay until removed.  When the session is lost every one-shot
+watch fires with `EventType.SESSION_LOST`, since the server forgot it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import math
+from collections import defaultdict
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from .types import EventType, WatchedEvent
+
+__all__ = ("PersistentWatch", "Watch", "WatchKind", "WatchRegistry")
+
+
+class WatchKind(enum.Enum):
+    DATA = "data"
+    EXIST = "exist"
+    CHILD = "child"
+    PERSISTENT = "persistent"
+    PERSISTENT_RECURSIVE = "persistent_recursive"
+
+
+class Watch:
+    """A one-shot watch: `await watch.wait()` returns the event that fired it."""
+
+    def __init__(self, kind: WatchKind, path: str) -> None:
+        self.kind = kind
+        self.path = path
+        self.event: WatchedEvent | None = None
+        self._fired = anyio.Event()
+
+    @property
+    def fired(self) -> bool:
+        return self.event is not None
+
+    def _fire(self, event: WatchedEvent) -> None:
+        if self.event is None:
+            self.event = event
+            self._fired.set()
+
+    async def wait(self) -> WatchedEvent:
+        """Wait until the watch fires; returns the event (SESSION_LOST if the session ended)."""
+        await self._fired.wait()
+        assert self.event is not None
+        return self.event
+
+    def __repr__(self) -> str:
+        return f"<Watch {self.kind.value} {self.path} {'fired' if self.fired else 'armed'}>"
+
+
+class PersistentWatch:
+    """A persistent (optionally recursive) watch's event stream."""
+
+    def __init__(self, path: str, recursive: bool) -> None:
+        self.path = path
+        self.recursive = recursive
+        send: MemoryObjectSendStream[WatchedEvent]
+        receive: MemoryObjectReceiveStream[WatchedEvent]
+        send, receive = anyio.create_memory_object_stream[WatchedEvent](math.inf)
+        self._send = send
+        self.events = receive
+
+    @property
+    def kind(self) -> WatchKind:
+        return WatchKind.PERSISTENT_RECURSIVE if self.recursive else WatchKind.PERSISTENT
+
+    def _deliver(self, event: WatchedEvent) -> None:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._send.send_nowait(event)
+
+    def _close(self) -> None:
+        self._send.close()
+
+
+_FIRES: dict[int, tuple[WatchKind, ...]] = {
+    EventType.CREATED: (WatchKind.DATA, WatchKind.EXIST),
+    EventType.DATA_CHANGED: (WatchKind.DATA, WatchKind.EXIST),
+    EventType.DELETED: (WatchKind.DATA, WatchKind.EXIST, WatchKind.CHILD),
+    EventType.CHILDREN_CHANGED: (WatchKind.CHILD,),
+}
+
+
+class WatchRegistry:
+    """Live watches by (kind, server path); routes notifications to them."""
+
+    def __init__(self) -> None:
+        self._one_shot: dict[tuple[WatchKind, str], list[Watch]] = defaultdict(list)
+        self._persistent: dict[tuple[WatchKind, str], list[PersistentWatch]] = defaultdict(list)
+
+    def add(self, watch: Watch, server_path: str) -> None:
+        self._one_shot[(watch.kind, server_path)].append(watch)
+
+    def add_persistent(self, watch: PersistentWatch, server_path: str) -> bool:
+        """Register; True when this is the first such watch on the path (send addWatch)."""
+        key = (watch.kind, server_path)
+        first = not self._persistent.get(key)
+        self._persistent[key].append(watch)
+        return first
+
+    def remove_persistent(self, watch: PersistentWatch, server_path: str) -> bool:
+        """Unregister; True when it was the last such watch on the path (send removeWatches)."""
+        key = (watch.kind, server_path)
+        watches = self._persistent.get(key, [])
+        if watch in watches:
+            watches.remove(watch)
+        watch._close()
+        if not watches:
+            self._persistent.pop(key, None)
+            return True
+        return False
+
+    def dispatch(self, type_: int, server_path: str, client_path: str) -> None:
+        """Deliver one server notification to every watch it fires."""
+        try:
+            etype = EventType(type_)
+        except ValueError:
+            return  # watch-removed notifications and unknown types carry nothing for us
+        event = WatchedEvent(etype, client_path)
+        for kind in _FIRES.get(etype, ()):
+            for watch in self._one_shot.pop((kind, server_path), []):
+                watch._fire(event)
+        for pwatch in self._persistent.get((WatchKind.PERSISTENT, server_path), []):
+            pwatch._deliver(event)
+        if etype is not EventType.CHILDREN_CHANGED:
+            # A recursive watch sees events on its path and below (never children-changed).
+            node = server_path
+            while True:
+                for pwatch in self._persistent.get((WatchKind.PERSISTENT_RECURSIVE, node), []):
+                    pwatch._deliver(event)
+                if node == "/":
+                    break
+                node = node.rsplit("/", 1)[0] or "/"
+
+    def persistent_keys(self) -> list[tuple[WatchKind, str]]:
+        """(kind, server path) of every live persistent watch."""
+        return [key for key, watches in self._persistent.items() if watches]
+
+    def session_lost(self) -> None:
+        """The session ended: fire every one-shot watch with SESSION_LOST, tell persistent ones.
+
+        Returns the persistent (kind, server path) pairs to add again on the new session.
+        """
+        one_shot, self._one_shot = self._one_shot, defaultdict(list)
+        for watches in one_shot.values():
+            for watch in watches:
+                watch._fire(WatchedEvent(EventType.SESSION_LOST, watch.path))
+        for pwatches in self._persistent.values():
+            for pwatch in pwatches:
+                pwatch._deliver(WatchedEvent(EventType.SESSION_LOST, pwatch.path))
+
+    def snapshot(self) -> dict[WatchKind, list[str]]:
+        """Server paths of every live watch by kind, for SetWatches2 after a reconnect."""
+        out: dict[WatchKind, list[str]] = {kind: [] for kind in WatchKind}
+        for (kind, path), watches in self._one_shot.items():
+            if any(not w.fired for w in watches):
+                out[kind].append(path)
+        for (kind, path), pwatches in self._persistent.items():
+            if pwatches:
+                out[kind].append(path)
+        return out
+
+    def close(self) -> None:
+        """Coordinator closed: wake every waiter with SESSION_LOST and end persistent streams."""
+        self.session_lost()
+        for pwatches in self._persistent.values():
+            for pwatch in pwatches:
+                pwatch._close()
+        self._persistent.clear()

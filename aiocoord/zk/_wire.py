@@ -1,0 +1,342 @@
+"""Wire format: aiozk's jute request/response types, plus the requests aiozk lacks.
+
+Only this module and the rest of `aiocoord.zk` touch aiozk.  It frames and
+parses packets and maps ZooKeeper error codes to `CoordError` subclasses in
+one place.  Added here: createContainer (19), createTTL (21), addWatch (106),
+setWatches2 (105), removeWatches with persistent kinds, whoAmI (107),
+getEphemerals (103), and a ConnectResponse that reads the readOnly flag.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from aiozk import protocol as proto
+from aiozk.protocol.primitives import Buffer, Int, Long, UString, Vector
+from aiozk.protocol.request import Request
+from aiozk.protocol.response import Response, response_xref
+from aiozk.protocol.stat import Stat as _WireStat
+
+from .. import errors
+from .types import (
+    CheckOp,
+    CheckResult,
+    CreateMode,
+    CreateOp,
+    CreateResult,
+    DeleteOp,
+    DeleteResult,
+    ErrorResult,
+    Op,
+    OpResult,
+    SetDataOp,
+    SetDataResult,
+    Stat,
+)
+
+__all__ = (
+    "proto",
+    "NOTIFICATION_XID",
+    "PING_XID",
+    "AUTH_XID",
+    "SET_WATCHES_XID",
+    "ConnectAnswer",
+    "error_for",
+    "frame",
+)
+
+NOTIFICATION_XID = -1
+PING_XID = -2
+AUTH_XID = -4
+SET_WATCHES_XID = -8
+
+_INT = struct.Struct("!i")
+_HEADER = struct.Struct("!iqi")  # reply header: xid, zxid, err
+_OPEN_ACL_UNSAFE = [proto.UNRESTRICTED_ACCESS]
+
+
+# --- requests aiozk does not have ----------------------------------------------------------
+
+
+class CreateContainerRequest(proto.CreateRequest):  # type: ignore[misc]
+    opcode = 19
+
+
+class CreateContainerResponse(Response):  # type: ignore[misc]
+    opcode = 19
+    parts = (("path", UString), ("stat", _WireStat))
+
+
+class CreateTTLRequest(Request):  # type: ignore[misc]
+    opcode = 21
+    writes_data = True
+    parts = (
+        ("path", UString),
+        ("data", Buffer),
+        ("acl", Vector.of(proto.acl.ACL)),
+        ("flags", Int),
+        ("ttl", Long),
+    )
+
+
+class CreateTTLResponse(Response):  # type: ignore[misc]
+    opcode = 21
+    parts = (("path", UString), ("stat", _WireStat))
+
+
+class SetWatches2Request(Request):  # type: ignore[misc]
+    opcode = 105
+    parts = (
+        ("relative_zxid", Long),
+        ("data_watches", Vector.of(UString)),
+        ("exist_watches", Vector.of(UString)),
+        ("child_watches", Vector.of(UString)),
+        ("persistent_watches", Vector.of(UString)),
+        ("persistent_recursive_watches", Vector.of(UString)),
+    )
+
+
+class SetWatches2Response(Response):  # type: ignore[misc]
+    opcode = 105
+    parts = ()
+
+
+class AddWatchRequest(Request):  # type: ignore[misc]
+    opcode = 106
+    parts = (("path", UString), ("mode", Int))
+
+
+class AddWatchResponse(Response):  # type: ignore[misc]
+    opcode = 106
+    parts = ()
+
+
+class _ClientInfo(proto.part.Part):  # type: ignore[misc]
+    parts = (("auth_scheme", UString), ("user", UString))
+
+
+class WhoAmIRequest(Request):  # type: ignore[misc]
+    opcode = 107
+    parts = ()
+
+
+class WhoAmIResponse(Response):  # type: ignore[misc]
+    opcode = 107
+    parts = (("client_info", Vector.of(_ClientInfo)),)
+
+
+class GetEphemeralsRequest(Request):  # type: ignore[misc]
+    opcode = 103
+    parts = (("prefix_path", UString),)
+
+
+class GetEphemeralsResponse(Response):  # type: ignore[misc]
+    opcode = 103
+    parts = (("ephemerals", Vector.of(UString)),)
+
+
+# WatcherType values used by removeWatches.
+WATCHER_CHILDREN = 1
+WATCHER_DATA = 2
+WATCHER_ANY = 3
+WATCHER_PERSISTENT = 4
+WATCHER_PERSISTENT_RECURSIVE = 5
+
+
+# --- building requests ---------------------------------------------------------------------
+
+
+def create_request(path: str, data: bytes, mode: CreateMode, ttl: int | None) -> Any:
+    """The right create request for `mode`: create2, createContainer or createTTL."""
+    if mode is CreateMode.CONTAINER:
+        req: Any = CreateContainerRequest(
+            path=path, data=data, acl=_OPEN_ACL_UNSAFE, flags=int(mode)
+        )
+    elif mode.ttl:
+        req = CreateTTLRequest(path=path, data=data, acl=_OPEN_ACL_UNSAFE, flags=int(mode), ttl=ttl)
+    else:
+        req = proto.Create2Request(path=path, data=data, acl=_OPEN_ACL_UNSAFE, flags=int(mode))
+    return req
+
+
+def connect_request(
+    last_zxid: int, timeout_ms: int, session_id: int, password: bytes, read_only: bool
+) -> bytes:
+    """A framed ConnectRequest (no xid or opcode precede it)."""
+    req = proto.ConnectRequest(
+        protocol_version=0,
+        last_seen_zxid=last_zxid,
+        timeout=timeout_ms,
+        session_id=session_id,
+        password=password,
+        read_only=read_only,
+    )
+    return frame(req.serialize())
+
+
+def frame(body: bytes) -> bytes:
+    """Prefix a packet with its length, as the protocol wants."""
+    return _INT.pack(len(body)) + body
+
+
+def request_packet(xid: int, request: Any) -> bytes:
+    """A framed request: xid, opcode, body."""
+    return frame(request.serialize(xid))
+
+
+def multi_packet(xid: int, ops: list[tuple[Op, str]]) -> bytes:
+    """A framed multi (opcode 14) of `(op, server_path)` pairs."""
+    txn = proto.TransactionRequest()
+    for op, path in ops:
+        if isinstance(op, CreateOp):
+            txn.add(create_request(path, op.data, op.mode, op.ttl))
+        elif isinstance(op, DeleteOp):
+            txn.add(proto.DeleteRequest(path=path, version=op.version))
+        elif isinstance(op, SetDataOp):
+            txn.add(proto.SetDataRequest(path=path, data=op.data, version=op.version))
+        elif isinstance(op, CheckOp):
+            txn.add(proto.CheckVersionRequest(path=path, version=op.version))
+        else:  # pragma: no cover - guarded by the caller
+            raise TypeError(f"not a multi operation: {op!r}")
+    return frame(txn.serialize(xid))
+
+
+# --- parsing replies -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectAnswer:
+    """The server's ConnectResponse.  `session_id == 0` or `timeout_ms <= 0` means expired."""
+
+    timeout_ms: int
+    session_id: int
+    password: bytes
+    read_only: bool
+
+    @property
+    def expired(self) -> bool:
+        return self.session_id == 0 or self.timeout_ms <= 0
+
+    @classmethod
+    def parse(cls, body: bytes) -> ConnectAnswer:
+        resp, offset = proto.ConnectResponse.parse(body, 0)
+        read_only = bool(body[offset]) if len(body) > offset else False
+        return cls(resp.timeout, resp.session_id, resp.password or b"", read_only)
+
+
+def reply_header(body: bytes) -> tuple[int, int, int]:
+    """(xid, zxid, err) of a reply packet."""
+    xid, zxid, err = _HEADER.unpack_from(body, 0)
+    return int(xid), int(zxid), int(err)
+
+
+def parse_body(opcode: int, body: bytes) -> Any:
+    """Parse the body after the reply header for a request of `opcode`."""
+    cls = response_xref.get(opcode)
+    if cls is None or not cls.parts:
+        return None
+    value, _ = cls.parse(body, _HEADER.size)
+    return value
+
+
+def parse_watch_event(body: bytes) -> tuple[int, int, str]:
+    """(type, state, server_path) of a notification packet."""
+    event, _ = proto.WatchEvent.parse(body, _HEADER.size)
+    return int(event.type), int(event.state), str(event.path)
+
+
+def parse_multi(body: bytes) -> list[tuple[int, Any]]:
+    """Per-operation results of a multi reply: ``(type, value)``, type -1 carries an error code."""
+    offset = _HEADER.size
+    out: list[tuple[int, Any]] = []
+    while True:
+        header, offset = proto.transaction.MultiHeader.parse(body, offset)
+        if header.done:
+            return out
+        if header.type == -1:
+            code = _INT.unpack_from(body, offset)[0]
+            offset += _INT.size
+            out.append((-1, int(code)))
+        elif header.type == 1:
+            path, offset = UString.parse(body, offset)
+            out.append((1, (path, None)))
+        elif header.type in (15, 19, 21):
+            path, offset = UString.parse(body, offset)
+            stat, offset = _WireStat.parse(body, offset)
+            out.append((15, (path, Stat._from_wire(stat))))
+        elif header.type == 5:
+            stat, offset = _WireStat.parse(body, offset)
+            out.append((5, Stat._from_wire(stat)))
+        else:
+            out.append((int(header.type), None))
+
+
+def multi_results(raw: list[tuple[int, Any]], strip: Any) -> list[OpResult]:
+    """Typed results of a multi; `strip` turns a server path into a client path."""
+    results: list[OpResult] = []
+    for kind, value in raw:
+        if kind == -1:
+            results.append(ErrorResult(error_for(value, None), value))
+        elif kind in (1, 15):
+            path, stat = value
+            results.append(CreateResult(strip(path), stat))
+        elif kind == 5:
+            results.append(SetDataResult(value))
+        elif kind == 2:
+            results.append(DeleteResult())
+        else:
+            results.append(CheckResult())
+    return results
+
+
+# --- errors --------------------------------------------------------------------------------
+
+_ERRORS: dict[int, type[errors.ZooKeeperError]] = {
+    cls.code: cls
+    for cls in (
+        errors.NoNodeError,
+        errors.NoAuthError,
+        errors.BadVersionError,
+        errors.NoChildrenForEphemeralsError,
+        errors.NodeExistsError,
+        errors.NotEmptyError,
+        errors.AuthFailedError,
+        errors.NotReadOnlyError,
+    )
+}
+
+_NAMES = {
+    0: "rolled back",
+    -1: "system error",
+    -2: "runtime inconsistency",
+    -3: "data inconsistency",
+    -5: "marshalling error",
+    -6: "unimplemented (does the server enable this feature?)",
+    -7: "operation timeout",
+    -8: "bad arguments",
+    -13: "new config has no quorum",
+    -14: "reconfig in progress",
+    -100: "API error",
+    -113: "invalid callback",
+    -114: "invalid ACL",
+    -118: "session moved",
+    -120: "ephemeral on local session",
+    -121: "no watcher",
+    -122: "request timeout",
+    -123: "reconfig disabled",
+    -124: "session closed because client failed to authenticate",
+    -125: "quota exceeded",
+    -127: "throttled",
+}
+
+
+def error_for(code: int, path: str | None) -> errors.ZooKeeperError:
+    """The `CoordError` for a ZooKeeper error code, carrying the client path."""
+    cls = _ERRORS.get(code)
+    if cls is not None:
+        return cls(path=path)
+    return errors.ZooKeeperError(
+        f"ZooKeeper error {code}: {_NAMES.get(code, 'unknown')}", path=path, code=code
+    )

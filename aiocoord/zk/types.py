@@ -1,0 +1,197 @@
+"""Typed values the zk layer hands to the rest of aiocoord: stats, nodes, modes, events, ops."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ZooKeeperError
+
+__all__ = (
+    "CheckOp",
+    "CheckResult",
+    "CreateMode",
+    "CreateOp",
+    "CreateResult",
+    "Created",
+    "DeleteOp",
+    "DeleteResult",
+    "ErrorResult",
+    "EventType",
+    "Node",
+    "Op",
+    "OpResult",
+    "SetDataOp",
+    "SetDataResult",
+    "Stat",
+    "WatchedEvent",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    """A node's metadata (ZooKeeper's ``Stat``), with its zxids and versions."""
+
+    czxid: int
+    mzxid: int
+    ctime: int
+    mtime: int
+    version: int
+    cversion: int
+    aversion: int
+    ephemeral_owner: int
+    data_length: int
+    num_children: int
+    pzxid: int
+
+    @classmethod
+    def _from_wire(cls, raw: Any) -> Stat:
+        return cls(
+            czxid=raw.created_zxid,
+            mzxid=raw.last_modified_zxid,
+            ctime=raw.created,
+            mtime=raw.modified,
+            version=raw.version,
+            cversion=raw.child_version,
+            aversion=raw.acl_version,
+            ephemeral_owner=raw.ephemeral_owner,
+            data_length=raw.data_length,
+            num_children=raw.num_children,
+            pzxid=raw.last_modified_children,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A node's data and stat as read by `get`."""
+
+    data: bytes
+    stat: Stat
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """The outcome of a create: the real path (with any sequence number) and the stat."""
+
+    path: str
+    stat: Stat
+
+
+class CreateMode(enum.IntEnum):
+    """ZooKeeper's create modes (the wire flag values)."""
+
+    PERSISTENT = 0
+    EPHEMERAL = 1
+    PERSISTENT_SEQUENTIAL = 2
+    EPHEMERAL_SEQUENTIAL = 3
+    CONTAINER = 4
+    PERSISTENT_WITH_TTL = 5
+    PERSISTENT_SEQUENTIAL_WITH_TTL = 6
+
+    @property
+    def ephemeral(self) -> bool:
+        return self in (CreateMode.EPHEMERAL, CreateMode.EPHEMERAL_SEQUENTIAL)
+
+    @property
+    def sequential(self) -> bool:
+        return self in (
+            CreateMode.PERSISTENT_SEQUENTIAL,
+            CreateMode.EPHEMERAL_SEQUENTIAL,
+            CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL,
+        )
+
+    @property
+    def ttl(self) -> bool:
+        return self in (CreateMode.PERSISTENT_WITH_TTL, CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL)
+
+
+class EventType(enum.IntEnum):
+    """What a watch saw.  `SESSION_LOST` is aiocoord's own: the watch died with its session."""
+
+    CREATED = 1
+    DELETED = 2
+    DATA_CHANGED = 3
+    CHILDREN_CHANGED = 4
+    SESSION_LOST = -112
+
+
+@dataclass(frozen=True, slots=True)
+class WatchedEvent:
+    """One watch notification: what happened to which (client-side) path."""
+
+    type: EventType
+    path: str
+
+
+# --- multi ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOp:
+    """Create a node inside a `multi`."""
+
+    path: str
+    data: bytes = b""
+    mode: CreateMode = CreateMode.PERSISTENT
+    ttl: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOp:
+    """Delete a node inside a `multi` (version -1: any)."""
+
+    path: str
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class SetDataOp:
+    """Set a node's data inside a `multi` (version -1: any)."""
+
+    path: str
+    data: bytes
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOp:
+    """Require a node's version inside a `multi`."""
+
+    path: str
+    version: int
+
+
+Op = CreateOp | DeleteOp | SetDataOp | CheckOp
+
+
+@dataclass(frozen=True, slots=True)
+class CreateResult:
+    path: str
+    stat: Stat | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteResult:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SetDataResult:
+    stat: Stat
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorResult:
+    """An operation of a failed `multi`: its own error (or a rolled-back marker)."""
+
+    error: ZooKeeperError = field(compare=False)
+    code: int = 0
+
+
+OpResult = CreateResult | DeleteResult | SetDataResult | CheckResult | ErrorResult
