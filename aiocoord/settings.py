@@ -93,6 +93,8 @@ class Settings(BaseSettings):
     """Accept a read-only server when no read-write one is reachable (READ_ONLY state)."""
     session_lost_fraction: float = 1.0
     """Fraction of the session timeout after the last server contact at which SUSPENDED becomes LOST."""
+    randomize_hosts: bool = True
+    """Shuffle the host list once, so a fleet spreads over the ensemble (False: try them in order)."""
 
     def __init__(self, **values: Any) -> None:
         try:

@@ -67,7 +67,10 @@ class SessionCore:
         self.settings = settings
         self.chroot = settings.chroot
         self._addresses = list(settings.addresses)
-        random.shuffle(self._addresses)  # spread clients over the ensemble, as the Java client does
+        if settings.randomize_hosts:
+            random.shuffle(
+                self._addresses
+            )  # spread clients over the ensemble, as the Java client does
         self._next_host = 0
         self._machine = ConnectionMachine()
         self._registry = WatchRegistry()
