@@ -1,0 +1,37 @@
+"""Real ZooKeeper for tests: servers, ensembles, session expiry and network faults.
+
+``ZooKeeperServer`` and ``ZooKeeperEnsemble`` run the real Java server from the
+Debian ``zookeeper`` package on free loopback ports; ``expire_session`` and
+``kill_session`` expire a live session on the server; ``FaultProxy``,
+``SilentListener`` and ``GarbageListener`` stand in for a bad network or a bad
+server. Installing aiocoord also installs a pytest plugin with the fixtures
+``zk_server``, ``zk_ensemble``, ``zk_chroot`` and ``coordinator``.
+"""
+
+from __future__ import annotations
+
+from ._ensemble import EnsembleMember as EnsembleMember
+from ._ensemble import ZooKeeperEnsemble as ZooKeeperEnsemble
+from ._expire import expire_session as expire_session
+from ._expire import kill_session as kill_session
+from ._listeners import GarbageListener as GarbageListener
+from ._listeners import SilentListener as SilentListener
+from ._proxy import FaultProxy as FaultProxy
+from ._server import ZooKeeperNotInstalledError as ZooKeeperNotInstalledError
+from ._server import ZooKeeperServer as ZooKeeperServer
+from ._server import four_letter_word as four_letter_word
+from ._server import zookeeper_installed as zookeeper_installed
+
+__all__ = (
+    "EnsembleMember",
+    "FaultProxy",
+    "GarbageListener",
+    "SilentListener",
+    "ZooKeeperEnsemble",
+    "ZooKeeperNotInstalledError",
+    "ZooKeeperServer",
+    "expire_session",
+    "four_letter_word",
+    "kill_session",
+    "zookeeper_installed",
+)

@@ -1,0 +1,185 @@
+"""Really expire a ZooKeeper session on the server, and the wire helpers it needs.
+
+The technique (zookeeper-notes 6.1, Curator's old ``KillSession``): open a second
+TCP connection and send a ConnectRequest carrying the victim's session id and
+password. The server moves the session onto the new connection, closing the
+victim's socket, and a closeSession (opcode -11) on the new connection then ends
+the session for good: its ephemerals are deleted and its watchers notified, and
+the victim learns "expired" at its next contact. Nothing is faked client-side.
+
+Frames are big-endian and length-prefixed. The same helpers serve as the
+handshake probe that tells a freshly started server really answers clients.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import time
+from typing import Protocol
+
+import anyio.to_thread
+
+__all__ = ("expire_session", "kill_session")
+
+logger = logging.getLogger(__name__)
+
+_CLOSE_SESSION = -11
+_MAX_FRAME = 1 << 20
+# Inside the bounds every harness server sets (minSessionTimeout=500,
+# maxSessionTimeout=30000); the server would clamp anything else anyway.
+_REQUEST_TIMEOUT_MS = 10_000
+# The server answers SessionMoved when the victim raced us and took its session
+# back between our handshake and our closeSession; trying again wins the race.
+_ATTEMPTS = 3
+
+
+class _SessionHolder(Protocol):
+    """What ``expire_session`` needs from a coordinator (duck-typed on purpose)."""
+
+    @property
+    def session_id(self) -> int | None: ...
+
+    @property
+    def session_password(self) -> bytes | None: ...
+
+    @property
+    def connected_address(self) -> tuple[str, int] | None: ...
+
+
+class _Conn:
+    """A blocking socket with an overall deadline, speaking ZooKeeper frames."""
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        self._deadline = time.monotonic() + timeout
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def _arm(self) -> None:
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("ZooKeeper did not answer in time")
+        self.sock.settimeout(remaining)
+
+    def send(self, body: bytes) -> None:
+        self._arm()
+        self.sock.sendall(struct.pack("!i", len(body)) + body)
+
+    def _read_exact(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            self._arm()
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionResetError("ZooKeeper closed the connection")
+            buf += chunk
+        return bytes(buf)
+
+    def read_frame(self) -> bytes:
+        (length,) = struct.unpack("!i", self._read_exact(4))
+        if not 0 <= length <= _MAX_FRAME:
+            raise ConnectionError(f"bad ZooKeeper frame length {length}")
+        return self._read_exact(length)
+
+
+def _connect_request(session_id: int, password: bytes, timeout_ms: int) -> bytes:
+    """ConnectRequest: protocolVersion, lastZxidSeen, timeOut, sessionId, passwd, readOnly."""
+    body = struct.pack("!iqiq", 0, 0, timeout_ms, session_id)
+    return body + struct.pack("!i", len(password)) + password + b"\x00"
+
+
+def _handshake(conn: _Conn, session_id: int, password: bytes) -> int:
+    """Send a ConnectRequest and return the session id answered (0: expired)."""
+    conn.send(_connect_request(session_id, password, _REQUEST_TIMEOUT_MS))
+    _proto, _timeout, sid = struct.unpack_from("!iiq", conn.read_frame())
+    return int(sid)
+
+
+def _close_session(conn: _Conn) -> int:
+    """Send closeSession and return the reply's error code (0, or -1 on EOF)."""
+    conn.send(struct.pack("!ii", 1, _CLOSE_SESSION))
+    try:
+        _xid, _zxid, err = struct.unpack_from("!iqi", conn.read_frame())
+    except ConnectionResetError:
+        # The server may close the socket right after committing the close.
+        return 0
+    return int(err)
+
+
+def probe_handshake(host: str, port: int, timeout: float = 2.0) -> bool:
+    """Whether the server answers a real handshake: create a session, then close it.
+
+    ZooKeeper 3.8.0 opens its client port before its database is loaded and never
+    answers a client that connects in that window, so ``srvr`` alone is not proof.
+    """
+    try:
+        conn = _Conn(host, port, timeout)
+    except OSError:
+        return False
+    try:
+        sid = _handshake(conn, 0, bytes(16))
+        if sid == 0:
+            return False
+        _close_session(conn)
+        return True
+    except (OSError, struct.error):
+        return False
+    finally:
+        conn.close()
+
+
+def kill_session(
+    host: str, port: int, session_id: int, password: bytes, timeout: float = 10.0
+) -> bool:
+    """Expire the session ``session_id`` on the server at ``host:port``; blocking.
+
+    Works with any client: for kazoo pass ``*client.client_id``. Returns True when
+    the session was live and is now closed, False when it had already expired.
+    Raises ``TimeoutError`` or ``OSError`` when the server does not answer in
+    ``timeout`` seconds, ``RuntimeError`` when it refuses to close the session.
+    """
+    if not session_id:
+        raise ValueError("session_id must be a live session's id, not 0/None")
+    deadline = time.monotonic() + timeout
+    err = 0
+    for attempt in range(1, _ATTEMPTS + 1):
+        conn = _Conn(host, port, max(deadline - time.monotonic(), 0.01))
+        try:
+            if _handshake(conn, session_id, bytes(password)) == 0:
+                logger.debug("session 0x%x had already expired", session_id)
+                return False
+            err = _close_session(conn)
+        finally:
+            conn.close()
+        if err == 0:
+            logger.info("expired session 0x%x on %s:%d", session_id, host, port)
+            return True
+        logger.debug("closeSession for 0x%x answered %d (attempt %d)", session_id, err, attempt)
+    raise RuntimeError(f"server refused to close session 0x{session_id:x}: error {err}")
+
+
+async def expire_session(
+    coord: _SessionHolder, address: tuple[str, int] | None = None, *, timeout: float = 10.0
+) -> bool:
+    """Expire ``coord``'s live session on the server; returns once the server has.
+
+    ``address`` defaults to the server the coordinator is connected to. The
+    coordinator itself notices at its next contact with the server (its socket
+    has been closed). Returns False if the session had already expired. The
+    blocking socket work runs in a worker thread, so the event loop stays free.
+    """
+    session_id = coord.session_id
+    password = coord.session_password
+    if session_id is None or password is None:
+        raise ValueError("the coordinator has no session to expire (not connected yet?)")
+    if address is None:
+        address = coord.connected_address
+        if address is None:
+            raise ValueError("the coordinator is not connected; pass address=(host, port)")
+    host, port = address
+    return await anyio.to_thread.run_sync(
+        lambda: kill_session(host, port, session_id, password, timeout)
+    )

@@ -1,0 +1,459 @@
+"""A real standalone ZooKeeper server in a child process, for tests and demos.
+
+The server is the Debian ``zookeeper`` package's jars run by ``java``, in a
+temporary directory (``zoo.cfg``, ``data/``, ``zk.log``) on a free loopback
+port. A process is only ever signalled through its own recorded ``Popen``
+handle, never by name; an ``atexit`` hook kills whatever is still running.
+Readiness means the server really answers: ``srvr`` reports a ``Mode`` and a
+real handshake gets a session (ZooKeeper 3.8.0 opens its port before its
+database is loaded, and a client that connects then is never answered).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+from collections import deque
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Self
+
+from ._expire import probe_handshake
+
+__all__ = (
+    "ZooKeeperNotInstalledError",
+    "ZooKeeperServer",
+    "four_letter_word",
+    "zookeeper_installed",
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_JAR_DIR = Path("/usr/share/java")
+DEFAULT_CONF_DIR = Path("/etc/zookeeper/conf")
+_REQUIRED_JARS = (
+    "zookeeper.jar",
+    "zookeeper-jute.jar",
+    "slf4j-api.jar",
+    "slf4j-log4j12.jar",
+    "log4j-1.2.jar",
+    "metrics-core.jar",
+    "commons-cli.jar",
+)
+_JVM_ARGS = (
+    "-Xmx256m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-Dzookeeper.root.logger=INFO,CONSOLE",
+    "-Dznode.container.checkIntervalMs=500",
+)
+_VERSIONED_JAR = re.compile(r"-\d+\.\d+")
+_ADDRESS_IN_USE = "Address already in use"
+_PORT_ATTEMPTS = 3
+
+
+class ZooKeeperNotInstalledError(RuntimeError):
+    """Raised when java or the ZooKeeper jars are missing; run ``scripts/setup``."""
+
+
+def zookeeper_installed(jar_dir: Path = DEFAULT_JAR_DIR) -> bool:
+    """Whether java and the ZooKeeper jars needed to start a server are present."""
+    return shutil.which("java") is not None and all(
+        (jar_dir / jar).is_file() for jar in _REQUIRED_JARS
+    )
+
+
+def classpath(jar_dir: Path = DEFAULT_JAR_DIR, conf_dir: Path = DEFAULT_CONF_DIR) -> str:
+    """The server's class path; raises ``ZooKeeperNotInstalledError`` if jars are missing."""
+    missing = [jar for jar in _REQUIRED_JARS if not (jar_dir / jar).is_file()]
+    if missing or shutil.which("java") is None:
+        what = ", ".join(missing) if missing else "java"
+        raise ZooKeeperNotInstalledError(
+            f"ZooKeeper is not installed (missing {what} in {jar_dir}); "
+            "run scripts/setup (it installs the Debian 'zookeeper' package)"
+        )
+    netty = sorted(str(p) for p in jar_dir.glob("netty-*.jar") if not _VERSIONED_JAR.search(p.name))
+    return os.pathsep.join([*(str(jar_dir / j) for j in _REQUIRED_JARS), *netty, str(conf_dir)])
+
+
+def four_letter_word(host: str, port: int, word: str = "srvr", timeout: float = 2.0) -> str:
+    """Send a four-letter command (``srvr``, ``mntr``, ``ruok``...) and return the answer.
+
+    Raises ``OSError`` (``TimeoutError`` included) when the server does not answer.
+    """
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(word.encode("ascii"))
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def server_mode(host: str, port: int, timeout: float = 1.0) -> str | None:
+    """The ``Mode:`` of ``srvr`` (standalone, leader, follower...), or None if not serving."""
+    try:
+        answer = four_letter_word(host, port, "srvr", timeout)
+    except OSError:
+        return None
+    match = re.search(r"^Mode: (\S+)", answer, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that were free a moment ago."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+# Every process this package started and has not yet reaped, for the atexit hook.
+_LIVE: dict[int, subprocess.Popen[bytes]] = {}
+_LIVE_LOCK = threading.Lock()
+# Every server object started and not cleaned up, for the pytest log-tail hook.
+_STARTED: weakref.WeakSet[ZooKeeperProcess] = weakref.WeakSet()
+
+
+def started_processes() -> list[ZooKeeperProcess]:
+    """Servers and ensemble members started and not cleaned up yet, oldest first."""
+    return sorted(_STARTED, key=lambda p: p.started_at)
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    with _LIVE_LOCK:
+        procs = list(_LIVE.values())
+        _LIVE.clear()
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
+
+
+class ZooKeeperProcess:
+    """One ZooKeeper JVM: configuration, life cycle and fault signals.
+
+    Shared by ``ZooKeeperServer`` and the ensemble's members; subclasses say
+    which main class runs and when the process counts as ready.
+    """
+
+    main_class = "org.apache.zookeeper.server.ZooKeeperServerMain"
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        port: int | None = None,
+        tick_time: int = 200,
+        extra_config: dict[str, str] | None = None,
+        jar_dir: str | os.PathLike[str] = DEFAULT_JAR_DIR,
+        conf_dir: str | os.PathLike[str] = DEFAULT_CONF_DIR,
+    ) -> None:
+        self._own_dir = directory is None
+        self.directory = Path(
+            tempfile.mkdtemp(prefix="aiocoord-zk-") if directory is None else directory
+        )
+        self._fixed_port = port is not None
+        self._port = port if port is not None else free_ports(1)[0]
+        self.tick_time = tick_time
+        self.extra_config = dict(extra_config or {})
+        self.jar_dir = Path(jar_dir)
+        self.conf_dir = Path(conf_dir)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._paused = False
+        self.started_at = 0.0
+
+    # -- configuration -----------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """A short label for logs and reports."""
+        return f"zookeeper:{self._port}"
+
+    def config(self) -> dict[str, str]:
+        """The ``zoo.cfg`` entries; subclasses add theirs."""
+        cfg = {
+            "tickTime": str(self.tick_time),
+            "minSessionTimeout": "500",
+            "maxSessionTimeout": "30000",
+            "dataDir": str(self.data_dir),
+            "clientPort": str(self._port),
+            "clientPortAddress": "127.0.0.1",
+            "admin.enableServer": "false",
+            "4lw.commands.whitelist": "*",
+            "extendedTypesEnabled": "true",
+        }
+        cfg.update(self.extra_config)
+        return cfg
+
+    def _prepare(self) -> None:
+        """Write ``zoo.cfg`` and create ``data/``; subclasses add files such as ``myid``."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        text = "".join(f"{k}={v}\n" for k, v in self.config().items())
+        self.config_path.write_text(text)
+
+    def _is_ready(self) -> bool:
+        mode = server_mode(self.host, self._port)
+        return mode is not None and probe_handshake(self.host, self._port, timeout=1.0)
+
+    # -- properties --------------------------------------------------------------------
+
+    @property
+    def host(self) -> str:
+        return "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return (self.host, self._port)
+
+    @property
+    def connect_string(self) -> str:
+        return f"{self.host}:{self._port}"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.directory / "data"
+
+    @property
+    def config_path(self) -> Path:
+        return self.directory / "zoo.cfg"
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "zk.log"
+
+    @property
+    def pid(self) -> int | None:
+        """The JVM's pid while it runs (or is paused), else None."""
+        return self._proc.pid if self.running and self._proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        """Whether the process exists (a paused process is still running)."""
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def paused(self) -> bool:
+        return self.running and self._paused
+
+    def role(self, timeout: float = 1.0) -> str | None:
+        """The server's ``srvr`` mode (standalone, leader, follower), or None."""
+        return server_mode(self.host, self._port, timeout) if self.running else None
+
+    def log_tail(self, lines: int = 200) -> str:
+        """The last ``lines`` lines of the server log ('' if there is none)."""
+        try:
+            with self.log_path.open("rb") as f:
+                tail = deque(f, maxlen=lines)
+        except OSError:
+            return ""
+        return b"".join(tail).decode("utf-8", "replace")
+
+    # -- life cycle --------------------------------------------------------------------
+
+    def start(self, timeout: float = 30.0) -> Self:
+        """Start the JVM and return once it answers clients (idempotent while running).
+
+        Raises ``TimeoutError`` (after killing it) if it does not answer within
+        ``timeout`` seconds, ``RuntimeError`` if it exits, with the log's tail.
+        """
+        if self.running:
+            return self
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            self.spawn()
+            try:
+                self.wait_ready(timeout)
+                return self
+            except RuntimeError:
+                in_use = _ADDRESS_IN_USE in self.log_tail(50)
+                if self._fixed_port or not in_use or attempt == _PORT_ATTEMPTS:
+                    raise
+                logger.info("port %d was taken; retrying on another", self._port)
+                self._port = free_ports(1)[0]
+        raise AssertionError("unreachable")
+
+    def spawn(self) -> None:
+        """Start the JVM without waiting for it to answer."""
+        if self.running:
+            return
+        cp = classpath(self.jar_dir, self.conf_dir)
+        self._prepare()
+        self._close_log()
+        self._log = self.log_path.open("ab")
+        cmd = ["java", *_JVM_ARGS, "-cp", cp, self.main_class, str(self.config_path)]
+        # A new session keeps a Ctrl-C at the terminal from reaching the JVM first.
+        self._proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            cwd=self.directory,
+            start_new_session=True,
+        )
+        self._paused = False
+        self.started_at = time.monotonic()
+        with _LIVE_LOCK:
+            _LIVE[self._proc.pid] = self._proc
+        _STARTED.add(self)
+        logger.info("started %s (pid %d) in %s", self.name, self._proc.pid, self.directory)
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Poll until the server answers; see ``start`` for the errors."""
+        deadline = time.monotonic() + timeout
+        while True:
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                code = None if proc is None else proc.returncode
+                self._reap()
+                raise RuntimeError(
+                    f"{self.name} exited with code {code} while starting; "
+                    f"log {self.log_path}:\n{self.log_tail(40)}"
+                )
+            if self._is_ready():
+                logger.info("%s ready after %.2fs", self.name, time.monotonic() - self.started_at)
+                return
+            if time.monotonic() >= deadline:
+                self.kill()
+                raise TimeoutError(
+                    f"{self.name} did not answer within {timeout}s; "
+                    f"log {self.log_path}:\n{self.log_tail(40)}"
+                )
+            time.sleep(0.05)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server with SIGTERM, falling back to SIGKILL after ``timeout``."""
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            if self._paused:
+                proc.send_signal(signal.SIGCONT)  # a stopped JVM cannot act on SIGTERM
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                logger.warning("%s ignored SIGTERM for %ss; killing it", self.name, timeout)
+                proc.kill()
+                proc.wait()
+        logger.info("stopped %s", self.name)
+        self._reap()
+
+    def terminate(self) -> None:
+        """Send SIGTERM and return at once (``stop`` then waits for the exit)."""
+        if self.running:
+            self._signal(signal.SIGTERM)
+            if self._paused:
+                self._signal(signal.SIGCONT)
+
+    def kill(self) -> None:
+        """Crash the server with SIGKILL (its clients see the connection reset)."""
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        logger.info("killed %s", self.name)
+        self._reap()
+
+    def pause(self) -> None:
+        """Freeze the server with SIGSTOP: connections stay open, nothing answers."""
+        self._signal(signal.SIGSTOP)
+        self._paused = True
+
+    def resume(self) -> None:
+        """Thaw a paused server with SIGCONT."""
+        self._signal(signal.SIGCONT)
+        self._paused = False
+
+    def restart(self, timeout: float = 30.0, *, hard: bool = False) -> Self:
+        """Stop (or with ``hard``, kill) and start again on the same port and data."""
+        if hard:
+            self.kill()
+        else:
+            self.stop()
+        fixed, self._fixed_port = self._fixed_port, True
+        try:
+            return self.start(timeout)
+        finally:
+            self._fixed_port = fixed
+
+    def cleanup(self) -> None:
+        """Stop the server and remove its directory if this object created it."""
+        self.stop()
+        self._close_log()
+        _STARTED.discard(self)
+        if self._own_dir:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    close = cleanup
+
+    def _signal(self, sig: signal.Signals) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            raise RuntimeError(f"{self.name} is not running")
+        self._proc.send_signal(sig)
+
+    def _reap(self) -> None:
+        if self._proc is not None:
+            with _LIVE_LOCK:
+                _LIVE.pop(self._proc.pid, None)
+        self._proc = None
+        self._paused = False
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.cleanup()
+
+    def __repr__(self) -> str:
+        state = "paused" if self.paused else "running" if self.running else "stopped"
+        return f"<{type(self).__name__} {self.connect_string} {state} pid={self.pid}>"
+
+
+class ZooKeeperServer(ZooKeeperProcess):
+    """A standalone ZooKeeper server on a free loopback port.
+
+    ``with ZooKeeperServer() as zk:`` starts it and, on exit, stops it and removes
+    its temporary directory. ``tick_time`` (ms) is 200 so that session timeouts
+    of 0.5–30 s are negotiable; ``extra_config`` adds or overrides ``zoo.cfg``
+    entries. Raises ``ZooKeeperNotInstalledError`` on start if jars are missing.
+    """
+
+    @property
+    def name(self) -> str:
+        return f"zookeeper-standalone:{self.port}"
