@@ -64,11 +64,11 @@ class Coordinator:
                     f"could not establish a session with {self.settings.hosts!r} within {limit:.1f}s"
                     + (f": {last}" if last else "")
                 )
-        except BaseException as exc:
+        except BaseException:
             await self.client.close()
             tg.cancel_scope.cancel()
-            await tg.__aexit__(type(exc), exc, exc.__traceback__)
             self._tg = None
+            await tg.__aexit__(None, None, None)
             raise
         return self
 

@@ -109,13 +109,7 @@ class Connection:
             raise ConnectionLostError(
                 f"no handshake from {host}:{port} within {timeout:.2f}s"
             ) from exc
-        except (
-            OSError,
-            anyio.EndOfStream,
-            anyio.BrokenResourceError,
-            ValueError,
-            struct.error,
-        ) as exc:
+        except Exception as exc:  # refused, reset, EOF, or an answer that is not ZooKeeper's
             await _close_quietly(stream)
             raise ConnectionLostError(f"cannot connect to {host}:{port}: {exc!r}") from exc
         except BaseException:
@@ -153,7 +147,8 @@ class Connection:
             self._end(
                 f"connection to {self.address[0]}:{self.address[1]} ended ({type(exc).__name__})"
             )
-        except (ValueError, struct.error, IndexError, UnicodeDecodeError) as exc:
+        except Exception as exc:  # malformed packet or a parse error: this connection is unusable
+            log.warning("dropping connection to %s:%s: %r", *self.address, exc)
             self._end(f"malformed packet from {self.address[0]}:{self.address[1]}: {exc!r}")
         finally:
             if not self.closed:
