@@ -7,8 +7,10 @@ not aiocoord's own session manager.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -178,6 +180,55 @@ def test_kill_session_expires_kazoo(zk_server: ZooKeeperServer, zk_chroot: str) 
         assert watcher.exists(path) is None  # closeSession is answered after it commits
         log.wait_for(KazooState.LOST)
         assert kill_session(*zk_server.address, session_id, password) is False
+
+
+def connect_request(session_id: int, password: bytes) -> bytes:
+    """A framed ConnectRequest (4 s session) for a raw-socket client."""
+    body = struct.pack("!iqiq", 0, 0, 4000, session_id)
+    body += struct.pack("!i", len(password)) + password + b"\x00"
+    return struct.pack("!i", len(body)) + body
+
+
+class GreedyVictim(threading.Thread):
+    """A raw client that takes its session back the moment it loses it."""
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        super().__init__(daemon=True)
+        self.address = address
+        with socket.create_connection(address, timeout=5) as sock:
+            sock.sendall(connect_request(0, bytes(16)))
+            answer = sock.recv(4096)
+        _, _, _, self.session_id, length = struct.unpack_from("!iiiqi", answer)
+        self.password = answer[24 : 24 + length]
+        self.reattached = 0
+        self.expired = threading.Event()
+        self.stopping = False
+
+    def run(self) -> None:
+        while not self.stopping:
+            with socket.create_connection(self.address, timeout=5) as sock:
+                sock.sendall(connect_request(self.session_id, self.password))
+                answer = sock.recv(4096)
+                if len(answer) < 20 or struct.unpack_from("!iiiq", answer)[3] == 0:
+                    self.expired.set()
+                    return
+                self.reattached += 1
+                sock.settimeout(0.5)
+                with contextlib.suppress(OSError):
+                    while sock.recv(4096):  # until the server moves the session away
+                        pass
+
+
+def test_kill_session_beats_a_client_that_reconnects_at_once(zk_server: ZooKeeperServer) -> None:
+    victim = GreedyVictim(zk_server.address)
+    victim.start()
+    try:
+        wait_until(lambda: victim.reattached >= 1, 5, "the victim to attach")
+        assert kill_session(*zk_server.address, victim.session_id, victim.password, timeout=5)
+        assert victim.expired.wait(5)
+    finally:
+        victim.stopping = True
+        victim.join(5)
 
 
 @dataclass

@@ -6,6 +6,9 @@ password. The server moves the session onto the new connection, closing the
 victim's socket, and a closeSession (opcode -11) on the new connection then ends
 the session for good: its ephemerals are deleted and its watchers notified, and
 the victim learns "expired" at its next contact. Nothing is faked client-side.
+A victim that reconnects at once can take its session back in between; the
+closeSession is therefore pipelined behind the ConnectRequest, and the whole
+exchange retried until the server confirms the close.
 
 Frames are big-endian and length-prefixed. The same helpers serve as the
 handshake probe that tells a freshly started server really answers clients.
@@ -13,6 +16,7 @@ handshake probe that tells a freshly started server really answers clients.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import socket
 import struct
@@ -30,9 +34,7 @@ _MAX_FRAME = 1 << 20
 # Inside the bounds every harness server sets (minSessionTimeout=500,
 # maxSessionTimeout=30000); the server would clamp anything else anyway.
 _REQUEST_TIMEOUT_MS = 10_000
-# The server answers SessionMoved when the victim raced us and took its session
-# back between our handshake and our closeSession; trying again wins the race.
-_ATTEMPTS = 3
+_CLOSE_REQUEST = struct.pack("!ii", 1, _CLOSE_SESSION)  # xid 1, no body
 
 
 class _SessionHolder(Protocol):
@@ -64,9 +66,10 @@ class _Conn:
             raise TimeoutError("ZooKeeper did not answer in time")
         self.sock.settimeout(remaining)
 
-    def send(self, body: bytes) -> None:
+    def send(self, *bodies: bytes) -> None:
+        """Send each body as one frame, all in a single write."""
         self._arm()
-        self.sock.sendall(struct.pack("!i", len(body)) + body)
+        self.sock.sendall(b"".join(struct.pack("!i", len(b)) + b for b in bodies))
 
     def _read_exact(self, n: int) -> bytes:
         buf = bytearray()
@@ -94,18 +97,22 @@ def _connect_request(session_id: int, password: bytes, timeout_ms: int) -> bytes
 def _handshake(conn: _Conn, session_id: int, password: bytes) -> int:
     """Send a ConnectRequest and return the session id answered (0: expired)."""
     conn.send(_connect_request(session_id, password, _REQUEST_TIMEOUT_MS))
+    return _read_connect_response(conn)
+
+
+def _read_connect_response(conn: _Conn) -> int:
     _proto, _timeout, sid = struct.unpack_from("!iiq", conn.read_frame())
     return int(sid)
 
 
 def _close_session(conn: _Conn) -> int:
-    """Send closeSession and return the reply's error code (0, or -1 on EOF)."""
-    conn.send(struct.pack("!ii", 1, _CLOSE_SESSION))
-    try:
-        _xid, _zxid, err = struct.unpack_from("!iqi", conn.read_frame())
-    except ConnectionResetError:
-        # The server may close the socket right after committing the close.
-        return 0
+    """Send closeSession and return the reply's error code."""
+    conn.send(_CLOSE_REQUEST)
+    return _read_close_reply(conn)
+
+
+def _read_close_reply(conn: _Conn) -> int:
+    _xid, _zxid, err = struct.unpack_from("!iqi", conn.read_frame())
     return int(err)
 
 
@@ -131,6 +138,32 @@ def probe_handshake(host: str, port: int, timeout: float = 2.0) -> bool:
         conn.close()
 
 
+def _take_and_close(host: str, port: int, session_id: int, password: bytes, timeout: float) -> str:
+    """One attempt: "expired" (no such session), "closed", or "raced" (try again).
+
+    The closeSession goes out in the same write as the ConnectRequest, as the
+    Java client pipelines its first requests: the server reads it right after
+    moving the session to this connection. Waiting for the ConnectResponse first
+    gives a victim that reconnects at once the time to take its session back,
+    and the server then closes this connection instead of the session.
+    """
+    conn = _Conn(host, port, timeout)
+    try:
+        conn.send(_connect_request(session_id, password, _REQUEST_TIMEOUT_MS), _CLOSE_REQUEST)
+        try:
+            if _read_connect_response(conn) == 0:
+                return "expired"
+            err = _read_close_reply(conn)
+        except ConnectionError:
+            return "raced"  # the victim took its session back and this connection was closed
+        if err:
+            logger.debug("closeSession for 0x%x answered error %d", session_id, err)
+            return "raced"
+        return "closed"
+    finally:
+        conn.close()
+
+
 def kill_session(
     host: str, port: int, session_id: int, password: bytes, timeout: float = 10.0
 ) -> bool:
@@ -139,26 +172,26 @@ def kill_session(
     Works with any client: for kazoo pass ``*client.client_id``. Returns True when
     the session was live and is now closed, False when it had already expired.
     Raises ``TimeoutError`` or ``OSError`` when the server does not answer in
-    ``timeout`` seconds, ``RuntimeError`` when it refuses to close the session.
+    ``timeout`` seconds.
     """
     if not session_id:
         raise ValueError("session_id must be a live session's id, not 0/None")
     deadline = time.monotonic() + timeout
-    err = 0
-    for attempt in range(1, _ATTEMPTS + 1):
-        conn = _Conn(host, port, max(deadline - time.monotonic(), 0.01))
-        try:
-            if _handshake(conn, session_id, bytes(password)) == 0:
-                logger.debug("session 0x%x had already expired", session_id)
-                return False
-            err = _close_session(conn)
-        finally:
-            conn.close()
-        if err == 0:
-            logger.info("expired session 0x%x on %s:%d", session_id, host, port)
-            return True
-        logger.debug("closeSession for 0x%x answered %d (attempt %d)", session_id, err, attempt)
-    raise RuntimeError(f"server refused to close session 0x{session_id:x}: error {err}")
+    for attempt in itertools.count(1):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"could not close session 0x{session_id:x} in {timeout}s")
+        outcome = _take_and_close(host, port, session_id, bytes(password), remaining)
+        if outcome == "raced":
+            logger.debug("closing session 0x%x lost a race (attempt %d)", session_id, attempt)
+            continue
+        if outcome == "expired" and attempt == 1:
+            logger.debug("session 0x%x had already expired", session_id)
+            return False
+        # "expired" after a lost race: an earlier close took effect before its reply.
+        logger.info("expired session 0x%x on %s:%d", session_id, host, port)
+        return True
+    raise AssertionError("unreachable")
 
 
 async def expire_session(
