@@ -141,12 +141,16 @@ class Connection:
         except (
             OSError,
             anyio.EndOfStream,
+            anyio.IncompleteRead,
             anyio.BrokenResourceError,
             anyio.ClosedResourceError,
         ) as exc:
-            self._end(
-                f"connection to {self.address[0]}:{self.address[1]} ended ({type(exc).__name__})"
+            what = (
+                "closed by the server"
+                if isinstance(exc, anyio.EndOfStream | anyio.IncompleteRead)
+                else repr(exc)
             )
+            self._end(f"connection to {self.address[0]}:{self.address[1]} {what}")
         except Exception as exc:  # malformed packet or a parse error: this connection is unusable
             log.warning("dropping connection to %s:%s: %r", *self.address, exc)
             self._end(f"malformed packet from {self.address[0]}:{self.address[1]}: {exc!r}")
