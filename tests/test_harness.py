@@ -11,6 +11,8 @@ import contextlib
 import os
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +38,7 @@ from aiocoord.testing import (
 )
 from aiocoord.testing._expire import probe_handshake
 from aiocoord.testing._server import started_processes
+from aiocoord.testing.pytest_plugin import DEFAULT_TIMEOUT, _timeout_configured
 
 
 @contextmanager
@@ -157,6 +160,21 @@ def test_temporary_directory_removed() -> None:
     server.cleanup()
     assert not directory.exists()
     assert not pid_alive(pid)
+
+
+def test_atexit_kills_what_a_dying_process_left(tmp_path: Path) -> None:
+    """A test process that exits without stopping its server leaves no JVM behind."""
+    script = (
+        "from aiocoord.testing import ZooKeeperServer\n"
+        "server = ZooKeeperServer().start()\n"
+        "print(server.pid, server.directory, flush=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    pid, directory = done.stdout.split()
+    assert not pid_alive(int(pid))
+    assert not Path(directory).exists()
 
 
 def test_missing_jars_say_what_to_do(tmp_path: Path) -> None:
@@ -397,3 +415,25 @@ def test_ensemble_survives_a_member(zk_ensemble: ZooKeeperEnsemble, zk_chroot: s
             victim.start()  # the ensemble is shared: leave it whole
         zk_ensemble.wait_formed(20)
         assert zk_ensemble.roles().count("leader") == 1
+
+
+# -- pytest plugin -----------------------------------------------------------------------
+
+
+def test_failed_test_report_shows_server_log(
+    zk_server: ZooKeeperServer, pytester: pytest.Pytester
+) -> None:
+    pytester.makepyfile("def test_fails():\n    assert False\n")
+    result = pytester.runpytest_inprocess("--zk-log-lines=3")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*{zk_server.name} log (*), last 3 lines*"])
+
+
+def test_default_timeout_ceiling(request: pytest.FixtureRequest) -> None:
+    if not request.config.pluginmanager.has_plugin("timeout"):
+        pytest.skip("pytest-timeout is not installed")
+    if _timeout_configured(request.config):
+        pytest.skip("a timeout is configured for this run")
+    marker = request.node.get_closest_marker("timeout")
+    assert marker is not None
+    assert marker.args == (DEFAULT_TIMEOUT,)

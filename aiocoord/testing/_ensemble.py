@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 from ._expire import probe_handshake
-from ._server import DEFAULT_CONF_DIR, DEFAULT_JAR_DIR, ZooKeeperProcess, free_ports
+from ._server import (
+    DEFAULT_CONF_DIR,
+    DEFAULT_JAR_DIR,
+    ZooKeeperProcess,
+    free_ports,
+    make_temp_dir,
+    remove_temp_dir,
+)
 
 __all__ = ("EnsembleMember", "ZooKeeperEnsemble")
 
@@ -103,8 +108,8 @@ class ZooKeeperEnsemble:
         if size < 2:
             raise ValueError(f"size must be at least 2 (a single server is standalone): {size}")
         self._own_dir = directory is None
-        self.directory = Path(
-            tempfile.mkdtemp(prefix="aiocoord-ensemble-") if directory is None else directory
+        self.directory = (
+            make_temp_dir("aiocoord-ensemble-") if directory is None else Path(directory)
         )
         self.tick_time = tick_time
         self.extra_config = dict(extra_config or {})
@@ -239,7 +244,7 @@ class ZooKeeperEnsemble:
         for member in self.members:
             member.cleanup()
         if self._own_dir:
-            shutil.rmtree(self.directory, ignore_errors=True)
+            remove_temp_dir(self.directory)
 
     close = cleanup
 

@@ -129,6 +129,20 @@ _LIVE: dict[int, subprocess.Popen[bytes]] = {}
 _LIVE_LOCK = threading.Lock()
 # Every server object started and not cleaned up, for the pytest log-tail hook.
 _STARTED: weakref.WeakSet[ZooKeeperProcess] = weakref.WeakSet()
+# Temporary directories made here and not removed yet, for the atexit hook.
+_TEMP_DIRS: set[Path] = set()
+
+
+def make_temp_dir(prefix: str) -> Path:
+    """A new temporary directory that the atexit hook removes if nobody else does."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    _TEMP_DIRS.add(path)
+    return path
+
+
+def remove_temp_dir(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    _TEMP_DIRS.discard(path)
 
 
 def started_processes() -> list[ZooKeeperProcess]:
@@ -138,6 +152,7 @@ def started_processes() -> list[ZooKeeperProcess]:
 
 @atexit.register
 def _kill_leftovers() -> None:
+    """Kill every server still running and remove temporary directories at exit."""
     with _LIVE_LOCK:
         procs = list(_LIVE.values())
         _LIVE.clear()
@@ -146,6 +161,8 @@ def _kill_leftovers() -> None:
             proc.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(5)
+    for path in list(_TEMP_DIRS):
+        remove_temp_dir(path)
 
 
 class ZooKeeperProcess:
@@ -168,9 +185,7 @@ class ZooKeeperProcess:
         conf_dir: str | os.PathLike[str] = DEFAULT_CONF_DIR,
     ) -> None:
         self._own_dir = directory is None
-        self.directory = Path(
-            tempfile.mkdtemp(prefix="aiocoord-zk-") if directory is None else directory
-        )
+        self.directory = make_temp_dir("aiocoord-zk-") if directory is None else Path(directory)
         self._fixed_port = port is not None
         self._port = port if port is not None else free_ports(1)[0]
         self.tick_time = tick_time
@@ -407,7 +422,7 @@ class ZooKeeperProcess:
         self._close_log()
         _STARTED.discard(self)
         if self._own_dir:
-            shutil.rmtree(self.directory, ignore_errors=True)
+            remove_temp_dir(self.directory)
 
     close = cleanup
 
