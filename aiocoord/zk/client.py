@@ -12,6 +12,7 @@ unknown after a connection loss: `ConnectionLostError`).
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -98,15 +99,17 @@ class ZkClient(SessionCore):
 
     async def _retrying(self, op: Callable[[], Awaitable[T]]) -> T:
         """Run an idempotent read, again after a connection loss, within one deadline."""
-        with anyio.fail_after(self.request_timeout() * 2):
-            while True:
-                try:
-                    return await op()
-                except SessionExpiredError:
+        deadline = time.monotonic() + self.request_timeout() * 2
+        while True:
+            try:
+                return await op()
+            except SessionExpiredError:
+                raise
+            except ConnectionLostError:
+                self._ensure_open()
+                if time.monotonic() >= deadline:
                     raise
-                except ConnectionLostError:
-                    self._ensure_open()
-                    await anyio.lowlevel.checkpoint()
+                await anyio.lowlevel.checkpoint()
 
     def _watch_registrar(
         self, watch: Watch, server_path: str, kinds: dict[int, WatchKind]
@@ -190,17 +193,17 @@ class ZkClient(SessionCore):
         name, node_id = protected_name(basename(path), node_id)
         full = join(parent(path), name) if parent(path) != "/" else "/" + name
         marker = f"{PROTECTED_PREFIX}{node_id}-"
-        with anyio.fail_after(self.request_timeout() * 4):
-            while True:
-                try:
-                    return await self.create(full, data, mode=mode, make_parents=make_parents)
-                except SessionExpiredError:
-                    pass
-                except ConnectionLostError as exc:
-                    log.debug("protected create of %s interrupted: %s", full, exc)
-                found = await self._find_protected(parent(path), marker)
-                if found is not None:
-                    return found
+        deadline = time.monotonic() + self.request_timeout() * 4
+        while True:
+            try:
+                return await self.create(full, data, mode=mode, make_parents=make_parents)
+            except ConnectionLostError as exc:  # includes SessionExpiredError
+                log.debug("protected create of %s interrupted: %s", full, exc)
+                if time.monotonic() >= deadline:
+                    raise
+            found = await self._find_protected(parent(path), marker)
+            if found is not None:
+                return found
 
     async def _find_protected(self, parent_path: str, marker: str) -> Created | None:
         while True:
