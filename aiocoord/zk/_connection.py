@@ -13,7 +13,7 @@ import logging
 import struct
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,11 +58,13 @@ class Connection:
         self.address = address
         self.answer = answer
         self._stream = stream
-        self._reader = BufferedByteReceiveStream(stream)
         self._on_notification = on_notification
         self._on_zxid = on_zxid
         self._pending: deque[_Pending] = deque()
-        self._send_lock = anyio.Lock()
+        self._outbox: list[bytes] = []
+        self._outbox_ready = anyio.Event()
+        self._scope: anyio.CancelScope | None = None
+        self._leftover = b""
         self._xid = 0
         self.closed = False
         self.close_reason = ""
@@ -119,23 +121,38 @@ class Connection:
             await _close_quietly(stream)
             raise SessionExpiredError(f"session 0x{session_id:x} expired (told by {host}:{port})")
         conn = cls(stream, address, answer, on_notification, on_zxid)
-        conn._reader = reader
+        conn._leftover = bytes(reader.buffer)
         return conn
 
     # --- running ---------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Read replies and notifications until the connection ends; never raises."""
+        """Read, write and keep the connection alive until it ends; never raises.
+
+        Three tasks: the reader parses every complete frame of each chunk it
+        receives; the writer sends everything queued since its last write in one
+        go (pipelined requests cost one syscall); the keepalive pings after a
+        third of the session timeout without sending and drops the connection
+        after two thirds without hearing from the server (the Java client's read
+        timeout), which also bounds every request in flight.
+        """
         try:
-            while True:
-                with anyio.move_on_after(self.read_timeout) as scope:
-                    body = await _read_frame(self._reader)
-                if scope.cancelled_caught:
-                    raise ConnectionLostError(
-                        f"no answer from {self.address[0]}:{self.address[1]} for {self.read_timeout:.2f}s"
-                    )
-                self.last_recv = time.monotonic()
-                self._dispatch(body)
+            async with anyio.create_task_group() as tg:
+                self._scope = tg.cancel_scope
+                if self.closed:
+                    tg.cancel_scope.cancel()
+                tg.start_soon(self._guard, self._read_loop)
+                tg.start_soon(self._guard, self._write_loop)
+                tg.start_soon(self._guard, self._keepalive)
+        finally:
+            if not self.closed:
+                self._end("connection closed")
+            with anyio.CancelScope(shield=True):
+                await _close_quietly(self._stream)
+
+    async def _guard(self, loop: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await loop()
         except ConnectionLostError as exc:
             self._end(str(exc))
         except (
@@ -157,8 +174,47 @@ class Connection:
         finally:
             if not self.closed:
                 self._end("connection closed")
-            with anyio.CancelScope(shield=True):
-                await _close_quietly(self._stream)
+            if self._scope is not None:
+                self._scope.cancel()
+
+    async def _read_loop(self) -> None:
+        buf = bytearray(self._leftover)
+        while True:
+            while len(buf) >= 4:
+                size = _INT.unpack_from(buf, 0)[0]
+                if size < 0 or size > _MAX_PACKET:
+                    raise ValueError(f"packet length {size} out of range")
+                if len(buf) < 4 + size:
+                    break
+                body = bytes(buf[4 : 4 + size])
+                del buf[: 4 + size]
+                self._dispatch(body)
+            buf += await self._stream.receive(65536)
+            self.last_recv = time.monotonic()
+
+    async def _write_loop(self) -> None:
+        while True:
+            await self._outbox_ready.wait()
+            self._outbox_ready = anyio.Event()
+            data = b"".join(self._outbox)
+            self._outbox.clear()
+            if data:
+                await self._stream.send(data)
+                self.last_send = time.monotonic()
+
+    async def _keepalive(self) -> None:
+        ping_after = self.answer.timeout_ms / 1000.0 / 3
+        while True:
+            now = time.monotonic()
+            if now - self.last_recv >= self.read_timeout:
+                raise ConnectionLostError(
+                    f"no answer from {self.address[0]}:{self.address[1]} for {self.read_timeout:.2f}s"
+                )
+            if now - self.last_send >= ping_after and not self._outbox:
+                self.queue(_PING_PACKET, _wire.PING_XID, 11)
+                self.last_send = now  # the writer refreshes it; don't ping twice meanwhile
+            wake = min(self.last_recv + self.read_timeout, self.last_send + ping_after)
+            await anyio.sleep(max(0.005, wake - now))
 
     def _dispatch(self, body: bytes) -> None:
         xid, zxid, err = _wire.reply_header(body)
@@ -175,8 +231,8 @@ class Connection:
         pending.header = (zxid, err)
         pending.body = body
         if pending.on_reply is not None:
-            # Runs before the next packet is read, so a watch is registered before
-            # the notification that may follow its reply is dispatched.
+            # Runs before the next packet is dispatched, so a watch is registered
+            # before the notification that may follow its reply.
             pending.on_reply(err, zxid, body)
         pending.done.set()
 
@@ -192,6 +248,9 @@ class Connection:
                 f"connection lost with the request in flight: {reason}"
             )
             pending.done.set()
+        self._outbox.clear()
+        if self._scope is not None:
+            self._scope.cancel()
 
     async def abort(self, reason: str) -> None:
         """Close the socket now; `run()` then ends."""
@@ -204,27 +263,24 @@ class Connection:
         self._xid = (self._xid + 1) & 0x7FFFFFFF or 1
         return self._xid
 
-    async def send_packet(
+    def queue(
         self,
         packet: bytes,
         xid: int,
         opcode: int,
         on_reply: Callable[[int, int, bytes], None] | None = None,
     ) -> _Pending:
-        """Queue a request and write it; the returned entry completes with its reply."""
+        """Queue a framed request for the writer; the entry completes with its reply.
+
+        Synchronous, so the order of `queue` calls is the order on the wire and
+        of the replies.
+        """
         if self.closed:
             raise ConnectionLostError(f"not connected ({self.close_reason})")
         pending = _Pending(xid, opcode, on_reply)
-        async with self._send_lock:
-            if self.closed:
-                raise ConnectionLostError(f"not connected ({self.close_reason})")
-            self._pending.append(pending)
-            try:
-                await self._stream.send(packet)
-            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                self._end(f"send failed: {exc!r}")
-                raise ConnectionLostError(f"send failed: {exc!r}") from exc
-            self.last_send = time.monotonic()
+        self._pending.append(pending)
+        self._outbox.append(packet)
+        self._outbox_ready.set()
         return pending
 
     async def call(
@@ -235,16 +291,11 @@ class Connection:
     ) -> tuple[int, int, bytes]:
         """Send `request` and wait for its reply: ``(err, zxid, body)``."""
         xid = self.next_xid() if xid is None else xid
-        pending = await self.send_packet(
-            _wire.request_packet(xid, request), xid, request.opcode, on_reply
-        )
+        pending = self.queue(_wire.request_packet(xid, request), xid, request.opcode, on_reply)
         return await wait_reply(pending)
 
-    async def ping(self) -> None:
-        """Send a ping without waiting for the answer (the read loop consumes it)."""
-        await self.send_packet(
-            _wire.request_packet(_wire.PING_XID, _wire.proto.PingRequest()), _wire.PING_XID, 11
-        )
+
+_PING_PACKET = _wire.request_packet(_wire.PING_XID, _wire.proto.PingRequest())
 
 
 async def wait_reply(pending: _Pending) -> tuple[int, int, bytes]:

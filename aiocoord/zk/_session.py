@@ -213,7 +213,6 @@ class SessionCore:
                 )
                 self._feed(Established(answer.session_id, new_session, answer.read_only))
                 self._first.set()
-                tg.start_soon(self._ping, conn)
         self._conn = None
         self._last_heard = max(self._last_heard, conn.last_recv)
         self._feed(Dropped(conn.close_reason or "connection closed"))
@@ -221,18 +220,6 @@ class SessionCore:
     async def _read(self, conn: Connection, scope: anyio.CancelScope) -> None:
         await conn.run()
         scope.cancel()
-
-    async def _ping(self, conn: Connection) -> None:
-        interval = self._negotiated / 3
-        while not conn.closed:
-            wait = conn.last_send + interval - time.monotonic()
-            if wait > 0:
-                await anyio.sleep(wait)
-                continue
-            try:
-                await conn.ping()
-            except ConnectionLostError:
-                return
 
     async def _prime(self, conn: Connection, new_session: bool) -> None:
         """Before anything else on a new connection: auth, watches, namespace."""
@@ -413,8 +400,7 @@ class SessionCore:
 
         async def send(conn: Connection) -> tuple[int, int, bytes]:
             xid = conn.next_xid()
-            pending = await conn.send_packet(build(xid), xid, opcode)
-            return await wait_reply(pending)
+            return await wait_reply(conn.queue(build(xid), xid, opcode))
 
         return await self._call(send, path, timeout, check=False)
 
@@ -426,24 +412,37 @@ class SessionCore:
         check: bool = True,
     ) -> tuple[int, bytes]:
         self._ensure_open()
-        limit = timeout if timeout is not None else self.request_timeout()
-        with anyio.move_on_after(limit) as scope:
-            while True:
-                conn = self._conn
-                if conn is None or conn.closed:
-                    await self._wait_usable()
-                    continue
-                err, zxid, body = await send(conn)
-                if check:
-                    self._check(err, path)
-                    return zxid, body
-                return err, body
-        assert scope.cancelled_caught
-        self._ensure_open()
-        raise ConnectionLostError(
-            f"no answer from ZooKeeper within {limit:.2f}s"
-            + (f" (last error: {self.last_error})" if self.last_error else "")
-        )
+        conn = self._conn
+        if (
+            conn is not None
+            and not conn.closed
+            and timeout is None
+            and self.settings.request_timeout is None
+        ):
+            # Fast path: connected, default deadline.  A request in flight is bounded
+            # by the connection's read timeout (2/3 of the session timeout), after
+            # which the connection drops and the request fails with ConnectionLostError.
+            err, zxid, body = await send(conn)
+        else:
+            limit = timeout if timeout is not None else self.request_timeout()
+            with anyio.move_on_after(limit) as scope:
+                while True:
+                    conn = self._conn
+                    if conn is None or conn.closed:
+                        await self._wait_usable()
+                        continue
+                    err, zxid, body = await send(conn)
+                    break
+            if scope.cancelled_caught:
+                self._ensure_open()
+                raise ConnectionLostError(
+                    f"no answer from ZooKeeper within {limit:.2f}s"
+                    + (f" (last error: {self.last_error})" if self.last_error else "")
+                )
+        if check:
+            self._check(err, path)
+            return zxid, body
+        return err, body
 
     async def _wait_usable(self) -> None:
         # Every transition (and close) sets `_changed`; `_conn` is set before it fires.
