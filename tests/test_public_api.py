@@ -1,0 +1,57 @@
+"""The public names of design.md exist, are exported in `__all__`, and errors form one tree."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import aiocoord
+
+# Names design.md promises, grouped by the part that delivers them.
+SESSION = ["Settings", "connect", "Coordinator", "ConnectionState", "ConnectionEvent"]
+ERRORS = [
+    "CoordError",
+    "ConnectionLostError",
+    "SessionExpiredError",
+    "LeadershipLost",
+    "LockNotAcquired",
+    "LockLost",
+    "JobFailed",
+    "InvalidPathError",
+    "NodeDataError",
+    "ConfigError",
+]
+
+
+@pytest.mark.parametrize("name", SESSION + ERRORS)
+def test_design_names_are_exported(name: str) -> None:
+    assert name in aiocoord.__all__
+    assert getattr(aiocoord, name) is not None
+
+
+def test_all_is_a_sorted_tuple_of_real_names() -> None:
+    assert isinstance(aiocoord.__all__, tuple)
+    assert len(set(aiocoord.__all__)) == len(aiocoord.__all__)
+    for name in aiocoord.__all__:
+        assert hasattr(aiocoord, name), name
+
+
+def test_every_error_is_a_coord_error() -> None:
+    for name in aiocoord.__all__:
+        obj = getattr(aiocoord, name)
+        if inspect.isclass(obj) and issubclass(obj, BaseException):
+            assert issubclass(obj, aiocoord.CoordError), name
+    assert issubclass(aiocoord.InvalidPathError, ValueError)
+    assert issubclass(aiocoord.ConfigError, ValueError)
+    assert issubclass(aiocoord.SessionExpiredError, aiocoord.ConnectionLostError)
+
+
+def test_connection_states_are_curators_five() -> None:
+    assert {s.value for s in aiocoord.ConnectionState} == {
+        "CONNECTED",
+        "SUSPENDED",
+        "RECONNECTED",
+        "LOST",
+        "READ_ONLY",
+    }
