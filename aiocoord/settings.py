@@ -7,6 +7,8 @@ invalid value raises `ConfigError` naming the field.
 
 from __future__ import annotations
 
+import os
+import ssl
 from typing import Any
 
 from pydantic import ValidationError, field_validator, model_validator
@@ -93,6 +95,18 @@ class Settings(BaseSettings):
     """Accept a read-only server when no read-write one is reachable (READ_ONLY state)."""
     session_lost_fraction: float = 1.0
     """Fraction of the session timeout after the last server contact at which SUSPENDED becomes LOST."""
+    tls: bool = False
+    """Connect with TLS (to the servers' ``secureClientPort``); implied by any ``tls_*`` file."""
+    tls_ca_file: str | None = None
+    """PEM file of the CA(s) that sign the servers' certificates (None: the system's CAs)."""
+    tls_cert_file: str | None = None
+    """PEM client certificate, for servers that require one (``ssl.clientAuth=need``)."""
+    tls_key_file: str | None = None
+    """PEM private key of `tls_cert_file`."""
+    tls_verify: bool = True
+    """Verify the server's certificate and host name (turn off only for experiments)."""
+    tls_server_name: str | None = None
+    """Host name to verify instead of the one in `hosts`."""
     randomize_hosts: bool = True
     """Shuffle the host list once, so a fleet spreads over the ensemble (False: try them in order)."""
 
@@ -151,8 +165,17 @@ class Settings(BaseSettings):
             raise ValueError("must be more than 0 and at most 1.0")
         return value
 
+    @field_validator("tls_ca_file", "tls_cert_file", "tls_key_file")
+    @classmethod
+    def _check_file(cls, value: str | None) -> str | None:
+        if value is not None and not os.path.isfile(value):
+            raise ValueError(f"no such file: {value!r}")
+        return value
+
     @model_validator(mode="after")
     def _check_chroot_twice(self) -> Settings:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file go together")
         _, chroot = parse_hosts(self.hosts)
         if chroot is not None and self.namespace is not None:
             raise ValueError("give the chroot either in hosts or as namespace, not both")
@@ -162,6 +185,23 @@ class Settings(BaseSettings):
     def addresses(self) -> list[tuple[str, int]]:
         """The parsed host list."""
         return parse_hosts(self.hosts)[0]
+
+    @property
+    def use_tls(self) -> bool:
+        """Whether connections use TLS."""
+        return self.tls or self.tls_ca_file is not None or self.tls_cert_file is not None
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The client TLS context these settings describe, or None for plain TCP."""
+        if not self.use_tls:
+            return None
+        context = ssl.create_default_context(cafile=self.tls_ca_file)
+        if self.tls_cert_file and self.tls_key_file:
+            context.load_cert_chain(self.tls_cert_file, self.tls_key_file)
+        if not self.tls_verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        return context
 
     @property
     def chroot(self) -> str | None:

@@ -12,6 +12,10 @@ from .client import ZkClient as ZkClient
 from .client import protected_name as protected_name
 from .states import ConnectionEvent as ConnectionEvent
 from .states import ConnectionState as ConnectionState
+from .types import ACL as ACL
+from .types import CREATOR_ALL_ACL as CREATOR_ALL_ACL
+from .types import OPEN_ACL_UNSAFE as OPEN_ACL_UNSAFE
+from .types import READ_ACL_UNSAFE as READ_ACL_UNSAFE
 from .types import CheckOp as CheckOp
 from .types import CheckResult as CheckResult
 from .types import Created as Created
@@ -31,6 +35,10 @@ from .types import Stat as Stat
 from .types import WatchedEvent as WatchedEvent
 
 __all__ = (
+    "ACL",
+    "CREATOR_ALL_ACL",
+    "OPEN_ACL_UNSAFE",
+    "READ_ACL_UNSAFE",
     "CheckOp",
     "CheckResult",
     "ConnectionEvent",

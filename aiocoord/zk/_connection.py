@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import ssl
 import struct
 import time
 from collections import deque
@@ -49,7 +50,7 @@ class Connection:
 
     def __init__(
         self,
-        stream: anyio.abc.SocketStream,
+        stream: anyio.abc.ByteStream,
         address: tuple[str, int],
         answer: ConnectAnswer,
         on_notification: Callable[[bytes], None],
@@ -85,6 +86,8 @@ class Connection:
         session_id: int,
         password: bytes,
         read_only: bool,
+        ssl_context: ssl.SSLContext | None = None,
+        tls_hostname: str | None = None,
         on_notification: Callable[[bytes], None],
         on_zxid: Callable[[int], None],
     ) -> Connection:
@@ -96,10 +99,19 @@ class Connection:
         database) costs one attempt, not the whole session.
         """
         host, port = address
-        stream: anyio.abc.SocketStream | None = None
+        stream: anyio.abc.ByteStream | None = None
         try:
             with anyio.fail_after(timeout):
-                stream = await anyio.connect_tcp(host, port)
+                if ssl_context is None:
+                    stream = await anyio.connect_tcp(host, port)
+                else:
+                    stream = await anyio.connect_tcp(
+                        host,
+                        port,
+                        ssl_context=ssl_context,
+                        tls_hostname=tls_hostname or host,
+                        tls_standard_compatible=False,
+                    )
                 await stream.send(
                     _wire.connect_request(last_zxid, timeout_ms, session_id, password, read_only)
                 )
@@ -314,7 +326,7 @@ async def _read_frame(reader: BufferedByteReceiveStream) -> bytes:
     return await reader.receive_exactly(size)
 
 
-async def _close_quietly(stream: anyio.abc.SocketStream | None) -> None:
+async def _close_quietly(stream: anyio.abc.ByteStream | None) -> None:
     if stream is None:
         return
     with anyio.CancelScope(shield=True), anyio.move_on_after(1):

@@ -49,7 +49,7 @@ from .states import (
     LostTimeout,
     Observation,
 )
-from .types import CreateMode
+from .types import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, CreateMode
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -92,6 +92,12 @@ class SessionCore:
         self.last_error: BaseException | None = None
         self._run_scope: anyio.CancelScope | None = None
         self._started = False
+        self._ssl = settings.ssl_context()
+        # With credentials, nodes are writable only by the identities that made them
+        # (others may read); without, ZooKeeper's open default.
+        self.default_acl: tuple[ACL, ...] = (
+            CREATOR_ALL_ACL + READ_ACL_UNSAFE if settings.auth else OPEN_ACL_UNSAFE
+        )
 
     # --- public-ish state ------------------------------------------------------------------
 
@@ -156,6 +162,8 @@ class SessionCore:
                     session_id=attempt_id,
                     password=attempt_pw,
                     read_only=self.settings.read_only,
+                    ssl_context=self._ssl,
+                    tls_hostname=self.settings.tls_server_name,
                     on_notification=self._on_notification,
                     on_zxid=self._on_zxid,
                 )
@@ -268,7 +276,7 @@ class SessionCore:
         node = ""
         for part in self.chroot.strip("/").split("/"):
             node += "/" + part
-            req = _wire.create_request(node, b"", CreateMode.PERSISTENT, None)
+            req = _wire.create_request(node, b"", CreateMode.PERSISTENT, None, self.default_acl)
             err, _, _ = await conn.call(req)
             if err and err != NodeExistsError.code:
                 self._check(err, node)

@@ -10,6 +10,7 @@ getEphemerals (103), and a ConnectResponse that reads the readOnly flag.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,8 @@ from aiozk.protocol.stat import Stat as _WireStat
 
 from .. import errors
 from .types import (
+    ACL,
+    OPEN_ACL_UNSAFE,
     CheckOp,
     CheckResult,
     CreateMode,
@@ -54,7 +57,6 @@ SET_WATCHES_XID = -8
 
 _INT = struct.Struct("!i")
 _HEADER = struct.Struct("!iqi")  # reply header: xid, zxid, err
-_OPEN_ACL_UNSAFE = [proto.UNRESTRICTED_ACCESS]
 
 
 # --- requests aiozk does not have ----------------------------------------------------------
@@ -148,16 +150,22 @@ WATCHER_PERSISTENT_RECURSIVE = 5
 # --- building requests ---------------------------------------------------------------------
 
 
-def create_request(path: str, data: bytes, mode: CreateMode, ttl: int | None) -> Any:
+def wire_acl(acl: Sequence[ACL]) -> list[Any]:
+    """aiozk's ACL parts for ours."""
+    return [proto.acl.ACL(perms=a.perms, id=proto.acl.ID(scheme=a.scheme, id=a.id)) for a in acl]
+
+
+def create_request(
+    path: str, data: bytes, mode: CreateMode, ttl: int | None, acl: Sequence[ACL] = OPEN_ACL_UNSAFE
+) -> Any:
     """The right create request for `mode`: create2, createContainer or createTTL."""
+    wire = wire_acl(acl)
     if mode is CreateMode.CONTAINER:
-        req: Any = CreateContainerRequest(
-            path=path, data=data, acl=_OPEN_ACL_UNSAFE, flags=int(mode)
-        )
+        req: Any = CreateContainerRequest(path=path, data=data, acl=wire, flags=int(mode))
     elif mode.ttl:
-        req = CreateTTLRequest(path=path, data=data, acl=_OPEN_ACL_UNSAFE, flags=int(mode), ttl=ttl)
+        req = CreateTTLRequest(path=path, data=data, acl=wire, flags=int(mode), ttl=ttl)
     else:
-        req = proto.Create2Request(path=path, data=data, acl=_OPEN_ACL_UNSAFE, flags=int(mode))
+        req = proto.Create2Request(path=path, data=data, acl=wire, flags=int(mode))
     return req
 
 
@@ -186,12 +194,14 @@ def request_packet(xid: int, request: Any) -> bytes:
     return frame(request.serialize(xid))
 
 
-def multi_packet(xid: int, ops: list[tuple[Op, str]]) -> bytes:
+def multi_packet(
+    xid: int, ops: list[tuple[Op, str]], acl: Sequence[ACL] = OPEN_ACL_UNSAFE
+) -> bytes:
     """A framed multi (opcode 14) of `(op, server_path)` pairs."""
     txn = proto.TransactionRequest()
     for op, path in ops:
         if isinstance(op, CreateOp):
-            txn.add(create_request(path, op.data, op.mode, op.ttl))
+            txn.add(create_request(path, op.data, op.mode, op.ttl, op.acl or acl))
         elif isinstance(op, DeleteOp):
             txn.add(proto.DeleteRequest(path=path, version=op.version))
         elif isinstance(op, SetDataOp):

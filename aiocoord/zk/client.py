@@ -35,6 +35,7 @@ from ._session import SessionCore
 from ._watches import PersistentWatch, Watch, WatchKind
 from .paths import basename, join, parent, validate_path
 from .types import (
+    ACL,
     CheckOp,
     Created,
     CreateMode,
@@ -86,6 +87,16 @@ def _check_mode(mode: object, ttl: object) -> CreateMode:
     return mode
 
 
+def _check_acl(acl: object) -> tuple[ACL, ...] | None:
+    if acl is None:
+        return None
+    if isinstance(acl, ACL):
+        acl = (acl,)
+    if not isinstance(acl, Sequence) or not acl or not all(isinstance(a, ACL) for a in acl):
+        raise TypeError("acl must be a non-empty sequence of aiocoord.zk.ACL")
+    return tuple(acl)
+
+
 def protected_name(name: str, node_id: str | None = None) -> tuple[str, str]:
     """Curator's protected node name ``_c_<uuid>-<name>`` and the uuid used."""
     node_id = node_id or str(uuid.uuid4())
@@ -132,6 +143,7 @@ class ZkClient(SessionCore):
         mode: CreateMode = CreateMode.PERSISTENT,
         ttl: int | None = None,
         make_parents: bool = False,
+        acl: Sequence[ACL] | None = None,
     ) -> Created:
         """Create a node; returns its real path (sequence number included) and stat.
 
@@ -144,7 +156,9 @@ class ZkClient(SessionCore):
         raw = _check_data(data)
         mode = _check_mode(mode, ttl)
         server_path = self.server_path(path)
-        request = _wire.create_request(server_path, raw, mode, ttl)
+        request = _wire.create_request(
+            server_path, raw, mode, ttl, _check_acl(acl) or self.default_acl
+        )
         for _ in range(5):
             try:
                 _zxid, body = await self.call(request, path=path)
@@ -380,7 +394,9 @@ class ZkClient(SessionCore):
             pairs.append((op, self.server_path(op.path)))
         if not pairs:
             return []
-        err, body = await self.call_packet(lambda xid: _wire.multi_packet(xid, pairs), 14)
+        err, body = await self.call_packet(
+            lambda xid: _wire.multi_packet(xid, pairs, self.default_acl), 14
+        )
         if err and err not in (0,):
             # A whole-request error (connection, session) rather than an operation's.
             self._check(err, None)

@@ -9,6 +9,10 @@ from typing import Any
 from ..errors import ZooKeeperError
 
 __all__ = (
+    "ACL",
+    "CREATOR_ALL_ACL",
+    "OPEN_ACL_UNSAFE",
+    "READ_ACL_UNSAFE",
     "CheckOp",
     "CheckResult",
     "CreateMode",
@@ -27,6 +31,30 @@ __all__ = (
     "Stat",
     "WatchedEvent",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ACL:
+    """One access-control entry: permission bits for an identity (`scheme`, `id`)."""
+
+    READ = 1
+    WRITE = 2
+    CREATE = 4
+    DELETE = 8
+    ADMIN = 16
+    ALL = 31
+
+    perms: int
+    scheme: str
+    id: str
+
+
+OPEN_ACL_UNSAFE = (ACL(ACL.ALL, "world", "anyone"),)
+"""Anyone may do anything (ZooKeeper's default)."""
+CREATOR_ALL_ACL = (ACL(ACL.ALL, "auth", ""),)
+"""Only the identities the creating session authenticated as."""
+READ_ACL_UNSAFE = (ACL(ACL.READ, "world", "anyone"),)
+"""Anyone may read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +163,7 @@ class CreateOp:
     data: bytes = b""
     mode: CreateMode = CreateMode.PERSISTENT
     ttl: int | None = None
+    acl: tuple[ACL, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
