@@ -7,8 +7,8 @@ victim's socket, and a closeSession (opcode -11) on the new connection then ends
 the session for good: its ephemerals are deleted and its watchers notified, and
 the victim learns "expired" at its next contact. Nothing is faked client-side.
 A victim that reconnects at once can take its session back in between; the
-closeSession is therefore pipelined behind the ConnectRequest, and the whole
-exchange retried until the server confirms the close.
+closeSession is therefore pipelined behind the ConnectRequest, and the exchange
+repeated until a ConnectRequest for the session is answered "expired".
 
 Frames are big-endian and length-prefixed. The same helpers serve as the
 handshake probe that tells a freshly started server really answers clients.
@@ -182,15 +182,16 @@ def kill_session(
         if remaining <= 0:
             raise TimeoutError(f"could not close session 0x{session_id:x} in {timeout}s")
         outcome = _take_and_close(host, port, session_id, bytes(password), remaining)
-        if outcome == "raced":
-            logger.debug("closing session 0x%x lost a race (attempt %d)", session_id, attempt)
-            continue
-        if outcome == "expired" and attempt == 1:
-            logger.debug("session 0x%x had already expired", session_id)
-            return False
-        # "expired" after a lost race: an earlier close took effect before its reply.
-        logger.info("expired session 0x%x on %s:%d", session_id, host, port)
-        return True
+        if outcome == "expired":
+            if attempt == 1:
+                logger.debug("session 0x%x had already expired", session_id)
+                return False
+            logger.info("expired session 0x%x on %s:%d", session_id, host, port)
+            return True
+        # After "closed", one more round confirms that the server no longer knows the
+        # session, and its ConnectRequest makes the server close any connection that
+        # the victim re-attached meanwhile (which would otherwise hang on, unanswered).
+        logger.debug("closing session 0x%x: %s (attempt %d)", session_id, outcome, attempt)
     raise AssertionError("unreachable")
 
 
