@@ -13,13 +13,13 @@ from __future__ import annotations
 from ._ensemble import EnsembleMember as EnsembleMember
 from ._ensemble import ZooKeeperEnsemble as ZooKeeperEnsemble
 from ._expire import expire_session as expire_session
+from ._expire import four_letter_word as four_letter_word
 from ._expire import kill_session as kill_session
 from ._listeners import GarbageListener as GarbageListener
 from ._listeners import SilentListener as SilentListener
 from ._proxy import FaultProxy as FaultProxy
 from ._server import ZooKeeperNotInstalledError as ZooKeeperNotInstalledError
 from ._server import ZooKeeperServer as ZooKeeperServer
-from ._server import four_letter_word as four_letter_word
 from ._server import zookeeper_installed as zookeeper_installed
 
 __all__ = (

@@ -1,4 +1,4 @@
-"""Really expire a ZooKeeper session on the server, and the wire helpers it needs.
+"""Raw-socket ZooKeeper: really expiring a session, handshake and four-letter probes.
 
 The technique (zookeeper-notes 6.1, Curator's old ``KillSession``): open a second
 TCP connection and send a ConnectRequest carrying the victim's session id and
@@ -10,14 +10,15 @@ A victim that reconnects at once can take its session back in between; the
 closeSession is therefore pipelined behind the ConnectRequest, and the exchange
 repeated until a ConnectRequest for the session is answered "expired".
 
-Frames are big-endian and length-prefixed. The same helpers serve as the
-handshake probe that tells a freshly started server really answers clients.
+Frames are big-endian and length-prefixed. The same helpers make the probes
+that tell a freshly started server really answers clients.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import re
 import socket
 import struct
 import time
@@ -25,7 +26,7 @@ from typing import Protocol
 
 import anyio.to_thread
 
-__all__ = ("expire_session", "kill_session")
+__all__ = ("expire_session", "four_letter_word", "kill_session")
 
 logger = logging.getLogger(__name__)
 
@@ -162,6 +163,29 @@ def _take_and_close(host: str, port: int, session_id: int, password: bytes, time
         return "closed"
     finally:
         conn.close()
+
+
+def four_letter_word(host: str, port: int, word: str = "srvr", timeout: float = 2.0) -> str:
+    """Send a four-letter command (``srvr``, ``mntr``, ``ruok``...) and return the answer.
+
+    Raises ``OSError`` (``TimeoutError`` included) when the server does not answer.
+    """
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(word.encode("ascii"))
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def server_mode(host: str, port: int, timeout: float = 1.0) -> str | None:
+    """The ``Mode:`` of ``srvr`` (standalone, leader, follower...), or None if not serving."""
+    try:
+        answer = four_letter_word(host, port, "srvr", timeout)
+    except OSError:
+        return None
+    match = re.search(r"^Mode: (\S+)", answer, re.MULTILINE)
+    return match.group(1) if match else None
 
 
 def kill_session(

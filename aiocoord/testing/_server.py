@@ -29,14 +29,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from ._expire import probe_handshake
+from ._expire import probe_handshake, server_mode
 
-__all__ = (
-    "ZooKeeperNotInstalledError",
-    "ZooKeeperServer",
-    "four_letter_word",
-    "zookeeper_installed",
-)
+__all__ = ("ZooKeeperNotInstalledError", "ZooKeeperServer", "zookeeper_installed")
 
 logger = logging.getLogger(__name__)
 
@@ -85,29 +80,6 @@ def classpath(jar_dir: Path = DEFAULT_JAR_DIR, conf_dir: Path = DEFAULT_CONF_DIR
         )
     netty = sorted(str(p) for p in jar_dir.glob("netty-*.jar") if not _VERSIONED_JAR.search(p.name))
     return os.pathsep.join([*(str(jar_dir / j) for j in _REQUIRED_JARS), *netty, str(conf_dir)])
-
-
-def four_letter_word(host: str, port: int, word: str = "srvr", timeout: float = 2.0) -> str:
-    """Send a four-letter command (``srvr``, ``mntr``, ``ruok``...) and return the answer.
-
-    Raises ``OSError`` (``TimeoutError`` included) when the server does not answer.
-    """
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(word.encode("ascii"))
-        chunks = []
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks).decode("utf-8", "replace")
-
-
-def server_mode(host: str, port: int, timeout: float = 1.0) -> str | None:
-    """The ``Mode:`` of ``srvr`` (standalone, leader, follower...), or None if not serving."""
-    try:
-        answer = four_letter_word(host, port, "srvr", timeout)
-    except OSError:
-        return None
-    match = re.search(r"^Mode: (\S+)", answer, re.MULTILINE)
-    return match.group(1) if match else None
 
 
 def free_ports(count: int) -> list[int]:
