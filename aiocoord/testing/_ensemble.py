@@ -169,13 +169,13 @@ class ZooKeeperEnsemble:
     def wait_formed(self, timeout: float = 30.0) -> None:
         """Poll until one running member leads, the others follow, and all answer.
 
-        Raises ``RuntimeError`` if fewer than a quorum of members run,
-        ``TimeoutError`` (with the roles and log tails) on timeout.
+        Paused members do not count. Raises ``RuntimeError`` if fewer than a
+        quorum of members run, ``TimeoutError`` (with roles and log tails) on timeout.
         """
         deadline = time.monotonic() + timeout
         quorum = len(self.members) // 2 + 1
         while True:
-            live = [m for m in self.members if m.running]
+            live = [m for m in self.members if m.running and not m.paused]
             if len(live) < quorum:
                 raise RuntimeError(
                     f"only {len(live)} of {len(self.members)} members run; no quorum\n"
