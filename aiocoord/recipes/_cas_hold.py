@@ -1,0 +1,215 @@
+"""Running a body under a held `CasLock`: renewal, loss, cancellation, release; once_per's slot.
+
+`guard()` is the half of `cas_lock()` / `CasLock.hold()` / `once_per()` that
+runs after the acquiring write: two tasks in a task group (the renewer, which
+also enforces the holder's own ``lease - skew`` deadline, and the session
+watcher) and a cancel scope around the body that either task cancels when the
+lock is lost.  The shielded, bounded release runs after both are gone, and
+`LockLost` is raised only after the body's scope has exited.
+
+`run_once()` is `once_per()`'s body.  The window is the schedule slot
+``[k*interval, (k+1)*interval)`` of the wall clock since the epoch, computed
+by each caller when it enters; entering reads the record once and never waits:
+
+- a successful run recorded for this window or a later one: not acquired
+  (a pod whose clock lags is still in an earlier window and sees it done);
+- a live lease held by someone else (it is running now): not acquired;
+- otherwise the lock is taken with a CAS and the body runs under `guard()`.
+
+On exit the release write carries the outcome: the run (window, end time,
+owner, token) when the body returned, the failure (with the error text) when
+it raised or was cancelled.  Only a recorded success closes the window; after
+a failure, or after a crashed holder's lease runs out, a later caller in the
+same window may run it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ..errors import ConnectionLostError, CoordError, LockLost
+from ..zk.states import ConnectionState
+from ._cas_record import RunInfo, error_text, to_datetime, window_start
+
+if TYPE_CHECKING:
+    from .cas_lock import CasLock
+
+__all__ = ("Outcome", "Slot", "guard", "run_once")
+
+log = logging.getLogger("aiocoord.recipes.cas_lock")
+
+RENEW_FRACTION = 1 / 3  # renew after a third of the lease: two more tries before it runs out
+
+Outcome = Callable[[BaseException | None], tuple[RunInfo | None, RunInfo | None]]
+"""once_per's recorder: from the body's exception (None: success) to (run, failure)."""
+
+
+@asynccontextmanager
+async def guard(lock: CasLock, outcome: Outcome | None = None) -> AsyncIterator[None]:
+    """Run the body of a held `lock`; see the module docstring.
+
+    With `outcome` (once_per), the release also records the run or failure,
+    and a release that cannot be confirmed is raised rather than logged.
+    """
+    body = anyio.CancelScope()
+    failure: BaseException | None = None
+
+    def lost(reason: str, *, taken: bool = False) -> None:
+        lock._mark_lost(reason, taken=taken)
+        body.cancel()
+
+    try:
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_watch_session, lock, lost)
+                tg.start_soon(_keep, lock, lost)
+                try:
+                    with body:
+                        yield
+                except GeneratorExit:
+                    raise
+                except BaseException as exc:  # re-raised below, after the release
+                    failure = exc
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            lost_reason = lock._lost
+            release_error = await _release_after(lock, failure, outcome)
+        if isinstance(failure, anyio.get_cancelled_exc_class()):
+            raise failure  # cancelled from outside: never swallowed
+        if lost_reason is not None:
+            raise LockLost(lock.path, lost_reason) from failure
+        if failure is not None:
+            raise failure
+        if release_error is not None:
+            raise release_error
+    finally:
+        failure = None  # no reference cycle through the traceback
+
+
+async def _release_after(
+    lock: CasLock, failure: BaseException | None, outcome: Outcome | None
+) -> CoordError | None:
+    """Release after the body (shielded, bounded); the error to raise, if any."""
+    lost = lock._lost
+    run = failed = None
+    if outcome is not None:
+        run, failed = outcome(failure if lost is None else LockLost(lock.path, lost))
+    error: CoordError | None = None
+    # After a loss the release is only a courtesy (the lease frees the lock anyway),
+    # so it gets one request deadline; a normal release gets two.
+    limit = lock._coord.client.request_timeout() * (1 if lost else 2)
+    with anyio.CancelScope(shield=True), anyio.move_on_after(limit) as scope:
+        try:
+            await lock._release(run, failed)
+        except LockLost as exc:
+            error = exc if lost is None else None
+        except CoordError as exc:
+            log.warning("lock %s: release not confirmed (%s); its lease frees it", lock.path, exc)
+            error = exc if outcome is not None else None
+    if scope.cancelled_caught:
+        log.warning("lock %s: release timed out; its lease frees it", lock.path)
+        if outcome is not None:
+            error = ConnectionLostError(f"the run in {lock.path} could not be recorded in time")
+    lock._forget()
+    return error
+
+
+async def _watch_session(lock: CasLock, lost: Callable[[str], None]) -> None:
+    """LOST (or a new session) ends the hold; SUSPENDED is only logged (the lease holds)."""
+    coord = lock._coord
+    if coord.session_id != lock._session:
+        lost("session lost")  # between the acquiring write and this subscription
+    async for event in coord.connection_events():
+        if event.state is ConnectionState.LOST or (
+            event.state is ConnectionState.RECONNECTED and event.session_id != lock._session
+        ):
+            lost("session lost")
+        elif event.state is ConnectionState.SUSPENDED and lock._lost is None:
+            log.info("lock %s: connection suspended; the lease still holds", lock.path)
+    lost("coordinator closed")
+
+
+async def _keep(lock: CasLock, lost: Callable[..., None]) -> None:
+    """Renew after a third of the lease; the lease running out first loses the lock."""
+    while lock._lost is None:
+        now = time.monotonic()
+        deadline = lock._confirmed + lock.lease - lock.skew
+        if now >= deadline:
+            lost("lease ran out before a renewal succeeded")
+            return
+        due = lock._confirmed + lock.lease * RENEW_FRACTION
+        if now < due:
+            await anyio.sleep(due - now)
+            continue
+        retry = False
+        with anyio.move_on_after(deadline - now):  # past the deadline a renewal is moot
+            try:
+                await lock.renew()
+            except LockLost as exc:
+                lost(exc.reason, taken=True)
+            except ConnectionLostError as exc:
+                log.info("lock %s: renewal failed (%s); retrying", lock.path, exc)
+                retry = True
+            except CoordError as exc:
+                lost(f"renewal failed: {exc}")
+            if retry:
+                try:
+                    await lock._coord.wait_connected()
+                except CoordError as exc:
+                    lost(str(exc))
+
+
+# --- once_per ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Slot:
+    """What `once_per()` yields: whether this caller runs the job for this window.
+
+    `window` is the start of the schedule slot (UTC); `last_run` the end time
+    of the last successful run (this run's, once its release recorded it);
+    `token` the fencing token when `acquired`.
+    """
+
+    acquired: bool
+    window: datetime
+    last_run: datetime | None
+    token: int | None = None
+
+
+@asynccontextmanager
+async def run_once(lock: CasLock, interval: float) -> AsyncIterator[Slot]:
+    """The body of `once_per()` for an unheld `lock`; see the module docstring."""
+    window = window_start(time.time(), interval)
+    acquired, record = await lock._try_window(window)
+    last = record.last_run if record is not None else None
+    slot = Slot(
+        acquired,
+        datetime.fromtimestamp(window, UTC),
+        to_datetime(last.at if last else None),
+        lock.token if acquired else None,
+    )
+    if not acquired:
+        yield slot
+        return
+    ended: list[float] = []
+
+    def outcome(failure: BaseException | None) -> tuple[RunInfo | None, RunInfo | None]:
+        info = RunInfo(window=window, at=time.time(), owner=lock.owner, token=lock.token)
+        if failure is None:
+            ended.append(info.at)
+            return info, None
+        return None, RunInfo(window, info.at, info.owner, info.token, error_text(failure))
+
+    async with guard(lock, outcome):
+        yield slot
+    slot.last_run = to_datetime(ended[0])  # recorded: the release carried it

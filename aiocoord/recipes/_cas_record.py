@@ -1,0 +1,348 @@
+"""The CAS lock's record and its decisions: pure, no I/O, no clock of its own.
+
+The lock node holds one small JSON object, versioned by its ``format`` field::
+
+    {"format": "aiocoord.cas-lock/1",
+     "state": "held",                    # or "free"
+     "owner": "pod-3",                   # the holder's name (the last holder's once free)
+     "holder": "5f0c…",                  # id of this one acquisition, while held
+     "lease_expires": 1718000000.123,    # holder's wall clock + lease, while held
+     "token": null,                      # fencing token; null in the acquiring write itself
+     "last_run": {"window": 1717999200.0, "at": 1717999230.5, "owner": "pod-3", "token": 4295},
+     "last_failure": null}               # same shape as last_run, plus "error"
+
+The fencing token is the mzxid of the acquiring write, which is only known once
+that write is done; the acquiring write therefore carries ``"token": null``
+(meaning "the mzxid of this very write") and the holder's first renewal or its
+release fills it in.  An empty node is read as a free lock with no history, so
+a node created by hand (``create /locks/x``) is fine; anything else that is not
+a record of a format this code knows raises `NodeDataError` and is never
+overwritten.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import os
+import socket
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import ConfigError, NodeDataError
+
+__all__ = (
+    "FORMAT",
+    "Decision",
+    "LockRecord",
+    "LockStatus",
+    "RunInfo",
+    "Verdict",
+    "check_interval",
+    "check_lease",
+    "check_owner",
+    "check_skew",
+    "decide",
+    "decode",
+    "encode",
+    "error_text",
+    "status_of",
+    "to_datetime",
+    "window_start",
+)
+
+FORMAT_NAME = "aiocoord.cas-lock"
+FORMAT_VERSION = 1
+FORMAT = f"{FORMAT_NAME}/{FORMAT_VERSION}"
+MAX_OWNER = 256
+MAX_ERROR = 300
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """One run of a once-per-interval job: its window start, when it ended, who ran it."""
+
+    window: float
+    at: float
+    owner: str
+    token: int | None
+    error: str | None = None
+
+    def _to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "window": self.window,
+            "at": self.at,
+            "owner": self.owner,
+            "token": self.token,
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class LockRecord:
+    """The decoded content of the lock node."""
+
+    held: bool = False
+    owner: str | None = None
+    holder: str | None = None
+    lease_expires: float | None = None
+    token: int | None = None
+    last_run: RunInfo | None = None
+    last_failure: RunInfo | None = None
+
+    def acquired(self, *, owner: str, holder: str, expires: float) -> LockRecord:
+        """The record that takes the lock (from free or from an expired holder)."""
+        return replace(
+            self, held=True, owner=owner, holder=holder, lease_expires=expires, token=None
+        )
+
+    def renewed(self, *, expires: float, token: int) -> LockRecord:
+        """The record that extends our lease (and states the token if still null)."""
+        return replace(self, lease_expires=expires, token=token)
+
+    def released(
+        self, *, token: int, run: RunInfo | None = None, failure: RunInfo | None = None
+    ) -> LockRecord:
+        """The record that frees the lock, keeping the last holder's name and token."""
+        return replace(
+            self,
+            held=False,
+            holder=None,
+            lease_expires=None,
+            token=token,
+            last_run=run if run is not None else self.last_run,
+            last_failure=failure if failure is not None else self.last_failure,
+        )
+
+
+def encode(record: LockRecord) -> bytes:
+    """The node data for `record` (compact JSON, UTF-8)."""
+    obj: dict[str, Any] = {
+        "format": FORMAT,
+        "state": "held" if record.held else "free",
+        "owner": record.owner,
+        "holder": record.holder,
+        "lease_expires": record.lease_expires,
+        "token": record.token,
+        "last_run": record.last_run._to_json() if record.last_run else None,
+        "last_failure": record.last_failure._to_json() if record.last_failure else None,
+    }
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _field(path: str, obj: dict[str, Any], name: str, kinds: tuple[type, ...]) -> Any:
+    value = obj.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        wanted = " or ".join(k.__name__ for k in kinds)
+        raise NodeDataError(path, f"field {name!r} must be {wanted} or null, not {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise NodeDataError(path, f"field {name!r} is not finite")
+    return value
+
+
+def _run(path: str, obj: dict[str, Any], name: str) -> RunInfo | None:
+    raw = obj.get(name)
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise NodeDataError(path, f"field {name!r} must be an object or null")
+    where = f"{path} ({name})"
+    window = _field(where, raw, "window", (int, float))
+    at = _field(where, raw, "at", (int, float))
+    owner = _field(where, raw, "owner", (str,))
+    if window is None or at is None or owner is None:
+        raise NodeDataError(path, f"field {name!r} needs 'window', 'at' and 'owner'")
+    return RunInfo(
+        window=float(window),
+        at=float(at),
+        owner=owner,
+        token=_field(where, raw, "token", (int,)),
+        error=_field(where, raw, "error", (str,)),
+    )
+
+
+def decode(path: str, data: bytes) -> LockRecord | None:
+    """The record in `data`; None for an empty node; `NodeDataError` for anything else."""
+    if not data:
+        return None
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise NodeDataError(path, f"not a JSON lock record ({exc})") from exc
+    if not isinstance(obj, dict) or not isinstance(obj.get("format"), str):
+        raise NodeDataError(path, "not a lock record: no 'format' field")
+    name, _, version = obj["format"].partition("/")
+    if name != FORMAT_NAME or not version.isdigit():
+        raise NodeDataError(path, f"foreign record format {obj['format']!r}")
+    if int(version) > FORMAT_VERSION:
+        raise NodeDataError(
+            path, f"record format {version} is newer than this aiocoord reads ({FORMAT_VERSION})"
+        )
+    state = obj.get("state")
+    if state not in ("held", "free"):
+        raise NodeDataError(path, f"field 'state' must be 'held' or 'free', not {state!r}")
+    record = LockRecord(
+        held=state == "held",
+        owner=_field(path, obj, "owner", (str,)),
+        holder=_field(path, obj, "holder", (str,)),
+        lease_expires=_field(path, obj, "lease_expires", (int, float)),
+        token=_field(path, obj, "token", (int,)),
+        last_run=_run(path, obj, "last_run"),
+        last_failure=_run(path, obj, "last_failure"),
+    )
+    if record.held and (record.holder is None or record.lease_expires is None):
+        raise NodeDataError(path, "a held record needs 'holder' and 'lease_expires'")
+    if record.lease_expires is not None:
+        record = replace(record, lease_expires=float(record.lease_expires))
+    return record
+
+
+# --- decisions -----------------------------------------------------------------------------
+
+
+class Verdict(enum.Enum):
+    """What a contender that just read the record should do."""
+
+    FREE = "free"  # nobody holds it: take it with a CAS
+    EXPIRED = "expired"  # the holder's lease (plus the skew allowance) ran out: take it over
+    OURS = "ours"  # our own acquiring write landed although its reply was lost: adopt it
+    HELD = "held"  # a live lease: wait for a change, or until `wait` seconds have passed
+    DONE = "done"  # once_per: this window already has a successful run
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    verdict: Verdict
+    wait: float = 0.0
+
+    @property
+    def take(self) -> bool:
+        """Whether to attempt the acquiring write."""
+        return self.verdict in (Verdict.FREE, Verdict.EXPIRED)
+
+
+def decide(
+    record: LockRecord | None,
+    *,
+    now: float,
+    skew: float,
+    holder: str,
+    window: float | None = None,
+) -> Decision:
+    """Decide from a record read at wall time `now` by the contender whose attempt id is `holder`.
+
+    A lease counts as expired only once `now` is past ``lease_expires + skew``:
+    the expiry was computed on the holder's clock, and the two clocks may
+    differ by up to `skew`.  With `window` (once_per), a successful run
+    recorded for that window or a later one means there is nothing to do.
+    """
+    if record is None:
+        return Decision(Verdict.FREE)
+    if record.held and record.holder == holder:
+        return Decision(Verdict.OURS)
+    if window is not None and record.last_run is not None and record.last_run.window >= window:
+        return Decision(Verdict.DONE)
+    if not record.held:
+        return Decision(Verdict.FREE)
+    assert record.lease_expires is not None
+    remaining = record.lease_expires + skew - now
+    if remaining < 0:
+        return Decision(Verdict.EXPIRED)
+    return Decision(Verdict.HELD, wait=remaining)
+
+
+@dataclass(frozen=True, slots=True)
+class LockStatus:
+    """What the record says, as read by `CasLock.status()`.
+
+    `held` means a live lease as judged by the reader's clock plus the skew
+    allowance; `token` is the current (or last) holder's fencing token.
+    """
+
+    held: bool
+    owner: str | None
+    token: int | None
+    lease_expires: datetime | None
+    last_run: datetime | None
+    last_failure: str | None
+
+
+def status_of(record: LockRecord | None, mzxid: int, *, now: float, skew: float) -> LockStatus:
+    """The `LockStatus` of `record`, whose node was last written at `mzxid`."""
+    if record is None:
+        return LockStatus(False, None, None, None, None, None)
+    live = decide(record, now=now, skew=skew, holder="").verdict is Verdict.HELD
+    # A null token in a held record means "the mzxid of this write" (the acquiring one).
+    token = mzxid if record.held and record.token is None else record.token
+    return LockStatus(
+        held=live,
+        owner=record.owner,
+        token=token,
+        lease_expires=to_datetime(record.lease_expires),
+        last_run=to_datetime(record.last_run.at) if record.last_run else None,
+        last_failure=record.last_failure.error if record.last_failure else None,
+    )
+
+
+def window_start(now: float, interval: float) -> float:
+    """The start of the schedule slot containing wall time `now` (slots start at the epoch)."""
+    return math.floor(now / interval) * interval
+
+
+def to_datetime(ts: float | None) -> datetime | None:
+    return None if ts is None else datetime.fromtimestamp(ts, UTC)
+
+
+# --- argument checks -----------------------------------------------------------------------
+
+
+def _seconds(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(name, f"must be a positive, finite number of seconds, not {value!r}")
+    return value
+
+
+def check_lease(lease: object) -> float:
+    return _seconds("lease", lease)
+
+
+def check_interval(interval: object) -> float:
+    return _seconds("interval", interval)
+
+
+def check_skew(skew: object, lease: float) -> float:
+    """The clock-skew allowance: default min(1 s, lease/10); must stay below lease/2."""
+    if skew is None:
+        return min(1.0, lease / 10)
+    if isinstance(skew, bool) or not isinstance(skew, int | float):
+        raise TypeError(f"skew must be a number of seconds, not {type(skew).__name__}")
+    value = float(skew)
+    if not math.isfinite(value) or value < 0 or value >= lease / 2:
+        raise ConfigError("skew", f"must be >= 0 and below lease/2 ({lease / 2:g}s), not {skew!r}")
+    return value
+
+
+def check_owner(owner: object) -> str:
+    """The owner name; default ``<host>-<pid>``."""
+    if owner is None:
+        return f"{socket.gethostname()}-{os.getpid()}"
+    if not isinstance(owner, str):
+        raise TypeError(f"owner must be a str, not {type(owner).__name__}")
+    if not owner or len(owner) > MAX_OWNER:
+        raise ConfigError("owner", f"must be 1 to {MAX_OWNER} characters, not {len(owner)}")
+    return owner
+
+
+def error_text(exc: BaseException) -> str:
+    """A short description of why a once_per body failed, for the record."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text[:MAX_ERROR]

@@ -1,0 +1,471 @@
+"""A lock held by compare-and-set on one persistent node, with leases and fencing tokens.
+
+`CasLock` / `cas_lock()` give mutual exclusion that survives a crashed holder;
+`once_per()` builds on it so that a fleet runs a job at most once per schedule
+slot.  Nothing here depends on the holder's session staying alive: the right
+to act is a lease, written into the record and renewed by compare-and-set.
+
+Node layout: one PERSISTENT node at the lock path holding a small versioned
+JSON record (see `_cas_record`: owner, state, holder id, lease expiry, fencing
+token, last run and last failure).  It is created on first use (parents as
+containers) by the first contender, whose create is its acquiring write; a
+concurrent create just loses (`NodeExistsError`) and reads what won.
+
+Every change is ``setData(path, record, version=<version read>)``: acquiring
+a free lock, taking over an expired lease, renewing, releasing.  Two
+contenders that read the same version can never both win; the loser re-reads.
+The fencing token is the mzxid of the acquiring write, so every new holder's
+token is larger than every earlier holder's (zxids only grow).
+
+Time and clocks: the holder writes ``lease_expires = its wall clock + lease``.
+A contender takes the lock over only once its own wall clock is past
+``lease_expires + skew``.  The remaining assumption is that no two clocks of
+the fleet differ by more than `skew` and that wall clocks do not jump (NTP
+slews are fine; a step larger than `skew` is not).  The holder itself never
+trusts its wall clock for its own safety: it counts ``lease - skew`` on its
+monotonic clock from the moment it *sent* its last successful write, and
+cancels the body when that runs out without a renewal.  Under the assumption,
+that is before any contender can see the lease as expired.  Cancellation is
+cooperative and a process can stall (GC, a blocked loop, SIGSTOP) past any
+margin, so pass `token` to whatever the body writes and let it refuse
+smaller tokens (fencing).
+
+Failure handling, while held inside `cas_lock()` / `hold()`:
+
+- SUSPENDED: nothing happens at once.  The lease, not the session, is what
+  keeps others out, so the body keeps running while renewals are retried;
+  if no renewal succeeds before the holder's own ``lease - skew`` deadline,
+  the body is cancelled (`LockLost`, "lease ran out ...").  This keeps long
+  jobs alive across short network blips, which cancelling on SUSPENDED
+  would not.
+- LOST (or a new session): the body is cancelled at once and `LockLost`
+  raised, even if the lease has time left: the record may still be ours, but
+  a partition long enough to lose the session is a reason to stop.  The
+  release is still attempted on the new session (a CAS on our version), so
+  others need not wait for the lease to run out.
+- A renewal that loses its CAS (someone else changed the record): the body
+  is cancelled, `LockLost` raised, and the record is left untouched.
+- A write whose reply was lost (outcome unknown) is resolved by reading the
+  record back: our exact bytes at the next version mean it landed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+
+import anyio
+
+from ..errors import (
+    BadVersionError,
+    ConnectionLostError,
+    LockLost,
+    LockNotAcquired,
+    NodeExistsError,
+    NoNodeError,
+)
+from ..session import Coordinator
+from ..zk import EventType, Stat, Watch
+from ..zk.paths import validate_path
+from ._cas_hold import Slot, guard, run_once
+from ._cas_record import (
+    Decision,
+    LockRecord,
+    LockStatus,
+    RunInfo,
+    Verdict,
+    check_interval,
+    check_lease,
+    check_owner,
+    check_skew,
+    decide,
+    decode,
+    encode,
+    status_of,
+)
+
+__all__ = ("CasLock", "LockStatus", "Slot", "cas_lock", "once_per")
+
+log = logging.getLogger(__name__)
+
+WRITE_ATTEMPTS = 3  # resends of a write whose reply was lost and that did not land
+
+
+@dataclass(slots=True)
+class _Round:
+    acquired: bool
+    decision: Decision | None = None
+    record: LockRecord | None = None
+    watch: Watch | None = None
+
+
+class CasLock:
+    """A lease-based lock on the record at `path`; see the module docstring.
+
+    `try_acquire()`, `acquire()` and `release()` alone never start background
+    work, so nothing renews the lease: call `renew()` within each lease, or
+    better use `hold()` / `cas_lock()`, which renew in the background and
+    cancel the body when the lock is lost.  Not reentrant; one task at a time.
+    """
+
+    def __init__(
+        self,
+        coord: Coordinator,
+        path: str,
+        *,
+        owner: str | None = None,
+        lease: float = 60.0,
+        skew: float | None = None,
+    ) -> None:
+        if not isinstance(coord, Coordinator):
+            raise TypeError(f"coord must be an aiocoord Coordinator, not {type(coord).__name__}")
+        self._coord = coord
+        self.path = validate_path(path)
+        self._owner = check_owner(owner)
+        self.lease = check_lease(lease)
+        self.skew = check_skew(skew, self.lease)
+        self._id = uuid.uuid4().hex  # this acquisition's holder id; renewed after each hold
+        self._record: LockRecord | None = None  # what we last wrote, while we hold it
+        self._version = -1
+        self._token: int | None = None
+        self._confirmed = 0.0  # monotonic send time of our last write known to have landed
+        self._lost: str | None = None
+        self._taken = False  # the loss was someone else's write: the record is not ours to touch
+        self._session: int | None = None
+        self._seen_owner: str | None = None
+
+    # --- state -----------------------------------------------------------------------------
+
+    @property
+    def owner(self) -> str:
+        """The name this lock writes as its holder (default ``<host>-<pid>``)."""
+        return self._owner
+
+    @property
+    def token(self) -> int | None:
+        """Fencing token of the current (or last) acquisition: the acquiring write's mzxid."""
+        return self._token
+
+    @property
+    def held(self) -> bool:
+        """Whether we hold it: acquired, not lost, and within ``lease - skew`` of our last write."""
+        return (
+            self._record is not None
+            and self._lost is None
+            and time.monotonic() < self._confirmed + self.lease - self.skew
+        )
+
+    def __repr__(self) -> str:
+        if self._record is None:
+            state = "FREE"
+        elif self._lost is not None:
+            state = f"LOST ({self._lost})"
+        else:
+            state = "HELD" if self.held else "EXPIRED"
+        token = f" token=0x{self._token:x}" if self._token is not None else ""
+        return f"<CasLock {self.path} owner={self._owner} {state}{token}>"
+
+    async def status(self) -> LockStatus:
+        """Read the record (`NodeDataError` if foreign); a missing node reads as free."""
+        try:
+            node = await self._coord.client.get(self.path)
+        except NoNodeError:
+            return status_of(None, 0, now=time.time(), skew=self.skew)
+        record = decode(self.path, node.data)
+        return status_of(record, node.stat.mzxid, now=time.time(), skew=self.skew)
+
+    # --- acquiring -------------------------------------------------------------------------
+
+    async def try_acquire(self) -> bool:
+        """Take the lock if it is free or its lease expired; never waits for the holder.
+
+        Raises `ConnectionLostError` when ZooKeeper cannot be reached in time,
+        `NodeDataError` for a foreign record, `RuntimeError` if already held.
+        """
+        acquired, _ = await self._try_window(None)
+        return acquired
+
+    async def acquire(self) -> None:
+        """Wait until the lock is ours; bound it with `anyio.fail_after`.
+
+        Waits on a data watch, waking when the record changes or when the
+        holder's lease (plus skew) runs out, whichever comes first; rides out
+        connection losses.  Raises `NodeDataError` for a foreign record.
+        """
+        self._check_idle()
+        while True:
+            try:
+                rnd = await self._round(watch=True, window=None)
+            except ConnectionLostError:
+                await self._coord.wait_connected()
+                continue
+            if rnd.acquired:
+                return
+            if rnd.watch is None or rnd.decision is None:
+                continue
+            with anyio.move_on_after(rnd.decision.wait):
+                if (await rnd.watch.wait()).type is EventType.SESSION_LOST:
+                    await self._coord.wait_connected()
+
+    async def _try_window(self, window: float | None) -> tuple[bool, LockRecord | None]:
+        """Acquire without waiting (once_per: unless `window` already ran); with the record."""
+        self._check_idle()
+        while True:
+            rnd = await self._round(watch=False, window=window)
+            if rnd.acquired:
+                return True, self._record
+            if rnd.decision is not None:
+                return False, rnd.record
+
+    def _check_idle(self) -> None:
+        if self._record is not None:
+            raise RuntimeError(f"{self!r} is already held (CasLock is not reentrant)")
+
+    async def _round(self, *, watch: bool, window: float | None) -> _Round:
+        """Read, decide, and write if we may: acquired, a decision to wait, or neither (again)."""
+        client = self._coord.client
+        watcher: Watch | None = None
+        try:
+            if watch:
+                node, watcher = await client.get_watch(self.path)
+            else:
+                node = await client.get(self.path)
+        except NoNodeError:
+            node = None
+        record = decode(self.path, node.data) if node is not None else None
+        decision = decide(record, now=time.time(), skew=self.skew, holder=self._id, window=window)
+        if decision.verdict is Verdict.OURS and node is not None and record is not None:
+            # An acquiring write of ours landed although its reply was lost; our own
+            # clock wrote its expiry, so the local deadline follows from it.
+            left = (record.lease_expires or 0.0) - time.time()
+            self._took(record, node.stat, time.monotonic() + left - self.lease, None)
+            return _Round(True)
+        if not decision.take:
+            self._seen_owner = record.owner if record is not None else None
+            return _Round(False, decision, record, watcher)
+        new = (record or LockRecord()).acquired(
+            owner=self._owner, holder=self._id, expires=time.time() + self.lease
+        )
+        # Shielded (and bounded): once the write is sent, we must learn its outcome,
+        # or a cancelled acquire could leave a lock nobody knows it holds.
+        limit = self._coord.client.request_timeout() * 2
+        with anyio.CancelScope(shield=True), anyio.move_on_after(limit) as scope:
+            if node is None:
+                stat, sent = await self._create(new)
+            else:
+                stat, sent = await self._write(new, node.stat.version)
+        if scope.cancelled_caught:
+            raise ConnectionLostError(f"the outcome of acquiring {self.path} is unknown")
+        if stat is None:
+            return _Round(False)  # lost the race: read again
+        self._took(new, stat, sent, record if decision.verdict is Verdict.EXPIRED else None)
+        return _Round(True)
+
+    def _took(self, new: LockRecord, stat: Stat, sent: float, expired: LockRecord | None) -> None:
+        self._record, self._version = new, stat.version
+        self._token = new.token if new.token is not None else stat.mzxid
+        self._confirmed, self._lost = sent, None
+        self._session = self._coord.session_id
+        if expired is not None:
+            log.info(
+                "lock %s acquired by %s (token 0x%x), taking over the expired lease of %s",
+                self.path,
+                self._owner,
+                self._token,
+                expired.owner,
+            )
+        else:
+            log.info("lock %s acquired by %s (token 0x%x)", self.path, self._owner, self._token)
+
+    # --- writes ----------------------------------------------------------------------------
+
+    async def _create(self, record: LockRecord) -> tuple[Stat | None, float]:
+        """Create the node holding `record`; None if someone else created it first."""
+        data, sent = encode(record), time.monotonic()
+        try:
+            created = await self._coord.client.create(self.path, data, make_parents=True)
+            return created.stat, sent
+        except NodeExistsError:
+            return None, sent
+        except ConnectionLostError:
+            pass  # outcome unknown: look
+        try:
+            node = await self._coord.client.get(self.path)
+        except NoNodeError:
+            return None, sent
+        return (node.stat if node.data == data else None), sent
+
+    async def _write(self, record: LockRecord, version: int) -> tuple[Stat | None, float]:
+        """``setData`` conditional on `version`; None when the CAS lost.
+
+        A write whose reply was lost is resolved by reading the node back:
+        our exact bytes at ``version + 1`` mean it landed; the old version
+        means it did not (and it is sent again); anything else is a lost CAS.
+        Raises `ConnectionLostError` if the read cannot be done either.
+        """
+        client = self._coord.client
+        data = encode(record)
+        for _ in range(WRITE_ATTEMPTS):
+            sent = time.monotonic()
+            try:
+                return await client.set(self.path, data, version=version), sent
+            except (BadVersionError, NoNodeError):
+                return None, sent
+            except ConnectionLostError as exc:
+                log.debug("write to %s interrupted (%s); reading it back", self.path, exc)
+            try:
+                node = await client.get(self.path)
+            except NoNodeError:
+                return None, sent
+            if node.stat.version == version + 1 and node.data == data:
+                return node.stat, sent
+            if node.stat.version != version:
+                return None, sent
+        raise ConnectionLostError(f"could not write {self.path}: the connection keeps dropping")
+
+    async def _write_ours(self, new: LockRecord) -> tuple[Stat, float] | None:
+        """CAS on our version; after a lost CAS, adopt the record if it is still ours.
+
+        A renewal whose outcome stayed unknown may have landed: the record then
+        carries our holder id at a later version, and we simply continue from it.
+        """
+        while True:
+            stat, sent = await self._write(new, self._version)
+            if stat is not None:
+                return stat, sent
+            try:
+                node = await self._coord.client.get(self.path)
+            except NoNodeError:
+                return None
+            current = decode(self.path, node.data)
+            if current is None or not current.held or current.holder != self._id:
+                return None
+            self._version = node.stat.version
+
+    async def renew(self) -> None:
+        """Extend the lease to `lease` from now, by CAS on the version we last wrote.
+
+        Raises `LockLost` (record untouched) if someone else changed the record,
+        `ConnectionLostError` if ZooKeeper could not be reached in time.
+        """
+        if self._record is None:
+            raise RuntimeError(f"{self!r} is not held")
+        if self._lost is not None:
+            raise LockLost(self.path, self._lost)
+        assert self._token is not None
+        new = self._record.renewed(expires=time.time() + self.lease, token=self._token)
+        done = await self._write_ours(new)
+        if done is None:
+            reason = "renewal lost its CAS: another client changed the record"
+            self._mark_lost(reason, taken=True)
+            raise LockLost(self.path, reason)
+        self._record, (stat, self._confirmed) = new, done
+        self._version = stat.version
+
+    async def release(self) -> None:
+        """Free the lock by CAS on our version.
+
+        Raises `LockLost` without touching the record when it is no longer ours
+        (someone else changed it), `ConnectionLostError` when the outcome could
+        not be learnt (the lease then frees it), `RuntimeError` if not held.
+        """
+        await self._release()
+
+    async def _release(self, run: RunInfo | None = None, failure: RunInfo | None = None) -> None:
+        if self._record is None:
+            raise RuntimeError(f"{self!r} is not held")
+        if self._taken:
+            reason = self._lost or "another client changed the record"
+            self._forget()
+            raise LockLost(self.path, reason)
+        assert self._token is not None
+        done = await self._write_ours(
+            self._record.released(token=self._token, run=run, failure=failure)
+        )
+        self._forget()
+        if done is None:
+            raise LockLost(self.path, "another client changed the record before the release")
+        log.info("lock %s released by %s", self.path, self._owner)
+
+    def _forget(self) -> None:
+        self._record, self._version, self._lost, self._taken = None, -1, None, False
+        self._id = uuid.uuid4().hex
+
+    def _mark_lost(self, reason: str, *, taken: bool = False) -> None:
+        """Record the loss; `taken`: someone else changed the record (never write it again)."""
+        self._taken = self._taken or taken
+        if self._lost is None:
+            self._lost = reason
+            log.warning("lock %s lost by %s: %s", self.path, self._owner, reason)
+
+    # --- holding ---------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def hold(self, *, blocking: bool = True) -> AsyncIterator[CasLock]:
+        """Acquire, run the body with the lease renewed, release on exit.
+
+        Entering blocks until the lock is ours (`blocking=False`: raises
+        `LockNotAcquired` at once if it is held).  The body is cancelled and
+        `LockLost` raised on exit when a renewal loses its CAS, the session is
+        LOST, or the lease runs out (``lease - skew`` after the last successful
+        write) before a renewal succeeds; SUSPENDED alone cancels nothing.
+        Leaving releases with a CAS (shielded, bounded); if the release cannot
+        be confirmed, the lease frees the lock.
+        """
+        if blocking:
+            await self.acquire()
+        elif not await self.try_acquire():
+            raise LockNotAcquired(self.path, self._seen_owner)
+        async with guard(self):
+            yield self
+
+
+def cas_lock(
+    coord: Coordinator,
+    path: str,
+    *,
+    owner: str | None = None,
+    lease: float = 60.0,
+    skew: float | None = None,
+    blocking: bool = True,
+) -> AbstractAsyncContextManager[CasLock]:
+    """``async with cas_lock(coord, path, owner=..., lease=...) as lock``: see `CasLock.hold`.
+
+    Arguments are checked here: `lease` must be positive, `skew` (default
+    min(1 s, lease/10)) below lease/2; bad ones raise `ConfigError`/`TypeError`.
+    """
+    return CasLock(coord, path, owner=owner, lease=lease, skew=skew).hold(blocking=blocking)
+
+
+def once_per(
+    coord: Coordinator,
+    path: str,
+    interval: float,
+    *,
+    owner: str | None = None,
+    lease: float = 60.0,
+    skew: float | None = None,
+) -> AbstractAsyncContextManager[Slot]:
+    """Run a job at most once per schedule slot across the fleet: check ``slot.acquired``.
+
+    Slots are ``[k*interval, (k+1)*interval)`` on the wall clock since the
+    epoch, so every pod names the same window whenever it wakes; a pod whose
+    clock is off by d can start a window at most d early and never runs a
+    window already recorded.  Entering never waits: `acquired` is False when
+    the window already has a successful run or a live holder is running it.
+
+    Policy: a successful body (no exception) records the run in the same CAS
+    write that releases the lock.  A body that raises (or is cancelled)
+    records the failure and releases, so a later caller in the same window may
+    retry; a holder that crashes leaves the lease, and a caller after its
+    expiry may retry.  Only successful runs close the window.  While the body
+    runs, the lock behaves as in `cas_lock()` (renewed; cancelled with
+    `LockLost` when lost).  If the successful run cannot be recorded, the exit
+    raises (`ConnectionLostError` or `LockLost`): the window may run again.
+    """
+    interval = check_interval(interval)
+    return run_once(CasLock(coord, path, owner=owner, lease=lease, skew=skew), interval)

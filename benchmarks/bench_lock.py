@@ -1,0 +1,206 @@
+"""Lock throughput: aiocoord's CasLock against kazoo's Lock and aiozk's Lock recipe.
+
+K contenders, each with its own ZooKeeper session, loop acquire -> release as
+fast as they can on one lock path for a fixed time.  Reported per
+implementation: acquisitions per second (all contenders together), each
+contender's share, and Jain's fairness index (1.0: perfectly even; 1/K: one
+contender took everything).  Ratios are against the peers measured in this
+same run, against one embedded server, since machines are noisy.
+
+- ``cas_lock``: ``async with cas_lock(coord, path)`` (renewal tasks and loss
+  watching included: what applications use).
+- ``CasLock``: ``await lock.acquire(); await lock.release()`` (the bare CAS).
+- ``kazoo``: ``kazoo.recipe.lock.Lock`` (one thread per contender).
+- ``aiozk``: ``aiozk.recipes.Lock`` from the installed aiozk package.
+
+CasLock has no queue: who wins after a release is whoever's CAS lands first,
+so its fairness is measured rather than promised (kazoo's and aiozk's locks
+are FIFO queues of sequential nodes).
+
+    python benchmarks/bench_lock.py [--seconds 4] [--contenders 4] [--loop uvloop|asyncio]
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+
+import aiocoord
+from aiocoord.recipes.cas_lock import CasLock, cas_lock
+from aiocoord.testing import ZooKeeperServer
+
+Counts = list[int]
+
+
+def jain(counts: Counts) -> float:
+    total = sum(counts)
+    squares = sum(c * c for c in counts)
+    return total * total / (len(counts) * squares) if squares else 0.0
+
+
+async def _race(loops: list[Callable[[], Awaitable[None]]], seconds: float) -> Counts:
+    counts = [0] * len(loops)
+    stop = time.perf_counter() + seconds
+
+    async def run(i: int) -> None:
+        step = loops[i]
+        while time.perf_counter() < stop:
+            await step()
+            counts[i] += 1
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(loops)):
+            tg.start_soon(run, i)
+    return counts
+
+
+def bench_aiocoord(hosts: str, k: int, seconds: float, uvloop: bool, managed: bool) -> Counts:
+    path = f"/bench-lock/cas-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> Counts:
+        async with AsyncExitStack() as stack:
+            coords = [
+                await stack.enter_async_context(aiocoord.connect(hosts, session_timeout=10))
+                for _ in range(k)
+            ]
+            locks = [CasLock(c, path, owner=f"c{i}", lease=10) for i, c in enumerate(coords)]
+
+            def step_for(i: int) -> Callable[[], Awaitable[None]]:
+                async def held_block() -> None:
+                    async with cas_lock(coords[i], path, owner=f"c{i}", lease=10):
+                        pass
+
+                async def bare() -> None:
+                    await locks[i].acquire()
+                    await locks[i].release()
+
+                return held_block if managed else bare
+
+            return await _race([step_for(i) for i in range(k)], seconds)
+
+    counts: Counts = anyio.run(main, backend="asyncio", backend_options={"use_uvloop": uvloop})
+    return counts
+
+
+def bench_aiozk(hosts: str, k: int, seconds: float, uvloop: bool) -> Counts:
+    import aiozk
+
+    path = f"/bench-lock/aiozk-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> Counts:
+        clients = [aiozk.ZKClient(hosts, session_timeout=10) for _ in range(k)]
+        for zk in clients:
+            await zk.start()
+        try:
+            locks = [zk.recipes.Lock(path) for zk in clients]
+
+            def step_for(lock: Any) -> Callable[[], Awaitable[None]]:
+                async def step() -> None:
+                    await lock.acquire()
+                    await lock.release()
+
+                return step
+
+            return await _race([step_for(lock) for lock in locks], seconds)
+        finally:
+            for zk in clients:
+                await zk.close()
+
+    counts: Counts = anyio.run(main, backend="asyncio", backend_options={"use_uvloop": uvloop})
+    return counts
+
+
+def bench_kazoo(hosts: str, k: int, seconds: float) -> Counts:
+    from kazoo.client import KazooClient
+
+    path = f"/bench-lock/kazoo-{uuid.uuid4().hex[:8]}"
+    clients = [KazooClient(hosts=hosts, timeout=10) for _ in range(k)]
+    for zk in clients:
+        zk.start(timeout=10)
+    counts = [0] * k
+    start = threading.Barrier(k)
+
+    def run(i: int) -> None:
+        lock = clients[i].Lock(path, f"c{i}")
+        start.wait()
+        stop = time.perf_counter() + seconds
+        while time.perf_counter() < stop:
+            with lock:
+                pass
+            counts[i] += 1
+
+    try:
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(k)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(seconds + 30)
+    finally:
+        for zk in clients:
+            zk.stop()
+            zk.close()
+    return counts
+
+
+def run(
+    hosts: str | None = None, *, seconds: float = 4.0, contenders: int = 4, uvloop: bool = True
+) -> dict[str, Counts]:
+    """Measure every implementation; starts its own server unless `hosts` is given."""
+    if hosts is None:
+        with ZooKeeperServer() as server:
+            return run(server.connect_string, seconds=seconds, contenders=contenders, uvloop=uvloop)
+    results: dict[str, Counts] = {}
+    results["cas_lock"] = bench_aiocoord(hosts, contenders, seconds, uvloop, managed=True)
+    results["CasLock"] = bench_aiocoord(hosts, contenders, seconds, uvloop, managed=False)
+    results["kazoo Lock"] = bench_kazoo(hosts, contenders, seconds)
+    results["aiozk Lock"] = bench_aiozk(hosts, contenders, seconds, uvloop)
+    return results
+
+
+def report(results: dict[str, Counts], seconds: float) -> str:
+    rates = {name: sum(c) / seconds for name, c in results.items()}
+    lines = [
+        f"{'implementation':<12} {'acq/s':>8} {'vs kazoo':>9} {'vs aiozk':>9} "
+        f"{'jain':>5}  per-contender shares",
+    ]
+    for name, counts in results.items():
+        total = sum(counts) or 1
+        shares = " ".join(f"{c / total:4.0%}" for c in counts)
+        kazoo = rates[name] / rates["kazoo Lock"] if rates.get("kazoo Lock") else float("nan")
+        aiozk = rates[name] / rates["aiozk Lock"] if rates.get("aiozk Lock") else float("nan")
+        lines.append(
+            f"{name:<12} {rates[name]:8.0f} {kazoo:8.2f}x {aiozk:8.2f}x "
+            f"{jain(counts):5.2f}  {shares}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=4.0, help="per implementation")
+    parser.add_argument("--contenders", type=int, default=4)
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
+    parser.add_argument("--hosts", default=None, help="use this server instead of starting one")
+    args = parser.parse_args(argv)
+    results = run(
+        args.hosts,
+        seconds=args.seconds,
+        contenders=args.contenders,
+        uvloop=args.loop == "uvloop",
+    )
+    print(
+        f"{args.contenders} contenders, {args.seconds:g} s each, async on {args.loop}, "
+        "acquire -> release in a loop"
+    )
+    print(report(results, args.seconds))
+
+
+if __name__ == "__main__":
+    main()
