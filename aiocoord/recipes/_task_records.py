@@ -1,0 +1,179 @@
+"""The records of task leadership: `Worker`, and the JSON kept in worker and leader nodes.
+
+A worker node holds ``{"id", "version", "host", "pid", "started"}``; a leader
+node ``{"id", "version"}`` of the worker that leads the task.  Both are UTF-8
+JSON objects; extra keys are allowed (newer writers may add some), missing or
+ill-typed ones make the node's data invalid: `NodeDataError`, never a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import time
+import uuid
+from typing import Any
+
+from aiocoord.errors import ConfigError, InvalidPathError, NodeDataError
+from aiocoord.zk.paths import validate_path
+
+from ._maven_version import maven_version_key
+from ._task_choice import VersionKey
+
+__all__ = (
+    "Worker",
+    "check_name",
+    "decode_leader",
+    "decode_worker",
+    "encode_leader",
+    "encode_worker",
+)
+
+
+def check_name(field: str, value: object) -> str:
+    """Return `value` if it can name a node (a task or a worker id), else raise `ConfigError`."""
+    if not isinstance(value, str):
+        raise ConfigError(field, f"must be a str, not {type(value).__name__}")
+    if not value or "/" in value:
+        raise ConfigError(field, f"{value!r} must be a non-empty node name without '/'")
+    try:
+        validate_path("/" + value, allow_reserved=True)
+    except InvalidPathError as exc:
+        raise ConfigError(field, f"{value!r} cannot name a ZooKeeper node: {exc.reason}") from None
+    return value
+
+
+class Worker:
+    """Who this process is in task leadership: its version, a unique id and its host.
+
+    ``Worker(version="2.4.1")`` fills `id` with a random uuid and `host` with
+    this machine's name; `pid` and `started` (Unix time) are recorded too.
+    The version is checked with Maven's ordering (`maven_version_key`), which
+    refuses an empty text or one with whitespace or control characters:
+    `ConfigError` naming ``version``.  `task_leadership()` checks it again with
+    its own `version_key`.  Workers read back from ZooKeeper (`workers()`) are
+    instances too.
+    """
+
+    __slots__ = ("host", "id", "pid", "started", "version")
+
+    version: str
+    id: str
+    host: str
+    pid: int
+    started: float
+
+    def __init__(self, version: str, id: str | None = None, host: str | None = None) -> None:
+        maven_version_key(version)  # ConfigError("version", ...) on a bad version
+        self.version = version
+        self.id = str(uuid.uuid4()) if id is None else check_name("id", id)
+        if host is None:
+            host = socket.gethostname()
+        elif not isinstance(host, str):
+            raise ConfigError("host", f"must be a str, not {type(host).__name__}")
+        self.host = host
+        self.pid = os.getpid()
+        self.started = time.time()
+
+    @classmethod
+    def _restore(cls, id: str, version: str, host: str, pid: int, started: float) -> Worker:
+        """A worker as recorded in ZooKeeper (already validated by `decode_worker`)."""
+        worker = cls.__new__(cls)
+        worker.id, worker.version, worker.host = id, version, host
+        worker.pid, worker.started = pid, started
+        return worker
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if hasattr(self, name):
+            raise AttributeError(f"Worker.{name} is read-only")
+        object.__setattr__(self, name, value)
+
+    def _fields(self) -> tuple[str, str, str, int, float]:
+        return (self.id, self.version, self.host, self.pid, self.started)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Worker):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"<Worker {self.id} version={self.version} host={self.host} pid={self.pid}>"
+
+
+def _dumps(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def encode_worker(worker: Worker) -> bytes:
+    """The worker node's data: the same bytes for the same `Worker`, so it can recognise its own."""
+    return _dumps(
+        {
+            "id": worker.id,
+            "version": worker.version,
+            "host": worker.host,
+            "pid": worker.pid,
+            "started": worker.started,
+        }
+    )
+
+
+def encode_leader(worker: Worker) -> bytes:
+    """The leader node's data: who leads, with which version."""
+    return _dumps({"id": worker.id, "version": worker.version})
+
+
+def _load(path: str, data: bytes) -> dict[str, Any]:
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise NodeDataError(path, f"not UTF-8 JSON ({exc})") from None
+    if not isinstance(record, dict):
+        raise NodeDataError(path, f"a JSON {type(record).__name__}, not an object")
+    return record
+
+
+def _field(path: str, record: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
+    value = record.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise NodeDataError(path, f"field {name!r} is missing or not {_kind_name(kind)}")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(k.__name__ for k in kinds)
+
+
+def _version(path: str, record: dict[str, Any], version_key: VersionKey) -> str:
+    version: str = _field(path, record, "version", str)
+    try:
+        version_key(version)
+    except Exception as exc:
+        raise NodeDataError(path, f"version {version!r} cannot be ordered: {exc}") from None
+    return version
+
+
+def decode_worker(path: str, name: str, data: bytes, version_key: VersionKey) -> Worker:
+    """The `Worker` recorded at `path` (node `name`); `NodeDataError` if the record is invalid."""
+    record = _load(path, data)
+    worker_id = _field(path, record, "id", str)
+    if worker_id != name:
+        raise NodeDataError(path, f"id {worker_id!r} does not match the node name {name!r}")
+    version = _version(path, record, version_key)
+    host = _field(path, record, "host", str)
+    pid = _field(path, record, "pid", int)
+    started = float(_field(path, record, "started", (int, float)))
+    if not math.isfinite(started):
+        raise NodeDataError(path, "field 'started' is not a finite number")
+    return Worker._restore(worker_id, version, host, pid, started)
+
+
+def decode_leader(path: str, data: bytes) -> tuple[str, str]:
+    """``(worker id, version)`` recorded in a leader node; `NodeDataError` if invalid."""
+    record = _load(path, data)
+    return _field(path, record, "id", str), _field(path, record, "version", str)
