@@ -311,6 +311,9 @@ class SessionCore:
                 # The session is gone: its watches died with it; the next attempt opens a new one.
                 self._session_id = 0
                 self._password = _NO_PASSWORD
+                # A new session claims no history, as a new Java handle does: a server that
+                # lost its data (replaced, restored) refuses a client that "has seen" more.
+                self._last_zxid = 0
                 self._registry.session_lost()
             log.info(
                 "connection %s (session 0x%x%s)",
