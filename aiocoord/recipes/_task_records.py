@@ -1,4 +1,4 @@
-"""The records of task leadership: `Worker`, and the JSON kept in worker and leader nodes.
+"""The records of task leadership: `Worker`, the JSON in worker and leader nodes, their reads.
 
 A worker node holds ``{"id", "version", "host", "pid", "started"}``; a leader
 node ``{"id", "version"}`` of the worker that leads the task.  Both are UTF-8
@@ -14,10 +14,14 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
-from aiocoord.errors import ConfigError, InvalidPathError, NodeDataError
-from aiocoord.zk.paths import validate_path
+import anyio
+
+from aiocoord.errors import ConfigError, CoordError, InvalidPathError, NodeDataError, NoNodeError
+from aiocoord.zk import ZkClient
+from aiocoord.zk.paths import join, validate_path
 
 from ._maven_version import maven_version_key
 from ._task_choice import VersionKey
@@ -29,6 +33,9 @@ __all__ = (
     "decode_worker",
     "encode_leader",
     "encode_worker",
+    "get_many",
+    "read_children",
+    "read_leader",
 )
 
 
@@ -177,3 +184,52 @@ def decode_leader(path: str, data: bytes) -> tuple[str, str]:
     """``(worker id, version)`` recorded in a leader node; `NodeDataError` if invalid."""
     record = _load(path, data)
     return _field(path, record, "id", str), _field(path, record, "version", str)
+
+
+# --- reads ----------------------------------------------------------------------------------
+
+
+async def get_many(client: ZkClient, base: str, names: Iterable[str]) -> dict[str, bytes]:
+    """Data of the children `names` of `base`, read concurrently; vanished ones left out.
+
+    The first error other than `NoNodeError` is raised as it is (not in a group).
+    """
+    out: dict[str, bytes] = {}
+    errors: list[CoordError] = []
+
+    async def read(name: str) -> None:
+        try:
+            out[name] = (await client.get(join(base, name))).data
+        except NoNodeError:
+            pass
+        except CoordError as exc:
+            errors.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        for name in names:
+            tg.start_soon(read, name)
+    if errors:
+        raise errors[0]
+    return out
+
+
+async def read_children(client: ZkClient, base: str) -> dict[str, bytes]:
+    """Data of every child of `base`; {} if `base` does not exist."""
+    try:
+        names = await client.children(base)
+    except NoNodeError:
+        return {}
+    return await get_many(client, base, names)
+
+
+async def read_leader(client: ZkClient, path: str) -> tuple[str, str, int] | None:
+    """(worker id, version, czxid) recorded at a leader node; None if absent or invalid."""
+    try:
+        node = await client.get(path)
+    except NoNodeError:
+        return None
+    try:
+        holder, version = decode_leader(path, node.data)
+    except NodeDataError:
+        return None
+    return holder, version, node.stat.czxid

@@ -1,0 +1,440 @@
+"""The machinery behind `TaskLeadership`: registration, the worker list, leader events.
+
+Four kinds of background task run in the recipe's task group:
+
+- the connection follower: SUSPENDED (by policy), READ_ONLY and LOST revoke
+  leadership at once, before any request could fail; LOST and a new session
+  turn our leader nodes into stale ones to delete;
+- the control loop: registers the worker node (again after a new session),
+  reads the worker list with a child watch, recomputes the choice, and marks
+  the session usable once both are done;
+- the leader watch: one persistent recursive watch on ``<root>/leaders`` that
+  routes each event to its task (and to `changes()` subscribers);
+- one loop per task (`TaskSlot.run`).
+
+The worker list is "current" while its child watch has not fired.  ZooKeeper
+delivers a session's notifications in zxid order, so a worker that sees a
+leader node deleted has already seen (as a fired watch) every worker-list
+change that came before it, and acquires only once it has read the new list.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from contextlib import suppress
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from aiocoord.errors import (
+    BadVersionError,
+    ConnectionLostError,
+    CoordError,
+    NodeDataError,
+    NodeExistsError,
+    NoNodeError,
+    TransactionFailed,
+)
+from aiocoord.session import Coordinator
+from aiocoord.zk import CreateMode, DeleteOp, EventType, Watch, WatchedEvent, ZkClient
+from aiocoord.zk.paths import basename, join, parent
+from aiocoord.zk.states import ConnectionEvent, ConnectionState
+
+from ._task_choice import Prefer, VersionKey, assign
+from ._task_records import (
+    Worker,
+    decode_worker,
+    encode_leader,
+    encode_worker,
+    get_many,
+    read_children,
+    read_leader,
+)
+from ._task_slot import RETRY_DELAY, TaskSlot
+
+__all__ = ("Raw", "TaskEngine", "next_batch")
+
+log = logging.getLogger("aiocoord.recipes.task_leadership")
+
+_CONNECTED = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
+
+Raw = tuple[str | None, EventType | None]
+"""A `changes()` subscriber's input: (task, event type); (None, None) means re-read all."""
+
+
+async def _first_of(*waits: Callable[[], Awaitable[object]]) -> None:
+    """Return as soon as one of `waits` returns."""
+    async with anyio.create_task_group() as tg:
+
+        async def one(wait: Callable[[], Awaitable[object]]) -> None:
+            await wait()
+            tg.cancel_scope.cancel()
+
+        for wait in waits:
+            tg.start_soon(one, wait)
+
+
+class TaskEngine:
+    """Shared state of one worker's task leadership; the `SlotHost` of its task loops."""
+
+    def __init__(
+        self,
+        coord: Coordinator,
+        root: str,
+        worker: Worker,
+        tasks: Iterable[str],
+        *,
+        prefer: Prefer,
+        version_key: VersionKey,
+        settle: float,
+        lose_on_suspend: bool,
+    ) -> None:
+        self.coord = coord
+        self.root = root
+        self._worker = worker
+        self._prefer: Prefer = prefer
+        self._version_key = version_key
+        self._settle = settle
+        self._lose_on_suspend = lose_on_suspend
+        self.workers_path = join(root, "workers")
+        self.leaders_path = join(root, "leaders")
+        self.my_path = join(self.workers_path, worker.id)
+        self._record = encode_worker(worker)
+        self._leader_record = encode_leader(worker)
+        self.slots: dict[str, TaskSlot] = {t: self.new_slot(t) for t in tasks}
+        self.view: dict[str, Worker] = {}
+        self.invalid: dict[str, NodeDataError] = {}
+        self._view_watch: Watch | None = None  # the worker list's watch: fired = list stale
+        self._versions: frozenset[str] = frozenset()
+        self.registered: int | None = None  # session our worker node belongs to
+        self.usable_in: int | None = None  # session in which we may act (registered, list read)
+        self._conn_changed = anyio.Event()
+        self.subscribers: set[MemoryObjectSendStream[Raw]] = set()
+        self._closing = False
+
+    # --- SlotHost --------------------------------------------------------------------------
+
+    @property
+    def client(self) -> ZkClient:
+        return self.coord.client
+
+    @property
+    def worker(self) -> Worker:
+        return self._worker
+
+    @property
+    def leader_record(self) -> bytes:
+        return self._leader_record
+
+    @property
+    def settle(self) -> float:
+        return self._settle
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
+
+    @property
+    def session_id(self) -> int | None:
+        return self.coord.session_id
+
+    def usable(self) -> bool:
+        session = self.coord.session_id
+        return (
+            session is not None
+            and self.usable_in == session
+            and self.registered == session
+            and self.coord.state in _CONNECTED
+        )
+
+    def view_current(self) -> bool:
+        return self._view_watch is not None and not self._view_watch.fired
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def new_slot(self, task: str) -> TaskSlot:
+        return TaskSlot(task, join(self.leaders_path, task))
+
+    async def start(self, tg: anyio.abc.TaskGroup) -> None:
+        """Start everything in `tg`; return once registered with the worker list read."""
+        await tg.start(self._watch_leaders)  # first, so that no leader event is missed
+        tg.start_soon(self._follow_connection)
+        await tg.start(self._control)
+        for slot in self.slots.values():
+            tg.start_soon(slot.run, self)
+
+    def begin_close(self) -> None:
+        """Stop leading everything now; waiting ``lead()`` calls give up."""
+        self._closing = True
+        for slot in self.slots.values():
+            slot.revoke("closed", self._worker.id)
+            slot.notify_grant()
+        for send in list(self.subscribers):
+            send.close()
+        self.subscribers.clear()
+
+    def revoke_all(self, reason: str) -> None:
+        for slot in self.slots.values():
+            slot.revoke(reason, self._worker.id)
+
+    def publish(self, raw: Raw) -> None:
+        for send in list(self.subscribers):
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                send.send_nowait(raw)
+
+    async def cleanup(self) -> None:
+        """Delete our leader nodes and worker node in one transaction, after the bodies drained."""
+        bound = max(self.coord.session_timeout, 1.0)
+        with anyio.move_on_after(bound) as scope:
+            for slot in self.slots.values():
+                await slot.drained()
+        if scope.cancelled_caught:
+            log.warning("lead() bodies of %s did not finish within %.1fs", self.root, bound)
+        session = self.coord.session_id
+        if session is None or self.registered != session or self.coord.closed:
+            return  # the session is gone (or closes with the coordinator), and its nodes with it
+        if self.coord.state not in _CONNECTED or self.coord.connected_address is None:
+            # Disconnected, or the coordinator's own tasks were cancelled with ours: the
+            # nodes go with the session; waiting for a connection would only delay the exit.
+            log.info("worker %s left %s without deleting its nodes", self._worker.id, self.root)
+            return
+        client = self.client
+        with anyio.move_on_after(client.request_timeout()):
+            try:
+                # Exactly the leader nodes this session owns, even one whose create was cut short.
+                ours = await client.ephemerals(self.leaders_path)
+                paths = [p for p in ours if parent(p) == self.leaders_path]
+                paths.append(self.my_path)
+                try:
+                    await client.multi([DeleteOp(p) for p in paths])
+                except TransactionFailed:
+                    for path in paths:  # one was gone already: delete the rest one by one
+                        with suppress(NoNodeError):
+                            await client.delete(path)
+            except CoordError as exc:
+                log.warning("could not delete the nodes of worker %s: %s", self._worker.id, exc)
+        log.info("worker %s left %s", self._worker.id, self.root)
+
+    # --- connection ------------------------------------------------------------------------
+
+    async def _follow_connection(self) -> None:
+        async for event in self.coord.connection_events():
+            self._on_connection(event)
+        self.usable_in = None
+        self.revoke_all("session lost")  # the coordinator closed under us
+
+    def _on_connection(self, event: ConnectionEvent) -> None:
+        state = event.state
+        if state not in _CONNECTED:
+            self.usable_in = None
+            if state is ConnectionState.LOST:
+                self.revoke_all("session lost")
+            elif self._lose_on_suspend:
+                self.revoke_all("suspended")  # READ_ONLY too: no write can succeed
+        session = self.coord.session_id
+        for slot in self.slots.values():
+            if state is ConnectionState.LOST or event.new_session:
+                slot.forget_session(session)
+            slot.poke()
+        self._conn_changed.set()
+        self._conn_changed = anyio.Event()
+
+    # --- registration and the worker list ----------------------------------------------------
+
+    async def _control(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Register, read the worker list, keep it current; mark the session usable."""
+        started = False
+        while True:
+            changed = self._conn_changed
+            session = self.coord.session_id
+            if self.coord.state in _CONNECTED and session is not None:
+                try:
+                    if self.registered != session:
+                        await self._register(session)
+                    names, watch = await self.client.children_watch(self.workers_path)
+                    if self._worker.id not in names:
+                        log.warning("worker node %s vanished; registering again", self.my_path)
+                        self.registered = None
+                        continue
+                    await self._load_workers(names, watch)
+                    if self.coord.session_id == session and not changed.is_set():
+                        self._set_usable(session)
+                    if not started:
+                        task_status.started()
+                        started = True
+                    await _first_of(watch.wait, changed.wait)
+                    continue
+                except NoNodeError:
+                    self.registered = None
+                    continue
+                except ConnectionLostError as exc:
+                    log.debug("task leadership of %s: %s", self.root, exc)
+            with anyio.move_on_after(RETRY_DELAY if self.coord.state in _CONNECTED else math.inf):
+                await changed.wait()
+
+    async def _register(self, session: int) -> None:
+        """Create our worker node; replace our own record of an ended session; wait out a twin."""
+        client = self.client
+        warned = False
+        while True:
+            try:
+                created = await client.create(
+                    self.my_path, self._record, mode=CreateMode.EPHEMERAL, make_parents=True
+                )
+            except NodeExistsError:
+                try:
+                    node = await client.get(self.my_path)
+                except NoNodeError:
+                    continue
+                if node.stat.ephemeral_owner == session:
+                    self.registered = session  # our create went through, its answer was lost
+                    return
+                if node.data == self._record:  # ours (same pid, same start), from an ended session
+                    with suppress(NoNodeError, BadVersionError):
+                        await client.delete(self.my_path, version=node.stat.version)
+                    continue
+                if not warned:
+                    log.warning(
+                        "worker id %s is registered by another session (0x%x); waiting for it to go",
+                        self._worker.id,
+                        node.stat.ephemeral_owner,
+                    )
+                    warned = True
+                stat, watch = await client.exists_watch(self.my_path)
+                if stat is not None and stat.czxid == node.stat.czxid:
+                    await watch.wait()
+                continue
+            self.registered = created.stat.ephemeral_owner
+            log.info(
+                "worker %s (version %s) registered at %s (session 0x%x)",
+                self._worker.id,
+                self._worker.version,
+                self.my_path,
+                self.registered,
+            )
+            return
+
+    async def _load_workers(self, names: list[str], watch: Watch) -> None:
+        """Read every worker record, ignore invalid ones, and recompute the choice."""
+        nodes = await get_many(self.client, self.workers_path, names)
+        view: dict[str, Worker] = {}
+        invalid: dict[str, NodeDataError] = {}
+        for name in sorted(nodes):
+            try:
+                view[name] = self.decode_worker(name, nodes[name])
+            except NodeDataError as exc:
+                invalid[name] = exc
+                if name not in self.invalid:
+                    log.warning("ignoring worker %s: %s", name, exc)
+        self.view, self.invalid, self._view_watch = view, invalid, watch
+        self.recompute()
+
+    def decode_worker(self, name: str, data: bytes) -> Worker:
+        return decode_worker(join(self.workers_path, name), name, data, self._version_key)
+
+    def recompute(self) -> None:
+        """Apply the choice to every task; a task whose choice changed restarts its settle delay."""
+        versions = {worker_id: w.version for worker_id, w in self.view.items()}
+        choice = assign(self.slots, versions, prefer=self._prefer, version_key=self._version_key)
+        if choice.versions != self._versions:
+            self._versions = choice.versions
+            log.info(
+                "%s: tasks go to version %s (%d of %d workers)",
+                self.root,
+                "/".join(sorted(choice.versions)) or "-",
+                len(choice.candidates),
+                len(versions),
+            )
+            if choice.cyclic:
+                log.warning(
+                    "%s: no %s version among %s (Maven's order has a cycle there); "
+                    "the documented fallback chose %s",
+                    self.root,
+                    self._prefer,
+                    sorted(set(versions.values())),
+                    sorted(choice.versions),
+                )
+        now = time.monotonic()
+        for slot in self.slots.values():
+            desired = choice.leaders.get(slot.task)
+            if desired != slot.desired:
+                slot.desired, slot.desired_at = desired, now
+            slot.poke()
+
+    def _set_usable(self, session: int) -> None:
+        if self.usable_in == session:
+            return
+        self.usable_in = session
+        for slot in self.slots.values():
+            slot.after_reconnect(session)
+        self.publish((None, None))
+
+    # --- leader events ---------------------------------------------------------------------
+
+    async def _watch_leaders(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """One persistent recursive watch on the leader nodes: wakes the tasks it concerns."""
+        started = False
+        while True:
+            try:
+                async with self.client.watch(self.leaders_path, recursive=True) as pw:
+                    if not started:
+                        task_status.started()
+                        started = True
+                    async for event in pw.events:
+                        self._on_leader_event(event)
+                return  # the coordinator closed
+            except ConnectionLostError as exc:
+                log.debug("watching %s: %s", self.leaders_path, exc)
+                await self.coord.wait_connected()
+                await anyio.sleep(RETRY_DELAY)
+
+    def _on_leader_event(self, event: WatchedEvent) -> None:
+        if event.type is EventType.SESSION_LOST or parent(event.path) != self.leaders_path:
+            return
+        slot = self.slots.get(basename(event.path))
+        if slot is not None:
+            slot.on_event(event.type)
+            self.publish((slot.task, event.type))
+
+    # --- reads and subscribers ---------------------------------------------------------------
+
+    async def read_all(self, base: str) -> dict[str, bytes]:
+        return await read_children(self.client, base)
+
+    async def read_leader(self, task: str) -> tuple[str, str, int] | None:
+        """(worker id, version, czxid) of the task's leader, or None (no leader, invalid data)."""
+        while True:
+            try:
+                return await read_leader(self.client, join(self.leaders_path, task))
+            except ConnectionLostError:
+                await self.coord.wait_connected()
+
+    def subscribe(self) -> tuple[MemoryObjectSendStream[Raw], MemoryObjectReceiveStream[Raw]]:
+        """A new `changes()` subscriber's stream of leader events (unbounded)."""
+        send, receive = anyio.create_memory_object_stream[Raw](math.inf)
+        if self._closing:
+            send.close()
+        else:
+            self.subscribers.add(send)
+        return send, receive
+
+    def unsubscribe(self, send: MemoryObjectSendStream[Raw]) -> None:
+        self.subscribers.discard(send)
+        send.close()
+
+
+async def next_batch(receive: MemoryObjectReceiveStream[Raw]) -> list[Raw] | None:
+    """Everything queued for a subscriber (waiting for at least one), or None once it ended."""
+    try:
+        batch = [await receive.receive()]
+    except anyio.EndOfStream:
+        return None
+    while True:
+        try:
+            batch.append(receive.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            return batch

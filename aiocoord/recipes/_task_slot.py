@@ -1,0 +1,370 @@
+"""One task of task leadership: what a worker knows about it, its ``lead()`` bodies, its loop.
+
+Each task has a small loop of its own: it builds a `TaskState`, asks
+`_task_choice.decide` for the next step and performs it, then sleeps until
+something it depends on changes (`TaskSlot.poke`).  The steps:
+
+- acquire: create ``<root>/leaders/<task>`` (ephemeral, our id and version).
+  If it exists, read it: our own node (the create's answer was lost) is
+  adopted, our node from an ended session is deleted, anyone else's means
+  wait for the next event on the path.
+- grant / revoke: let ``lead()`` bodies run, or cancel them and wait for them
+  to finish (drain).
+- delete: hand the task over, after the drain.
+- verify: a deletion was seen on the path while we held it; our node is
+  still ours only if a node with our czxid is there (an event about an older
+  node can arrive after our create's answer).
+- drop stale: delete our node from an ended session if the server still has
+  it, so the task need not wait for the server to expire that session.
+
+A request that fails with connection loss is decided again once the
+connection settles; nothing is assumed about its outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from typing import Protocol
+
+import anyio
+
+from aiocoord.errors import (
+    BadVersionError,
+    ConnectionLostError,
+    CoordinatorClosedError,
+    LeadershipLost,
+    NodeDataError,
+    NodeExistsError,
+    NoNodeError,
+)
+from aiocoord.zk import CreateMode, EventType, ZkClient
+
+from ._task_choice import Action, TaskState, decide
+from ._task_records import Worker, decode_leader
+
+__all__ = ("SlotHost", "TaskSlot", "TaskTerm")
+
+log = logging.getLogger("aiocoord.recipes.task_leadership")
+
+RETRY_DELAY = 0.2  # after a request failed while the connection looked fine
+
+
+@dataclass(frozen=True, slots=True)
+class TaskTerm:
+    """One term of leadership of `task` by this worker; `token` is the fencing token.
+
+    The token is the czxid of the leader node: a later leader of the same
+    task always has a larger one, so a store that remembers the largest token
+    it saw can refuse writes from an earlier leader.
+    """
+
+    task: str
+    token: int
+    worker_id: str
+    version: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """Our leader node: its czxid (the token), owning session and data version."""
+
+    czxid: int
+    session: int
+    version: int
+
+
+class _Body:
+    """One running ``lead()`` body: its cancel scope and why it was cancelled."""
+
+    __slots__ = ("reason", "scope")
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.reason: str | None = None
+
+
+class SlotHost(Protocol):
+    """What a task's loop needs from the recipe that runs it."""
+
+    @property
+    def client(self) -> ZkClient: ...
+    @property
+    def worker(self) -> Worker: ...
+    @property
+    def leader_record(self) -> bytes: ...
+    @property
+    def settle(self) -> float: ...
+    @property
+    def closing(self) -> bool: ...
+    @property
+    def session_id(self) -> int | None: ...
+    def usable(self) -> bool: ...
+    def view_current(self) -> bool: ...
+
+
+class TaskSlot:
+    """Everything one worker knows and runs for one task."""
+
+    def __init__(self, task: str, path: str) -> None:
+        self.task = task
+        self.path = path
+        self.desired: str | None = None  # the worker the choice names
+        self.desired_at = time.monotonic()  # when that last changed
+        self.held: _Held | None = None  # our leader node in the current session
+        self.stale: int | None = None  # czxid of our node from an ended session
+        self.granted = False  # lead() bodies may run
+        self.term: TaskTerm | None = None
+        self.verify = False
+        self.deleting = False
+        self.events = 0  # leader-node events seen on the path
+        self.deletions = 0
+        self.blocked_at: int | None = None  # `events` when a create found the node taken
+        self.holder: str | None = None  # last known leader id
+        self.stopping: str | None = None  # why the task is being removed
+        self.bad_czxid: int | None = None  # last invalid leader node reported
+        self.bodies: set[_Body] = set()
+        self.done = anyio.Event()
+        self._wake = anyio.Event()
+        self._granted_changed = anyio.Event()
+        self._body_exited = anyio.Event()
+
+    # --- signals ---------------------------------------------------------------------------
+
+    def poke(self) -> None:
+        """Wake the task's loop: something it decides on changed."""
+        self._wake.set()
+        self._wake = anyio.Event()
+
+    def notify_grant(self) -> None:
+        """Wake ``lead()`` calls waiting for leadership (or for a reason to give up)."""
+        self._granted_changed.set()
+        self._granted_changed = anyio.Event()
+
+    async def drained(self) -> None:
+        """Wait until no ``lead()`` body of this task runs."""
+        while self.bodies:
+            await self._body_exited.wait()
+
+    def on_event(self, type_: EventType) -> None:
+        """A watch event on the leader node's path (called in the order they arrive)."""
+        self.events += 1
+        if type_ is EventType.DELETED:
+            self.deletions += 1
+            if self.held is not None and not self.deleting:
+                self.verify = True  # maybe our node, maybe an older one: check its czxid
+        self.poke()
+
+    def forget_session(self, session: int | None) -> None:
+        """Our node of an ended session is not ours to lead with: delete it if it lingers."""
+        held = self.held
+        if held is not None and held.session != session:
+            self.held = None
+            self.stale = held.czxid
+            self.verify = False
+
+    def after_reconnect(self, session: int | None) -> None:
+        """Events may have been missed while disconnected: check our node, retry blocked creates."""
+        self.forget_session(session)
+        self.verify = self.held is not None
+        self.blocked_at = None
+        self.poke()
+
+    # --- leadership ------------------------------------------------------------------------
+
+    def grant(self, worker: Worker) -> None:
+        assert self.held is not None
+        self.granted = True
+        self.holder = worker.id
+        self.term = TaskTerm(self.task, self.held.czxid, worker.id, worker.version)
+        self.notify_grant()
+        log.info("worker %s leads task %s (token 0x%x)", worker.id, self.task, self.held.czxid)
+
+    def revoke(self, reason: str, worker_id: str) -> None:
+        """Stop leading now: cancel the bodies (they raise `LeadershipLost(reason)`)."""
+        if not self.granted:
+            return
+        self.granted = False
+        self.term = None
+        for body in self.bodies:
+            if body.reason is None:
+                body.reason = reason
+                body.scope.cancel()
+        self.notify_grant()
+        log.info("worker %s stopped leading task %s: %s", worker_id, self.task, reason)
+
+    @asynccontextmanager
+    async def hold(self, closing: Callable[[], bool]) -> AsyncIterator[TaskTerm]:
+        """``lead()``'s body: wait for leadership, run the block in a scope, report the loss.
+
+        `closing()` tells whether the recipe is closing (waiting then ends).
+        """
+        while True:
+            changed = self._granted_changed
+            if closing():
+                raise LeadershipLost(self.path, "closed")
+            if self.stopping is not None:
+                raise LeadershipLost(self.path, self.stopping)
+            if self.granted and self.term is not None:
+                term = self.term
+                break
+            await changed.wait()
+        body = _Body()
+        self.bodies.add(body)
+        try:
+            with body.scope:
+                yield term
+        finally:
+            self.bodies.discard(body)
+            self._body_exited.set()
+            self._body_exited = anyio.Event()
+        if body.reason is not None:
+            raise LeadershipLost(self.path, body.reason)
+
+    # --- the loop --------------------------------------------------------------------------
+
+    def state(self, host: SlotHost) -> TaskState:
+        return TaskState(
+            usable=host.usable(),
+            view_current=host.view_current(),
+            desired=self.desired == host.worker.id,
+            desired_for=time.monotonic() - self.desired_at,
+            held=self.held is not None,
+            granted=self.granted,
+            stale=self.stale is not None,
+            verify=self.verify,
+            blocked=self.blocked_at == self.events,
+            stopping=self.stopping is not None or host.closing,
+        )
+
+    async def run(self, host: SlotHost) -> None:
+        """Decide and act until the task is removed (or the recipe closes and cancels it)."""
+        try:
+            while True:
+                wake = self._wake
+                self.forget_session(host.session_id)
+                decision = decide(self.state(host), settle=host.settle)
+                action = decision.action
+                if action is Action.EXIT:
+                    return
+                if action in (Action.IDLE, Action.WAIT):
+                    delay = decision.delay if decision.delay is not None else math.inf
+                    with anyio.move_on_after(delay):
+                        await wake.wait()
+                    continue
+                try:
+                    await self._perform(host, action)
+                except ConnectionLostError as exc:  # outcome unknown: decide again later
+                    log.debug("task %s: %s failed: %s", self.task, action.value, exc)
+                    with anyio.move_on_after(RETRY_DELAY):
+                        await wake.wait()
+        except CoordinatorClosedError:
+            return
+        finally:
+            self.done.set()
+
+    async def _perform(self, host: SlotHost, action: Action) -> None:
+        if action is Action.ACQUIRE:
+            await self._acquire(host)
+        elif action is Action.GRANT:
+            await self.drained()  # the bodies of an earlier term finish first
+            if self.held is not None and not self.granted and self.desired == host.worker.id:
+                self.grant(host.worker)
+        elif action is Action.REVOKE:
+            reason = self.stopping or ("closed" if host.closing else None)
+            self.revoke(reason or ("handed over" if self.held else "node deleted"), host.worker.id)
+            await self.drained()
+        elif action is Action.DELETE:
+            await self._delete(host)
+        elif action is Action.VERIFY:
+            await self._verify(host.client)
+        elif action is Action.DROP_STALE:
+            await self._drop_stale(host.client)
+
+    async def _acquire(self, host: SlotHost) -> None:
+        events, deletions = self.events, self.deletions
+        try:
+            created = await host.client.create(
+                self.path, host.leader_record, mode=CreateMode.EPHEMERAL, make_parents=True
+            )
+        except NodeExistsError:
+            await self._inspect(host, events)
+            return
+        stat = created.stat
+        self.held = _Held(stat.czxid, stat.ephemeral_owner, stat.version)
+        self.holder = host.worker.id
+        self.verify = self.deletions != deletions  # a deletion seen meanwhile: of which node?
+        self.forget_session(host.session_id)
+
+    async def _inspect(self, host: SlotHost, events: int) -> None:
+        """The node exists: learn whose it is; adopt ours, delete our stale one, or wait."""
+        try:
+            node = await host.client.get(self.path)
+        except NoNodeError:
+            return  # gone already: try again
+        try:
+            holder, _version = decode_leader(self.path, node.data)
+        except NodeDataError as exc:
+            if self.bad_czxid != node.stat.czxid:
+                self.bad_czxid = node.stat.czxid
+                log.warning("task %s is blocked: %s", self.task, exc)
+            self.holder = None
+            self.blocked_at = events
+            return
+        if holder == host.worker.id:
+            if node.stat.ephemeral_owner == host.session_id:
+                # Our create went through although its answer was lost.
+                self.held = _Held(node.stat.czxid, node.stat.ephemeral_owner, node.stat.version)
+                return
+            with suppress(NoNodeError, BadVersionError):  # ours, from an ended session
+                await host.client.delete(self.path, version=node.stat.version)
+            return
+        self.holder = holder
+        self.blocked_at = events
+
+    async def _delete(self, host: SlotHost) -> None:
+        """Hand the task over: the bodies have drained; delete our node (the only way to free it)."""
+        await self.drained()
+        held = self.held
+        if held is None or self.granted:
+            return
+        self.deleting = True
+        try:
+            try:
+                await host.client.delete(self.path, version=held.version)
+            except BadVersionError:  # someone wrote to our node: delete it if it is still ours
+                stat = await host.client.exists(self.path)
+                if stat is not None and stat.czxid == held.czxid:
+                    await host.client.delete(self.path, version=stat.version)
+        except NoNodeError:
+            pass
+        finally:
+            self.deleting = False
+        if self.held is held:
+            self.held = None
+            self.verify = False
+            log.info("worker %s released task %s", host.worker.id, self.task)
+
+    async def _verify(self, client: ZkClient) -> None:
+        held = self.held
+        if held is None:
+            return
+        self.verify = False
+        stat = await client.exists(self.path)
+        if self.held is held and (stat is None or stat.czxid != held.czxid):
+            log.warning("the leader node of task %s was deleted by someone else", self.task)
+            self.held = None
+
+    async def _drop_stale(self, client: ZkClient) -> None:
+        czxid = self.stale
+        stat = await client.exists(self.path)
+        if stat is not None and stat.czxid == czxid:
+            with suppress(NoNodeError, BadVersionError):
+                await client.delete(self.path, version=stat.version)
+            log.info("deleted the leader node of task %s left by an ended session", self.task)
+        if self.stale == czxid:
+            self.stale = None
