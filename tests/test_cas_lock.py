@@ -7,6 +7,7 @@ expiry scenarios stay quick; skews are set explicitly.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import math
@@ -14,6 +15,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 
 import anyio
 import anyio.lowlevel
@@ -441,14 +443,18 @@ async def test_once_per_nine_callers_one_run_per_window(
             start = time.time()
             end = start + 3 * interval
             runs: dict[float, list[str]] = {}
+            seen: dict[float, float] = {}  # window -> latest last_run seen by a non-runner
 
             async def pod(i: int, coord: Coordinator) -> None:
                 rng = random.Random(i)
                 while time.time() < end:
                     async with once_per(coord, "/jobs/q", interval, owner=f"p{i}", lease=5) as s:
+                        window = s.window.timestamp()
                         if s.acquired:
-                            runs.setdefault(s.window.timestamp(), []).append(f"p{i}")
+                            runs.setdefault(window, []).append(f"p{i}")
                             await anyio.sleep(0.05)
+                        elif s.last_run is not None:
+                            seen[window] = max(seen.get(window, 0.0), s.last_run.timestamp())
                     await anyio.sleep(rng.uniform(0.02, 0.12))
 
             async with anyio.create_task_group() as tg:
@@ -458,6 +464,8 @@ async def test_once_per_nine_callers_one_run_per_window(
             full = [window_start(start, interval) + k * interval for k in range(3)]
             for w in full:
                 assert w in runs, (w, sorted(runs))
+                # Each run was recorded: later callers in its window saw it as the last run.
+                assert w <= seen[w] < w + interval, (w, seen.get(w))
             rec = await record_of(coords[0], "/jobs/q")
             assert rec is not None and rec.last_run is not None and not rec.held
             assert rec.last_run.window == max(runs)
@@ -525,3 +533,17 @@ async def test_empty_node_is_a_free_lock(coordinator: Coordinator) -> None:
         async with cas_lock(coordinator, LOCK, owner="x", lease=5) as lock:
             assert repr(lock).startswith(f"<CasLock {LOCK} owner=x HELD token=0x")
         assert repr(lock) == f"<CasLock {LOCK} owner=x FREE token=0x{lock.token:x}>"
+
+
+def test_lock_benchmark_smoke(zk_server: ZooKeeperServer) -> None:
+    """benchmarks/bench_lock.py runs end to end (tiny parameters) and prints its table."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_lock.py"
+    spec = importlib.util.spec_from_file_location("bench_lock", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    results = bench.run(zk_server.connect_string, seconds=0.3, contenders=2, uvloop=False)
+    assert set(results) == {"cas_lock", "CasLock", "kazoo Lock", "aiozk Lock"}
+    assert all(len(counts) == 2 and sum(counts) > 0 for counts in results.values())
+    table = bench.report(results, 0.3)
+    assert "vs kazoo" in table and "aiozk Lock" in table

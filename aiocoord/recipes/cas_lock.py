@@ -23,7 +23,7 @@ A contender takes the lock over only once its own wall clock is past
 the fleet differ by more than `skew` and that wall clocks do not jump (NTP
 slews are fine; a step larger than `skew` is not).  The holder itself never
 trusts its wall clock for its own safety: it counts ``lease - skew`` on its
-monotonic clock from the moment it *sent* its last successful write, and
+monotonic clock from just before it built its last successful write, and
 cancels the body when that runs out without a renewal.  Under the assumption,
 that is before any contender can see the lease as expired.  Cancellation is
 cooperative and a process can stall (GC, a blocked loop, SIGSTOP) past any
@@ -132,7 +132,7 @@ class CasLock:
         self._record: LockRecord | None = None  # what we last wrote, while we hold it
         self._version = -1
         self._token: int | None = None
-        self._confirmed = 0.0  # monotonic send time of our last write known to have landed
+        self._confirmed = 0.0  # monotonic time just before our last landed write was built
         self._lost: str | None = None
         self._taken = False  # the loss was someone else's write: the record is not ours to touch
         self._session: int | None = None
@@ -247,6 +247,9 @@ class CasLock:
         if not decision.take:
             self._seen_owner = record.owner if record is not None else None
             return _Round(False, decision, record, watcher)
+        # The holder's own deadline counts from `started`, taken before the expiry it
+        # writes is computed, so it is never later than the lease others see.
+        started = time.monotonic()
         new = (record or LockRecord()).acquired(
             owner=self._owner, holder=self._id, expires=time.time() + self.lease
         )
@@ -255,20 +258,20 @@ class CasLock:
         limit = self._coord.client.request_timeout() * 2
         with anyio.CancelScope(shield=True), anyio.move_on_after(limit) as scope:
             if node is None:
-                stat, sent = await self._create(new)
+                stat = await self._create(new)
             else:
-                stat, sent = await self._write(new, node.stat.version)
+                stat = await self._write(new, node.stat.version)
         if scope.cancelled_caught:
             raise ConnectionLostError(f"the outcome of acquiring {self.path} is unknown")
         if stat is None:
             return _Round(False)  # lost the race: read again
-        self._took(new, stat, sent, record if decision.verdict is Verdict.EXPIRED else None)
+        self._took(new, stat, started, record if decision.verdict is Verdict.EXPIRED else None)
         return _Round(True)
 
-    def _took(self, new: LockRecord, stat: Stat, sent: float, expired: LockRecord | None) -> None:
+    def _took(self, new: LockRecord, stat: Stat, start: float, expired: LockRecord | None) -> None:
         self._record, self._version = new, stat.version
         self._token = new.token if new.token is not None else stat.mzxid
-        self._confirmed, self._lost = sent, None
+        self._confirmed, self._lost = start, None
         self._session = self._coord.session_id
         if expired is not None:
             log.info(
@@ -283,23 +286,22 @@ class CasLock:
 
     # --- writes ----------------------------------------------------------------------------
 
-    async def _create(self, record: LockRecord) -> tuple[Stat | None, float]:
+    async def _create(self, record: LockRecord) -> Stat | None:
         """Create the node holding `record`; None if someone else created it first."""
-        data, sent = encode(record), time.monotonic()
+        data = encode(record)
         try:
-            created = await self._coord.client.create(self.path, data, make_parents=True)
-            return created.stat, sent
+            return (await self._coord.client.create(self.path, data, make_parents=True)).stat
         except NodeExistsError:
-            return None, sent
+            return None
         except ConnectionLostError:
             pass  # outcome unknown: look
         try:
             node = await self._coord.client.get(self.path)
         except NoNodeError:
-            return None, sent
-        return (node.stat if node.data == data else None), sent
+            return None
+        return node.stat if node.data == data else None
 
-    async def _write(self, record: LockRecord, version: int) -> tuple[Stat | None, float]:
+    async def _write(self, record: LockRecord, version: int) -> Stat | None:
         """``setData`` conditional on `version`; None when the CAS lost.
 
         A write whose reply was lost is resolved by reading the node back:
@@ -310,33 +312,32 @@ class CasLock:
         client = self._coord.client
         data = encode(record)
         for _ in range(WRITE_ATTEMPTS):
-            sent = time.monotonic()
             try:
-                return await client.set(self.path, data, version=version), sent
+                return await client.set(self.path, data, version=version)
             except (BadVersionError, NoNodeError):
-                return None, sent
+                return None
             except ConnectionLostError as exc:
                 log.debug("write to %s interrupted (%s); reading it back", self.path, exc)
             try:
                 node = await client.get(self.path)
             except NoNodeError:
-                return None, sent
+                return None
             if node.stat.version == version + 1 and node.data == data:
-                return node.stat, sent
+                return node.stat
             if node.stat.version != version:
-                return None, sent
+                return None
         raise ConnectionLostError(f"could not write {self.path}: the connection keeps dropping")
 
-    async def _write_ours(self, new: LockRecord) -> tuple[Stat, float] | None:
+    async def _write_ours(self, new: LockRecord) -> Stat | None:
         """CAS on our version; after a lost CAS, adopt the record if it is still ours.
 
         A renewal whose outcome stayed unknown may have landed: the record then
         carries our holder id at a later version, and we simply continue from it.
         """
         while True:
-            stat, sent = await self._write(new, self._version)
+            stat = await self._write(new, self._version)
             if stat is not None:
-                return stat, sent
+                return stat
             try:
                 node = await self._coord.client.get(self.path)
             except NoNodeError:
@@ -357,14 +358,14 @@ class CasLock:
         if self._lost is not None:
             raise LockLost(self.path, self._lost)
         assert self._token is not None
+        started = time.monotonic()  # before the expiry is computed, as in acquiring
         new = self._record.renewed(expires=time.time() + self.lease, token=self._token)
-        done = await self._write_ours(new)
-        if done is None:
+        stat = await self._write_ours(new)
+        if stat is None:
             reason = "renewal lost its CAS: another client changed the record"
             self._mark_lost(reason, taken=True)
             raise LockLost(self.path, reason)
-        self._record, (stat, self._confirmed) = new, done
-        self._version = stat.version
+        self._record, self._version, self._confirmed = new, stat.version, started
 
     async def release(self) -> None:
         """Free the lock by CAS on our version.
@@ -383,11 +384,11 @@ class CasLock:
             self._forget()
             raise LockLost(self.path, reason)
         assert self._token is not None
-        done = await self._write_ours(
+        stat = await self._write_ours(
             self._record.released(token=self._token, run=run, failure=failure)
         )
         self._forget()
-        if done is None:
+        if stat is None:
             raise LockLost(self.path, "another client changed the record before the release")
         log.info("lock %s released by %s", self.path, self._owner)
 
