@@ -1,0 +1,278 @@
+"""The leader latch's node keeping: create, find after a loss, delete; shared listings.
+
+`Offer` owns one participant's election node.  A create whose outcome is
+unknown (connection lost, or cancelled with the request in flight) is never
+simply repeated, which would leave an orphan that blocks the election until the
+session dies: in the curator layout the node is found again by its
+``_c_<uuid>-`` name (Curator's protected create) and deleted; in the zookeeper
+layout, whose ``n_<seq>`` names carry no uuid, this session's offers under the
+path that no latch of this process claims are deleted, with the other creates
+of the session on that path held back meanwhile.
+
+`SharedPath` is what the latches of one session on one path share: that lock,
+the claimed nodes, and a coalesced child listing, so that a thousand
+participants joining on one session cost a handful of listings, not a thousand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+import anyio
+
+from ..errors import BadVersionError, CoordError, NodeDataError, NoNodeError
+from ..zk.client import PROTECTED_PREFIX, ZkClient
+from ..zk.paths import basename, join, parent
+from ..zk.types import CreateMode
+from ._election import Layout, Participant, sort_children
+
+__all__ = ("Offer", "OurNode", "SharedPath", "first_of", "leader_of", "participants_of", "read_all")
+
+
+@dataclass(frozen=True, slots=True)
+class OurNode:
+    """Our election node: its path and name, czxid (the token) and creating session."""
+
+    path: str
+    name: str
+    czxid: int
+    owner: int
+
+
+class _Round:
+    __slots__ = ("done", "names")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.names: list[str] | None = None
+
+
+class SharedPath:
+    """State shared by the latches of one session (`ZkClient`) on one path."""
+
+    _registry: ClassVar[weakref.WeakKeyDictionary[ZkClient, dict[str, SharedPath]]] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    def __init__(self, client: ZkClient, path: str) -> None:
+        self.client = client
+        self.path = path
+        self.lock = anyio.Lock()  # zookeeper layout: one create (or sweep) at a time
+        self.claimed: set[str] = set()  # nodes held by latches of this process
+        self._users = 0
+        self._next: _Round | None = None
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    @classmethod
+    def acquire(cls, client: ZkClient, path: str) -> SharedPath:
+        per_path = cls._registry.setdefault(client, {})
+        shared = per_path.get(path)
+        if shared is None:
+            shared = per_path[path] = cls(client, path)
+        shared._users += 1
+        return shared
+
+    def release(self) -> None:
+        self._users -= 1
+        if self._users <= 0:
+            per_path = self._registry.get(self.client, {})
+            if per_path.get(self.path) is self:
+                del per_path[self.path]
+
+    async def children(self) -> list[str]:
+        """The children, as listed by a request sent after this call began (do not mutate).
+
+        While one listing is in flight, callers gather for the next, sent as soon
+        as it returns; a caller whose round failed lists alone, to get its own error.
+        """
+        joined = self._next
+        if joined is not None:
+            await joined.done.wait()
+            if joined.names is not None:
+                return joined.names
+            return await self.client.children(self.path)
+        rnd = self._next = _Round()
+        try:
+            await self._idle.wait()  # one listing in flight at a time; others gather meanwhile
+            self._next = None  # callers from now on need a later listing
+            self._idle = idle = anyio.Event()
+            try:
+                rnd.names = await self.client.children(self.path)
+            finally:
+                idle.set()
+            return rnd.names
+        finally:
+            if self._next is rnd:
+                self._next = None
+            rnd.done.set()
+
+
+class Offer:
+    """One participant's election node under `shared.path`."""
+
+    def __init__(self, shared: SharedPath, layout: Layout, data: bytes) -> None:
+        self.shared = shared
+        self.client = shared.client
+        self.path = shared.path
+        self.layout = layout
+        self.data = data
+        self.node: OurNode | None = None
+        self._pending: str | None = None  # a create whose outcome we may not know
+
+    async def create(self) -> OurNode:
+        """Create our node at the tail of the election (after cleaning up any earlier try)."""
+        prefix = join(self.path, self.layout.prefix)
+        if self.layout.protected:
+            if self._pending is not None:
+                await self._sweep()
+            node_id = self._pending = str(uuid.uuid4())
+            created = await self.client.create_protected(prefix, self.data, node_id=node_id)
+            self.shared.claimed.add(created.path)
+        else:
+            async with self.shared.lock:
+                if self._pending is not None:
+                    await self._sweep()
+                self._pending = "offer"
+                created = await self.client.create(
+                    prefix, self.data, mode=CreateMode.EPHEMERAL_SEQUENTIAL, make_parents=True
+                )
+                self.shared.claimed.add(created.path)
+        self._pending = None
+        stat = created.stat
+        self.node = OurNode(created.path, basename(created.path), stat.czxid, stat.ephemeral_owner)
+        return self.node
+
+    def forget(self) -> None:
+        """Our node is gone (or was never ours): drop it without a request."""
+        if self.node is not None:
+            self.shared.claimed.discard(self.node.path)
+        self.node = None
+
+    async def delete(self, session_id: int | None) -> None:
+        """Delete our node.  A zookeeper-layout name can come back after its parent was
+        reaped, so a node of an earlier session is deleted only if its czxid is ours."""
+        node = self.node
+        if node is None:
+            return
+        try:
+            if self.layout.protected or node.owner == session_id:
+                await self.client.delete(node.path)
+            else:
+                stat = await self.client.exists(node.path)
+                if stat is not None and stat.czxid == node.czxid:
+                    await self.client.delete(node.path, version=stat.version)
+        except (NoNodeError, BadVersionError):
+            pass
+        if self.node is node:
+            self.forget()
+
+    async def withdraw(self, session_id: int | None) -> None:
+        """Delete our node and whatever an interrupted create left; errors are given up on."""
+        try:
+            await self.delete(session_id)
+            if self._pending is not None:
+                if self.layout.protected:
+                    await self._sweep()
+                else:
+                    async with self.shared.lock:
+                        await self._sweep()
+        except CoordError:
+            pass
+
+    async def _sweep(self) -> None:
+        if self.layout.protected:
+            marker = f"{PROTECTED_PREFIX}{self._pending}-"
+            try:
+                names = await self.client.children(self.path)
+            except NoNodeError:
+                names = []
+            doomed = [join(self.path, n) for n in names if n.startswith(marker)]
+        else:
+            doomed = [
+                p
+                for p in await self.client.ephemerals(self.path)
+                if parent(p) == self.path
+                and basename(p).startswith(self.layout.prefix)
+                and p not in self.shared.claimed
+            ]
+        for path in doomed:
+            with contextlib.suppress(NoNodeError):
+                await self.client.delete(path)
+        self._pending = None
+
+
+async def participants_of(client: ZkClient, path: str, layout: Layout) -> list[Participant]:
+    """The participants in election order; nodes that vanish while read are skipped."""
+    names = await _ordered_children(client, path, layout)
+    datas = await read_all(client, [join(path, n) for n in names])
+    out: list[Participant] = []
+    for name, data in zip(names, datas, strict=True):
+        if data is not None:
+            out.append(Participant(_decode(path, name, data), not out, name))
+    return out
+
+
+async def leader_of(client: ZkClient, path: str, layout: Layout) -> Participant | None:
+    """The first participant whose node can still be read, or None."""
+    for name in await _ordered_children(client, path, layout):
+        try:
+            node = await client.get(join(path, name))
+        except NoNodeError:
+            continue
+        return Participant(_decode(path, name, node.data), True, name)
+    return None
+
+
+async def _ordered_children(client: ZkClient, path: str, layout: Layout) -> list[str]:
+    try:
+        names = await client.children(path)
+    except NoNodeError:
+        return []
+    return sort_children(names, layout)
+
+
+def _decode(path: str, name: str, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NodeDataError(join(path, name), "participant id is not UTF-8") from exc
+
+
+async def read_all(client: ZkClient, paths: list[str]) -> list[bytes | None]:
+    """Every node's data, requests pipelined; None for a node that vanished."""
+    results: list[bytes | None] = [None] * len(paths)
+    errors: list[CoordError] = []
+
+    async def read(i: int, path: str, scope: anyio.CancelScope) -> None:
+        try:
+            results[i] = (await client.get(path)).data
+        except NoNodeError:
+            pass
+        except CoordError as exc:
+            errors.append(exc)
+            scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        for i, path in enumerate(paths):
+            tg.start_soon(read, i, path, tg.cancel_scope)
+    if errors:
+        raise errors[0]
+    return results
+
+
+async def first_of(*waits: Callable[[], Awaitable[object]]) -> None:
+    """Return as soon as one of the awaitables completes; the others are cancelled."""
+    async with anyio.create_task_group() as tg:
+
+        async def one(wait: Callable[[], Awaitable[object]]) -> None:
+            await wait()
+            tg.cancel_scope.cancel()
+
+        for wait in waits:
+            tg.start_soon(one, wait)

@@ -1,0 +1,526 @@
+"""Leader latch: one leader among the participants of a path, Curator-compatible.
+
+Each participant creates one EPHEMERAL_SEQUENTIAL node under the latch path; the
+first node in election order leads, every other one watches only the node just
+ahead of its own, so a change of leader wakes one participant, whatever their
+number.  Java processes running Curator's ``LeaderLatch`` (default layout) or
+ZooKeeper's ``LeaderElectionSupport`` (``layout="zookeeper"``) on the same path
+take part in the same election.
+
+Node layout::
+
+    <path>/                                  container, created as needed
+    <path>/_c_<uuid4>-latch-<seq>            curator layout, data: participant id (UTF-8)
+    <path>/n_<seq>                           zookeeper layout, data: participant id
+
+Failure handling:
+
+- A create cut off by a connection loss is not retried blindly: the node is
+  found again by its ``_c_<uuid>-`` name (Curator's protected create), or, in
+  the zookeeper layout, this session's unclaimed offers are swept first.
+- Leadership is granted only while connected, on a node that the current
+  session created (Curator's CURATOR-696 double-leader bug), and not reported
+  deleted.  Followers hold a data watch on their predecessor (not ``exists``,
+  which would leave a watch behind on a node already gone) and on their own
+  node: when the predecessor that was the only node ahead goes, the follower
+  leads at once, without listing the children again.
+- SUSPENDED drops leadership unless ``lose_on_suspend=False`` (then it is kept
+  until LOST); the node is kept.  RECONNECTED on the same session re-checks
+  and leads again if still first; on a new session the stale node is deleted
+  and the latch joins again at the tail.  A node deleted by someone else, or a
+  container parent reaped, makes it join again.
+- Leaving drops leadership first (the body of ``leadership()`` is cancelled),
+  then deletes the node, shielded from cancellation and bounded in time; a
+  create still in flight is cleaned up the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from types import TracebackType
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectSendStream
+
+from ..errors import (
+    ConfigError,
+    ConnectionLostError,
+    CoordinatorClosedError,
+    InvalidPathError,
+    LeadershipLost,
+    NodeDataError,
+    NoNodeError,
+    ZooKeeperError,
+)
+from ..session import Coordinator
+from ..zk import Watch
+from ..zk.client import ZkClient
+from ..zk.paths import join, validate_path
+from ..zk.states import ConnectionEvent, ConnectionState
+from ..zk.types import EventType
+from ._election import (
+    LAYOUTS,
+    MAX_ID_BYTES,
+    ElectionEvent,
+    ElectionState,
+    Follow,
+    Lead,
+    LeadershipTerm,
+    Missing,
+    Participant,
+    check_participant_id,
+    decide,
+    default_participant_id,
+    may_lead,
+)
+from ._latch_node import Offer, OurNode, SharedPath, first_of, leader_of, participants_of
+
+__all__ = (
+    "MAX_ID_BYTES",
+    "ElectionEvent",
+    "ElectionState",
+    "LeaderLatch",
+    "LeadershipTerm",
+    "Participant",
+    "default_participant_id",
+    "leader_latch",
+)
+
+log = logging.getLogger(__name__)
+
+_USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
+
+
+class LeaderLatch:
+    """A participant in the election at `path`; see the module docstring.
+
+    Use it as ``async with``: entering joins (returns once our node exists, not
+    once we lead; bound it with ``anyio.fail_after``), leaving withdraws.  The
+    observers (`leader`, `participants`) also work on a latch not entered.
+    Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
+    """
+
+    def __init__(
+        self,
+        coord: Coordinator,
+        path: str,
+        *,
+        participant_id: str | None = None,
+        layout: str = "curator",
+        lose_on_suspend: bool = True,
+    ) -> None:
+        if not isinstance(coord, Coordinator):
+            raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
+        validate_path(path)
+        if path == "/":
+            raise InvalidPathError(path, "a latch needs a node of its own, not the root")
+        if layout not in LAYOUTS:
+            raise ConfigError("layout", f"must be 'curator' or 'zookeeper', not {layout!r}")
+        if not isinstance(lose_on_suspend, bool):
+            raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+        self._coord = coord
+        self._client: ZkClient = coord.client
+        self._path = path
+        self._id = check_participant_id(
+            default_participant_id() if participant_id is None else participant_id
+        )
+        self._data = self._id.encode("utf-8")
+        self._layout = LAYOUTS[layout]
+        self._lose_on_suspend = lose_on_suspend
+        self._offer: Offer | None = None
+        self._own: Watch | None = None
+        self._following: str | None = None
+        self._term: LeadershipTerm | None = None
+        self._last: ElectionEvent | None = None
+        self._subscribers: set[MemoryObjectSendStream[ElectionEvent]] = set()
+        self._changed = anyio.Event()
+        self._wake = anyio.Event()
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._entered = False
+        self._closing = False
+        self._stopped = False
+
+    # --- public state ----------------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def participant_id(self) -> str:
+        return self._id
+
+    @property
+    def has_leadership(self) -> bool:
+        """True while we lead (cheap: no request)."""
+        return self._term is not None
+
+    @property
+    def state(self) -> ElectionState | None:
+        """The latest election state (None before entering)."""
+        return self._last.state if self._last is not None else None
+
+    @property
+    def node(self) -> str | None:
+        """Our node's path while we have one."""
+        node = self._offer.node if self._offer is not None else None
+        return node.path if node is not None else None
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> LeaderLatch:
+        if self._entered:
+            raise CoordinatorClosedError("a LeaderLatch can be entered only once; make a new one")
+        self._entered = True
+        self._offer = Offer(SharedPath.acquire(self._client, self._path), self._layout, self._data)
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        try:
+            await tg.start(self._follow_connection)
+            await tg.start(self._run)
+        except BaseException:
+            await self._shutdown()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        self._closing = True
+        self._lose("closed")  # before the node goes, so no two leaders overlap
+        tg, self._tg = self._tg, None
+        try:
+            if tg is not None:
+                tg.cancel_scope.cancel()
+                await tg.__aexit__(None, None, None)  # `_run` withdraws our node on its way out
+        finally:
+            self._stopped = True
+            self._publish(ElectionEvent(ElectionState.STOPPED))
+            for send in self._subscribers:
+                send.close()
+            self._subscribers.clear()
+            self._signal()
+            if self._offer is not None:
+                self._offer.shared.release()
+
+    # --- waiting for leadership --------------------------------------------------------------
+
+    async def wait(self) -> LeadershipTerm:
+        """Return the current term once we lead; bound it with ``anyio.fail_after``.
+
+        Raises `CoordinatorClosedError` if the latch is not entered, is left, or
+        its coordinator closes meanwhile.
+        """
+        while True:
+            if not self._entered or self._stopped:
+                raise CoordinatorClosedError(
+                    f"leader latch {self._path} is not open: use `async with leader_latch(...)`"
+                )
+            if self._coord.closed:
+                raise CoordinatorClosedError(f"the coordinator of leader latch {self._path} closed")
+            if self._term is not None:
+                return self._term
+            await self._changed.wait()
+
+    @asynccontextmanager
+    async def leadership(self) -> AsyncIterator[LeadershipTerm]:
+        """Wait for leadership, then run the body as leader; yields the `LeadershipTerm`.
+
+        Entering blocks until we lead.  The body runs in a cancel scope that is
+        cancelled the moment leadership ends (SUSPENDED unless
+        ``lose_on_suspend=False``, LOST, our node deleted, the latch left); once
+        the body has exited, `LeadershipLost` is raised with the reason.  An
+        exception from the body itself propagates unchanged.
+        """
+        term = await self.wait()
+        with anyio.CancelScope() as scope:
+            term._attach(scope)
+            try:
+                yield term
+            finally:
+                term._scopes.discard(scope)
+        if term.lost is not None:
+            await anyio.lowlevel.checkpoint_if_cancelled()  # an outer cancellation wins
+            raise LeadershipLost(self._path, term.lost)
+
+    # --- observing ---------------------------------------------------------------------------
+
+    async def participants(self) -> list[Participant]:
+        """Every participant in election order, the leader first (one read per node, pipelined).
+
+        Nodes that vanish while read are skipped; a path that does not exist has
+        none.  `NodeDataError` if a node's data is not a UTF-8 id.
+        """
+        return await participants_of(self._client, self._path, self._layout)
+
+    async def leader(self) -> Participant | None:
+        """The current leader as the nodes say, or None (no participant, or no path)."""
+        return await leader_of(self._client, self._path, self._layout)
+
+    async def changes(self) -> AsyncIterator[ElectionEvent]:
+        """Your own stream of `ElectionEvent`: the latest one first, then each as it happens.
+
+        Unbounded per subscriber, so a slow reader never loses an event; the
+        stream ends after STOPPED.
+        """
+        send, receive = anyio.create_memory_object_stream[ElectionEvent](math.inf)
+        if self._last is not None:
+            send.send_nowait(self._last)
+        if self._stopped:
+            send.close()
+        else:
+            self._subscribers.add(send)
+        try:
+            async with receive:
+                async for event in receive:
+                    yield event
+        finally:
+            self._subscribers.discard(send)
+            send.close()
+
+    # --- the background tasks ----------------------------------------------------------------
+
+    async def _follow_connection(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Turn connection states into leadership decisions, and wake the campaign."""
+        stream = self._coord.connection_events()
+        started = False
+        try:
+            async for event in stream:
+                if not started:  # subscribed: the first event is the current state
+                    started = True
+                    task_status.started()
+                self._on_connection(event)
+            if not started:
+                raise CoordinatorClosedError(f"the coordinator of leader latch {self._path} closed")
+            # The coordinator closed: nothing more can be done on this session.
+            self._lose("closed")
+            self._signal()
+        finally:
+            aclose: Callable[[], Awaitable[None]] | None = getattr(stream, "aclose", None)
+            if aclose is not None:
+                with anyio.CancelScope(shield=True):
+                    await aclose()
+
+    def _on_connection(self, event: ConnectionEvent) -> None:
+        if event.state in (ConnectionState.SUSPENDED, ConnectionState.READ_ONLY):
+            if self._lose_on_suspend:
+                self._lose("suspended")
+        elif event.state is ConnectionState.LOST:
+            self._lose("session lost")
+        self._poke()
+
+    async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Join, report the node, then campaign until cancelled; withdraw on the way out."""
+        offer = self._require_offer()
+        try:
+            while True:
+                try:
+                    await self._coord.wait_connected()
+                    await self._join(offer)
+                    break
+                except (ConnectionLostError, TimeoutError):
+                    await anyio.lowlevel.checkpoint()  # connection trouble: try again
+            task_status.started()
+            await self._campaign(offer)
+        finally:
+            with (
+                anyio.CancelScope(shield=True),
+                anyio.move_on_after(self._client.request_timeout()),
+            ):
+                await offer.withdraw(self._coord.session_id)
+
+    async def _campaign(self, offer: Offer) -> None:
+        failures = 0
+        while True:
+            wake = self._wake
+            try:
+                await self._coord.wait_connected()
+                await self._step(offer, wake)
+                failures = 0
+            except CoordinatorClosedError:
+                self._lose("closed")
+                self._signal()
+                await anyio.sleep_forever()  # until the latch is left
+            except (ConnectionLostError, TimeoutError):
+                await anyio.lowlevel.checkpoint()  # the next pass waits for a connection
+            except (ZooKeeperError, NodeDataError) as exc:
+                failures += 1
+                log.warning("leader latch %s: %s (retrying)", self._path, exc)
+                self._publish(ElectionEvent(ElectionState.FAILED, self.node, reason=str(exc)))
+                with anyio.move_on_after(min(2.0, 0.05 * 2**failures)):
+                    await wake.wait()
+
+    async def _step(self, offer: Offer, wake: anyio.Event) -> None:
+        """One pass: a live node of this session, a listing, then act and wait on it."""
+        node = offer.node
+        if node is None or node.owner != self._coord.session_id:
+            if node is not None:
+                self._lose("session lost")
+                await offer.delete(self._coord.session_id)  # a stale node of an earlier session
+            await self._join(offer)
+            return
+        own = await self._watch_own(offer, node)
+        if own is None:
+            return
+        try:
+            names = await offer.shared.children()
+        except NoNodeError:  # the parent is gone, and our node with it
+            self._node_lost(offer)
+            return
+        sid = self._coord.session_id
+        decision = decide(names, node.name, layout=self._layout, owner=node.owner, session_id=sid)
+        if isinstance(decision, Lead):
+            await self._lead(node, own, wake)
+        elif isinstance(decision, Follow):
+            await self._follow(node, own, decision, wake)
+        elif isinstance(decision, Missing):
+            self._node_lost(offer)
+        # Stale: the next pass joins again on the current session.
+
+    async def _join(self, offer: Offer) -> None:
+        self._own = None
+        self._following = None
+        node = await offer.create()
+        log.debug("joined %s as %s", self._path, node.path)
+        self._publish(ElectionEvent(ElectionState.OFFERED, node.path))
+
+    def _node_lost(self, offer: Offer) -> None:
+        """Our node is gone (or not ours): lose leadership; the next pass joins again."""
+        self._lose("node deleted")
+        offer.forget()
+        self._own = None
+        self._following = None
+
+    async def _watch_own(self, offer: Offer, node: OurNode) -> Watch | None:
+        """Our node's data watch (armed again after a data change); None if the node is gone."""
+        own = self._own
+        if own is not None and own.event is None:
+            return own
+        if own is not None and own.event is not None and own.event.type is EventType.DELETED:
+            self._node_lost(offer)
+            return None
+        try:
+            current, own = await self._client.get_watch(node.path)
+        except NoNodeError:
+            self._node_lost(offer)
+            return None
+        if current.stat.czxid != node.czxid:  # another node under our old name
+            self._node_lost(offer)
+            return None
+        self._own = own
+        return own
+
+    async def _lead(self, node: OurNode, own: Watch, wake: anyio.Event) -> None:
+        if wake.is_set() or self._closing:
+            return
+        connected = self._coord.state in _USABLE
+        sid = self._coord.session_id
+        if not may_lead(owner=node.owner, session_id=sid, connected=connected, node_gone=own.fired):
+            return
+        self._following = None
+        if self._term is None:
+            self._term = LeadershipTerm(node.czxid, node.path, self._id)
+            log.info("leader of %s as %s (token 0x%x)", self._path, self._id, node.czxid)
+            self._publish(ElectionEvent(ElectionState.ELECTED, node.path, token=node.czxid))
+            self._signal()
+        await first_of(own.wait, wake.wait)  # hold until our node changes or a state does
+
+    async def _follow(self, node: OurNode, own: Watch, decision: Follow, wake: anyio.Event) -> None:
+        self._lose("handed over")  # someone sorts ahead of us now (no-op unless we led)
+        try:
+            _, ahead = await self._client.get_watch(join(self._path, decision.predecessor))
+        except NoNodeError:
+            if decision.ahead == 1:
+                await self._lead(node, own, wake)
+            return
+        if self._following != decision.predecessor:
+            self._following = decision.predecessor
+            self._publish(
+                ElectionEvent(ElectionState.FOLLOWING, node.path, predecessor=decision.predecessor)
+            )
+        await first_of(own.wait, ahead.wait, wake.wait)
+        gone = ahead.event is not None and ahead.event.type is EventType.DELETED
+        if gone and decision.ahead == 1:
+            # Nodes created later sort after ours: no need to list again.
+            await self._lead(node, own, wake)
+
+    # --- leadership and events ----------------------------------------------------------------
+
+    def _lose(self, reason: str) -> None:
+        term, self._term = self._term, None
+        if term is None:
+            return
+        term._end(reason)
+        log.info("no longer leader of %s as %s: %s", self._path, self._id, reason)
+        event = ElectionEvent(
+            ElectionState.LOST_LEADERSHIP, term.node, token=term.token, reason=reason
+        )
+        self._publish(event)
+        self._signal()
+
+    def _publish(self, event: ElectionEvent) -> None:
+        self._last = event
+        for send in list(self._subscribers):
+            try:
+                send.send_nowait(event)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                self._subscribers.discard(send)
+
+    def _signal(self) -> None:
+        """Leadership or the latch's life changed: wake `wait()`."""
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def _poke(self) -> None:
+        """A connection state changed: make the campaign look again."""
+        self._wake.set()
+        self._wake = anyio.Event()
+
+    def _require_offer(self) -> Offer:
+        if self._offer is None:
+            raise CoordinatorClosedError(f"leader latch {self._path} is not open")
+        return self._offer
+
+    def __repr__(self) -> str:
+        if self._stopped:
+            state = "CLOSED"
+        elif self._term is not None:
+            state = f"LEADER token=0x{self._term.token:x}"
+        else:
+            state = self._last.state.value if self._last is not None else "NEW"
+        return f"<LeaderLatch {self._path} id={self._id} {state}>"
+
+
+def leader_latch(
+    coord: Coordinator,
+    path: str,
+    *,
+    participant_id: str | None = None,
+    layout: str = "curator",
+    lose_on_suspend: bool = True,
+) -> LeaderLatch:
+    """A `LeaderLatch` to use as ``async with leader_latch(coord, path, participant_id=...)``.
+
+    Entering joins the election and returns once our node exists (it does not
+    wait for leadership: use ``latch.wait()`` or ``latch.leadership()``);
+    leaving deletes the node.  See `LeaderLatch` for the arguments.
+    """
+    return LeaderLatch(
+        coord,
+        path,
+        participant_id=participant_id,
+        layout=layout,
+        lose_on_suspend=lose_on_suspend,
+    )

@@ -1,0 +1,728 @@
+"""The leader latch: the pure election table, then Curator's black-box scenarios on real servers."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+import pytest
+
+import aiocoord
+from aiocoord import (
+    ConfigError,
+    ConnectionState,
+    Coordinator,
+    CoordinatorClosedError,
+    InvalidPathError,
+    LeadershipLost,
+    NodeDataError,
+)
+from aiocoord.recipes._election import (
+    CURATOR,
+    ZOOKEEPER,
+    Follow,
+    Lead,
+    Missing,
+    Stale,
+    curator_sort_key,
+    decide,
+    may_lead,
+    sort_children,
+)
+from aiocoord.recipes.leader_latch import (
+    MAX_ID_BYTES,
+    ElectionEvent,
+    ElectionState,
+    LeaderLatch,
+    Participant,
+    leader_latch,
+)
+from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, ZooKeeperServer, expire_session
+from tests.helpers import eventually, recording
+
+E = ElectionState
+U1 = "_c_11111111-1111-4111-8111-111111111111-latch-"
+U2 = "_c_22222222-2222-4222-8222-222222222222-latch-"
+U3 = "_c_33333333-3333-4333-8333-333333333333-latch-"
+
+
+# --- the pure half -------------------------------------------------------------------------
+
+
+def test_curator_sort_key_is_the_text_after_the_last_latch() -> None:
+    assert curator_sort_key(U1 + "0000000007") == "0000000007"
+    assert curator_sort_key("latch-x-latch-0000000002") == "0000000002"
+    assert curator_sort_key("foreign") == "foreign"
+    assert curator_sort_key("latch-") == ""
+
+
+def test_curator_order_counts_foreign_children_as_contenders() -> None:
+    names = [U2 + "0000000003", "zzz", U1 + "0000000010", "-first", U3 + "0000000001"]
+    assert sort_children(names, CURATOR) == [
+        "-first",  # '-' sorts before digits: a foreign node can block the election, as in Curator
+        U3 + "0000000001",
+        U2 + "0000000003",
+        U1 + "0000000010",
+        "zzz",
+    ]
+
+
+def test_curator_order_compares_utf16_code_units_as_java_does() -> None:
+    # U+FF5E is one code unit; U+1F600 is a surrogate pair starting 0xD83D, which Java
+    # orders before 0xFF5E although its code point is larger.
+    assert sort_children(["\uff5e", "\U0001f600"], CURATOR) == ["\U0001f600", "\uff5e"]
+
+
+def test_zookeeper_order_is_numeric_and_puts_foreign_names_last() -> None:
+    names = ["n_0000000010", "other", "n_0000000002", "n_-2147483648", "n_x"]
+    assert sort_children(names, ZOOKEEPER) == [
+        "n_-2147483648",
+        "n_0000000002",
+        "n_0000000010",
+        "n_x",
+        "other",
+    ]
+
+
+def test_decide_table() -> None:
+    a, b, c = U1 + "0000000001", U2 + "0000000002", U3 + "0000000003"
+    kids = [c, a, b]
+
+    def run(ours: str, owner: int = 7, session: int | None = 7, names: list[str] = kids) -> Any:
+        return decide(names, ours, layout=CURATOR, owner=owner, session_id=session)
+
+    assert run(a) == Lead()
+    assert run(b) == Follow(a, 1)
+    assert run(c) == Follow(b, 2)
+    assert run(a, names=[b, c]) == Missing()
+    # CURATOR-696: first in line, but created by an earlier session: never lead on it.
+    assert run(a, owner=6) == Stale()
+    assert run(a, session=None) == Stale()
+    assert run(b, names=["-x", a, b]) == Follow(a, 2)
+    assert run(a, names=["-x", a, b]) == Follow("-x", 1)
+
+
+def test_may_lead() -> None:
+    assert may_lead(owner=5, session_id=5, connected=True, node_gone=False)
+    assert not may_lead(owner=5, session_id=6, connected=True, node_gone=False)
+    assert not may_lead(owner=5, session_id=None, connected=True, node_gone=False)
+    assert not may_lead(owner=5, session_id=5, connected=False, node_gone=False)
+    assert not may_lead(owner=5, session_id=5, connected=True, node_gone=True)
+
+
+@pytest.mark.anyio
+async def test_bad_arguments_are_refused_by_name() -> None:
+    coord = aiocoord.connect("127.0.0.1:1")
+    with pytest.raises(InvalidPathError):
+        LeaderLatch(coord, "relative/path")
+    with pytest.raises(InvalidPathError):
+        LeaderLatch(coord, "/")
+    with pytest.raises(InvalidPathError):
+        LeaderLatch(coord, "/zookeeper/x")
+    with pytest.raises(ConfigError, match="participant_id"):
+        LeaderLatch(coord, "/a", participant_id="")
+    with pytest.raises(ConfigError, match="participant_id"):
+        LeaderLatch(coord, "/a", participant_id="x" * (MAX_ID_BYTES + 1))
+    with pytest.raises(ConfigError, match="participant_id"):
+        LeaderLatch(coord, "/a", participant_id="\ud800")
+    with pytest.raises(TypeError, match="participant_id"):
+        LeaderLatch(coord, "/a", participant_id=b"bytes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="layout"):
+        LeaderLatch(coord, "/a", layout="etcd")
+    with pytest.raises(TypeError, match="lose_on_suspend"):
+        LeaderLatch(coord, "/a", lose_on_suspend="no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="coord"):
+        LeaderLatch("127.0.0.1:2181", "/a")  # type: ignore[arg-type]
+    latch = LeaderLatch(coord, "/a", participant_id="p")
+    assert repr(latch) == "<LeaderLatch /a id=p NEW>"
+    with pytest.raises(CoordinatorClosedError):
+        await latch.wait()
+
+
+# --- helpers for the real-server tests ----------------------------------------------------
+
+
+@asynccontextmanager
+async def coordinators(
+    hosts: str, n: int, *, namespace: str | None = None, **settings: Any
+) -> AsyncIterator[list[Coordinator]]:
+    """`n` coordinators, each its own session."""
+    settings.setdefault("session_timeout", 4.0)
+    async with AsyncExitStack() as stack:
+        coords = [
+            await stack.enter_async_context(
+                aiocoord.connect(hosts, namespace=namespace, **settings)
+            )
+            for _ in range(n)
+        ]
+        yield coords
+
+
+class Events:
+    """Every event of one latch, in order, as they arrive."""
+
+    def __init__(self, latch: LeaderLatch, group: list[LeaderLatch]) -> None:
+        self.latch = latch
+        self.group = group
+        self.events: list[ElectionEvent] = []
+        self.overlaps: list[list[str]] = []  # leaders seen when this latch was elected
+        self._changed = anyio.Event()
+
+    @property
+    def states(self) -> list[ElectionState]:
+        return [e.state for e in self.events]
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        task_status.started()  # the subscription is made before this task next yields
+        async for event in self.latch.changes():
+            if (
+                event.state is E.ELECTED
+                and self.latch.has_leadership
+                and len(leaders(self.group)) > 1
+            ):
+                self.overlaps.append(leaders(self.group))
+            self.events.append(event)
+            self._changed.set()
+            self._changed = anyio.Event()
+
+    async def wait_for(
+        self, state: ElectionState, *, after: int = 0, timeout: float = 10.0
+    ) -> ElectionEvent:
+        with anyio.fail_after(timeout):
+            while True:
+                for event in self.events[after:]:
+                    if event.state is state:
+                        return event
+                await self._changed.wait()
+
+
+@asynccontextmanager
+async def watching(*latches: LeaderLatch) -> AsyncIterator[list[Events]]:
+    async with anyio.create_task_group() as tg:
+        recorders = [Events(latch, list(latches)) for latch in latches]
+        for rec in recorders:
+            await tg.start(rec.run)
+        yield recorders
+        tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def latches(
+    coords: list[Coordinator], path: str, **kwargs: Any
+) -> AsyncIterator[list[LeaderLatch]]:
+    """One latch per coordinator, entered in order (so that join order is list order)."""
+    async with AsyncExitStack() as stack:
+        out = []
+        for i, coord in enumerate(coords):
+            latch = leader_latch(coord, path, participant_id=f"p{i}", **kwargs)
+            out.append(await stack.enter_async_context(latch))
+        yield out
+
+
+async def leftovers(coord: Coordinator, path: str) -> list[str]:
+    """The children still under `path` (none if the container parent is already gone)."""
+    try:
+        return await coord.client.children(path)
+    except aiocoord.NoNodeError:
+        return []
+
+
+class Held:
+    """A latch held open by a task of its own, left when `leave()` is called."""
+
+    def __init__(self, latch: LeaderLatch) -> None:
+        self.latch = latch
+        self._leave = anyio.Event()
+        self._left = anyio.Event()
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        try:
+            async with self.latch:
+                task_status.started()
+                await self._leave.wait()
+        finally:
+            self._left.set()
+
+    async def leave(self) -> None:
+        self._leave.set()
+        await self._left.wait()
+
+
+async def hold(tg: anyio.abc.TaskGroup, latch: LeaderLatch) -> Held:
+    """Enter `latch` in a task of `tg` (so that it can be left in any order)."""
+    held = Held(latch)
+    await tg.start(held.run)
+    return held
+
+
+def name(latch: LeaderLatch) -> str:
+    """The name of the latch's node."""
+    assert latch.node is not None
+    return latch.node.rsplit("/", 1)[1]
+
+
+async def lead_until_lost(latch: LeaderLatch, then: Callable[[], Awaitable[object]]) -> None:
+    """Lead, do `then`, and wait for the leadership to end (the body is cancelled)."""
+    async with latch.leadership():
+        await then()
+        await anyio.sleep_forever()
+    pytest.fail("the body outlived its leadership")
+
+
+def leaders(group: list[LeaderLatch]) -> list[str]:
+    return [latch.participant_id for latch in group if latch.has_leadership]
+
+
+async def one_leader(group: list[LeaderLatch], timeout: float = 10.0) -> LeaderLatch:
+    """Wait until exactly one latch of `group` leads; return it."""
+
+    async def check() -> bool:
+        return len(leaders(group)) == 1
+
+    await eventually(check, timeout=timeout, every=0.02)
+    return next(latch for latch in group if latch.has_leadership)
+
+
+@pytest.fixture(scope="module")
+def fault_server() -> Iterator[ZooKeeperServer]:
+    """A server of this module's own, for tests that stop, restart or wipe it."""
+    with ZooKeeperServer() as server:
+        yield server
+
+
+# --- the real-server scenarios -------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_rotation_one_leader_at_a_time_in_join_order_with_rising_tokens(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(30):
+        async with coordinators(zk_server.connect_string, 5, namespace=zk_chroot) as coords:
+            order: list[int] = []
+            tokens: list[int] = []
+            group: list[LeaderLatch] = []
+
+            async def participant(i: int, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+                async with leader_latch(coords[i], "/election", participant_id=f"p{i}") as latch:
+                    group.append(latch)
+                    assert latch.state is E.OFFERED or latch.state is E.FOLLOWING or i == 0
+                    task_status.started()
+                    async with latch.leadership() as term:
+                        assert leaders(group) == [f"p{i}"]
+                        assert latch.node is not None
+                        stat = await coords[i].client.exists(latch.node)
+                        assert stat is not None and stat.czxid == term.token
+                        assert (await latch.leader()) == Participant(f"p{i}", True)
+                        order.append(i)
+                        tokens.append(term.token)
+
+            async with anyio.create_task_group() as tg:
+                for i in range(5):
+                    await tg.start(participant, i)  # returns once its node exists
+            assert order == [0, 1, 2, 3, 4]
+            assert tokens == sorted(tokens) and len(set(tokens)) == 5
+            assert await leftovers(coords[0], "/election") == []
+
+
+@pytest.mark.anyio
+async def test_events_participants_and_an_observer_that_never_joined(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(20):
+        async with coordinators(zk_server.connect_string, 2, namespace=zk_chroot) as coords:
+            observer = LeaderLatch(coords[0], "/obs", participant_id="watcher")
+            assert await observer.participants() == []
+            assert await observer.leader() is None
+            a = LeaderLatch(coords[0], "/obs", participant_id="p0")
+            b = LeaderLatch(coords[1], "/obs", participant_id="p1")
+            async with watching(a, b) as (ra, rb):
+                async with a, b:
+                    await a.wait()
+                    await rb.wait_for(E.FOLLOWING)
+                    got = await observer.participants()
+                    assert got == [Participant("p0", True), Participant("p1", False)]
+                    assert [p.node for p in got] == [name(a), name(b)]
+                    assert await observer.leader() == Participant("p0", True)
+                    assert await b.participants() == got
+                    follow = next(e for e in rb.events if e.state is E.FOLLOWING)
+                    assert follow.predecessor == got[0].node
+                    assert "LEADER token=0x" in repr(a)
+                await ra.wait_for(E.STOPPED)
+                await rb.wait_for(E.STOPPED)
+                assert ra.states[-2:] == [E.LOST_LEADERSHIP, E.STOPPED]
+                assert ra.events[-2].reason == "closed"
+                assert E.ELECTED in ra.states and E.OFFERED in ra.states
+                assert rb.states[-1] is E.STOPPED
+                assert repr(a).endswith("CLOSED>")
+                with pytest.raises(CoordinatorClosedError):
+                    await a.wait()
+
+
+@pytest.mark.anyio
+async def test_closing_a_follower_does_not_promote_the_one_behind_it(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(20):
+        async with coordinators(zk_server.connect_string, 3, namespace=zk_chroot) as coords:
+            a, b, c = (
+                LeaderLatch(coord, "/l", participant_id=pid)
+                for coord, pid in zip(coords, "abc", strict=True)
+            )
+            async with anyio.create_task_group() as tg, watching(c) as (rc,):
+                await hold(tg, a)
+                held_b = await hold(tg, b)
+                await hold(tg, c)
+                await a.wait()
+                first = await rc.wait_for(E.FOLLOWING)
+                assert first.predecessor == name(b)
+                mark = len(rc.events)
+                await held_b.leave()
+                again = await rc.wait_for(E.FOLLOWING, after=mark)
+                assert again.predecessor == name(a)
+                assert not c.has_leadership and a.has_leadership
+                assert E.ELECTED not in rc.states
+                assert [p.id for p in await c.participants()] == ["a", "c"]
+                tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_joins_share_listings_and_a_hand_off_wakes_only_the_next(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """No herd: a hand-off costs the followers no request at all, whatever their number."""
+    with anyio.fail_after(30):
+        async with coordinators(zk_server.connect_string, 2, namespace=zk_chroot) as (lead, rest):
+            calls: list[str] = []
+            client = rest.client
+            for name in ("children", "get_watch", "get", "exists", "create_protected"):
+                original = getattr(client, name)
+
+                def counting(*args: Any, _o: Any = original, _n: str = name, **kw: Any) -> Any:
+                    calls.append(_n)
+                    return _o(*args, **kw)
+
+                setattr(client, name, counting)
+            first = leader_latch(lead, "/herd", participant_id="first")
+            group = [leader_latch(rest, "/herd", participant_id=f"f{i:02}") for i in range(30)]
+            async with anyio.create_task_group() as tg, watching(*group) as recs:
+                held = await hold(tg, first)
+                await first.wait()
+                for latch in group:  # all at once, on one session
+                    tg.start_soon(Held(latch).run)
+                for rec in recs:
+                    await rec.wait_for(E.FOLLOWING)
+                assert calls.count("create_protected") == 30
+                assert calls.count("children") < 10, calls.count("children")
+                calls.clear()
+                await held.leave()
+                winner = await one_leader(group)
+                assert calls == []
+                await anyio.sleep(0.2)  # and nobody reacts later either
+                assert calls == []
+                assert leaders(group) == [winner.participant_id]
+                assert sum(E.ELECTED in rec.states for rec in recs) == 1
+                tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_leadership_body_cancelled_when_the_leaders_session_expires(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(30):
+        async with (
+            coordinators(zk_server.connect_string, 2, namespace=zk_chroot) as coords,
+            latches(coords, "/exp") as (a, b),
+            watching(a, b) as (ra, _rb),
+        ):
+            old_node, old_token = a.node, (await a.wait()).token
+            with pytest.raises(LeadershipLost) as lost:
+                await lead_until_lost(a, lambda: expire_session(coords[0]))
+            assert lost.value.reason in ("suspended", "session lost")
+            term = await b.wait()
+            assert term.token > old_token
+            offered = await ra.wait_for(
+                E.OFFERED, after=ra.events.index(await ra.wait_for(E.LOST_LEADERSHIP))
+            )
+            assert offered.node != old_node
+            await ra.wait_for(E.FOLLOWING, after=ra.events.index(offered))
+            assert a.node is not None and a.node != old_node
+            assert await coords[1].client.exists(old_node) is None  # type: ignore[arg-type]
+            assert [p.id for p in await b.participants()] == ["p1", "p0"]
+            assert ra.states.count(E.ELECTED) == 1  # never again on its stale node
+            assert b.has_leadership and not a.has_leadership
+
+
+@pytest.mark.anyio
+async def test_new_session_never_leads_on_its_stale_node_curator_696(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """LOST by the client's own timer while the server keeps the old session a while:
+    the old node is still first in line when the new session comes; leading on it
+    would make two leaders once the server expires the old session."""
+    with anyio.fail_after(30), FaultProxy(*zk_server.address) as proxy:
+        async with (
+            aiocoord.connect(
+                proxy.connect_string,
+                namespace=zk_chroot,
+                session_timeout=4,
+                session_lost_fraction=0.5,
+            ) as ca,
+            aiocoord.connect(
+                zk_server.connect_string, namespace=zk_chroot, session_timeout=4
+            ) as cb,
+            latches([ca, cb], "/c696") as (a, b),
+            watching(a, b) as (ra, _rb),
+            recording(ca) as conn,
+        ):
+            await a.wait()
+            old_node = a.node
+            assert old_node is not None
+            proxy.pause()
+            await conn.wait_for(ConnectionState.LOST, timeout=10)
+            proxy.resume()
+            back = await conn.wait_for(ConnectionState.RECONNECTED, after=conn.mark() - 1)
+            assert back.new_session
+            await b.wait()
+            await ra.wait_for(
+                E.OFFERED, after=ra.events.index(await ra.wait_for(E.LOST_LEADERSHIP))
+            )
+            assert ra.states.count(E.ELECTED) == 1
+            assert not a.has_leadership
+            assert await cb.client.exists(old_node) is None
+            assert [p.id for p in await a.participants()] == ["p1", "p0"]
+
+
+@pytest.mark.anyio
+async def test_node_deleted_by_someone_else_rejoins_at_the_tail(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(20):
+        async with (
+            coordinators(zk_server.connect_string, 3, namespace=zk_chroot) as coords,
+            latches(coords[:2], "/del") as (a, b),
+            watching(a) as (ra,),
+        ):
+            await a.wait()
+            assert a.node is not None
+            node = a.node
+            with pytest.raises(LeadershipLost, match="node deleted"):
+                await lead_until_lost(a, lambda: coords[2].client.delete(node))
+            await b.wait()
+            await ra.wait_for(
+                E.FOLLOWING, after=ra.events.index(await ra.wait_for(E.LOST_LEADERSHIP))
+            )
+            assert [p.id for p in await a.participants()] == ["p1", "p0"]
+
+
+@pytest.mark.anyio
+async def test_foreign_children_do_not_crash_anyone(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(20):
+        async with coordinators(zk_server.connect_string, 1, namespace=zk_chroot) as (coord,):
+            c = coord.client
+            await c.create("/f/-blocker", b"not a latch", make_parents=True)
+            await c.create("/f/zzz", b"\xff\xfe binary")
+            async with (
+                leader_latch(coord, "/f", participant_id="me") as latch,
+                watching(latch) as (rec,),
+            ):
+                # Counted as a contender, as Curator does: it sorts first, so nobody leads.
+                follow = await rec.wait_for(E.FOLLOWING)
+                assert follow.predecessor == "-blocker"
+                with pytest.raises(NodeDataError) as bad:
+                    await latch.participants()
+                assert bad.value.path == "/f/zzz"
+                assert await latch.leader() == Participant("not a latch", True)
+                await c.delete("/f/-blocker")
+                await latch.wait()
+                await c.delete("/f/zzz")
+                assert await latch.participants() == [Participant("me", True)]
+                assert E.FAILED not in rec.states
+
+
+@pytest.mark.anyio
+async def test_cancelled_waiter_and_cancelled_create_leave_no_node(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(20), FaultProxy(*zk_server.address) as proxy:
+        async with (
+            coordinators(zk_server.connect_string, 1, namespace=zk_chroot) as (lead,),
+            aiocoord.connect(proxy.connect_string, namespace=zk_chroot, session_timeout=4) as slow,
+            leader_latch(lead, "/cx", participant_id="leader") as first,
+        ):
+            await first.wait()
+            with anyio.move_on_after(0.3):
+                async with leader_latch(lead, "/cx", participant_id="waiter") as waiter:
+                    await waiter.wait()
+            assert [p.id for p in await first.participants()] == ["leader"]
+            for layout in ("curator", "zookeeper"):
+                path = f"/cx-{layout}"
+                proxy.delay(0.4)  # the create reaches the server after we gave up
+                with anyio.move_on_after(0.1) as scope:
+                    async with leader_latch(slow, path, participant_id="late", layout=layout):
+                        pytest.fail("entered through a 0.4 s delay in 0.1 s")
+                assert scope.cancelled_caught
+                proxy.delay(0)
+
+                async def gone(path: str = path) -> bool:
+                    return not await lead.client.exists(path) or not await lead.client.children(
+                        path
+                    )
+
+                await anyio.sleep(0.5)  # past the delay: a create still on its way has landed
+                await eventually(gone, timeout=5)
+
+
+@pytest.mark.anyio
+async def test_zookeeper_layout_names_data_and_rotation(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(20):
+        async with coordinators(zk_server.connect_string, 3, namespace=zk_chroot) as coords:
+            async with latches(coords, "/zk", layout="zookeeper") as group:
+                first = await one_leader(group)
+                assert first.participant_id == "p0"
+                names = sorted(await coords[0].client.children("/zk"))
+                assert all(n.startswith("n_") and len(n) == 12 for n in names)
+                node = await coords[0].client.get("/zk/" + names[0])
+                assert node.data == b"p0"
+                assert [p.id for p in await group[2].participants()] == ["p0", "p1", "p2"]
+            assert await leftovers(coords[0], "/zk") == []
+
+
+# --- faults: connection loss, restarts, an empty server, an ensemble --------------------------
+
+
+@pytest.mark.anyio
+async def test_no_leader_while_the_server_is_down_then_exactly_one(
+    fault_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(40):
+        async with (
+            coordinators(
+                fault_server.connect_string, 3, namespace=zk_chroot, session_timeout=2
+            ) as coords,
+            latches(coords, "/down") as group,
+            AsyncExitStack() as stack,
+        ):
+            await one_leader(group)
+            recs = [await stack.enter_async_context(recording(c)) for c in coords]
+            await anyio.to_thread.run_sync(fault_server.stop)
+            try:
+                for rec in recs:
+                    await rec.wait_for(ConnectionState.LOST, timeout=10)
+                assert leaders(group) == []
+            finally:
+                await anyio.to_thread.run_sync(fault_server.start)
+            await one_leader(group, timeout=15)
+
+            async def settled() -> bool:
+                kids = await coords[0].client.children("/down")
+                return len(kids) == 3 and all(latch.state is not None for latch in group)
+
+            await eventually(settled, timeout=15)  # stale nodes were deleted, not waited out
+            assert len(leaders(group)) == 1
+
+
+@pytest.mark.anyio
+async def test_suspended_drops_leadership_by_default_and_lose_on_suspend_false_keeps_it(
+    fault_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(40):
+        async with coordinators(
+            fault_server.connect_string, 2, namespace=zk_chroot, session_timeout=8
+        ) as (c1, c2):
+            async with (
+                leader_latch(c1, "/strict", participant_id="strict") as strict,
+                leader_latch(
+                    c2, "/lenient", participant_id="lenient", lose_on_suspend=False
+                ) as lenient,
+                watching(strict, lenient) as (rs, rl),
+            ):
+                token_s, token_l = (await strict.wait()).token, (await lenient.wait()).token
+                async with recording(c1) as conn1, recording(c2) as conn2:
+                    await anyio.to_thread.run_sync(fault_server.restart)
+                    for conn in (conn1, conn2):
+                        back = await conn.wait_for(ConnectionState.RECONNECTED, timeout=15)
+                        assert not back.new_session
+                    assert ConnectionState.LOST not in conn1.states + conn2.states
+                lost = await rs.wait_for(E.LOST_LEADERSHIP)
+                assert lost.reason == "suspended"
+                again = await rs.wait_for(E.ELECTED, after=rs.events.index(lost))
+                assert again.token == token_s  # the same node, kept through the restart
+                assert (await lenient.wait()).token == token_l
+                assert E.LOST_LEADERSHIP not in rl.states
+                assert rl.states.count(E.ELECTED) == 1
+
+
+@pytest.mark.anyio
+async def test_server_replaced_by_an_empty_one_on_the_same_port(
+    fault_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    path = zk_chroot + "/replaced"  # no namespace: the new server has no chroot node
+    with anyio.fail_after(45):
+        async with (
+            coordinators(fault_server.connect_string, 2, session_timeout=2) as coords,
+            latches(coords, path) as group,
+        ):
+            await one_leader(group)
+
+            def replace() -> None:
+                fault_server.stop()
+                shutil.rmtree(fault_server.data_dir)
+                fault_server.start()
+
+            await anyio.to_thread.run_sync(replace)
+            await one_leader(group, timeout=20)
+
+            async def both_back() -> bool:
+                return [p.id for p in await group[0].participants()] in (
+                    ["p0", "p1"],
+                    ["p1", "p0"],
+                )
+
+            await eventually(both_back, timeout=15)
+
+
+@pytest.mark.anyio
+@pytest.mark.ensemble
+async def test_ensemble_server_of_the_leader_killed(
+    zk_ensemble: ZooKeeperEnsemble, zk_chroot: str
+) -> None:
+    with anyio.fail_after(60):
+        async with (
+            coordinators(
+                zk_ensemble.connect_string, 3, namespace=zk_chroot, session_timeout=6
+            ) as coords,
+            latches(coords, "/ens") as group,
+            watching(*group) as recs,
+        ):
+            leader = await one_leader(group)
+            index = group.index(leader)
+            token = (await leader.wait()).token
+            address = coords[index].connected_address
+            assert address is not None
+            member = zk_ensemble.member_for_port(address[1])
+            await anyio.to_thread.run_sync(member.kill)
+            try:
+                lost = await recs[index].wait_for(E.LOST_LEADERSHIP, timeout=10)
+                assert lost.reason == "suspended"
+                await recs[index].wait_for(E.ELECTED, after=recs[index].events.index(lost))
+                # Sessions survive a member's death: the same nodes, the same one first.
+                assert (await leader.wait()).token == token
+                assert leaders(group) == [leader.participant_id]
+                assert [p.id for p in await leader.participants()] == ["p0", "p1", "p2"]
+                assert all(rec.overlaps == [] for rec in recs)
+                assert all(E.ELECTED not in rec.states for rec in recs if rec is not recs[index])
+            finally:
+                await anyio.to_thread.run_sync(member.start)
+                await anyio.to_thread.run_sync(zk_ensemble.wait_formed, 30)
