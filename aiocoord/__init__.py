@@ -25,6 +25,24 @@ from .errors import NotEmptyError as NotEmptyError
 from .errors import SessionExpiredError as SessionExpiredError
 from .errors import TransactionFailed as TransactionFailed
 from .errors import ZooKeeperError as ZooKeeperError
+from .recipes._maven_version import MavenVersion as MavenVersion
+from .recipes._maven_version import maven_version_key as maven_version_key
+from .recipes.cas_lock import CasLock as CasLock
+from .recipes.cas_lock import LockStatus as LockStatus
+from .recipes.cas_lock import Slot as Slot
+from .recipes.cas_lock import cas_lock as cas_lock
+from .recipes.cas_lock import once_per as once_per
+from .recipes.leader_latch import ElectionEvent as ElectionEvent
+from .recipes.leader_latch import ElectionState as ElectionState
+from .recipes.leader_latch import LeaderLatch as LeaderLatch
+from .recipes.leader_latch import LeadershipTerm as LeadershipTerm
+from .recipes.leader_latch import Participant as Participant
+from .recipes.leader_latch import leader_latch as leader_latch
+from .recipes.task_leadership import TaskChange as TaskChange
+from .recipes.task_leadership import TaskLeadership as TaskLeadership
+from .recipes.task_leadership import TaskTerm as TaskTerm
+from .recipes.task_leadership import Worker as Worker
+from .recipes.task_leadership import task_leadership as task_leadership
 from .session import ConnectionEvent as ConnectionEvent
 from .session import ConnectionState as ConnectionState
 from .session import Coordinator as Coordinator
@@ -45,6 +63,7 @@ __version__ = "0.1.0"
 __all__ = (
     "AuthFailedError",
     "BadVersionError",
+    "CasLock",
     "CheckOp",
     "ConfigError",
     "ConnectionEvent",
@@ -56,24 +75,41 @@ __all__ = (
     "CreateMode",
     "CreateOp",
     "DeleteOp",
+    "ElectionEvent",
+    "ElectionState",
     "EventType",
     "InvalidPathError",
     "JobFailed",
+    "LeaderLatch",
     "LeadershipLost",
+    "LeadershipTerm",
     "LockLost",
     "LockNotAcquired",
+    "LockStatus",
+    "MavenVersion",
     "NoAuthError",
     "NoNodeError",
     "NodeDataError",
     "NodeExistsError",
     "NotEmptyError",
+    "Participant",
     "SessionExpiredError",
     "SetDataOp",
     "Settings",
+    "Slot",
     "Stat",
+    "TaskChange",
+    "TaskLeadership",
+    "TaskTerm",
     "TransactionFailed",
     "WatchedEvent",
+    "Worker",
     "ZkClient",
     "ZooKeeperError",
+    "cas_lock",
     "connect",
+    "leader_latch",
+    "maven_version_key",
+    "once_per",
+    "task_leadership",
 )

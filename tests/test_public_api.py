@@ -10,6 +10,16 @@ import aiocoord
 
 # Names design.md promises, grouped by the part that delivers them.
 SESSION = ["Settings", "connect", "Coordinator", "ConnectionState", "ConnectionEvent"]
+LATCH = [
+    "LeaderLatch",
+    "leader_latch",
+    "Participant",
+    "ElectionEvent",
+    "ElectionState",
+    "LeadershipTerm",
+]
+LOCK = ["CasLock", "cas_lock", "once_per"]
+TASKS = ["Worker", "task_leadership", "TaskLeadership", "maven_version_key"]
 ERRORS = [
     "CoordError",
     "ConnectionLostError",
@@ -24,7 +34,7 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("name", SESSION + ERRORS)
+@pytest.mark.parametrize("name", SESSION + LATCH + LOCK + TASKS + ERRORS)
 def test_design_names_are_exported(name: str) -> None:
     assert name in aiocoord.__all__
     assert getattr(aiocoord, name) is not None
