@@ -333,6 +333,24 @@ async def test_session_expiry_while_holding_cancels_the_body(
             assert await CasLock(b, LOCK, owner="next", lease=5).try_acquire()
 
 
+@pytest.mark.anyio
+async def test_release_of_a_record_changed_by_someone_else_raises_and_keeps_it(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(15):
+        async with sessions(zk_server, zk_chroot, 2) as (a, b):
+            lock = CasLock(a, LOCK, owner="holder", lease=10)
+            assert await lock.try_acquire()
+            forced = encode(LockRecord(held=True, owner="intruder", holder="x", lease_expires=1e10))
+            await b.client.set(LOCK, forced)
+            with pytest.raises(LockLost):
+                await lock.release()
+            assert (await b.client.get(LOCK)).data == forced
+            assert not lock.held
+            with pytest.raises(RuntimeError, match="not held"):
+                await lock.release()
+
+
 @pytest.fixture
 def proxy(zk_server: ZooKeeperServer) -> Iterator[FaultProxy]:
     with FaultProxy(*zk_server.address) as p:

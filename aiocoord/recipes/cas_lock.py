@@ -273,16 +273,8 @@ class CasLock:
         self._token = new.token if new.token is not None else stat.mzxid
         self._confirmed, self._lost = start, None
         self._session = self._coord.session_id
-        if expired is not None:
-            log.info(
-                "lock %s acquired by %s (token 0x%x), taking over the expired lease of %s",
-                self.path,
-                self._owner,
-                self._token,
-                expired.owner,
-            )
-        else:
-            log.info("lock %s acquired by %s (token 0x%x)", self.path, self._owner, self._token)
+        over = f", taking over the expired lease of {expired.owner}" if expired else ""
+        log.info("lock %s acquired by %s (token 0x%x%s)", self.path, self._owner, self._token, over)
 
     # --- writes ----------------------------------------------------------------------------
 
