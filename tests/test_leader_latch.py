@@ -142,6 +142,9 @@ async def test_bad_arguments_are_refused_by_name() -> None:
     assert repr(latch) == "<LeaderLatch /a id=p NEW>"
     with pytest.raises(CoordinatorClosedError):
         await latch.wait()
+    with pytest.raises(CoordinatorClosedError, match="not open"):
+        async with latch:
+            pass
 
 
 # --- helpers for the real-server tests ----------------------------------------------------

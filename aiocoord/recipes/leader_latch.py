@@ -176,6 +176,10 @@ class LeaderLatch:
     async def __aenter__(self) -> LeaderLatch:
         if self._entered:
             raise CoordinatorClosedError("a LeaderLatch can be entered only once; make a new one")
+        if self._coord.state is None:
+            raise CoordinatorClosedError(
+                "the coordinator is not open: use `async with aiocoord.connect(...)` first"
+            )
         self._entered = True
         self._offer = Offer(SharedPath.acquire(self._client, self._path), self._layout, self._data)
         tg = anyio.create_task_group()
@@ -347,6 +351,9 @@ class LeaderLatch:
             wake = self._wake
             try:
                 await self._coord.wait_connected()
+                if self._coord.state is ConnectionState.READ_ONLY:
+                    await wake.wait()  # no quorum: nothing to decide until the state changes
+                    continue
                 await self._step(offer, wake)
                 failures = 0
             except CoordinatorClosedError:
