@@ -67,22 +67,23 @@ async def guard(lock: CasLock, outcome: Outcome | None = None) -> AsyncIterator[
         body.cancel()
 
     try:
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_watch_session, lock, lost)
-                tg.start_soon(_keep, lock, lost)
-                try:
-                    with body:
-                        yield
-                except GeneratorExit:
-                    raise
-                except BaseException as exc:  # re-raised below, after the release
-                    failure = exc
-                finally:
-                    tg.cancel_scope.cancel()
-        finally:
-            lost_reason = lock._lost
-            release_error = await _release_after(lock, failure, outcome)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_watch_session, lock, lost)
+            tg.start_soon(_keep, lock, lost)
+            try:
+                with body:
+                    yield
+            except GeneratorExit:
+                raise
+            except BaseException as exc:  # re-raised below, after the release
+                failure = exc
+            finally:
+                tg.cancel_scope.cancel()
+                # Released at once (shielded), without waiting for the two tasks to
+                # wind down: a renewal still in flight only makes the release CAS
+                # re-read and find the record still ours.
+                lost_reason = lock._lost
+                release_error = await _release_after(lock, failure, outcome)
         if isinstance(failure, anyio.get_cancelled_exc_class()):
             raise failure  # cancelled from outside: never swallowed
         if lost_reason is not None:
