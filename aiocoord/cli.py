@@ -1,165 +1,160 @@
-"""The `aiocoord` command: demo, an embedded ZooKeeper, tree inspection.
+"""The `aiocoord` command: the demo, an embedded ZooKeeper, inspection and benchmarks.
 
-``aiocoord demo`` starts a throwaway ZooKeeper server, connects to it and prints
-the connection states as they happen while it restarts the server and then
-expires the session on it, so the whole Curator state cycle is visible in a
-few seconds.  ``aiocoord zk`` runs an embedded server until interrupted.
-``aiocoord inspect`` prints a subtree with its data.  The event loop is
-uvloop unless ``--loop asyncio`` is given.
+``aiocoord demo`` runs the project's end-to-end demo: worker processes leading
+a dozen cron tasks through a rolling upgrade and a crash, with a verdict
+checked against ZooKeeper.  ``aiocoord zk start|stop|status`` manages the
+embedded development server that the demo and the examples use when
+``AIOCOORD_HOSTS`` is unset.  ``aiocoord inspect PATH`` shows what is under a
+path, recognising each recipe's layout.  ``aiocoord bench`` runs the
+benchmarks.  Async commands run on uvloop unless ``--loop asyncio`` is given.
+
+A user error (no server reachable, a bad path, an unknown command) prints one
+line on stderr and exits with a non-zero status: 1 for a failed operation, 2
+for a bad command line.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
-import signal
 import sys
-import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import NoReturn, TypeVar
 
 import anyio
 
-from . import connect
-from .errors import CoordError, NoNodeError
-from .session import Coordinator
-from .zk.paths import join
-from .zk.types import CreateMode
+from ._cli_zk import DEFAULT_DIR, UserError, local_zookeeper, resolve_hosts
+from .errors import ConfigError, ConnectionLostError, CoordError, InvalidPathError, NoNodeError
 
-__all__ = ("main",)
+__all__ = ("UserError", "local_zookeeper", "main")
 
-
-def _run(func: object, args: argparse.Namespace) -> None:
-    use_uvloop = args.loop == "uvloop"
-    anyio.run(func, args, backend="asyncio", backend_options={"use_uvloop": use_uvloop})  # type: ignore[arg-type]
+T = TypeVar("T")
 
 
-# --- demo --------------------------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    """argparse, with errors on one line (and exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        message = message.replace(", '_demo-worker'", "")  # hidden: the demo's own processes
+        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
 
 
-async def _demo(args: argparse.Namespace) -> None:
-    from .testing import ZooKeeperServer, expire_session
-
-    started = time.monotonic()
-
-    def say(text: str) -> None:
-        print(f"[{time.monotonic() - started:6.2f}s] {text}", flush=True)
-
-    say("starting an embedded ZooKeeper server ...")
-    with ZooKeeperServer() as server:
-        say(f"ZooKeeper is up at {server.connect_string}")
-        async with connect(
-            server.connect_string, session_timeout=args.session_timeout, namespace="/demo"
-        ) as coord:
-            async with anyio.create_task_group() as tg:
-                seen: list[str] = []
-                changed = anyio.Event()
-
-                async def watch_states() -> None:
-                    nonlocal changed
-                    async for event in coord.connection_events():
-                        extra = (
-                            " (new session)"
-                            if event.new_session and event.state.value == "RECONNECTED"
-                            else ""
-                        )
-                        sid = f"0x{event.session_id:x}" if event.session_id else "-"
-                        say(f"state {event.state.value:<11} session {sid}{extra}  {event.reason}")
-                        seen.append(event.state.value)
-                        changed.set()
-                        changed = anyio.Event()
-
-                async def until(state: str, count: int = 1) -> None:
-                    with anyio.fail_after(30):
-                        while seen.count(state) < count:
-                            await changed.wait()
-
-                tg.start_soon(watch_states)
-                await until("CONNECTED")
-                created = await coord.client.create("/hello", b"world", mode=CreateMode.EPHEMERAL)
-                say(f"created ephemeral {created.path} (czxid 0x{created.stat.czxid:x})")
-
-                say("restarting the server: the session survives (SUSPENDED -> RECONNECTED)")
-                await anyio.to_thread.run_sync(server.restart)
-                await until("RECONNECTED")
-                still = await coord.client.exists("/hello")
-                say(f"ephemeral still there after the restart: {still is not None}")
-
-                say("expiring the session on the server: LOST, then a new session by itself")
-                await expire_session(coord)
-                await until("RECONNECTED", 2)
-                gone = await coord.client.exists("/hello")
-                say(f"ephemeral gone with the old session: {gone is None}")
-                tg.cancel_scope.cancel()
-        say("closed the session; stopping ZooKeeper")
-    say("demo done")
+def run_async(func: Callable[[], Awaitable[T]], loop: str = "uvloop") -> T:
+    """Run `func` on anyio's asyncio backend, with uvloop unless `loop` is 'asyncio'."""
+    return anyio.run(func, backend="asyncio", backend_options={"use_uvloop": loop == "uvloop"})
 
 
-# --- zk ----------------------------------------------------------------------------------------
+def _leaf(exc: BaseException) -> BaseException:
+    """The one exception inside (nested) exception groups of one; else `exc` itself."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
-def _zk(args: argparse.Namespace) -> int:
-    from .testing import ZooKeeperServer
+# --- zk ------------------------------------------------------------------------------------------
 
-    server = ZooKeeperServer(port=args.port)
-    server.start()
-    print(
-        f"ZooKeeper running at {server.connect_string} (log: {server.log_path}); Ctrl-C stops it",
-        flush=True,
-    )
-    stop = False
 
-    def _stop(*_: object) -> None:
-        nonlocal stop
-        stop = True
+def _cmd_zk(args: argparse.Namespace) -> int:
+    from ._cli_zk import server_status, start_server, stop_server
 
-    signal.signal(signal.SIGTERM, _stop)
+    directory = Path(args.dir)
+    if args.action == "start":
+        server, proc = start_server(directory, port=args.port)
+        if proc is None:
+            print(f"ZooKeeper already running at {server.connect_string} (pid {server.pid})")
+        else:
+            print(
+                f"ZooKeeper running at {server.connect_string} (pid {server.pid}, "
+                f"data in {directory}, log {server.log_path})"
+            )
+        if server.port != 2181:
+            print(f"use it with: export AIOCOORD_HOSTS={server.connect_string}")
+        return 0
+    if args.action == "stop":
+        stopped = stop_server(directory)
+        if stopped is None:
+            print(f"no embedded ZooKeeper running in {directory}")
+        else:
+            print(f"stopped ZooKeeper at {stopped.connect_string} (pid {stopped.pid})")
+        return 0
+    found, mode = server_status(directory)
+    if found is None:
+        print(f"no embedded ZooKeeper running in {directory}")
+        return 3
+    answer = f"answering ({mode})" if mode else "running but not answering"
+    print(f"ZooKeeper at {found.connect_string} (pid {found.pid}, data in {directory}): {answer}")
+    return 0 if mode else 1
+
+
+# --- inspect -------------------------------------------------------------------------------------
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from . import connect
+    from ._cli_inspect import inspect_path, render
+    from .zk.paths import validate_path
+
     try:
-        while not stop and server.running:
-            time.sleep(0.2)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
-        server.cleanup()
+        validate_path(args.path, allow_reserved=True)
+    except InvalidPathError as exc:
+        raise UserError(f"invalid path {args.path!r}: {exc.reason}") from None
+    if args.depth < 0:
+        raise UserError("--depth must be 0 or more")
+    settings = resolve_hosts(args.hosts, Path(args.dir))
+
+    async def run() -> dict[str, object]:
+        try:
+            async with connect(
+                settings, session_timeout=10.0, connect_timeout=args.timeout
+            ) as coord:
+                return await inspect_path(coord, args.path, depth=args.depth)
+        except ConnectionLostError:
+            raise UserError(
+                f"cannot reach ZooKeeper at {settings.hosts} within {args.timeout:g}s "
+                "(start one with 'aiocoord zk start', or set AIOCOORD_HOSTS / --hosts)"
+            ) from None
+        except NoNodeError:
+            raise UserError(f"{args.path} does not exist on {settings.hosts}") from None
+
+    info = run_async(run, args.loop)
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        print("\n".join(render(info)))
     return 0
 
 
-# --- inspect -----------------------------------------------------------------------------------
+# --- demo, bench, workers ------------------------------------------------------------------------
 
 
-async def _inspect(args: argparse.Namespace) -> None:
-    async with connect(args.hosts, session_timeout=10, connect_timeout=args.timeout) as coord:
-        await _print_tree(coord, args.path, 0, args.depth)
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from ._demo import run_demo
+
+    return run_demo(args)
 
 
-async def _print_tree(coord: Coordinator, path: str, level: int, depth: int) -> None:
-    try:
-        node = await coord.client.get(path)
-        children = sorted(await coord.client.children(path))
-    except NoNodeError:
-        print(f"{'  ' * level}{path} (gone)")
-        return
-    data = node.data.decode("utf-8", "replace")
-    if len(data) > 80:
-        data = data[:77] + "..."
-    kind = " [ephemeral]" if node.stat.ephemeral_owner else ""
-    name = path if level == 0 else path.rsplit("/", 1)[1]
-    print(
-        f"{'  ' * level}{name}{kind} v{node.stat.version} {data!r}"
-        if data
-        else f"{'  ' * level}{name}{kind}"
-    )
-    if level < depth:
-        for child in children:
-            await _print_tree(coord, join(path, child), level + 1, depth)
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from ._cli_bench import run_bench
+
+    return run_bench(args)
 
 
-# --- entry point -------------------------------------------------------------------------------
+def _cmd_demo_worker(args: argparse.Namespace) -> int:
+    from ._demo_worker import run_worker
+
+    return run_worker(args)
+
+
+# --- the parser ----------------------------------------------------------------------------------
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="aiocoord", description=__doc__.splitlines()[0] if __doc__ else None
+    parser = _Parser(
+        prog="aiocoord",
+        description="aiocoord: asyncio-native coordination on Apache ZooKeeper.",
+        epilog="ZooKeeper: AIOCOORD_HOSTS if set, else the embedded server ('aiocoord zk start').",
     )
     parser.add_argument(
         "--loop",
@@ -168,18 +163,96 @@ def _parser() -> argparse.ArgumentParser:
         help="event loop (default uvloop)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log aiocoord's transitions")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
     demo = sub.add_parser(
-        "demo", help="start a ZooKeeper, print connection states through a restart and an expiry"
+        "demo",
+        help="run the end-to-end demo: workers, a rolling upgrade, a crash, a verdict",
+        description=(
+            "Start the embedded ZooKeeper (or use AIOCOORD_HOSTS), run worker processes of "
+            "version 1.0 leading a dozen cron tasks and a once-per-interval job, roll out "
+            "version 1.1, SIGKILL one 1.1 worker, run a batch of scheduler jobs, and check "
+            "the verdict against ZooKeeper and the workers' logs. Exits 0 only if it holds."
+        ),
     )
-    demo.add_argument("--session-timeout", type=float, default=4.0)
-    zk = sub.add_parser("zk", help="run an embedded ZooKeeper server until interrupted")
-    zk.add_argument("--port", type=int, default=None, help="client port (default: a free one)")
-    inspect = sub.add_parser("inspect", help="print a subtree with node data")
-    inspect.add_argument("path", nargs="?", default="/")
-    inspect.add_argument("--hosts", default="127.0.0.1:2181")
-    inspect.add_argument("--depth", type=int, default=8)
-    inspect.add_argument("--timeout", type=float, default=5.0)
+    demo.add_argument("--workers", type=int, default=3, help="workers per version (default 3)")
+    demo.add_argument("--tasks", type=int, default=12, help="cron tasks (default 12)")
+    demo.add_argument("--jobs", type=int, default=40, help="scheduler jobs (default 40)")
+    demo.add_argument(
+        "--interval", type=float, default=3.0, help="once-per-interval window, seconds (default 3)"
+    )
+    demo.add_argument(
+        "--session-timeout",
+        type=float,
+        default=2.0,
+        help="workers' session timeout, seconds (default 2)",
+    )
+    demo.add_argument(
+        "--keep", action="store_true", help="keep the demo's nodes and logs afterwards"
+    )
+    demo.add_argument("--dir", default=str(DEFAULT_DIR), help=argparse.SUPPRESS)
+    demo.set_defaults(func=_cmd_demo)
+
+    zk = sub.add_parser(
+        "zk",
+        help="start, stop or query the embedded development ZooKeeper",
+        description=(
+            "The embedded ZooKeeper for development: the installed Debian server, with its "
+            "data, log, pid and port in a local folder (default .aiocoord/zk). It listens on "
+            "127.0.0.1, port 2181 if free, else a free port (or --port)."
+        ),
+    )
+    zk.add_argument("action", choices=("start", "stop", "status"))
+    zk.add_argument("--port", type=int, default=None, help="client port for 'start'")
+    zk.add_argument("--dir", default=str(DEFAULT_DIR), help="the server's folder")
+    zk.set_defaults(func=_cmd_zk)
+
+    inspect = sub.add_parser(
+        "inspect",
+        help="show what is under a path: latches, locks, task leadership, schedulers",
+        description=(
+            "Show what is under PATH, recognising each recipe by its layout: a leader latch "
+            "(participants in order, leader, tokens), a CAS lock (owner, lease expiry, last "
+            "run), task leadership (workers with versions, task -> leader), a scheduler "
+            "(pending, assigned, results); other nodes as a tree."
+        ),
+    )
+    inspect.add_argument("path", nargs="?", default="/", help="a ZooKeeper path (default /)")
+    inspect.add_argument("--json", action="store_true", help="print JSON for scripts")
+    inspect.add_argument(
+        "--hosts", default=None, help="ZooKeeper hosts (default: AIOCOORD_HOSTS or embedded)"
+    )
+    inspect.add_argument("--depth", type=int, default=4, help="levels of plain nodes to walk")
+    inspect.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
+    inspect.add_argument("--dir", default=str(DEFAULT_DIR), help=argparse.SUPPRESS)
+    inspect.set_defaults(func=_cmd_inspect)
+
+    bench = sub.add_parser(
+        "bench",
+        help="run the benchmarks: aiocoord against kazoo and aiozk, with ratios",
+        description=(
+            "Run the benchmarks in benchmarks/ against one embedded server and print one "
+            "table of aiocoord against kazoo and aiozk's recipes, with ratios."
+        ),
+    )
+    bench.add_argument("--quick", action="store_true", help="a short run (1 s per measurement)")
+    bench.add_argument(
+        "--all", action="store_true", help="then run every script in benchmarks/ in full"
+    )
+    bench.add_argument(
+        "--seconds", type=float, default=None, help="seconds per measurement (overrides --quick)"
+    )
+    bench.set_defaults(func=_cmd_bench)
+
+    worker = sub.add_parser("_demo-worker")  # the demo's worker processes; not listed
+    worker.add_argument("--root", required=True)
+    worker.add_argument("--id", required=True)
+    worker.add_argument("--version", required=True)
+    worker.add_argument("--tasks", type=int, required=True)
+    worker.add_argument("--interval", type=float, required=True)
+    worker.add_argument("--session-timeout", type=float, required=True)
+    worker.add_argument("--log", required=True)
+    worker.set_defaults(func=_cmd_demo_worker)
     return parser
 
 
@@ -190,15 +263,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s"
     )
     try:
-        if args.command == "demo":
-            _run(_demo, args)
-        elif args.command == "zk":
-            return _zk(args)
-        elif args.command == "inspect":
-            _run(_inspect, args)
-    except CoordError as exc:
-        print(f"aiocoord: {exc}", file=sys.stderr)
-        return 1
+        code: int = args.func(args)
     except KeyboardInterrupt:
         return 130
-    return 0
+    except BaseException as exc:
+        leaf = _leaf(exc)
+        if isinstance(leaf, KeyboardInterrupt):
+            return 130
+        if isinstance(leaf, UserError):
+            print(f"aiocoord {args.command}: {leaf}", file=sys.stderr)
+            return 1
+        if isinstance(leaf, ConfigError):
+            print(f"aiocoord {args.command}: {leaf}", file=sys.stderr)
+            return 2
+        if isinstance(leaf, CoordError):
+            print(f"aiocoord {args.command}: {leaf}", file=sys.stderr)
+            return 1
+        raise
+    return code

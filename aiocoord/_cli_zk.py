@@ -1,0 +1,338 @@
+"""The embedded development ZooKeeper behind ``aiocoord zk start|stop|status``.
+
+The server is the installed Debian ``zookeeper`` package run by ``java``, in a
+local folder (``.aiocoord/zk`` by default: ``zoo.cfg``, ``data/``, ``zk.log``
+and ``server.json``, which records the pid and the port so that `stop` and
+`status` find it again from another process).  It listens on 127.0.0.1 only,
+on port 2181 when that is free (the default of `aiocoord.Settings`, so a plain
+``aiocoord.connect()`` reaches it) or on another free port.
+
+A process is only ever signalled by the pid recorded here, and only while its
+command line still names this folder's ``zoo.cfg``, so a recycled pid is never
+hit.
+
+`local_zookeeper()` is what the demo and the examples use: the servers named by
+``AIOCOORD_HOSTS`` if set, else the embedded server if it runs, else one started
+for the duration of the block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .settings import Settings
+
+__all__ = (
+    "DEFAULT_DIR",
+    "EmbeddedServer",
+    "UserError",
+    "local_zookeeper",
+    "read_state",
+    "resolve_hosts",
+    "server_status",
+    "start_server",
+    "stop_server",
+)
+
+DEFAULT_DIR = Path(".aiocoord") / "zk"
+DEFAULT_PORT = 2181
+_STATE = "server.json"
+_JVM_ARGS = (
+    "-Xmx256m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-Dzookeeper.root.logger=INFO,CONSOLE",
+    "-Dznode.container.checkIntervalMs=1000",
+)
+
+
+class UserError(Exception):
+    """A problem the user can fix; the command prints its message on one line and exits 1."""
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedServer:
+    """An embedded server as recorded in its folder's ``server.json``."""
+
+    directory: Path
+    pid: int
+    port: int
+    started: float
+
+    @property
+    def connect_string(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def config_path(self) -> Path:
+        return self.directory / "zoo.cfg"
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "zk.log"
+
+
+def _state_path(directory: Path) -> Path:
+    return directory / _STATE
+
+
+def _alive(server: EmbeddedServer) -> bool:
+    """Whether the recorded pid still runs this folder's server (not a recycled pid)."""
+    try:
+        cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes()
+    except OSError:
+        if not Path("/proc/self").exists():  # no procfs: trust the pid alone
+            try:
+                os.kill(server.pid, 0)
+            except OSError:
+                return False
+            return True
+        return False
+    return str(server.config_path.resolve()).encode() in cmdline
+
+
+def read_state(directory: Path = DEFAULT_DIR) -> EmbeddedServer | None:
+    """The server recorded in `directory` if it still runs, else None (a stale record is removed)."""
+    path = _state_path(directory)
+    try:
+        raw = json.loads(path.read_text())
+        server = EmbeddedServer(directory, int(raw["pid"]), int(raw["port"]), float(raw["started"]))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    if not _alive(server):
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    return server
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _write_config(directory: Path, port: int) -> Path:
+    data = directory / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# aiocoord's embedded ZooKeeper: nothing here belongs in git\n*\n")
+    config = {
+        "tickTime": "200",
+        "minSessionTimeout": "500",
+        "maxSessionTimeout": "60000",
+        "dataDir": str(data.resolve()),
+        "clientPort": str(port),
+        "clientPortAddress": "127.0.0.1",
+        "admin.enableServer": "false",
+        "4lw.commands.whitelist": "*",
+        "extendedTypesEnabled": "true",
+        "autopurge.snapRetainCount": "3",
+        "autopurge.purgeInterval": "1",
+    }
+    path = directory / "zoo.cfg"
+    path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+    return path
+
+
+def _log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def start_server(
+    directory: Path = DEFAULT_DIR, *, port: int | None = None, timeout: float = 30.0
+) -> tuple[EmbeddedServer, subprocess.Popen[bytes] | None]:
+    """Start the embedded server in `directory` unless it already runs there.
+
+    Returns the server and, when this call started it, its `Popen` handle.  The
+    JVM runs in its own session, so it outlives this process.  Raises
+    `UserError` when ZooKeeper is not installed, the port is taken, or the
+    server does not answer within `timeout` seconds.
+    """
+    from .testing._expire import probe_handshake, server_mode
+    from .testing._server import ZooKeeperNotInstalledError, classpath
+
+    running = read_state(directory)
+    if running is not None:
+        if port is not None and port != running.port:
+            raise UserError(
+                f"the embedded ZooKeeper in {directory} already runs on port {running.port}; "
+                "'aiocoord zk stop' it first"
+            )
+        return running, None
+    try:
+        cp = classpath()
+    except ZooKeeperNotInstalledError as exc:
+        raise UserError(str(exc)) from None
+    if port is None:
+        port = DEFAULT_PORT if _port_free(DEFAULT_PORT) else _free_port()
+    elif not 0 < port < 65536:
+        raise UserError(f"--port {port} is out of range")
+    elif not _port_free(port):
+        raise UserError(f"port {port} on 127.0.0.1 is already in use")
+    directory.mkdir(parents=True, exist_ok=True)
+    config = _write_config(directory, port)
+    log_path = directory / "zk.log"
+    java = ["java", *_JVM_ARGS, "-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain"]
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            [*java, str(config.resolve())],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=directory,
+            start_new_session=True,  # outlives this process; a Ctrl-C here does not reach it
+        )
+    server = EmbeddedServer(directory, proc.pid, port, time.time())
+    state = {"pid": proc.pid, "port": port, "started": server.started}
+    _state_path(directory).write_text(json.dumps(state) + "\n")
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            _state_path(directory).unlink(missing_ok=True)
+            tail = _log_tail(log_path)
+            raise UserError(
+                f"ZooKeeper exited with code {proc.returncode} while starting (log {log_path})"
+                + (f": {tail.splitlines()[-1]}" if tail else "")
+            )
+        if server_mode("127.0.0.1", port) is not None and probe_handshake(
+            "127.0.0.1", port, timeout=1.0
+        ):
+            return server, proc
+        if time.monotonic() >= deadline:
+            proc.kill()
+            proc.wait()
+            _state_path(directory).unlink(missing_ok=True)
+            raise UserError(f"ZooKeeper did not answer within {timeout:g}s (log {log_path})")
+        time.sleep(0.05)
+
+
+def stop_server(
+    directory: Path = DEFAULT_DIR,
+    *,
+    proc: subprocess.Popen[bytes] | None = None,
+    timeout: float = 10.0,
+) -> EmbeddedServer | None:
+    """Stop the embedded server of `directory` (SIGTERM, then SIGKILL); None if none ran.
+
+    `proc` is the handle `start_server` returned, if this process started it
+    (so the exit is reaped).
+    """
+    server = read_state(directory)
+    if server is None:
+        return None
+    _signal(server, signal.SIGTERM)
+    if not _wait_gone(server, proc, timeout):
+        _signal(server, signal.SIGKILL)
+        _wait_gone(server, proc, 5.0)
+    _state_path(directory).unlink(missing_ok=True)
+    return server
+
+
+def _signal(server: EmbeddedServer, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(server.pid, sig)
+
+
+def _wait_gone(
+    server: EmbeddedServer, proc: subprocess.Popen[bytes] | None, timeout: float
+) -> bool:
+    if proc is not None:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    deadline = time.monotonic() + timeout
+    while _alive(server):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def server_status(directory: Path = DEFAULT_DIR) -> tuple[EmbeddedServer | None, str | None]:
+    """The running server (or None) and its ``srvr`` mode (None if it does not answer)."""
+    from .testing._expire import server_mode
+
+    server = read_state(directory)
+    if server is None:
+        return None, None
+    return server, server_mode("127.0.0.1", server.port)
+
+
+def resolve_hosts(hosts: str | None = None, directory: Path = DEFAULT_DIR) -> Settings:
+    """Settings for a command that needs a server: `hosts`, else ``AIOCOORD_*``, else embedded.
+
+    ``AIOCOORD_HOSTS`` (or a ``.env`` file) wins over the embedded server; with
+    neither, the embedded server's port is used when it runs, else Settings'
+    default (127.0.0.1:2181).
+    """
+    if hosts is not None:
+        return Settings.build(hosts)
+    settings = Settings()
+    if "hosts" in settings.model_fields_set:
+        return settings
+    running = read_state(directory)
+    if running is not None:
+        return Settings.build(settings, hosts=running.connect_string)
+    return settings
+
+
+@contextlib.contextmanager
+def local_zookeeper(directory: Path = DEFAULT_DIR, *, quiet: bool = False) -> Iterator[Settings]:
+    """Settings for a ZooKeeper to use now: ``AIOCOORD_HOSTS``, the embedded one, or a new one.
+
+    When ``AIOCOORD_HOSTS`` is set (environment or ``.env``), those servers
+    are used as they are.  Otherwise the embedded server (``aiocoord zk
+    start``) is used if it runs; if not, it is started for the duration of the
+    block and stopped afterwards (a line on stderr says so unless `quiet`).
+    Raises `UserError` when it cannot be started.
+    """
+    settings = Settings()
+    if "hosts" in settings.model_fields_set:
+        yield settings
+        return
+    server, proc = start_server(directory)
+    if proc is None:
+        yield Settings.build(settings, hosts=server.connect_string)
+        return
+    if not quiet:
+        print(
+            f"aiocoord: started the embedded ZooKeeper at {server.connect_string} "
+            f"(data in {directory}); it stops when this program ends",
+            file=sys.stderr,
+            flush=True,
+        )
+    try:
+        yield Settings.build(settings, hosts=server.connect_string)
+    finally:
+        stop_server(directory, proc=proc)

@@ -1,0 +1,195 @@
+"""One worker process of ``aiocoord demo`` (``python -m aiocoord _demo-worker ...``).
+
+It connects with the ``AIOCOORD_*`` settings its parent gives it, takes part in
+task leadership over the demo's cron tasks under ``<root>/tasks``, runs the
+once-per-interval job guarded by ``once_per`` at ``<root>/once/report``, and,
+when the scheduler is available, runs the demo's jobs.  Everything it does is
+written to its log as JSON lines (one ``write`` each, flushed), which the demo
+reads for its verdict:
+
+- ``{"ev": "lead", "task", "token", "t"}`` when a ``lead()`` body starts, and
+  ``{"ev": "end", ...}`` when it has exited (before the leader node is deleted);
+- ``{"ev": "tick", "task", "token", "t"}`` each time a cron task fires;
+- ``{"ev": "once", "window", "token", "t"}`` after a successful once-per run has
+  written its result node ``<root>/once/runs/<window ms>``, or
+  ``{"ev": "once-duplicate", ...}`` if that node already existed;
+- ``ready``, ``stopping`` and ``exit`` around its life.
+
+SIGTERM (or SIGINT, or its parent going away) stops it gracefully: the
+once-per job finishes the run in progress, then task leadership is left,
+which cancels the cron bodies and deletes the worker's nodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import time
+from typing import IO, Any
+
+import anyio
+import anyio.abc
+
+from .errors import (
+    ConnectionLostError,
+    CoordError,
+    LeadershipLost,
+    LockLost,
+    NodeExistsError,
+)
+from .recipes.cas_lock import once_per
+from .recipes.task_leadership import TaskLeadership, Worker, task_leadership
+from .session import Coordinator, connect
+from .zk.paths import join
+
+__all__ = ("TICK", "run_worker", "task_names", "window_name")
+
+log = logging.getLogger(__name__)
+
+TICK = 0.5  # seconds between two firings of a cron task
+ONCE_WORK = 0.3  # how long the once-per "query" takes
+ONCE_POLL = 0.25  # how often a worker tries the once-per job
+ONCE_LEASE = 1.0  # its lease: a crashed runner blocks the window at most this long (+ skew)
+
+
+def task_names(count: int) -> list[str]:
+    return [f"cron-{i:02d}" for i in range(count)]
+
+
+def window_name(window: float) -> str:
+    """The result node's name for the once-per window starting at `window` (Unix time)."""
+    return str(round(window * 1000))
+
+
+class JsonLog:
+    """Append-only JSON lines, one write and flush each, so a SIGKILL never cuts a line."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def write(self, ev: str, **fields: Any) -> None:
+        record = {"ev": ev, "t": time.time(), **fields}
+        self._stream.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self._stream.flush()
+
+
+async def _lead_loop(tl: TaskLeadership, task: str, out: JsonLog) -> None:
+    """Run the cron task `task` whenever this worker leads it."""
+    while True:
+        try:
+            async with tl.lead(task) as term:
+                out.write("lead", task=task, token=term.token)
+                try:
+                    while True:
+                        out.write("tick", task=task, token=term.token)
+                        await anyio.sleep(TICK)
+                finally:
+                    out.write("end", task=task, token=term.token)
+        except LeadershipLost as exc:
+            out.write("lost", task=task, reason=exc.reason)
+        except RuntimeError:
+            return  # the recipe closed
+
+
+async def _once_loop(
+    coord: Coordinator, root: str, interval: float, owner: str, out: JsonLog, stop: anyio.Event
+) -> None:
+    """Try the once-per-interval job every ONCE_POLL seconds until `stop` is set."""
+    lock = join(root, "once", "report")
+    runs = join(root, "once", "runs")
+    while not stop.is_set():
+        try:
+            async with once_per(
+                coord, lock, interval, owner=owner, lease=ONCE_LEASE, skew=0.1
+            ) as slot:
+                if slot.acquired:
+                    window = slot.window.timestamp()
+                    await anyio.sleep(ONCE_WORK)  # the "query"
+                    data = json.dumps({"worker": owner, "token": slot.token}).encode()
+                    try:
+                        await coord.client.create(
+                            join(runs, window_name(window)), data, make_parents=True
+                        )
+                    except NodeExistsError:
+                        out.write("once-duplicate", window=window, token=slot.token)
+                    else:
+                        out.write("once", window=window, token=slot.token)
+        except (LockLost, ConnectionLostError) as exc:
+            out.write("once-failed", error=str(exc))
+        except CoordError as exc:
+            out.write("once-failed", error=str(exc))
+        with anyio.move_on_after(ONCE_POLL):
+            await stop.wait()
+
+
+async def _watch_signals(stop: anyio.Event, out: JsonLog) -> None:
+    parent = os.getppid()
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with anyio.create_task_group() as tg:
+
+            async def orphaned() -> None:
+                while os.getppid() == parent:  # noqa: ASYNC110 - no event for a parent's death
+                    await anyio.sleep(0.5)
+                out.write("orphaned")
+                stop.set()
+
+            tg.start_soon(orphaned)
+            async for signum in signals:
+                out.write("stopping", signal=signal.Signals(signum).name)
+                stop.set()
+                tg.cancel_scope.cancel()
+                return
+
+
+async def _main(args: argparse.Namespace, out: JsonLog) -> None:
+    stop = anyio.Event()
+    async with anyio.create_task_group() as outer:
+        outer.start_soon(_watch_signals, stop, out)
+        async with connect(session_timeout=args.session_timeout, connect_timeout=15.0) as coord:
+            out.write("session", session=coord.session_id)
+            me = Worker(version=args.version, id=args.id)
+            tasks = task_names(args.tasks)
+            async with task_leadership(
+                coord, join(args.root, "tasks"), worker=me, tasks=tasks, settle=0.3
+            ) as tl:
+                async with anyio.create_task_group() as tg:
+                    for task in tasks:
+                        tg.start_soon(_lead_loop, tl, task, out)
+                    once = anyio.Event()
+
+                    async def once_job() -> None:
+                        try:
+                            await _once_loop(coord, args.root, args.interval, me.id, out, stop)
+                        finally:
+                            once.set()
+
+                    tg.start_soon(once_job)
+                    out.write("ready", version=me.version, pid=os.getpid())
+                    await stop.wait()
+                    with anyio.move_on_after(ONCE_LEASE + ONCE_WORK + 2):
+                        await once.wait()  # let a run in progress finish and be recorded
+                    tg.cancel_scope.cancel()
+        outer.cancel_scope.cancel()
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """The ``_demo-worker`` command: run until SIGTERM; returns the exit status."""
+    with open(args.log, "a", encoding="utf-8") as stream:
+        out = JsonLog(stream)
+        loop = "uvloop" if getattr(args, "loop", "uvloop") == "uvloop" else "asyncio"
+        try:
+            anyio.run(
+                _main,
+                args,
+                out,
+                backend="asyncio",
+                backend_options={"use_uvloop": loop == "uvloop"},
+            )
+        except BaseException as exc:
+            out.write("crash", error=f"{type(exc).__name__}: {exc}")
+            raise
+        out.write("exit")
+    return 0
