@@ -1,0 +1,418 @@
+"""What the FastAPI lifespan runs: one coordinator, its latches, leader-only tasks, tracked holds.
+
+`Coordination` is framework-free (the FastAPI module only wires it into an
+app), so it can be driven and tested as plain anyio code.
+
+Leader tasks: for each ``{path: func}`` entry a `LeaderLatch` is joined and a
+runner loops on ``latch.leadership()``: `func` runs only inside it, so it is
+cancelled the moment leadership is lost (SUSPENDED by default, LOST, the node
+deleted) and started again when leadership comes back.  A `func` that returns
+keeps the leadership idle until it is lost; a `func` that raises is logged and
+started again after a backoff (1 s doubling to 30 s) while still leader.
+
+Health: a process is *not live* when a body that believes it has a right (a
+leader task, a tracked lock) is still running more than `grace` seconds after
+the session it got that right on was LOST: its cancellation did not take,
+and only a restart ends it.  It is *ready* while the session is CONNECTED or
+RECONNECTED.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+
+from ..errors import CoordError, CoordinatorClosedError, LeadershipLost, LockNotAcquired
+from ..recipes._election import LeadershipTerm, default_participant_id
+from ..recipes.cas_lock import CasLock, Slot, once_per
+from ..recipes.leader_latch import LeaderLatch
+from ..recipes.task_leadership import TaskLeadership
+from ..session import Coordinator
+from ..zk.paths import validate_path
+from ..zk.states import ConnectionState
+
+if TYPE_CHECKING:
+    from ..metrics import Metrics
+
+__all__ = ("Coordination", "LeaderTask", "check_leader_tasks")
+
+log = logging.getLogger("aiocoord.integrations.fastapi")
+
+LeaderFunc = Callable[..., Awaitable[Any]]
+_READY = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
+MAX_BACKOFF = 30.0
+
+
+def check_leader_tasks(leader_tasks: Mapping[str, LeaderFunc] | None) -> dict[str, LeaderFunc]:
+    """Validate ``{path: coroutine function}``; raise `TypeError` / `InvalidPathError`."""
+    if leader_tasks is None:
+        return {}
+    if not isinstance(leader_tasks, Mapping):
+        raise TypeError(
+            f"leader_tasks must be a mapping of path -> async function, not {type(leader_tasks).__name__}"
+        )
+    out: dict[str, LeaderFunc] = {}
+    for path, func in leader_tasks.items():
+        validate_path(path)
+        if not callable(func):
+            raise TypeError(f"leader_tasks[{path!r}] must be an async function, not {func!r}")
+        _wants_term(func)  # raises for a function that takes more than one argument
+        out[path] = func
+    return out
+
+
+def _wants_term(func: LeaderFunc) -> bool:
+    """Whether `func` takes the `LeadershipTerm` (one positional parameter) or nothing."""
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    required = [
+        p
+        for p in params
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    if len(required) > 1:
+        raise TypeError(f"a leader task takes no argument or the LeadershipTerm, not {func!r}")
+    return len(required) == 1
+
+
+@dataclass(slots=True)
+class LeaderTask:
+    """A leader-only task and what it did so far (shown by ``/coordination/status``)."""
+
+    path: str
+    func: LeaderFunc
+    running: bool = False
+    session: int | None = None  # the session its current run got leadership on
+    token: int | None = None
+    starts: int = 0
+    losses: int = 0
+    failures: int = 0
+    last_error: str | None = None
+    last_loss: str | None = None
+
+
+@dataclass(slots=True)
+class _Hold:
+    """A tracked lock (or once_per run) body while it runs."""
+
+    path: str
+    owner: str
+    token: int | None
+    session: int | None
+    since: float = field(default_factory=time.monotonic)
+
+
+class Coordination:
+    """A coordinator plus the latches, leader tasks and holds an application runs on it.
+
+    Made and run by `aiocoord.integrations.fastapi.lifespan`; handlers get it
+    with the ``coordination`` dependency (or ``request.state.aiocoord``).
+    """
+
+    def __init__(
+        self,
+        coord: Coordinator,
+        *,
+        leader_tasks: Mapping[str, LeaderFunc] | None = None,
+        latches: tuple[str, ...] = (),
+        participant_id: str | None = None,
+        lose_on_suspend: bool = True,
+        metrics: Metrics | None = None,
+        grace: float = 1.0,
+    ) -> None:
+        self.coord = coord
+        self.participant_id = participant_id or default_participant_id()
+        self.tasks = {p: LeaderTask(p, f) for p, f in check_leader_tasks(leader_tasks).items()}
+        self._paths = list(dict.fromkeys([*self.tasks, *latches]))
+        self._lose_on_suspend = lose_on_suspend
+        self.metrics = metrics
+        self.grace = grace
+        self.latches: dict[str, LeaderLatch] = {}
+        self.task_leaderships: list[TaskLeadership] = []
+        self.transitions: dict[str, int] = {}
+        self._lost_at: dict[int, float] = {}  # session id -> when it was seen LOST
+        self._holds: list[_Hold] = []
+
+    # --- running ---------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Coordination]:
+        """Join the latches and start the leader tasks; leaving stops them, then leaves the latches.
+
+        Entering returns once every latch has its node (not once it leads).
+        """
+        async with AsyncExitStack() as stack:
+            for path in self._paths:
+                latch = LeaderLatch(
+                    self.coord,
+                    path,
+                    participant_id=self.participant_id,
+                    lose_on_suspend=self._lose_on_suspend,
+                )
+                self.latches[path] = await stack.enter_async_context(latch)
+                if self.metrics is not None:
+                    await stack.enter_async_context(self.metrics.watch_latch(latch))
+            async with anyio.create_task_group() as tg:
+                await tg.start(self._follow_session)
+                for path, task in self.tasks.items():
+                    tg.start_soon(self._run_leader_task, self.latches[path], task)
+                try:
+                    yield self
+                finally:
+                    tg.cancel_scope.cancel()
+
+    async def _follow_session(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        started = False
+        async for event in self.coord.connection_events():
+            self.transitions[event.state.value] = self.transitions.get(event.state.value, 0) + 1
+            if event.state is ConnectionState.LOST and event.session_id is not None:
+                self._lost_at[event.session_id] = time.monotonic()
+            if event.state is ConnectionState.RECONNECTED and event.new_session:
+                self._mark_old_sessions_lost(event.session_id)
+            if self.metrics is not None:
+                self.metrics.observe_state(event.state)
+            if not started:
+                started = True
+                task_status.started()
+        if not started:
+            task_status.started()
+
+    def _mark_old_sessions_lost(self, current: int | None) -> None:
+        """A new session means every earlier one is gone, even if its LOST carried no id."""
+        now = time.monotonic()
+        sessions = [t.session for t in self.tasks.values()] + [h.session for h in self._holds]
+        for session in sessions:
+            if session is not None and session != current:
+                self._lost_at.setdefault(session, now)
+
+    async def _run_leader_task(self, latch: LeaderLatch, task: LeaderTask) -> None:
+        wants_term = _wants_term(task.func)
+        backoff = 1.0
+        while True:
+            try:
+                async with latch.leadership() as term:
+                    await self._lead(task, term, wants_term)
+                    backoff = 1.0
+                    await anyio.sleep_forever()  # returned by itself: idle until the term ends
+            except LeadershipLost as exc:
+                task.losses += 1
+                task.last_loss = exc.reason
+                log.info("leader task %s stopped: %s", task.path, exc.reason)
+            except CoordinatorClosedError:
+                return
+            except _TaskFailed:
+                await anyio.sleep(backoff)
+                backoff = min(MAX_BACKOFF, backoff * 2)
+
+    async def _lead(self, task: LeaderTask, term: LeadershipTerm, wants_term: bool) -> None:
+        task.running, task.session, task.token = True, self.coord.session_id, term.token
+        task.starts += 1
+        log.info("leader task %s started (token 0x%x)", task.path, term.token)
+        try:
+            await (task.func(term) if wants_term else task.func())
+        except Exception as exc:
+            task.failures += 1
+            task.last_error = f"{type(exc).__name__}: {exc}"
+            log.exception("leader task %s failed; it starts again while still leader", task.path)
+            raise _TaskFailed from exc
+        finally:
+            task.running = False
+
+    # --- tracked holds ----------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def lock(
+        self,
+        path: str,
+        *,
+        owner: str | None = None,
+        lease: float = 60.0,
+        skew: float | None = None,
+        blocking: bool = True,
+    ) -> AsyncIterator[CasLock]:
+        """`aiocoord.cas_lock()` on this coordinator, shown in status and health while held.
+
+        Same behaviour and errors as `CasLock.hold` (`LockNotAcquired` when not
+        blocking and held elsewhere, `LockLost` after the body when lost).
+        """
+        lock = CasLock(self.coord, path, owner=owner or self.participant_id, lease=lease, skew=skew)
+        hold: _Hold | None = None
+        try:
+            async with lock.hold(blocking=blocking):
+                hold = _Hold(path, lock.owner, lock.token, self.coord.session_id)
+                self._holds.append(hold)
+                if self.metrics is not None:
+                    self.metrics.observe_lock(path, "acquired")
+                try:
+                    yield lock
+                finally:
+                    self._holds.remove(hold)
+        except LockNotAcquired:
+            if self.metrics is not None:
+                self.metrics.observe_lock(path, "busy")
+            raise
+        except CoordError:
+            if hold is None and self.metrics is not None:
+                self.metrics.observe_lock(path, "error")
+            raise
+        finally:
+            if hold is not None and self.metrics is not None:
+                self.metrics.lock_held.labels(path=path).observe(time.monotonic() - hold.since)
+
+    @asynccontextmanager
+    async def once_per(
+        self, path: str, interval: float, *, lease: float = 60.0, skew: float | None = None
+    ) -> AsyncIterator[Slot]:
+        """`aiocoord.once_per()` on this coordinator; a running slot shows in status and health."""
+        async with once_per(
+            self.coord, path, interval, owner=self.participant_id, lease=lease, skew=skew
+        ) as slot:
+            if not slot.acquired:
+                yield slot
+                return
+            hold = _Hold(path, self.participant_id, slot.token, self.coord.session_id)
+            self._holds.append(hold)
+            try:
+                yield slot
+            finally:
+                self._holds.remove(hold)
+
+    @asynccontextmanager
+    async def task_leadership(self, tl: TaskLeadership) -> AsyncIterator[TaskLeadership]:
+        """Enter `tl` (made with ``aiocoord.task_leadership(coord, ...)``) and show it in status."""
+        async with tl:
+            self.task_leaderships.append(tl)
+            try:
+                yield tl
+            finally:
+                self.task_leaderships.remove(tl)
+
+    # --- health and status ------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Whether the session can be used now (CONNECTED or RECONNECTED)."""
+        return self.coord.state in _READY
+
+    def stuck(self) -> list[str]:
+        """Bodies still running more than `grace` s after the session they hold a right on was lost."""
+        now = time.monotonic()
+        out: list[str] = []
+        for task in self.tasks.values():
+            lost = self._lost_at.get(task.session or -1)
+            if task.running and lost is not None and now - lost > self.grace:
+                out.append(f"leader task {task.path}")
+        for hold in self._holds:
+            lost = self._lost_at.get(hold.session or -1)
+            if lost is not None and now - lost > self.grace:
+                out.append(f"lock {hold.path}")
+        return out
+
+    @property
+    def live(self) -> bool:
+        return not self.stuck()
+
+    def health(self) -> dict[str, Any]:
+        stuck = self.stuck()
+        sid = self.coord.session_id
+        return {
+            "live": not stuck,
+            "ready": self.ready,
+            "state": self.coord.state.value if self.coord.state else "CLOSED",
+            "session": f"0x{sid:x}" if sid else None,
+            "stuck": stuck,
+        }
+
+    async def status(self, timeout: float = 2.0) -> dict[str, Any]:
+        """Session, latches (leader, participants, task), held locks, task leadership."""
+        coord = self.coord
+        sid = coord.session_id
+        out: dict[str, Any] = {
+            "participant_id": self.participant_id,
+            "session": {
+                "state": coord.state.value if coord.state else "CLOSED",
+                "session_id": f"0x{sid:x}" if sid else None,
+                "timeout": coord.session_timeout if sid else None,
+                "hosts": coord.settings.hosts,
+                "transitions": dict(self.transitions),
+            },
+            "health": self.health(),
+            "latches": [],
+            "locks": [
+                {
+                    "path": h.path,
+                    "owner": h.owner,
+                    "token": _hex(h.token),
+                    "held_for": round(time.monotonic() - h.since, 3),
+                }
+                for h in self._holds
+            ],
+            "task_leadership": [],
+        }
+        for path, latch in self.latches.items():
+            entry: dict[str, Any] = {"path": path, "is_leader": latch.has_leadership}
+            entry |= await _bounded(_latch_view(latch), timeout)
+            task = self.tasks.get(path)
+            if task is not None:
+                entry["task"] = {
+                    "running": task.running,
+                    "token": _hex(task.token) if task.running else None,
+                    "starts": task.starts,
+                    "losses": task.losses,
+                    "failures": task.failures,
+                    "last_loss": task.last_loss,
+                    "last_error": task.last_error,
+                }
+            out["latches"].append(entry)
+        for tl in self.task_leaderships:
+            entry = {
+                "root": tl.root,
+                "worker": tl.worker.id,
+                "version": tl.worker.version,
+                "leading": sorted(tl.leading),
+            }
+            entry |= await _bounded(_leaders_view(tl), timeout)
+            out["task_leadership"].append(entry)
+        return out
+
+
+class _TaskFailed(Exception):
+    """A leader task raised; the runner backs off and starts it again."""
+
+
+def _hex(value: int | None) -> str | None:
+    return None if value is None else f"0x{value:x}"
+
+
+async def _latch_view(latch: LeaderLatch) -> dict[str, Any]:
+    participants = await latch.participants()
+    return {
+        "leader": participants[0].id if participants else None,
+        "participants": [p.id for p in participants],
+    }
+
+
+async def _leaders_view(tl: TaskLeadership) -> dict[str, Any]:
+    return {"leaders": await tl.leaders()}
+
+
+async def _bounded(view: Awaitable[dict[str, Any]], timeout: float) -> dict[str, Any]:
+    """A ZooKeeper read for status, within `timeout`; an error is reported, not raised."""
+    result: dict[str, Any] = {"error": f"no answer from ZooKeeper within {timeout:g}s"}
+    with anyio.move_on_after(timeout if math.isfinite(timeout) else None):
+        try:
+            result = await view
+        except CoordError as exc:
+            result = {"error": str(exc)}
+    return result
