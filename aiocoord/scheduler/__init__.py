@@ -1,0 +1,30 @@
+"""Distributed job scheduler: submit JSON jobs, assign them to workers, await their results.
+
+See `aiocoord.scheduler.scheduler` for the protocol and node layout.
+"""
+
+from __future__ import annotations
+
+from ._jobs import Handler as Handler
+from ._strategies import JobInfo as JobInfo
+from ._strategies import LeastLoaded as LeastLoaded
+from ._strategies import RandomChoice as RandomChoice
+from ._strategies import RoundRobin as RoundRobin
+from ._strategies import Strategy as Strategy
+from ._strategies import WorkerLoad as WorkerLoad
+from ._worker import JobWorker as JobWorker
+from .scheduler import JobStatus as JobStatus
+from .scheduler import Scheduler as Scheduler
+
+__all__ = (
+    "Handler",
+    "JobInfo",
+    "JobStatus",
+    "JobWorker",
+    "LeastLoaded",
+    "RandomChoice",
+    "RoundRobin",
+    "Scheduler",
+    "Strategy",
+    "WorkerLoad",
+)

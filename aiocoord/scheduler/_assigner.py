@@ -1,0 +1,325 @@
+"""The elected assigner: one term of it, from reconciliation to the loss of leadership.
+
+One persistent recursive watch on the scheduler's root tells the assigner of
+every pending job, worker and assignment as it appears or goes, in the order
+the server applied them, so it never lists a directory per job; the
+decisions are `AssignerState`'s, the requests are made here.
+
+Per job: one read of the pending node, then one transaction that moves it::
+
+    check  <root>/workers/<w>            (version -1: the worker is alive)
+    create <root>/assignments/<w>/<id>   (the job's bytes, unchanged)
+    delete <root>/jobs/<id>              (the version read: nobody changed it)
+
+so a job is never both pending and assigned, never in neither place, and two
+assigners (a deposed one still finishing a request) can never both move it.
+
+A term starts with reconciliation: the watch is set first, then the queues,
+the workers and the pending jobs are listed (queues before workers: a queue
+whose worker is absent from the later listing belongs to a dead worker, since
+a worker creates both at once), events that arrived meanwhile are applied,
+and only then is anything assigned.  Dead workers' assignments go back to the
+pending jobs (`reclaim`).  Events missed while disconnected are not replayed
+by the server for persistent watches, which is why a term ends on SUSPENDED
+(the latch's default) and the next one reconciles again.
+
+Errors on one job (a corrupt node, a refused request) are logged and handled
+for that job; they never end the term.  A pending job whose node is not a
+scheduler job record is failed: its result says ``NodeDataError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from ..errors import (
+    ConnectionLostError,
+    CoordError,
+    CoordinatorClosedError,
+    NodeDataError,
+    NodeExistsError,
+    NoNodeError,
+    TransactionFailed,
+    ZooKeeperError,
+)
+from ..session import Coordinator
+from ..zk.types import CheckOp, CreateOp, DeleteOp, EventType, Op, WatchedEvent
+from ._ops import Retention, ensure_layout, fail_job, older_than, probe_ttl, reclaim
+from ._records import Layout, decode_job, decode_worker
+from ._state import Assign, AssignerState, Fetch, Fetched, Outcome, Resolve
+from ._strategies import Strategy
+
+__all__ = ("Assigner",)
+
+log = logging.getLogger(__name__)
+
+
+class Assigner:
+    """One term of the assigner; `run` until cancelled (leadership lost or worker leaving)."""
+
+    def __init__(
+        self, coord: Coordinator, layout: Layout, strategy: Strategy, retention: Retention
+    ) -> None:
+        self._coord = coord
+        self._client = coord.client
+        self._layout = layout
+        self._retention = retention
+        self.state = AssignerState(strategy)
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._worker_gen: dict[str, int] = {}
+        self._reclaiming: set[str] = set()
+        self._root_parts = len(layout.root.rstrip("/").split("/"))
+
+    async def run(self) -> None:
+        """Reconcile, then assign as events come; returns only by cancellation."""
+        await ensure_layout(self._client, self._layout)
+        async with self._client.watch(self._layout.root, recursive=True) as watch:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                await self._reconcile()
+                self._apply_buffered(watch.events)
+                if not await probe_ttl(self._client, self._layout, self._retention):
+                    tg.start_soon(self._sweep)
+                self._pump()
+                log.info("assigner of %s reconciled: %r", self._layout.root, self.state)
+                async for event in watch.events:
+                    self._on_event(event)
+                    self._apply_buffered(watch.events)
+                    self._pump()
+
+    # --- reconciliation ------------------------------------------------------------------------
+
+    async def _reconcile(self) -> None:
+        client, layout, state = self._client, self._layout, self.state
+        queues = await client.children(layout.assignments)
+        held: dict[str, list[str]] = {}
+
+        async def list_queue(worker: str) -> None:
+            with contextlib.suppress(NoNodeError):
+                held[worker] = await client.children(layout.queue(worker))
+
+        async with anyio.create_task_group() as tg:
+            for worker in queues:
+                tg.start_soon(list_queue, worker)
+        for worker, job_ids in held.items():
+            for job_id in job_ids:
+                state.assignment_created(worker, job_id)
+        live = set(await client.children(layout.workers))
+        for worker in live:
+            self._load_worker(worker)
+        for worker in held:
+            if worker not in live:
+                self._reclaim(worker)
+        for job_id in sorted(await client.children(layout.jobs)):
+            state.job_created(job_id)
+
+    def _apply_buffered(self, events: Any) -> None:
+        while True:
+            try:
+                event = events.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream):
+                return
+            self._on_event(event)
+
+    # --- events --------------------------------------------------------------------------------
+
+    def _on_event(self, event: WatchedEvent) -> None:
+        parts = event.path.split("/")[self._root_parts :]
+        kind, created = event.type, event.type is EventType.CREATED
+        state = self.state
+        if len(parts) == 2 and parts[0] == "jobs":
+            if created:
+                state.job_created(parts[1])
+            elif kind is EventType.DELETED:
+                state.job_deleted(parts[1])
+            elif kind is EventType.DATA_CHANGED:  # rewritten by a move-back: read it again
+                state.job_deleted(parts[1])
+                state.job_created(parts[1])
+        elif len(parts) == 2 and parts[0] == "workers":
+            if created or kind is EventType.DATA_CHANGED:
+                self._load_worker(parts[1])
+            elif kind is EventType.DELETED:
+                self._worker_gen[parts[1]] = self._worker_gen.get(parts[1], 0) + 1
+                state.worker_down(parts[1])
+                log.info("worker %s is gone", parts[1])
+                self._reclaim(parts[1])
+        elif len(parts) == 3 and parts[0] == "assignments":
+            if created:
+                state.assignment_created(parts[1], parts[2])
+            elif kind is EventType.DELETED:
+                state.assignment_deleted(parts[1], parts[2])
+
+    # --- requests ------------------------------------------------------------------------------
+
+    def _spawn(self, func: Any, *args: Any) -> None:
+        assert self._tg is not None
+        self._tg.start_soon(func, *args)
+
+    def _pump(self) -> None:
+        for action in self.state.plan():
+            if isinstance(action, Fetch):
+                self._spawn(self._fetch, action.job_id)
+            elif isinstance(action, Assign):
+                self._spawn(self._assign, action)
+            elif isinstance(action, Resolve):
+                self._spawn(self._resolve, action.job_id)
+
+    def _load_worker(self, worker: str) -> None:
+        gen = self._worker_gen[worker] = self._worker_gen.get(worker, 0) + 1
+        self.state.worker_loading(worker)
+        self._spawn(self._read_worker, worker, gen)
+
+    async def _read_worker(self, worker: str, gen: int) -> None:
+        path = self._layout.worker(worker)
+        try:
+            node = await self._client.get(path)
+            record = decode_worker(path, node.data)
+        except NoNodeError:
+            record = None
+            gone = True
+        except NodeDataError as exc:
+            log.error("worker %s ignored: %s", worker, exc)
+            record, gone = None, False
+        except (ConnectionLostError, ZooKeeperError) as exc:
+            log.warning("could not read worker %s: %s", worker, exc)
+            record, gone = None, False
+        else:
+            gone = False
+        if self._worker_gen.get(worker) != gen:
+            return  # a later event reads it again
+        if gone:
+            self.state.worker_down(worker)
+        else:
+            if record is not None and record.id != worker:
+                log.error("worker %s ignored: %s", worker, NodeDataError(path, "id mismatch"))
+                record = None
+            self.state.worker_up(worker, record)
+        self._pump()
+
+    async def _fetch(self, job_id: str) -> None:
+        path = self._layout.job(job_id)
+        fetched: Fetched | None = None
+        try:
+            node = await self._client.get(path)
+            try:
+                fetched = Fetched(decode_job(path, node.data), node.data, node.stat.version)
+            except NodeDataError as exc:
+                log.error("pending job %s failed: %s", job_id, exc)
+                await fail_job(
+                    self._client, self._layout, self._retention, job_id, node.stat.version, str(exc)
+                )
+        except NoNodeError:
+            pass
+        except CoordinatorClosedError:
+            raise
+        except CoordError as exc:
+            log.warning("could not read pending job %s: %s (will retry)", job_id, exc)
+            self.state.fetched(job_id, None)
+            self.state.job_created(job_id)
+            self._pump()
+            return
+        self.state.fetched(job_id, fetched)
+        self._pump()
+
+    async def _assign(self, action: Assign) -> None:
+        layout, w, job_id = self._layout, action.worker, action.job_id
+        ops: list[Op] = [
+            CheckOp(layout.worker(w), -1),
+            CreateOp(layout.assignment(w, job_id), action.job.data),
+            DeleteOp(layout.job(job_id), action.job.version),
+        ]
+        try:
+            await self._client.multi(ops)
+            outcome = Outcome.ASSIGNED
+        except TransactionFailed as exc:
+            outcome = await self._failed(action, exc)
+        except CoordinatorClosedError:
+            raise
+        except CoordError as exc:  # the outcome is unknown: read the job again
+            log.debug("assigning %s to %s: %s", job_id, w, exc)
+            outcome = Outcome.REFETCH
+        if outcome is Outcome.ASSIGNED:
+            log.debug("assigned %s to %s", job_id, w)
+        self.state.assign_finished(action, outcome)
+        self._pump()
+
+    async def _failed(self, action: Assign, exc: TransactionFailed) -> Outcome:
+        index, cause = exc.failed_index, exc.cause
+        if index == 0:
+            return Outcome.WORKER_GONE
+        if index == 1 and isinstance(cause, NodeExistsError):
+            return Outcome.DUPLICATE
+        if index == 1 and isinstance(cause, NoNodeError):
+            # The worker is alive but its queue node is missing: put it back.
+            try:
+                await self._client.create(self._layout.queue(action.worker))
+            except NodeExistsError:
+                pass
+            except CoordError as err:
+                log.warning("could not restore the queue of %s: %s", action.worker, err)
+                return Outcome.REFETCH
+            return Outcome.RETRY
+        if index == 2 and isinstance(cause, NoNodeError):
+            return Outcome.GONE
+        return Outcome.REFETCH
+
+    async def _resolve(self, job_id: str) -> None:
+        """A second submit of an id whose assignment went: drop it if the job has a result."""
+        run = True
+        try:
+            if await self._client.exists(self._layout.result(job_id)) is not None:
+                run = False
+                with contextlib.suppress(NoNodeError):
+                    await self._client.delete(self._layout.job(job_id))
+                log.debug("dropped the second submit of %s: it already ran", job_id)
+        except CoordinatorClosedError:
+            raise
+        except CoordError as exc:
+            log.warning("could not check job %s for a result: %s (will run it)", job_id, exc)
+            run = True
+        self.state.resolved(job_id, run=run)
+        self._pump()
+
+    def _reclaim(self, worker: str) -> None:
+        if worker not in self._reclaiming:
+            self._reclaiming.add(worker)
+            self._spawn(self._reclaim_task, worker)
+
+    async def _reclaim_task(self, worker: str) -> None:
+        try:
+            await reclaim(self._client, self._layout, worker)
+        except CoordinatorClosedError:
+            raise
+        except CoordError as exc:
+            log.warning("could not return the jobs of worker %s: %s", worker, exc)
+        finally:
+            self._reclaiming.discard(worker)
+
+    async def _sweep(self) -> None:
+        """Delete results older than the retention (only where TTL nodes are unavailable)."""
+        every = max(0.5, min(self._retention.seconds / 4, 60.0))
+        while True:
+            await anyio.sleep(every)
+            try:
+                names = await self._client.children(self._layout.results)
+            except CoordinatorClosedError:
+                raise
+            except CoordError as exc:
+                log.warning("result sweep of %s failed: %s", self._layout.results, exc)
+                continue
+            limiter = anyio.CapacityLimiter(32)
+            async with anyio.create_task_group() as tg:
+                for name in names:
+                    tg.start_soon(self._sweep_one, limiter, self._layout.result(name))
+
+    async def _sweep_one(self, limiter: anyio.CapacityLimiter, path: str) -> None:
+        async with limiter:
+            with contextlib.suppress(ConnectionLostError, ZooKeeperError):
+                stat = await self._client.exists(path)
+                if stat is not None and older_than(stat.mtime, self._retention.seconds):
+                    await self._client.delete(path, version=stat.version)

@@ -1,0 +1,150 @@
+"""Job handlers and their JSON contract, derived from type hints with pydantic.
+
+A handler is an ``async def``.  Its payload is described by its signature:
+
+- one parameter annotated with a pydantic model: the payload is that model
+  (``async def resize(req: ResizeRequest) -> ResizeResult``);
+- otherwise a JSON object whose keys are the parameters (``async def add(a:
+  int, b: int = 0) -> int`` takes ``{"a": 1, "b": 2}``), validated by a model
+  built from the signature with `pydantic.create_model`; unknown keys are
+  refused.
+
+The result is validated against the return annotation and stored as JSON
+(``mode="json"``: models become objects, datetimes ISO strings).  The same
+types are checked on both ends: at `submit` and again by the worker before
+calling the handler, on the worker's return value, and on the client when it
+reads the result.  Nothing is pickled: a payload is data, never code.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+import pydantic_core
+
+from ._records import ResultRecord, check_job_name
+
+__all__ = ("Handler", "JobType", "run_job")
+
+Handler = Callable[..., Awaitable[Any]]
+"""An async function taking the job's payload (see the module docstring)."""
+
+_CONFIG = pydantic.ConfigDict(extra="forbid", protected_namespaces=())
+
+
+def _is_model(hint: object) -> bool:
+    return isinstance(hint, type) and issubclass(hint, pydantic.BaseModel)
+
+
+@dataclass(frozen=True, eq=False)
+class JobType:
+    """One registered job: its name, handler and the adapters for payload and result."""
+
+    name: str
+    handler: Handler
+    payload_adapter: pydantic.TypeAdapter[Any]
+    result_adapter: pydantic.TypeAdapter[Any]
+    model_param: bool  # True: the handler takes the payload model as its one argument
+    params: tuple[str, ...]
+
+    @classmethod
+    def build(cls, name: str, handler: Handler) -> JobType:
+        """Describe `handler`; `TypeError` if it is not an async function with usable hints."""
+        name = check_job_name(name)
+        if not inspect.iscoroutinefunction(handler):
+            raise TypeError(f"job {name!r}: the handler must be an async function (async def)")
+        try:
+            hints = typing.get_type_hints(handler, include_extras=True)
+        except Exception as exc:
+            raise TypeError(
+                f"job {name!r}: cannot resolve the handler's type hints: {exc}"
+            ) from exc
+        params = list(inspect.signature(handler).parameters.values())
+        for p in params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
+                raise TypeError(
+                    f"job {name!r}: parameter {p.name!r} must be an ordinary named parameter "
+                    "(no *args, **kwargs or positional-only): the payload is a JSON object"
+                )
+        returns = hints.get("return", Any)
+        first = hints.get(params[0].name) if len(params) == 1 else None
+        try:
+            if first is not None and _is_model(first):
+                payload: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(first)
+                model_param = True
+            else:
+                fields: dict[str, Any] = {
+                    p.name: (hints.get(p.name, Any), ... if p.default is p.empty else p.default)
+                    for p in params
+                }
+                model = pydantic.create_model(f"{name}:payload", __config__=_CONFIG, **fields)
+                payload = pydantic.TypeAdapter(model)
+                model_param = False
+            result: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(returns)
+        except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+            raise TypeError(f"job {name!r}: its hints cannot be described as JSON: {exc}") from exc
+        except (NameError, TypeError, ValueError) as exc:
+            raise TypeError(f"job {name!r}: its hints cannot be described as JSON: {exc}") from exc
+        return cls(name, handler, payload, result, model_param, tuple(p.name for p in params))
+
+    # --- submit side -------------------------------------------------------------------------
+
+    def validate_payload(self, payload: Any) -> Any:
+        """The payload as JSON-ready data; `ValueError` naming `payload` if it does not fit."""
+        if payload is None and not self.model_param:
+            payload = {}
+        elif isinstance(payload, pydantic.BaseModel) and not self.model_param:
+            payload = payload.model_dump()
+        elif not self.model_param and not isinstance(payload, Mapping):
+            raise TypeError(
+                f"payload for job {self.name!r} must be a mapping of its parameters "
+                f"{list(self.params)}, not {type(payload).__name__}"
+            )
+        try:
+            value = self.payload_adapter.validate_python(payload)
+            return self.payload_adapter.dump_python(value, mode="json")
+        except pydantic.ValidationError as exc:
+            raise ValueError(f"payload for job {self.name!r} is invalid: {exc}") from exc
+        except pydantic_core.PydanticSerializationError as exc:
+            raise ValueError(f"payload for job {self.name!r} is not JSON: {exc}") from exc
+
+    # --- worker side -------------------------------------------------------------------------
+
+    async def call(self, payload: Any) -> Any:
+        """Validate the stored payload, run the handler, return its result as JSON-ready data.
+
+        Raises `pydantic.ValidationError` for a payload or result that does not
+        fit, and whatever the handler raises.
+        """
+        value = self.payload_adapter.validate_python(payload)
+        if self.model_param:
+            returned = await self.handler(value)
+        else:
+            returned = await self.handler(**{p: getattr(value, p) for p in self.params})
+        checked = self.result_adapter.validate_python(returned)
+        return self.result_adapter.dump_python(checked, mode="json")
+
+    # --- client side -------------------------------------------------------------------------
+
+    def load_result(self, value: Any) -> Any:
+        """The stored result as the return annotation's type (`pydantic.ValidationError`)."""
+        return self.result_adapter.validate_python(value)
+
+
+async def run_job(job: JobType | None, name: str, payload: Any) -> ResultRecord:
+    """Run one job to its outcome: a handler error becomes a failed result, not a crash.
+
+    Cancellation propagates (nothing is recorded for a cancelled run).
+    """
+    if job is None:
+        return ResultRecord(name, ok=False, type="UnknownJob", message=f"no handler for {name!r}")
+    try:
+        value = await job.call(payload)
+    except Exception as exc:
+        return ResultRecord(name, ok=False, type=type(exc).__name__, message=str(exc))
+    return ResultRecord(name, ok=True, value=value)

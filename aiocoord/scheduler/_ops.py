@@ -1,0 +1,209 @@
+"""The scheduler's writes shared by the assigner and the workers.
+
+Each is safe to repeat: a create that finds its node already there, or a
+delete that finds it gone, means someone (perhaps this same call before a
+connection loss) already did it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import anyio
+import anyio.lowlevel
+
+from ..errors import (
+    BadVersionError,
+    ConnectionLostError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    TransactionFailed,
+    ZooKeeperError,
+)
+from ..session import Coordinator
+from ..zk.client import ZkClient
+from ..zk.types import CreateMode, CreateOp, DeleteOp, SetDataOp
+from ._records import Layout, ResultRecord, encode_result
+
+__all__ = (
+    "Retention",
+    "ensure_layout",
+    "fail_job",
+    "move_back",
+    "probe_ttl",
+    "reclaim",
+    "retry_connection",
+    "write_result",
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+UNIMPLEMENTED = -6  # the server's answer to a TTL create without extendedTypesEnabled
+
+
+class Retention:
+    """How long results are kept, and whether the server can do it with TTL nodes."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.ttl_supported: bool | None = None  # None: not known yet
+
+    @property
+    def ms(self) -> int:
+        return max(1, int(self.seconds * 1000))
+
+    def unsupported(self) -> None:
+        if self.ttl_supported is not False:
+            log.warning(
+                "the ZooKeeper server refuses TTL nodes (extendedTypesEnabled=false): "
+                "results are persistent and the assigner sweeps them after %.0fs",
+                self.seconds,
+            )
+        self.ttl_supported = False
+
+
+async def retry_connection(coord: Coordinator, op: Callable[[], Awaitable[T]]) -> T:
+    """Run an idempotent write until it gets an answer, waiting out connection losses."""
+    while True:
+        try:
+            return await op()
+        except ConnectionLostError:
+            await anyio.lowlevel.checkpoint()
+            await coord.wait_connected()
+
+
+async def ensure_layout(client: ZkClient, layout: Layout) -> None:
+    """Create the root and its four persistent parents (never containers: they may go empty)."""
+    await client.ensure_path(layout.root, mode=CreateMode.PERSISTENT)
+    for path in layout.parents:
+        with contextlib.suppress(NodeExistsError):
+            await client.create(path)
+
+
+async def probe_ttl(client: ZkClient, layout: Layout, retention: Retention) -> bool:
+    """Find out once whether the server accepts TTL nodes (a create and a delete)."""
+    if retention.ttl_supported is None:
+        probe = f"{layout.root}/ttl-probe-{uuid.uuid4().hex[:12]}"
+        try:
+            await client.create(probe, mode=CreateMode.PERSISTENT_WITH_TTL, ttl=retention.ms)
+        except ZooKeeperError as exc:
+            if exc.code != UNIMPLEMENTED:
+                raise
+            retention.unsupported()
+        else:
+            retention.ttl_supported = True
+            await client.delete(probe)
+    return bool(retention.ttl_supported)
+
+
+async def write_result(
+    client: ZkClient, layout: Layout, retention: Retention, job_id: str, data: bytes
+) -> bool:
+    """Create the result node (a TTL node if the server allows); False if it already existed."""
+    path = layout.result(job_id)
+    for _ in range(4):
+        try:
+            if retention.ttl_supported is not False:
+                try:
+                    ttl = retention.ms
+                    await client.create(path, data, mode=CreateMode.PERSISTENT_WITH_TTL, ttl=ttl)
+                except ZooKeeperError as exc:
+                    if exc.code != UNIMPLEMENTED:
+                        raise
+                    retention.unsupported()
+                    continue
+                retention.ttl_supported = True
+            else:
+                await client.create(path, data)
+            return True
+        except NodeExistsError:
+            return False  # a run before this one (or our own lost reply) recorded it first
+        except NoNodeError:
+            await ensure_layout(client, layout)
+    raise NoNodeError("the scheduler's results node keeps vanishing", path=layout.results)
+
+
+async def fail_job(
+    client: ZkClient, layout: Layout, retention: Retention, job_id: str, version: int, why: str
+) -> None:
+    """Fail a pending job whose node cannot be read: record the error, remove the node."""
+    record = ResultRecord("", ok=False, type="NodeDataError", message=why, worker="")
+    await write_result(client, layout, retention, job_id, encode_result(record))
+    with contextlib.suppress(NoNodeError, BadVersionError):  # changed: whoever did decides
+        await client.delete(layout.job(job_id), version=version)
+
+
+async def move_back(client: ZkClient, layout: Layout, worker: str, job_id: str) -> str:
+    """Return one assignment to the pending jobs; what happened: requeued, done or gone.
+
+    A job that already has a result (its worker stopped between writing it and
+    deleting the assignment) is not run again: the assignment is just removed.
+    If the same id was submitted again meanwhile, the original data wins.
+    """
+    path = layout.assignment(worker, job_id)
+    try:
+        node = await client.get(path)
+    except NoNodeError:
+        return "gone"
+    version = node.stat.version
+    if await client.exists(layout.result(job_id)) is not None:
+        try:
+            await client.delete(path, version=version)
+        except (NoNodeError, BadVersionError):
+            return "gone"
+        return "done"
+    job = layout.job(job_id)
+    try:
+        await client.multi([CreateOp(job, node.data), DeleteOp(path, version)])
+    except TransactionFailed as exc:
+        if exc.failed_index != 0 or not isinstance(exc.cause, NodeExistsError):
+            return "gone"  # the assignment changed or went: someone else handled it
+        try:
+            await client.multi([SetDataOp(job, node.data), DeleteOp(path, version)])
+        except TransactionFailed:
+            return "gone"
+    return "requeued"
+
+
+async def _move_into(
+    results: list[str], client: ZkClient, layout: Layout, worker: str, job_id: str
+) -> None:
+    results.append(await move_back(client, layout, worker, job_id))
+
+
+async def reclaim(client: ZkClient, layout: Layout, worker: str) -> int:
+    """Move every assignment of a gone worker back, then remove its queue node."""
+    moved = 0
+    queue = layout.queue(worker)
+    for _ in range(3):
+        try:
+            names = await client.children(queue)
+        except NoNodeError:
+            return moved
+        results: list[str] = []
+        async with anyio.create_task_group() as tg:
+            for name in names:
+                tg.start_soon(_move_into, results, client, layout, worker, name)
+        moved += results.count("requeued")
+        try:
+            await client.delete(queue)
+            break
+        except NoNodeError:
+            break
+        except NotEmptyError:
+            continue
+    if moved:
+        log.info("returned %d job(s) of worker %s to the pending queue", moved, worker)
+    return moved
+
+
+def older_than(mtime_ms: int, seconds: float) -> bool:
+    return mtime_ms / 1000.0 < time.time() - seconds

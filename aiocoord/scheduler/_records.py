@@ -1,0 +1,283 @@
+"""The scheduler's node layout and JSON record formats, with strict decoding.
+
+Every node the scheduler writes holds one JSON object with a format version
+``"v": 1``; decoding checks each field and raises `NodeDataError` for anything
+else (foreign data, corruption, a newer format), so one bad node fails only
+the job it belongs to.  Nothing is ever pickled.
+
+    <root>/jobs/<id>                 PERSISTENT  JobRecord      a pending job
+    <root>/workers/<worker>          EPHEMERAL   WorkerRecord   a live worker
+    <root>/assignments/<worker>      PERSISTENT  (empty)        the worker's queue
+    <root>/assignments/<worker>/<id> PERSISTENT  JobRecord      a job assigned to it
+    <root>/results/<id>              PERSISTENT_WITH_TTL  ResultRecord
+    <root>/assigner/                 the assigners' leader latch
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import NodeDataError
+from ..zk.client import MAX_DATA
+from ..zk.paths import join
+
+__all__ = (
+    "FORMAT",
+    "JobRecord",
+    "Layout",
+    "ResultRecord",
+    "WorkerRecord",
+    "check_job_id",
+    "check_job_name",
+    "decode_job",
+    "decode_result",
+    "decode_worker",
+    "dumps",
+    "encode_job",
+    "encode_result",
+    "encode_worker",
+    "new_job_id",
+)
+
+FORMAT = 1
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@=+-]{0,199}")
+_SEP = (",", ":")
+
+
+def dumps(value: object) -> bytes:
+    """Compact, strict JSON (no NaN or infinity, which JSON does not have)."""
+    return json.dumps(value, separators=_SEP, ensure_ascii=False, allow_nan=False).encode()
+
+
+def _check_name(kind: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{kind} must be a str, not {type(value).__name__}")
+    if not _NAME_RE.fullmatch(value):
+        raise ValueError(
+            f"{kind} {value!r} is not valid: 1-200 characters of letters, digits and "
+            "'_.:@=+-', starting with a letter or digit"
+        )
+    return value
+
+
+def check_job_id(job_id: object) -> str:
+    """A job id is a node name: 1-200 of ``[A-Za-z0-9_.:@=+-]``, not starting with punctuation."""
+    return _check_name("job_id", job_id)
+
+
+def check_job_name(name: object) -> str:
+    """Job names follow the same rule as ids (they are written in worker records)."""
+    return _check_name("name", name)
+
+
+def new_job_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The paths under one scheduler root."""
+
+    root: str
+
+    @property
+    def jobs(self) -> str:
+        return join(self.root, "jobs")
+
+    @property
+    def workers(self) -> str:
+        return join(self.root, "workers")
+
+    @property
+    def assignments(self) -> str:
+        return join(self.root, "assignments")
+
+    @property
+    def results(self) -> str:
+        return join(self.root, "results")
+
+    @property
+    def assigner(self) -> str:
+        return join(self.root, "assigner")
+
+    @property
+    def parents(self) -> tuple[str, ...]:
+        return (self.jobs, self.workers, self.assignments, self.results)
+
+    def job(self, job_id: str) -> str:
+        return join(self.jobs, job_id)
+
+    def worker(self, worker: str) -> str:
+        return join(self.workers, worker)
+
+    def queue(self, worker: str) -> str:
+        return join(self.assignments, worker)
+
+    def assignment(self, worker: str, job_id: str) -> str:
+        return join(self.assignments, worker, job_id)
+
+    def result(self, job_id: str) -> str:
+        return join(self.results, job_id)
+
+
+def _object(path: str, data: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise NodeDataError(path, f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise NodeDataError(path, f"expected a JSON object, got {type(value).__name__}")
+    version = value.get("v")
+    if version != FORMAT:
+        raise NodeDataError(path, f"unknown record format {version!r} (this code reads {FORMAT})")
+    return value
+
+
+def _field(path: str, record: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    value = record.get(key)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise NodeDataError(path, f"field {key!r} is missing or not a {kind}")
+    return value
+
+
+# --- jobs --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """A job: the handler's name and its JSON payload (already validated at submit)."""
+
+    name: str
+    payload: Any
+    submitted: float
+
+
+def encode_job(name: str, payload: Any) -> bytes:
+    """The job node's bytes; `ValueError` naming `payload` if over ZooKeeper's node limit."""
+    data = dumps({"v": FORMAT, "name": name, "payload": payload, "submitted": time.time()})
+    if len(data) > MAX_DATA:
+        raise ValueError(
+            f"payload: the job is {len(data)} bytes as JSON; ZooKeeper nodes hold at most "
+            f"{MAX_DATA} bytes (1 MB): pass a reference to the data instead"
+        )
+    return data
+
+
+def decode_job(path: str, data: bytes) -> JobRecord:
+    record = _object(path, data)
+    if "payload" not in record:
+        raise NodeDataError(path, "field 'payload' is missing")
+    return JobRecord(
+        name=_field(path, record, "name", str),
+        payload=record["payload"],
+        submitted=float(_field(path, record, "submitted", (int, float))),
+    )
+
+
+# --- results -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRecord:
+    """A job's outcome: `value` when `ok`, else the handler's error `type` and `message`."""
+
+    name: str
+    ok: bool
+    value: Any = None
+    type: str = ""
+    message: str = ""
+    worker: str = ""
+    finished: float = 0.0
+
+
+def encode_result(result: ResultRecord) -> bytes:
+    record: dict[str, Any] = {"v": FORMAT, "name": result.name, "worker": result.worker}
+    record["finished"] = result.finished or time.time()
+    if result.ok:
+        record.update(status="done", value=result.value)
+    else:
+        record.update(status="failed", type=result.type, message=result.message)
+    return dumps(record)
+
+
+def decode_result(path: str, data: bytes) -> ResultRecord:
+    record = _object(path, data)
+    status = record.get("status")
+    common = {
+        "name": _field(path, record, "name", str),
+        "worker": _field(path, record, "worker", str),
+        "finished": float(_field(path, record, "finished", (int, float))),
+    }
+    if status == "done":
+        if "value" not in record:
+            raise NodeDataError(path, "field 'value' is missing")
+        return ResultRecord(ok=True, value=record["value"], **common)
+    if status == "failed":
+        return ResultRecord(
+            ok=False,
+            type=_field(path, record, "type", str),
+            message=_field(path, record, "message", str),
+            **common,
+        )
+    raise NodeDataError(path, f"unknown status {status!r}")
+
+
+# --- workers -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRecord:
+    """A live worker: how many jobs it runs at once, which job names it has handlers for."""
+
+    id: str
+    capacity: int
+    jobs: frozenset[str]
+    draining: bool = False
+    host: str = ""
+    pid: int = 0
+
+    @classmethod
+    def local(cls, worker_id: str, capacity: int, jobs: frozenset[str]) -> WorkerRecord:
+        return cls(worker_id, capacity, jobs, host=socket.gethostname(), pid=os.getpid())
+
+
+def encode_worker(worker: WorkerRecord) -> bytes:
+    return dumps(
+        {
+            "v": FORMAT,
+            "id": worker.id,
+            "capacity": worker.capacity,
+            "jobs": sorted(worker.jobs),
+            "draining": worker.draining,
+            "host": worker.host,
+            "pid": worker.pid,
+        }
+    )
+
+
+def decode_worker(path: str, data: bytes) -> WorkerRecord:
+    record = _object(path, data)
+    capacity = _field(path, record, "capacity", int)
+    if capacity < 1:
+        raise NodeDataError(path, f"capacity must be >= 1, not {capacity}")
+    jobs = _field(path, record, "jobs", list)
+    if not all(isinstance(j, str) for j in jobs):
+        raise NodeDataError(path, "field 'jobs' must be a list of names")
+    draining = record.get("draining", False)
+    if not isinstance(draining, bool):
+        raise NodeDataError(path, "field 'draining' must be a bool")
+    return WorkerRecord(
+        id=_field(path, record, "id", str),
+        capacity=capacity,
+        jobs=frozenset(jobs),
+        draining=draining,
+        host=str(record.get("host", "")),
+        pid=int(record["pid"]) if isinstance(record.get("pid"), int) else 0,
+    )

@@ -1,0 +1,256 @@
+"""The assigner's view of the scheduler, as a pure state machine (no I/O, no awaits).
+
+Fed by the assigner's watch events and by the outcomes of its own requests,
+it keeps which workers are alive and with what capacity, which jobs each one
+holds, which pending jobs are waiting, and answers with the next requests to
+make (`plan`): `Fetch` a pending job's node, `Assign` a fetched job to the
+worker the strategy chose, `Resolve` a duplicate.  Every method is
+idempotent with respect to a replayed watch event.
+
+A job id pending while the same id is assigned (submitted twice) is held
+back (`blocked`) until the assignment goes; it then runs only if the first
+run left no result (`Resolve`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ._records import JobRecord, WorkerRecord
+from ._strategies import JobInfo, Strategy, WorkerLoad
+
+__all__ = ("Assign", "AssignerState", "Fetch", "Fetched", "Outcome", "Resolve")
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """A pending job as read: its record, raw bytes (copied into the assignment) and version."""
+
+    record: JobRecord
+    data: bytes
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    job_id: str
+    worker: str
+    job: Fetched
+
+
+@dataclass(frozen=True, slots=True)
+class Resolve:
+    job_id: str
+
+
+Action = Fetch | Assign | Resolve
+
+
+class Outcome(enum.Enum):
+    """What became of one assignment transaction."""
+
+    ASSIGNED = "assigned"
+    GONE = "gone"  # the pending job vanished: someone else moved or removed it
+    REFETCH = "refetch"  # it changed, or the outcome is unknown: read it again
+    WORKER_GONE = "worker gone"  # the worker's node vanished: choose again
+    RETRY = "retry"  # try the same job again (its worker's queue node was re-created)
+    DUPLICATE = "duplicate"  # the worker already holds this job id
+
+
+class AssignerState:
+    """See the module docstring.  `plan()` returns the requests to make next."""
+
+    def __init__(self, strategy: Strategy, *, max_ready: int = 512, max_fetches: int = 64) -> None:
+        self.strategy = strategy
+        self.max_ready = max_ready
+        self.max_fetches = max_fetches
+        self.workers: dict[str, WorkerRecord] = {}
+        self.invalid_workers: set[str] = set()
+        self.loading: set[str] = set()  # worker records being read: assign nothing meanwhile
+        self.queues: defaultdict[str, set[str]] = defaultdict(set)  # worker -> job ids it holds
+        self.assigned: dict[str, str] = {}  # job id -> worker
+        self.reserved: defaultdict[str, int] = defaultdict(int)  # worker -> transactions in flight
+        self.inflight: dict[str, str] = {}  # job id -> worker, transaction in flight
+        self.finished_early: set[str] = set()  # assignment gone before our transaction returned
+        self.pending: dict[str, None] = {}  # job ids to read, in arrival order
+        self.fetching: set[str] = set()
+        self.stale: set[str] = set()  # deleted while being read: discard what the read returns
+        self.ready: dict[str, Fetched] = {}  # read, waiting for a worker with room
+        self.blocked: set[str] = set()  # pending duplicates of an assigned job id
+        self.resolving: set[str] = set()
+
+    # --- watch events ------------------------------------------------------------------------
+
+    def job_created(self, job_id: str) -> None:
+        if job_id in self.assigned or job_id in self.inflight:
+            self.blocked.add(job_id)
+        elif job_id in self.blocked or job_id in self.resolving or job_id in self.ready:
+            pass
+        elif job_id not in self.fetching or job_id in self.stale:
+            self.pending[job_id] = None
+
+    def job_deleted(self, job_id: str) -> None:
+        self.pending.pop(job_id, None)
+        self.ready.pop(job_id, None)
+        self.blocked.discard(job_id)
+        if job_id in self.fetching:
+            self.stale.add(job_id)
+
+    def worker_loading(self, worker: str) -> None:
+        self.loading.add(worker)
+
+    def worker_up(self, worker: str, record: WorkerRecord | None) -> None:
+        """A worker's record was read (None: it is unusable, see `invalid_workers`)."""
+        self.loading.discard(worker)
+        if record is None:
+            self.workers.pop(worker, None)
+            self.invalid_workers.add(worker)
+        else:
+            self.invalid_workers.discard(worker)
+            self.workers[worker] = record
+
+    def worker_down(self, worker: str) -> None:
+        self.loading.discard(worker)
+        self.invalid_workers.discard(worker)
+        self.workers.pop(worker, None)
+
+    def assignment_created(self, worker: str, job_id: str) -> None:
+        self.assigned[job_id] = worker
+        self.queues[worker].add(job_id)
+        if job_id in self.pending or job_id in self.ready:
+            self.pending.pop(job_id, None)
+            self.ready.pop(job_id, None)
+            self.blocked.add(job_id)
+
+    def assignment_deleted(self, worker: str, job_id: str) -> None:
+        if self.assigned.get(job_id) == worker:
+            del self.assigned[job_id]
+        queue = self.queues.get(worker)
+        if queue is not None:
+            queue.discard(job_id)
+            if not queue:
+                del self.queues[worker]
+        if self.inflight.get(job_id) == worker:
+            self.finished_early.add(job_id)
+        if job_id in self.blocked and job_id not in self.assigned and job_id not in self.inflight:
+            self.blocked.discard(job_id)
+            self.resolving.add(job_id)
+
+    # --- outcomes of our own requests --------------------------------------------------------
+
+    def fetched(self, job_id: str, job: Fetched | None) -> None:
+        """A pending job was read (None: gone or unusable, handled by the caller)."""
+        self.fetching.discard(job_id)
+        if job_id in self.stale:
+            self.stale.discard(job_id)
+            return
+        if job is None:
+            self.pending.pop(job_id, None)
+        elif job_id in self.assigned or job_id in self.inflight:
+            self.blocked.add(job_id)
+        else:
+            self.ready[job_id] = job
+
+    def assign_finished(self, action: Assign, outcome: Outcome) -> None:
+        job_id, worker = action.job_id, action.worker
+        self.reserved[worker] -= 1
+        if self.reserved[worker] <= 0:
+            del self.reserved[worker]
+        self.inflight.pop(job_id, None)
+        early = job_id in self.finished_early
+        self.finished_early.discard(job_id)
+        if outcome is Outcome.ASSIGNED:
+            if not early:
+                self.assigned[job_id] = worker
+                self.queues[worker].add(job_id)
+        elif outcome is Outcome.REFETCH:
+            self.pending[job_id] = None
+        elif outcome is Outcome.WORKER_GONE:
+            self.worker_down(worker)
+            self.ready[job_id] = action.job
+        elif outcome is Outcome.RETRY:
+            self.ready[job_id] = action.job
+        elif outcome is Outcome.DUPLICATE:
+            # The worker already holds this id: this pending node is a second submit.
+            self.blocked.add(job_id)
+            if not early:
+                self.assigned[job_id] = worker
+                self.queues[worker].add(job_id)
+        if job_id in self.blocked and job_id not in self.assigned:
+            self.blocked.discard(job_id)
+            if early:  # the assignment already finished: run again only if it left no result
+                self.resolving.add(job_id)
+            else:
+                self.pending[job_id] = None
+
+    def resolved(self, job_id: str, *, run: bool) -> None:
+        """A duplicate was examined: `run` it if the first run left no result."""
+        self.resolving.discard(job_id)
+        if run:
+            self.pending[job_id] = None
+
+    # --- planning ----------------------------------------------------------------------------
+
+    def load(self, worker: str) -> int:
+        return len(self.queues.get(worker, ())) + self.reserved.get(worker, 0)
+
+    def plan(self) -> list[Fetch | Assign | Resolve]:
+        """The requests to make now, reserving what they need."""
+        actions: list[Fetch | Assign | Resolve] = [Resolve(j) for j in self.resolving]
+        self.resolving = set()  # handed out; `resolved` closes them
+        if self.ready and not self.loading:
+            actions.extend(self._assignments())
+        for job_id in list(self.pending):
+            if len(self.fetching) >= self.max_fetches:
+                break
+            if len(self.ready) + len(self.fetching) >= self.max_ready:
+                break
+            if job_id in self.fetching:
+                continue  # a stale read is still out; read again once it returns
+            del self.pending[job_id]
+            self.fetching.add(job_id)
+            actions.append(Fetch(job_id))
+        return actions
+
+    def _assignments(self) -> list[Assign]:
+        room = {
+            w: WorkerLoad(w, r.capacity, self.load(w))
+            for w, r in sorted(self.workers.items())
+            if not r.draining and self.load(w) < r.capacity
+        }
+        out: list[Assign] = []
+        for job_id, job in list(self.ready.items()):
+            if not room:
+                break
+            name = job.record.name
+            candidates = [load for w, load in room.items() if name in self.workers[w].jobs]
+            if not candidates:
+                continue
+            info = JobInfo(job_id, name, job.record.payload)
+            chosen = self.strategy.choose(info, candidates)
+            if chosen is None or chosen not in room or name not in self.workers[chosen].jobs:
+                continue
+            del self.ready[job_id]
+            self.inflight[job_id] = chosen
+            self.reserved[chosen] += 1
+            before = room[chosen]
+            if before.load + 1 >= before.capacity:
+                del room[chosen]
+            else:
+                room[chosen] = WorkerLoad(chosen, before.capacity, before.load + 1)
+            out.append(Assign(job_id, chosen, job))
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"<AssignerState workers={len(self.workers)} assigned={len(self.assigned)} "
+            f"pending={len(self.pending) + len(self.fetching) + len(self.ready)} "
+            f"blocked={len(self.blocked)}>"
+        )
