@@ -55,6 +55,7 @@ from ._task_records import (
     read_leader,
 )
 from ._task_slot import RETRY_DELAY, TaskSlot
+from ._task_writes import WriteBatcher
 
 __all__ = ("Raw", "TaskEngine", "next_batch")
 
@@ -113,6 +114,7 @@ class TaskEngine:
         self.registered: int | None = None  # session our worker node belongs to
         self.usable_in: int | None = None  # session in which we may act (registered, list read)
         self._conn_changed = anyio.Event()
+        self._writes = WriteBatcher(coord.client)
         self.subscribers: set[MemoryObjectSendStream[Raw]] = set()
         self._closing = False
 
@@ -121,6 +123,10 @@ class TaskEngine:
     @property
     def client(self) -> ZkClient:
         return self.coord.client
+
+    @property
+    def writes(self) -> WriteBatcher:
+        return self._writes
 
     @property
     def worker(self) -> Worker:
@@ -162,6 +168,7 @@ class TaskEngine:
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Start everything in `tg`; return once registered with the worker list read."""
         await tg.start(self._watch_leaders)  # first, so that no leader event is missed
+        tg.start_soon(self._writes.run)
         tg.start_soon(self._follow_connection)
         await tg.start(self._control)
         for slot in self.slots.values():
@@ -261,8 +268,8 @@ class TaskEngine:
                         self.registered = None
                         continue
                     await self._load_workers(names, watch)
-                    if self.coord.session_id == session and not changed.is_set():
-                        self._set_usable(session)
+                    if self.usable_in != session:
+                        await self._set_usable(session, changed)
                     if not started:
                         task_status.started()
                         started = True
@@ -365,12 +372,25 @@ class TaskEngine:
                 slot.desired, slot.desired_at = desired, now
             slot.poke()
 
-    def _set_usable(self, session: int) -> None:
-        if self.usable_in == session:
+    async def _set_usable(self, session: int, changed: anyio.Event) -> None:
+        """(Re)connected: leader events may have been missed, so look at the leader nodes.
+
+        Tasks whose node exists wait for an event on it instead of trying a
+        create that would fail (a newcomer would otherwise send one failing
+        write per task); a task that saw an event meanwhile tries anyway.
+        """
+        seen = {task: slot.events for task, slot in self.slots.items()}
+        try:
+            taken = set(await self.client.children(self.leaders_path))
+        except NoNodeError:
+            taken = set()
+        if self.coord.session_id != session or changed.is_set():
             return
         self.usable_in = session
-        for slot in self.slots.values():
+        for task, slot in self.slots.items():
             slot.after_reconnect(session)
+            if task in taken and slot.held is None and slot.stale is None:
+                slot.blocked_at = seen.get(task)
         self.publish((None, None))
 
     # --- leader events ---------------------------------------------------------------------
@@ -386,6 +406,13 @@ class TaskEngine:
                         started = True
                     async for event in pw.events:
                         self._on_leader_event(event)
+                        # Take every event already queued, so the tasks they wake act
+                        # together (and their writes share one transaction).
+                        while True:
+                            try:
+                                self._on_leader_event(pw.events.receive_nowait())
+                            except (anyio.WouldBlock, anyio.EndOfStream):
+                                break
                 return  # the coordinator closed
             except ConnectionLostError as exc:
                 log.debug("watching %s: %s", self.leaders_path, exc)
@@ -397,7 +424,7 @@ class TaskEngine:
             return
         slot = self.slots.get(basename(event.path))
         if slot is not None:
-            slot.on_event(event.type)
+            slot.on_event(event.type, self._worker.id)
             self.publish((slot.task, event.type))
 
     # --- reads and subscribers ---------------------------------------------------------------

@@ -42,10 +42,11 @@ from aiocoord.errors import (
     NodeExistsError,
     NoNodeError,
 )
-from aiocoord.zk import CreateMode, EventType, ZkClient
+from aiocoord.zk import EventType, ZkClient
 
 from ._task_choice import Action, TaskState, decide
 from ._task_records import Worker, decode_leader
+from ._task_writes import WriteBatcher
 
 __all__ = ("SlotHost", "TaskSlot", "TaskTerm")
 
@@ -93,6 +94,8 @@ class SlotHost(Protocol):
 
     @property
     def client(self) -> ZkClient: ...
+    @property
+    def writes(self) -> WriteBatcher: ...
     @property
     def worker(self) -> Worker: ...
     @property
@@ -150,14 +153,15 @@ class TaskSlot:
         while self.bodies:
             await self._body_exited.wait()
 
-    def on_event(self, type_: EventType) -> None:
+    def on_event(self, type_: EventType, worker_id: str) -> None:
         """A watch event on the leader node's path (called in the order they arrive)."""
         self.events += 1
         if type_ is EventType.DELETED:
             self.deletions += 1
             if self.held is not None and not self.deleting:
                 self.verify = True  # maybe our node, maybe an older one: check its czxid
-        self.poke()
+        if self.held or self.granted or self.desired == worker_id or self.stale or self.stopping:
+            self.poke()  # the other workers' tasks have nothing to do about it
 
     def forget_session(self, session: int | None) -> None:
         """Our node of an ended session is not ours to lead with: delete it if it lingers."""
@@ -288,14 +292,11 @@ class TaskSlot:
     async def _acquire(self, host: SlotHost) -> None:
         events, deletions = self.events, self.deletions
         try:
-            created = await host.client.create(
-                self.path, host.leader_record, mode=CreateMode.EPHEMERAL, make_parents=True
-            )
+            czxid, owner = await host.writes.create(self.path, host.leader_record)
         except NodeExistsError:
             await self._inspect(host, events)
             return
-        stat = created.stat
-        self.held = _Held(stat.czxid, stat.ephemeral_owner, stat.version)
+        self.held = _Held(czxid, owner, 0)
         self.holder = host.worker.id
         self.verify = self.deletions != deletions  # a deletion seen meanwhile: of which node?
         self.forget_session(host.session_id)
@@ -335,7 +336,7 @@ class TaskSlot:
         self.deleting = True
         try:
             try:
-                await host.client.delete(self.path, version=held.version)
+                await host.writes.delete(self.path, held.version)
             except BadVersionError:  # someone wrote to our node: delete it if it is still ours
                 stat = await host.client.exists(self.path)
                 if stat is not None and stat.czxid == held.czxid:

@@ -1,0 +1,157 @@
+"""Leader-node writes issued at the same moment go to ZooKeeper as one transaction.
+
+When a newer worker joins, every old leader releases its share of the tasks
+at once and the newcomer creates them all as the deletions arrive: hundreds of
+single writes, each one a transaction the server must log.  The tasks' loops
+run independently, so their writes are gathered here instead: a write waits
+one scheduler step, then everything queued goes out as one ``multi`` (several
+batches may be in flight at once).  Each caller gets exactly the outcome it
+would have had alone:
+
+- a create returns the new node's czxid (the fencing token) and owner.  A
+  ``multi`` answers creates with their paths only, but every node it creates
+  has the transaction's zxid as czxid, so one read of one of them serves the
+  whole batch;
+- if the transaction fails, the failing write gets its own error (a create
+  whose parent is missing is retried alone, with its parents) and every other
+  write is sent again on its own;
+- a lost connection fails every write of the batch with the same
+  `ConnectionLostError` (outcome unknown, as for a single write).
+"""
+
+from __future__ import annotations
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+
+from aiocoord.errors import CoordError, NodeExistsError, NoNodeError, TransactionFailed
+from aiocoord.zk import CreateMode, CreateOp, DeleteOp, ZkClient
+
+__all__ = ("WriteBatcher",)
+
+_MAX_BATCH = 250  # keeps a multi far below the server's 1 MB packet limit
+
+
+class _Write:
+    __slots__ = ("created", "done", "error", "op")
+
+    def __init__(self, op: CreateOp | DeleteOp) -> None:
+        self.op = op
+        self.done = anyio.Event()
+        self.created: tuple[int, int] | None = None  # (czxid, ephemeral owner)
+        self.error: BaseException | None = None
+
+
+class WriteBatcher:
+    """Gathers ephemeral creates and deletes into multis; `run` is its background task."""
+
+    def __init__(self, client: ZkClient) -> None:
+        self._client = client
+        self._queue: list[_Write] = []
+        self._wake = anyio.Event()
+
+    async def create(self, path: str, data: bytes) -> tuple[int, int]:
+        """Create an ephemeral node (parents as containers): ``(czxid, ephemeral owner)``.
+
+        Errors as `ZkClient.create`.
+        """
+        write = await self._submit(_Write(CreateOp(path, data, CreateMode.EPHEMERAL)))
+        assert write.created is not None
+        return write.created
+
+    async def delete(self, path: str, version: int) -> None:
+        """Delete a node at `version`.  Errors as `ZkClient.delete`."""
+        await self._submit(_Write(DeleteOp(path, version)))
+
+    async def _submit(self, write: _Write) -> _Write:
+        self._queue.append(write)
+        self._wake.set()
+        await write.done.wait()
+        if write.error is not None:
+            raise write.error
+        return write
+
+    async def run(self) -> None:
+        """Send what is queued, batch after batch; each batch in a task of its own."""
+        async with anyio.create_task_group() as tg:
+            while True:
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                await anyio.lowlevel.checkpoint()  # let writes of this same moment join
+                batch, self._queue = self._queue[:_MAX_BATCH], self._queue[_MAX_BATCH:]
+                if self._queue:
+                    self._wake.set()
+                if batch:
+                    tg.start_soon(self._send, batch)
+
+    async def _send(self, batch: list[_Write]) -> None:
+        if len(batch) == 1:
+            await self._alone(batch[0])
+            return
+        try:
+            await self._client.multi([w.op for w in batch])
+        except TransactionFailed as exc:
+            failed = batch[exc.failed_index]
+            if isinstance(failed.op, CreateOp) and isinstance(exc.cause, NoNodeError):
+                again = batch  # a parent is missing: every create makes its own
+            else:
+                self._finish(failed, error=exc.cause)
+                again = [w for w in batch if w is not failed]
+            async with anyio.create_task_group() as tg:
+                for write in again:
+                    tg.start_soon(self._alone, write)
+            return
+        except CoordError as exc:
+            for write in batch:
+                self._finish(write, error=exc)
+            return
+        creates = [w for w in batch if isinstance(w.op, CreateOp)]
+        created = await self._created(creates) if creates else None
+        for write in batch:
+            if created is None and write in creates:
+                # Created, but no node of the batch could be read back as ours: let the
+                # task read its node itself (it adopts a node of its own session).
+                self._finish(write, error=NodeExistsError(path=write.op.path))
+            else:
+                self._finish(write, created=created)
+
+    async def _created(self, creates: list[_Write]) -> tuple[int, int] | None:
+        """(czxid, owner) shared by the nodes one multi created, read from one that is still ours."""
+        session = None
+        for write in creates:
+            try:
+                stat = await self._client.exists(write.op.path)
+            except CoordError:
+                return None
+            if stat is None or stat.version != 0:
+                continue
+            if session is None:
+                session = stat.ephemeral_owner
+            if stat.ephemeral_owner == session:
+                return stat.czxid, stat.ephemeral_owner
+        return None
+
+    async def _alone(self, write: _Write) -> None:
+        op = write.op
+        try:
+            if isinstance(op, CreateOp):
+                created = await self._client.create(
+                    op.path, op.data, mode=op.mode, make_parents=True
+                )
+                self._finish(write, created=(created.stat.czxid, created.stat.ephemeral_owner))
+            else:
+                await self._client.delete(op.path, version=op.version)
+                self._finish(write)
+        except CoordError as exc:
+            self._finish(write, error=exc)
+
+    @staticmethod
+    def _finish(
+        write: _Write,
+        *,
+        created: tuple[int, int] | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        write.created, write.error = created, error
+        write.done.set()

@@ -1,0 +1,343 @@
+"""Task hand-over: a newer worker joins 3 workers leading 200 tasks.
+
+Three workers of version 1.0 lead 200 tasks; every task runs a ``lead()``
+body that records when it starts and when it ends (it ends at once when
+cancelled: no drain time).  A worker of version 1.1 joins and takes all 200.
+Each worker is a process of its own, as in production; times come from the
+system-wide monotonic clock.  Measured, per run:
+
+- join -> all led: from the new worker's registration (its
+  ``async with task_leadership`` returned) until its 200th body started;
+  this includes the `settle` delay, shown apart;
+- gap per task: from the end of the old leader's body (drain done: the
+  delete goes out next) to the start of the new leader's body, the time the
+  task had no leader; in milliseconds and in round trips;
+- overlaps: pairs of bodies of one task that ran at the same time (must be 0).
+
+Peers measured in the same run: read and write round trips (aiocoord
+``exists`` and ``set``, one at a time), and a bare hand-over with kazoo (one
+client deletes the 200 ephemeral nodes one by one, as 200 independent
+leaders would; a second client watching them re-creates each on its deletion
+event): what a hand-over costs with no recipe at all.
+
+The issue's target: every task led again within 3 round trips of its
+release, and no task leaderless for more than 50 ms beyond its drain.
+
+    python benchmarks/bench_tasks.py [--tasks 200] [--runs 3] [--settle 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import multiprocessing
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+
+import aiocoord
+from aiocoord import CreateMode, LeadershipLost
+from aiocoord.recipes._maven_version import maven_version_key
+from aiocoord.recipes._task_choice import assign
+from aiocoord.recipes.task_leadership import TaskLeadership, Worker, task_leadership
+from aiocoord.testing import ZooKeeperServer
+
+ROOT = "/bench"
+Body = tuple[str, str, float, float | None]  # task, worker, start, end
+
+
+@dataclass
+class Result:
+    join_to_all_led: float
+    gaps: list[float]
+    overlaps: int
+    settle: float
+
+
+# --- one worker process ---------------------------------------------------------------------
+
+
+async def _worker(
+    hosts: str,
+    chroot: str,
+    wid: str,
+    version: str,
+    tasks: list[str],
+    settle: float,
+    stop: Any,
+    out: Any,
+) -> None:
+    bodies: list[list[Any]] = []
+    running: set[str] = set()
+    reported = False
+
+    async def lead_loop(tl: TaskLeadership, task: str) -> None:
+        nonlocal reported
+        while True:
+            try:
+                async with tl.lead(task):
+                    body = [task, wid, time.monotonic(), None]
+                    bodies.append(body)
+                    running.add(task)
+                    if not reported and len(running) == len(tasks):
+                        reported = True
+                        out.put(("all led", wid, body[2]))
+                    try:
+                        await anyio.sleep_forever()
+                    finally:
+                        body[3] = time.monotonic()
+                        running.discard(task)
+            except LeadershipLost:
+                continue
+            except RuntimeError:
+                return  # closed
+
+    async with (
+        aiocoord.connect(hosts, namespace=chroot, session_timeout=10.0) as coord,
+        task_leadership(
+            coord, ROOT, worker=Worker(version, id=wid), tasks=tasks, settle=settle
+        ) as tl,
+        anyio.create_task_group() as tg,
+    ):
+        out.put(("registered", wid, time.monotonic()))
+        for task in tasks:
+            tg.start_soon(lead_loop, tl, task)
+        await anyio.to_thread.run_sync(stop.wait)
+        tg.cancel_scope.cancel()
+    out.put(("bodies", wid, [tuple(b) for b in bodies]))
+
+
+def worker_main(*args: Any) -> None:
+    """Entry point of a worker process."""
+    anyio.run(_worker, *args, backend_options={"use_uvloop": True})
+
+
+# --- one run --------------------------------------------------------------------------------
+
+
+async def _wait_for_leaders(
+    hosts: str, chroot: str, expected: dict[str, str], timeout: float = 60.0
+) -> None:
+    """Poll the leader nodes (as an observer) until they match `expected`."""
+    async with aiocoord.connect(hosts, namespace=chroot, session_timeout=10.0) as coord:
+        with anyio.fail_after(timeout):
+            while await _read_leaders(coord) != expected:  # noqa: ASYNC110 - server state
+                await anyio.sleep(0.02)
+
+
+def hand_over(hosts: str, n_tasks: int, settle: float) -> Result:
+    """3 worker processes of 1.0 lead `n_tasks`; a 1.1 process joins and takes them all."""
+    ctx = multiprocessing.get_context("spawn")
+    chroot = f"/bench-tasks-{uuid.uuid4().hex[:8]}"
+    tasks = [f"task-{i:04d}" for i in range(n_tasks)]
+    stop = ctx.Event()
+    out = ctx.Queue()
+    procs = []
+
+    def spawn(wid: str, version: str) -> None:
+        proc = ctx.Process(
+            target=worker_main, args=(hosts, chroot, wid, version, tasks, settle, stop, out)
+        )
+        proc.start()
+        procs.append(proc)
+
+    def wait_for(kind: str, wid: str, timeout: float = 60.0) -> Any:
+        """The value of the worker's message of this kind (others are kept for later)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for got in pending:
+                if got[0] == kind and got[1] == wid:
+                    pending.remove(got)
+                    return got[2]
+            pending.append(out.get(timeout=max(0.1, deadline - time.monotonic())))
+
+    pending: list[Any] = []
+    old = {f"old-{i}": "1.0" for i in range(3)}
+    expected = assign(tasks, old, version_key=maven_version_key).leaders
+
+    try:
+        for wid in old:
+            spawn(wid, "1.0")
+            wait_for("registered", wid)
+
+        anyio.run(_wait_for_leaders, hosts, chroot, expected)
+        spawn("new", "1.1")
+        registered = wait_for("registered", "new")
+        all_led = wait_for("all led", "new")
+        stop.set()
+        bodies: list[Body] = []
+        for wid in [*old, "new"]:
+            bodies += wait_for("bodies", wid)
+    finally:
+        stop.set()
+        for proc in procs:
+            proc.join(10)
+            if proc.is_alive():
+                proc.kill()
+    by_task: dict[str, list[Body]] = {t: [] for t in tasks}
+    for body in bodies:
+        by_task[body[0]].append(body)
+    gaps, overlaps = [], 0
+    for runs in by_task.values():
+        runs.sort(key=lambda b: b[2])
+        for a, b in itertools.pairwise(runs):
+            if a[3] is None or a[3] > b[2]:
+                overlaps += 1
+        new_start = next(b[2] for b in runs if b[1] == "new")
+        old_end = max(b[3] for b in runs if b[1] != "new" and b[3] is not None)
+        gaps.append(new_start - old_end)
+    return Result(all_led - registered, gaps, overlaps, settle)
+
+
+async def _read_leaders(coord: aiocoord.Coordinator) -> dict[str, str]:
+    client = coord.client
+    try:
+        names = await client.children(f"{ROOT}/leaders")
+    except aiocoord.NoNodeError:
+        return {}
+    out = {}
+    for name in names:
+        try:
+            node = await client.get(f"{ROOT}/leaders/{name}")
+        except aiocoord.NoNodeError:
+            continue
+        out[name] = json.loads(node.data)["id"]
+    return out
+
+
+# --- peers ----------------------------------------------------------------------------------
+
+
+async def _round_trips(hosts: str, n: int = 300) -> tuple[float, float]:
+    async with aiocoord.connect(hosts, session_timeout=10.0) as coord:
+        client = coord.client
+        path = f"/rtt-{uuid.uuid4().hex[:8]}"
+        await client.create(path, b"", mode=CreateMode.EPHEMERAL)
+        reads, writes = [], []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            await client.exists(path)
+            t1 = time.perf_counter()
+            await client.set(path, b"x")
+            reads.append(t1 - t0)
+            writes.append(time.perf_counter() - t1)
+        return statistics.median(reads), statistics.median(writes)
+
+
+def kazoo_bare_hand_over(hosts: str, n_tasks: int) -> list[float]:
+    """Delete N ephemeral nodes one by one from one kazoo client; another re-creates each."""
+    from kazoo.client import KazooClient
+    from kazoo.protocol.states import EventType as KEventType
+
+    base = f"/bench-kazoo-{uuid.uuid4().hex[:8]}"
+    a = KazooClient(hosts=hosts, timeout=10.0)
+    b = KazooClient(hosts=hosts, timeout=10.0)
+    a.start()
+    b.start()
+    try:
+        a.ensure_path(base)
+        paths = [f"{base}/t{i}" for i in range(n_tasks)]
+        for p in paths:
+            a.create(p, ephemeral=True)
+        deleted_at: dict[str, float] = {}
+        created_at: dict[str, float] = {}
+        done = threading.Event()
+        lock = threading.Lock()
+
+        def on_created(path: str) -> Callable[[Any], None]:
+            def cb(_result: Any) -> None:
+                with lock:
+                    created_at[path] = time.monotonic()
+                    if len(created_at) == len(paths):
+                        done.set()
+
+            return cb
+
+        def watcher(event: Any) -> None:
+            if event.type == KEventType.DELETED:
+                b.create_async(event.path, ephemeral=True).rawlink(on_created(event.path))
+
+        for p in paths:
+            b.exists(p, watch=watcher)
+        for p in paths:
+            deleted_at[p] = time.monotonic()
+            a.delete_async(p)
+        if not done.wait(60):
+            raise TimeoutError("kazoo hand-over did not finish")
+        return [created_at[p] - deleted_at[p] for p in paths]
+    finally:
+        for c in (a, b):
+            c.stop()
+            c.close()
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def run(hosts: str, *, tasks: int = 200, runs: int = 3, settle: float = 0.2) -> list[Result]:
+    return [hand_over(hosts, tasks, settle) for _ in range(runs)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=3, help="runs with all tasks")
+    parser.add_argument("--single-runs", type=int, default=5, help="runs with one task")
+    parser.add_argument("--settle", type=float, default=0.2)
+    args = parser.parse_args()
+    with ZooKeeperServer() as server:
+        hosts = server.connect_string
+        read_rtt, write_rtt = anyio.run(_round_trips, hosts)
+        results = run(hosts, tasks=args.tasks, runs=args.runs, settle=args.settle)
+        singles = run(hosts, tasks=1, runs=args.single_runs, settle=args.settle)
+        kazoo = kazoo_bare_hand_over(hosts, args.tasks)
+        kazoo_single = [kazoo_bare_hand_over(hosts, 1)[0] for _ in range(args.single_runs)]
+    print(
+        f"\n3 workers of 1.0 lead {args.tasks} tasks; a 1.1 worker joins and takes them all "
+        f"(settle {args.settle * 1000:.0f} ms, one process per worker, uvloop)"
+    )
+    print(
+        f"round trip, one at a time: read {read_rtt * 1000:.2f} ms, write {write_rtt * 1000:.2f} ms\n"
+    )
+    header = f"{'':36}{'ms':>8}{'read RTTs':>11}{'write RTTs':>12}{'x kazoo bare':>14}"
+    print(header)
+    print("-" * len(header))
+
+    def row(label: str, seconds: float, peer: float | None = None) -> None:
+        ratio = f"{seconds / peer:14.2f}" if peer else ""
+        print(
+            f"{label:36}{seconds * 1000:8.1f}{seconds / read_rtt:11.1f}"
+            f"{seconds / write_rtt:12.1f}{ratio}"
+        )
+
+    k_med, k_max = statistics.median(kazoo), max(kazoo)
+    for i, r in enumerate(results, 1):
+        row(f"{args.tasks} tasks, run {i}: join -> all led", r.join_to_all_led)
+        row("    of which settle", r.settle)
+        row("    gap per task, median", statistics.median(r.gaps), k_med)
+        row("    gap per task, p90", statistics.quantiles(r.gaps, n=10)[-1])
+        row("    gap per task, longest", max(r.gaps), k_max)
+        print(f"    overlapping bodies: {r.overlaps}")
+    row(f"kazoo bare, {args.tasks} nodes: gap, median", k_med)
+    row(f"kazoo bare, {args.tasks} nodes: gap, longest", k_max)
+    gaps = [r.gaps[0] for r in singles]
+    ks_med = statistics.median(kazoo_single)
+    print(f"\none task, {len(singles)} runs:")
+    row("    join -> led, median", statistics.median(r.join_to_all_led for r in singles))
+    row("    gap, median", statistics.median(gaps), ks_med)
+    row("    gap, longest", max(gaps), max(kazoo_single))
+    print(f"    overlapping bodies: {sum(r.overlaps for r in singles)}")
+    row("kazoo bare, one node: gap, median", ks_med)
+
+
+if __name__ == "__main__":
+    main()
