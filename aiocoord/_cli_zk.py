@@ -122,6 +122,8 @@ def read_state(directory: Path = DEFAULT_DIR) -> EmbeddedServer | None:
 
 def _port_free(port: int) -> bool:
     with socket.socket() as s:
+        # As a server binds: a port left in TIME_WAIT by a stopped server is free.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

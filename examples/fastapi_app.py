@@ -1,0 +1,78 @@
+"""A FastAPI service whose cron runs on one instance only, with health and status routes.
+
+Serve it (every instance, every ``uvicorn --workers N`` process, is a participant)::
+
+    AIOCOORD_HOSTS=127.0.0.1:2181 uvicorn examples.fastapi_app:app --workers 4
+
+or run this file to watch two instances side by side, in-process::
+
+    python examples/fastapi_app.py      # AIOCOORD_HOSTS, or the embedded ZooKeeper
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+import httpx
+from fastapi import Depends, FastAPI
+
+import aiocoord
+from aiocoord.cli import local_zookeeper
+from aiocoord.integrations.fastapi import coordinator, lifespan, require_leader, router
+
+CRON = "/examples/api/cron-leader"
+
+
+async def refresh_cache(term: aiocoord.LeadershipTerm) -> None:
+    """The cron: runs only on the leader; cancelled if leadership is lost."""
+    while True:
+        print(f"  cron tick on the leader (token 0x{term.token:x})")
+        await asyncio.sleep(0.5)
+
+
+def create_app(settings: aiocoord.Settings | None = None, **options: Any) -> FastAPI:
+    """The app; `settings` None reads AIOCOORD_* (as under uvicorn)."""
+    app = FastAPI(lifespan=lifespan(settings, leader_tasks={CRON: refresh_cache}, **options))
+    app.include_router(
+        router
+    )  # /coordination/health, /coordination/health/ready, /coordination/status
+
+    @app.post("/admin/rebuild", dependencies=[Depends(require_leader(CRON))])
+    async def rebuild(
+        coord: Annotated[aiocoord.Coordinator, Depends(coordinator)],
+    ) -> dict[str, str]:
+        stat = await coord.client.exists(CRON)  # anything that needs the coordinator
+        return {"rebuilt": "yes", "latch_version": str(stat.cversion if stat else None)}
+
+    return app
+
+
+app = create_app()
+
+
+async def main(settings: aiocoord.Settings) -> None:
+    """Two instances of the app in this process: only one runs the cron."""
+    async with asyncio.timeout(30):
+        pod_a = create_app(settings, participant_id="pod-a")
+        pod_b = create_app(settings, participant_id="pod-b")
+        async with (
+            pod_a.router.lifespan_context(pod_a),
+            pod_b.router.lifespan_context(pod_b),
+            httpx.AsyncClient(transport=httpx.ASGITransport(pod_a), base_url="http://a") as a,
+            httpx.AsyncClient(transport=httpx.ASGITransport(pod_b), base_url="http://b") as b,
+        ):
+            await asyncio.sleep(1.2)  # a few cron ticks, all on the leader
+            status = (await a.get("/coordination/status")).json()
+            latch = status["latches"][0]
+            print(f"leader of {CRON}: {latch['leader']}; participants: {latch['participants']}")
+            for name, client in (("pod-a", a), ("pod-b", b)):
+                answer = await client.post("/admin/rebuild")
+                print(f"POST /admin/rebuild on {name}: {answer.status_code} {answer.json()}")
+            health = await b.get("/coordination/health/ready")
+            print(f"GET /coordination/health/ready on pod-b: {health.status_code} {health.json()}")
+
+
+if __name__ == "__main__":
+    with local_zookeeper() as settings:
+        asyncio.run(main(settings))
