@@ -4,7 +4,7 @@ Recognised, in this order, at a node:
 
 - a CAS lock (also once_per): the node's data is an ``aiocoord.cas-lock/N`` record;
 - task leadership: children named ``workers`` and ``leaders``;
-- a job scheduler: children named ``pending`` and ``assigned`` (see `_cli_scheduler`);
+- a job scheduler: children named ``jobs`` and ``assignments`` (see `_cli_scheduler`);
 - a leader latch: every child is an election node (Curator ``_c_<uuid>-latch-<seq>``,
   or ZooKeeper's ``n_<seq>``);
 - otherwise a plain node, whose children are inspected the same way, down to
@@ -80,7 +80,7 @@ async def _inspect(coord: Coordinator, path: str, depth: int, budget: list[int])
     names = set(children)
     if {"workers", "leaders"} <= names:
         return base | await _task_info(coord, path)
-    if {"pending", "assigned"} <= names:
+    if {"jobs", "assignments"} <= names:
         return base | await _scheduler_info(coord, path, children)
     layout = latch_layout(children)
     if layout is not None:

@@ -9,7 +9,7 @@
    leads), then the 1.0 workers retire with SIGTERM.
 4. One 1.1 worker is SIGKILLed: its tasks stay put until its session expires,
    then fail over to the other 1.1 workers.
-5. A batch of scheduler jobs runs on the workers (when the scheduler is built in).
+5. A batch of scheduler jobs runs on the surviving workers.
 6. The verdict, checked against ZooKeeper and the workers' logs (`_demo_verdict`):
    no task ever had two leaders, every task ends on a live 1.1 worker with the
    token its log shows, every once-per window ran exactly once, every job
@@ -46,12 +46,13 @@ from ._demo_verdict import (
     Check,
     WorkerLog,
     check_final_leaders,
+    check_jobs,
     check_no_two_leaders,
     check_once_windows,
     parse_log,
 )
 from ._demo_view import View
-from ._demo_worker import ONCE_LEASE, task_names
+from ._demo_worker import ONCE_LEASE, checksum, demo_scheduler, task_names
 from .errors import CoordError, NodeDataError, NoNodeError
 from .recipes._maven_version import maven_version_key
 from .recipes._task_choice import assign
@@ -407,10 +408,44 @@ class Demo:
         return [no_two, final, once, *checks]
 
     async def jobs(self, coord: Coordinator) -> list[Check]:
-        """The scheduler part; the scheduler is not in this build yet."""
-        del coord
-        self.view.say("scheduler jobs: skipped (the job scheduler is not in this build yet)")
-        return []
+        """Submit a batch of scheduler jobs and await every result, with a progress bar."""
+        count = self.args.jobs
+        if count == 0:
+            return []
+        client = demo_scheduler(coord, self.root, "client")
+        texts = [f"job-{i:03d}" for i in range(count)]
+        rounds = 1000
+        view = self.view
+        view.say(f"submitting {count} scheduler jobs (checksum, {rounds} rounds of SHA-256 each)")
+        ids = {
+            text: await client.submit("checksum", {"text": text, "rounds": rounds})
+            for text in texts
+        }
+        results: dict[str, Any] = {}
+        by_worker: dict[str, int] = {}
+
+        async def wait(text: str) -> None:
+            try:
+                value = await client.result(ids[text])
+            except CoordError as exc:
+                value = {"error": str(exc)}
+            results[text] = value.get("digest") if isinstance(value, dict) else value
+            worker = value.get("worker", "?") if isinstance(value, dict) else "?"
+            by_worker[worker] = by_worker.get(worker, 0) + 1
+            view.progress("jobs done", len(results), count)
+
+        started = time.monotonic()
+        with anyio.move_on_after(30):
+            async with anyio.create_task_group() as tg:
+                for text in texts:
+                    tg.start_soon(wait, text)
+        view.clear_progress()
+        spread = ", ".join(f"{w} {n}" for w, n in sorted(by_worker.items()))
+        view.say(
+            f"{len(results)}/{count} jobs done in {time.monotonic() - started:.1f}s ({spread})"
+        )
+        expected = {text: checksum(text, rounds) for text in texts}
+        return [check_jobs(count, results, expected)]
 
     def read_logs(self) -> list[WorkerLog]:
         logs = []

@@ -13,6 +13,7 @@ reads for its verdict:
 - ``{"ev": "once", "window", "token", "t"}`` after a successful once-per run has
   written its result node ``<root>/once/runs/<window ms>``, or
   ``{"ev": "once-duplicate", ...}`` if that node already existed;
+- ``{"ev": "job", "job", "t"}`` for each scheduler job it ran (``<root>/jobs``);
 - ``ready``, ``stopping`` and ``exit`` around its life.
 
 SIGTERM (or SIGINT, or its parent going away) stops it gracefully: the
@@ -23,6 +24,7 @@ which cancels the cron bodies and deletes the worker's nodes.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import os
@@ -42,10 +44,11 @@ from .errors import (
 )
 from .recipes.cas_lock import once_per
 from .recipes.task_leadership import TaskLeadership, Worker, task_leadership
+from .scheduler import Scheduler
 from .session import Coordinator, connect
 from .zk.paths import join
 
-__all__ = ("TICK", "run_worker", "task_names", "window_name")
+__all__ = ("TICK", "checksum", "demo_scheduler", "run_worker", "task_names", "window_name")
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,33 @@ TICK = 0.5  # seconds between two firings of a cron task
 ONCE_WORK = 0.3  # how long the once-per "query" takes
 ONCE_POLL = 0.25  # how often a worker tries the once-per job
 ONCE_LEASE = 1.0  # its lease: a crashed runner blocks the window at most this long (+ skew)
+
+
+JOB_WORK = 0.1  # how long one scheduler job takes
+
+
+def checksum(text: str, rounds: int) -> str:
+    """The demo job's computation: `rounds` of SHA-256 over `text` (checked by the demo)."""
+    digest = text
+    for _ in range(rounds):
+        digest = hashlib.sha256(digest.encode()).hexdigest()
+    return digest
+
+
+def demo_scheduler(
+    coord: Coordinator, root: str, worker: str, out: JsonLog | None = None
+) -> Scheduler:
+    """The demo's scheduler with its one job, ``checksum``, registered (workers and client)."""
+    sched = Scheduler(coord, join(root, "jobs"), strategy="least-loaded", result_ttl=600)
+
+    @sched.job("checksum")
+    async def run_checksum(text: str, rounds: int) -> dict[str, str]:
+        await anyio.sleep(JOB_WORK)
+        if out is not None:
+            out.write("job", job=text)
+        return {"digest": checksum(text, rounds), "worker": worker}
+
+    return sched
 
 
 def task_names(count: int) -> list[str]:
@@ -152,9 +182,13 @@ async def _main(args: argparse.Namespace, out: JsonLog) -> None:
             out.write("session", session=coord.session_id)
             me = Worker(version=args.version, id=args.id)
             tasks = task_names(args.tasks)
-            async with task_leadership(
-                coord, join(args.root, "tasks"), worker=me, tasks=tasks, settle=0.3
-            ) as tl:
+            sched = demo_scheduler(coord, args.root, args.id, out)
+            async with (
+                task_leadership(
+                    coord, join(args.root, "tasks"), worker=me, tasks=tasks, settle=0.3
+                ) as tl,
+                sched.worker(capacity=4, worker_id=args.id, drain_timeout=5.0),
+            ):
                 async with anyio.create_task_group() as tg:
                     for task in tasks:
                         tg.start_soon(_lead_loop, tl, task, out)
