@@ -122,7 +122,7 @@ async def bench(hosts: str, args: argparse.Namespace) -> dict[str, float]:
 
         client_coord = await connect()
         client = make_scheduler(client_coord, args.strategy)
-        out["rtt_s"], out["raw_rps"] = await raw_round_trips(client_coord, 2.0)
+        out["rtt_s"], out["raw_rps"] = await raw_round_trips(client_coord, args.raw_seconds)
 
         async def add_workers(count: int) -> None:
             for _ in range(count):
@@ -148,7 +148,7 @@ async def bench(hosts: str, args: argparse.Namespace) -> dict[str, float]:
 
         await add_workers(args.workers)  # entered outside fail_after: the stack exits them
         with anyio.fail_after(args.timeout):
-            more = max(200, args.jobs // 4)
+            more = max(50, args.jobs // 4)
             before = counter.requests
             await run_jobs(client, more, args.concurrency)
             out["requests_per_job_2w"] = (counter.requests - before) / more
@@ -164,6 +164,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--capacity", type=int, default=64)
     parser.add_argument("--strategy", default="least-loaded")
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
+    parser.add_argument("--raw-seconds", type=float, default=2.0)
     parser.add_argument("--timeout", type=float, default=120.0)
     args = parser.parse_args(argv)
 

@@ -84,6 +84,7 @@ class AssignerState:
         self.stale: set[str] = set()  # deleted while being read: discard what the read returns
         self.ready: dict[str, Fetched] = {}  # read, waiting for a worker with room
         self.blocked: set[str] = set()  # pending duplicates of an assigned job id
+        self.parked: dict[str, str] = {}  # job id -> name no live worker has a handler for
         self.resolving: set[str] = set()
 
     # --- watch events ------------------------------------------------------------------------
@@ -91,14 +92,17 @@ class AssignerState:
     def job_created(self, job_id: str) -> None:
         if job_id in self.assigned or job_id in self.inflight:
             self.blocked.add(job_id)
-        elif job_id in self.blocked or job_id in self.resolving or job_id in self.ready:
-            pass
-        elif job_id not in self.fetching or job_id in self.stale:
+            return
+        known = (self.blocked, self.resolving, self.ready, self.parked)
+        if any(job_id in where for where in known):
+            return  # a replayed event
+        if job_id not in self.fetching or job_id in self.stale:
             self.pending[job_id] = None
 
     def job_deleted(self, job_id: str) -> None:
         self.pending.pop(job_id, None)
         self.ready.pop(job_id, None)
+        self.parked.pop(job_id, None)
         self.blocked.discard(job_id)
         if job_id in self.fetching:
             self.stale.add(job_id)
@@ -115,6 +119,10 @@ class AssignerState:
         else:
             self.invalid_workers.discard(worker)
             self.workers[worker] = record
+            for job_id, name in list(self.parked.items()):
+                if name in record.jobs:  # a handler for it at last: read it again
+                    del self.parked[job_id]
+                    self.pending[job_id] = None
 
     def worker_down(self, worker: str) -> None:
         self.loading.discard(worker)
@@ -205,15 +213,19 @@ class AssignerState:
         """The requests to make now, reserving what they need."""
         actions: list[Fetch | Assign | Resolve] = [Resolve(j) for j in self.resolving]
         self.resolving = set()  # handed out; `resolved` closes them
-        if self.ready and not self.loading:
+        if self.ready and not self.loading and self.workers:
             actions.extend(self._assignments())
-        for job_id in list(self.pending):
-            if len(self.fetching) >= self.max_fetches:
+        budget = min(
+            self.max_fetches - len(self.fetching),
+            self.max_ready - len(self.ready) - len(self.fetching),
+        )
+        take: list[str] = []
+        for job_id in self.pending:
+            if len(take) >= budget:
                 break
-            if len(self.ready) + len(self.fetching) >= self.max_ready:
-                break
-            if job_id in self.fetching:
-                continue  # a stale read is still out; read again once it returns
+            if job_id not in self.fetching:  # else a stale read is still out: wait for it
+                take.append(job_id)
+        for job_id in take:
             del self.pending[job_id]
             self.fetching.add(job_id)
             actions.append(Fetch(job_id))
@@ -225,11 +237,16 @@ class AssignerState:
             for w, r in sorted(self.workers.items())
             if not r.draining and self.load(w) < r.capacity
         }
+        handled = {name for r in self.workers.values() for name in r.jobs}
         out: list[Assign] = []
         for job_id, job in list(self.ready.items()):
+            name = job.record.name
+            if name not in handled:  # no live worker can run it: park it, keep the memory free
+                del self.ready[job_id]
+                self.parked[job_id] = name
+                continue
             if not room:
                 break
-            name = job.record.name
             candidates = [load for w, load in room.items() if name in self.workers[w].jobs]
             if not candidates:
                 continue
@@ -252,5 +269,5 @@ class AssignerState:
         return (
             f"<AssignerState workers={len(self.workers)} assigned={len(self.assigned)} "
             f"pending={len(self.pending) + len(self.fetching) + len(self.ready)} "
-            f"blocked={len(self.blocked)}>"
+            f"parked={len(self.parked)} blocked={len(self.blocked)}>"
         )
