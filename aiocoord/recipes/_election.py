@@ -45,6 +45,7 @@ __all__ = (
     "Lead",
     "LeadershipTerm",
     "Missing",
+    "Ordering",
     "Participant",
     "Stale",
     "check_participant_id",
@@ -207,7 +208,12 @@ class Lead:
 
 @dataclass(frozen=True, slots=True)
 class Follow:
-    """Watch `predecessor`, the node just ahead of ours; `ahead` nodes precede ours."""
+    """Watch `predecessor`, the node just ahead of ours; `ahead` nodes precede ours.
+
+    Nodes created after the listing sort after ours, so the nodes ahead can only
+    go: when the predecessor goes, the next one ahead in the same listing is the
+    new predecessor, and when none is left we lead, with no listing in between.
+    """
 
     predecessor: str
     ahead: int
@@ -226,15 +232,21 @@ class Stale:
 Decision = Lead | Follow | Missing | Stale
 
 
-def decide(
-    children: Sequence[str],
-    ours: str,
-    *,
-    layout: Layout,
-    owner: int,
-    session_id: int | None,
-) -> Decision:
-    """What to do given a listing, our node's name and owner, and the current session.
+class Ordering:
+    """Children in election order, with each name's position; built once per listing."""
+
+    __slots__ = ("_position", "names")
+
+    def __init__(self, children: Sequence[str], layout: Layout) -> None:
+        self.names = sort_children(children, layout)
+        self._position = {name: i for i, name in enumerate(self.names)}
+
+    def position(self, name: str) -> int | None:
+        return self._position.get(name)
+
+
+def decide(order: Ordering, ours: str, *, owner: int, session_id: int | None) -> Decision:
+    """What to do given a listing in election order, our node's name and owner, and the session.
 
     `owner` is the ephemeral owner our node was created with.  A node owned by
     another session is never led on, even when it is still listed first: the
@@ -243,13 +255,12 @@ def decide(
     """
     if session_id is None or owner != session_id:
         return Stale()
-    if ours not in children:
+    index = order.position(ours)
+    if index is None:
         return Missing()
-    ordered = sort_children(children, layout)
-    index = ordered.index(ours)
     if index == 0:
         return Lead()
-    return Follow(ordered[index - 1], index)
+    return Follow(order.names[index - 1], index)
 
 
 def may_lead(*, owner: int, session_id: int | None, connected: bool, node_gone: bool) -> bool:

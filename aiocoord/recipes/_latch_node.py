@@ -29,7 +29,7 @@ from ..errors import BadVersionError, CoordError, NodeDataError, NoNodeError
 from ..zk.client import PROTECTED_PREFIX, ZkClient
 from ..zk.paths import basename, join, parent
 from ..zk.types import CreateMode
-from ._election import Layout, Participant, sort_children
+from ._election import Layout, Ordering, Participant, sort_children
 
 __all__ = ("Offer", "OurNode", "SharedPath", "first_of", "leader_of", "participants_of", "read_all")
 
@@ -45,11 +45,12 @@ class OurNode:
 
 
 class _Round:
-    __slots__ = ("done", "names")
+    __slots__ = ("done", "names", "order")
 
     def __init__(self) -> None:
         self.done = anyio.Event()
         self.names: list[str] | None = None
+        self.order: Ordering | None = None  # sorted once, for every latch of the round
 
 
 class SharedPath:
@@ -64,6 +65,8 @@ class SharedPath:
         self.path = path
         self.lock = anyio.Lock()  # zookeeper layout: one create (or sweep) at a time
         self.claimed: set[str] = set()  # nodes held by latches of this process
+        self.parent_ready = False  # the path is known to exist (creates need no parents)
+        self._ensuring: anyio.Event | None = None
         self._users = 0
         self._next: _Round | None = None
         self._idle = anyio.Event()
@@ -85,28 +88,47 @@ class SharedPath:
             if per_path.get(self.path) is self:
                 del per_path[self.path]
 
-    async def children(self) -> list[str]:
-        """The children, as listed by a request sent after this call began (do not mutate).
+    async def ensure_parent(self) -> None:
+        """Create the path (containers) once for all the latches that need it now."""
+        ensuring = self._ensuring
+        if ensuring is not None:
+            await ensuring.wait()
+            return
+        self._ensuring = done = anyio.Event()
+        try:
+            await self.client.ensure_path(self.path)
+            self.parent_ready = True
+        finally:
+            self._ensuring = None
+            done.set()
+
+    async def ordered(self, layout: Layout) -> Ordering:
+        """The children in election order, as listed by a request sent after this call began.
 
         While one listing is in flight, callers gather for the next, sent as soon
-        as it returns; a caller whose round failed lists alone, to get its own error.
+        as it returns, and share its sorted result; a caller whose round failed
+        lists alone, to get its own error.
         """
         joined = self._next
         if joined is not None:
             await joined.done.wait()
             if joined.names is not None:
-                return joined.names
-            return await self.client.children(self.path)
+                if joined.order is None:
+                    joined.order = Ordering(joined.names, layout)
+                return joined.order
+            return Ordering(await self.client.children(self.path), layout)
         rnd = self._next = _Round()
         try:
-            await self._idle.wait()  # one listing in flight at a time; others gather meanwhile
+            if not self._idle.is_set():
+                await self._idle.wait()  # one listing in flight at a time; others gather meanwhile
             self._next = None  # callers from now on need a later listing
             self._idle = idle = anyio.Event()
             try:
                 rnd.names = await self.client.children(self.path)
             finally:
                 idle.set()
-            return rnd.names
+            rnd.order = Ordering(rnd.names, layout)
+            return rnd.order
         finally:
             if self._next is rnd:
                 self._next = None
@@ -126,22 +148,49 @@ class Offer:
         self._pending: str | None = None  # a create whose outcome we may not know
 
     async def create(self) -> OurNode:
-        """Create our node at the tail of the election (after cleaning up any earlier try)."""
+        """Create our node at the tail of the election (after cleaning up any earlier try).
+
+        The parent is made once for all the latches of the session (not once per
+        create that finds it missing), and again if it was reaped meanwhile.
+        """
+        for attempt in range(3):
+            if not self.shared.parent_ready or attempt:
+                await self.shared.ensure_parent()
+            try:
+                node = await self._create()
+            except NoNodeError:
+                self.shared.parent_ready = False
+                continue
+            self.shared.parent_ready = True
+            return node
+        raise NoNodeError("the latch's parent keeps vanishing", path=self.path)
+
+    async def _create(self) -> OurNode:
         prefix = join(self.path, self.layout.prefix)
         if self.layout.protected:
             if self._pending is not None:
                 await self._sweep()
             node_id = self._pending = str(uuid.uuid4())
-            created = await self.client.create_protected(prefix, self.data, node_id=node_id)
+            try:
+                created = await self.client.create_protected(
+                    prefix, self.data, node_id=node_id, make_parents=False
+                )
+            except NoNodeError:
+                self._pending = None  # no parent, so certainly no node
+                raise
             self.shared.claimed.add(created.path)
         else:
             async with self.shared.lock:
                 if self._pending is not None:
                     await self._sweep()
                 self._pending = "offer"
-                created = await self.client.create(
-                    prefix, self.data, mode=CreateMode.EPHEMERAL_SEQUENTIAL, make_parents=True
-                )
+                try:
+                    created = await self.client.create(
+                        prefix, self.data, mode=CreateMode.EPHEMERAL_SEQUENTIAL
+                    )
+                except NoNodeError:
+                    self._pending = None
+                    raise
                 self.shared.claimed.add(created.path)
         self._pending = None
         stat = created.stat

@@ -50,6 +50,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from ..errors import (
     ConfigError,
     ConnectionLostError,
+    CoordError,
     CoordinatorClosedError,
     InvalidPathError,
     LeadershipLost,
@@ -72,6 +73,7 @@ from ._election import (
     Lead,
     LeadershipTerm,
     Missing,
+    Ordering,
     Participant,
     check_participant_id,
     decide,
@@ -143,6 +145,7 @@ class LeaderLatch:
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
         self._closing = False
+        self._writing = False  # the campaign has a create or delete in flight
         self._stopped = False
 
     # --- public state ----------------------------------------------------------------------
@@ -206,9 +209,18 @@ class LeaderLatch:
         self._lose("closed")  # before the node goes, so no two leaders overlap
         tg, self._tg = self._tg, None
         try:
+            # From `_closing` on, the campaign starts no write.  Unless one is in flight
+            # (then it is cancelled first), our node goes before the tasks unwind, so
+            # the next leader need not wait for them.
+            if tg is not None and self._writing:
+                tg.cancel_scope.cancel()
+            if self._offer is not None:
+                limit = self._client.request_timeout()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(limit):
+                    await self._offer.withdraw(self._coord.session_id)
             if tg is not None:
                 tg.cancel_scope.cancel()
-                await tg.__aexit__(None, None, None)  # `_run` withdraws our node on its way out
+                await tg.__aexit__(None, None, None)
         finally:
             self._stopped = True
             self._publish(ElectionEvent(ElectionState.STOPPED))
@@ -326,28 +338,21 @@ class LeaderLatch:
         self._poke()
 
     async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """Join, report the node, then campaign until cancelled; withdraw on the way out."""
+        """Join, report the node, then campaign until cancelled (`_shutdown` withdraws)."""
         offer = self._require_offer()
-        try:
-            while True:
-                try:
-                    await self._coord.wait_connected()
-                    await self._join(offer)
-                    break
-                except (ConnectionLostError, TimeoutError):
-                    await anyio.lowlevel.checkpoint()  # connection trouble: try again
-            task_status.started()
-            await self._campaign(offer)
-        finally:
-            with (
-                anyio.CancelScope(shield=True),
-                anyio.move_on_after(self._client.request_timeout()),
-            ):
-                await offer.withdraw(self._coord.session_id)
+        while True:
+            try:
+                await self._coord.wait_connected()
+                await self._join(offer)
+                break
+            except (ConnectionLostError, TimeoutError):
+                await anyio.lowlevel.checkpoint()  # connection trouble: try again
+        task_status.started()
+        await self._campaign(offer)
 
     async def _campaign(self, offer: Offer) -> None:
         failures = 0
-        while True:
+        while not self._closing:
             wake = self._wake
             try:
                 await self._coord.wait_connected()
@@ -359,7 +364,7 @@ class LeaderLatch:
             except CoordinatorClosedError:
                 self._lose("closed")
                 self._signal()
-                await anyio.sleep_forever()  # until the latch is left
+                break
             except (ConnectionLostError, TimeoutError):
                 await anyio.lowlevel.checkpoint()  # the next pass waits for a connection
             except (ZooKeeperError, NodeDataError) as exc:
@@ -368,6 +373,7 @@ class LeaderLatch:
                 self._publish(ElectionEvent(ElectionState.FAILED, self.node, reason=str(exc)))
                 with anyio.move_on_after(min(2.0, 0.05 * 2**failures)):
                     await wake.wait()
+        await anyio.sleep_forever()  # leaving: `_shutdown` owns the node now
 
     async def _step(self, offer: Offer, wake: anyio.Event) -> None:
         """One pass: a live node of this session, a listing, then act and wait on it."""
@@ -375,31 +381,45 @@ class LeaderLatch:
         if node is None or node.owner != self._coord.session_id:
             if node is not None:
                 self._lose("session lost")
-                await offer.delete(self._coord.session_id)  # a stale node of an earlier session
+                await self._write(offer.delete(self._coord.session_id))  # an earlier session's
             await self._join(offer)
             return
         own = await self._watch_own(offer, node)
         if own is None:
             return
         try:
-            names = await offer.shared.children()
+            order: Ordering | None = await offer.shared.ordered(self._layout)
         except NoNodeError:  # the parent is gone, and our node with it
             self._node_lost(offer)
             return
-        sid = self._coord.session_id
-        decision = decide(names, node.name, layout=self._layout, owner=node.owner, session_id=sid)
-        if isinstance(decision, Lead):
-            await self._lead(node, own, wake)
-        elif isinstance(decision, Follow):
-            await self._follow(node, own, decision, wake)
-        elif isinstance(decision, Missing):
-            self._node_lost(offer)
-        # Stale: the next pass joins again on the current session.
+        while order is not None:
+            sid = self._coord.session_id
+            decision = decide(order, node.name, owner=node.owner, session_id=sid)
+            if isinstance(decision, Lead):
+                await self._lead(node, own, wake)
+                return
+            if isinstance(decision, Missing):
+                self._node_lost(offer)
+            if not isinstance(decision, Follow):
+                return  # Stale: the next pass joins again on the current session
+            order = await self._follow(offer, node, own, order, decision.ahead, wake)
+
+    async def _write(self, write: Awaitable[object]) -> None:
+        """Run one of the campaign's writes; `_shutdown` waits for none it knows of."""
+        if self._closing:
+            await anyio.sleep_forever()  # leaving: no new node, no delete
+        self._writing = True
+        try:
+            await write
+        finally:
+            self._writing = False
 
     async def _join(self, offer: Offer) -> None:
         self._own = None
         self._following = None
-        node = await offer.create()
+        await self._write(offer.create())
+        node = offer.node
+        assert node is not None
         log.debug("joined %s as %s", self._path, node.path)
         self._publish(ElectionEvent(ElectionState.OFFERED, node.path))
 
@@ -429,39 +449,81 @@ class LeaderLatch:
         self._own = own
         return own
 
-    async def _lead(self, node: OurNode, own: Watch, wake: anyio.Event) -> None:
+    def _grant(self, node: OurNode, own: Watch, wake: anyio.Event) -> bool:
+        """Lead now if allowed; synchronous, so nothing can change between check and grant."""
         if wake.is_set() or self._closing:
-            return
+            return False
         connected = self._coord.state in _USABLE
         sid = self._coord.session_id
         if not may_lead(owner=node.owner, session_id=sid, connected=connected, node_gone=own.fired):
-            return
+            return False
         self._following = None
         if self._term is None:
             self._term = LeadershipTerm(node.czxid, node.path, self._id)
             log.info("leader of %s as %s (token 0x%x)", self._path, self._id, node.czxid)
             self._publish(ElectionEvent(ElectionState.ELECTED, node.path, token=node.czxid))
             self._signal()
-        await first_of(own.wait, wake.wait)  # hold until our node changes or a state does
+        return True
 
-    async def _follow(self, node: OurNode, own: Watch, decision: Follow, wake: anyio.Event) -> None:
+    async def _lead(self, node: OurNode, own: Watch, wake: anyio.Event) -> None:
+        if self._grant(node, own, wake):
+            await first_of(own.wait, wake.wait)  # hold until our node changes or a state does
+
+    async def _follow(
+        self,
+        offer: Offer,
+        node: OurNode,
+        own: Watch,
+        order: Ordering,
+        ahead: int,
+        wake: anyio.Event,
+    ) -> Ordering | None:
+        """Watch the node just ahead of ours until something happens.
+
+        If it was the only node ahead, its deletion makes us lead at once, with
+        no listing: nodes created since sort after ours.  Otherwise the children
+        are listed at once, from the task the deletion woke (which also leads at
+        once if we are first), and that listing is returned to decide on; None
+        means: start the pass over.
+        """
         self._lose("handed over")  # someone sorts ahead of us now (no-op unless we led)
+        predecessor = order.names[ahead - 1]
         try:
-            _, ahead = await self._client.get_watch(join(self._path, decision.predecessor))
-        except NoNodeError:
-            if decision.ahead == 1:
+            _, watch = await self._client.get_watch(join(self._path, predecessor))
+        except NoNodeError:  # gone since the listing
+            if ahead == 1:
                 await self._lead(node, own, wake)
-            return
-        if self._following != decision.predecessor:
-            self._following = decision.predecessor
+            return None
+        if self._following != predecessor:
+            self._following = predecessor
             self._publish(
-                ElectionEvent(ElectionState.FOLLOWING, node.path, predecessor=decision.predecessor)
+                ElectionEvent(ElectionState.FOLLOWING, node.path, predecessor=predecessor)
             )
-        await first_of(own.wait, ahead.wait, wake.wait)
-        gone = ahead.event is not None and ahead.event.type is EventType.DELETED
-        if gone and decision.ahead == 1:
-            # Nodes created later sort after ours: no need to list again.
+        fresh: list[Ordering] = []
+
+        async def until_gone() -> None:
+            event = await watch.wait()
+            if event.type is not EventType.DELETED or self._closing:
+                return
+            if ahead == 1:
+                self._grant(node, own, wake)
+                return
+            try:
+                order = await offer.shared.ordered(self._layout)
+            except CoordError:  # the next pass meets the error itself
+                return
+            fresh.append(order)
+            sid = self._coord.session_id
+            if decide(order, node.name, owner=node.owner, session_id=sid) == Lead():
+                self._grant(node, own, wake)  # from here, not after the waits unwind
+
+        await first_of(own.wait, until_gone, wake.wait)
+        if own.fired or wake.is_set() or self._closing:
+            return None
+        if ahead == 1 and watch.event is not None and watch.event.type is EventType.DELETED:
             await self._lead(node, own, wake)
+            return None
+        return fresh[0] if fresh else None
 
     # --- leadership and events ----------------------------------------------------------------
 
