@@ -136,9 +136,15 @@ class SessionCore:
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Keep a session until closed.  Started by the coordinator's task group."""
+        """Keep a session until closed.  Started by the coordinator's task group.
+
+        Shielded: a cancellation of the scope around ``async with connect()``
+        must not stop the session before the recipes inside have cleaned up
+        (their shielded release or delete needs the connection); `close()`
+        stops it.
+        """
         self._started = True
-        with anyio.CancelScope() as scope:
+        with anyio.CancelScope(shield=True) as scope:
             self._run_scope = scope
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._lost_watchdog)
