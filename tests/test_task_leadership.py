@@ -37,6 +37,7 @@ from aiocoord.recipes._task_choice import (
     rendezvous_rank,
 )
 from aiocoord.recipes._task_records import decode_worker
+from aiocoord.recipes._task_writes import WriteBatcher
 from aiocoord.recipes.task_leadership import (
     TaskChange,
     TaskLeadership,
@@ -259,6 +260,7 @@ class Fleet:
         *,
         tasks: list[str] = TASKS,
         hosts: str | None = None,
+        settle: float = SETTLE,
         **kw: Any,
     ) -> TaskLeadership:
         """Run a worker in a task of its own (its own process, in effect) until `stop()`."""
@@ -276,7 +278,7 @@ class Fleet:
                         ROOT,
                         worker=Worker(version, id=worker_id),
                         tasks=tasks,
-                        settle=SETTLE,
+                        settle=settle,
                         **kw,
                     ) as tl,
                 ):
@@ -678,3 +680,125 @@ def test_benchmark_runs_with_tiny_parameters(zk_server: ZooKeeperServer) -> None
     assert result.overlaps == 0
     assert len(result.gaps) == 3
     assert all(0 <= gap < 5 for gap in result.gaps)
+
+
+@pytest.mark.anyio
+async def test_duplicate_worker_id_waits_until_the_first_leaves(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(20):
+        async with fleet(zk_server, zk_chroot) as f:
+            first = await f.start("same", "1.0", tasks=["a"])
+            coord = await f.connect()
+            twin = task_leadership(coord, ROOT, worker=Worker("2.0", id="same"), tasks=["a"])
+            with anyio.move_on_after(0.5) as waited:
+                await twin.__aenter__()
+            assert waited.cancelled_caught  # still waiting for the other "same" to go
+            assert await coord.client.ephemerals("/") == []  # and nothing of it left behind
+            assert first.is_leader("a")
+
+            second = task_leadership(coord, ROOT, worker=Worker("2.0", id="same"), tasks=["a"])
+            entered = anyio.Event()
+
+            async def enter_second() -> None:
+                async with second:
+                    entered.set()
+                    async with second.lead("a") as term:
+                        assert term.worker_id == "same" and term.version == "2.0"
+                        await anyio.sleep_forever()
+
+            f.tg.start_soon(enter_second)
+            await f.stop("same")
+            await entered.wait()
+            await f_wait(lambda: second.is_leader("a"))
+            assert [w.version for w in await second.workers()] == ["2.0"]
+            f.tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_settle_delay_keeps_a_flapping_worker_from_moving_tasks(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    settle = 1.0
+    with anyio.fail_after(20):
+        async with fleet(zk_server, zk_chroot) as f:
+            for w in ("a", "b"):
+                await f.start(w, "1.0", settle=settle)
+            before = await f.settled(lambda: choice({"a": "1.0", "b": "1.0"}))
+            observer = await f.connect()
+
+            async def tokens() -> dict[str, int]:
+                out = {}
+                for task in TASKS:
+                    stat = await observer.client.exists(f"{ROOT}/leaders/{task}")
+                    assert stat is not None
+                    out[task] = stat.czxid
+                return out
+
+            first = await tokens()
+            joined = anyio.current_time()
+            await f.start("flap", "1.1", settle=settle)
+            await f.stop("flap")  # gone well within the settle delay
+            assert anyio.current_time() - joined < settle
+            # Proving that nothing happens takes waiting out the delay.
+            await anyio.sleep(joined + settle * 1.3 - anyio.current_time())
+            assert await tokens() == first  # nobody let go of anything
+            assert await f.settled(lambda: before) == before
+            # A newer worker that stays takes over once the delay has passed.
+            await f.start("stays", "1.1", settle=settle)
+            await f.settled(lambda: dict.fromkeys(TASKS, "stays"), timeout=10)
+
+
+@pytest.mark.anyio
+async def test_write_batcher_gathers_writes_and_keeps_each_outcome(
+    coordinator: aiocoord.Coordinator,
+) -> None:
+    client = coordinator.client
+    writes = WriteBatcher(client)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writes.run)
+            await client.create("/taken", b"other")
+            results: dict[str, Any] = {}
+
+            async def create(path: str) -> None:
+                try:
+                    results[path] = await writes.create(path, b"me")
+                except aiocoord.CoordError as exc:
+                    results[path] = exc
+
+            async with anyio.create_task_group() as batch:
+                for path in ("/p/a", "/p/b", "/taken", "/p/c"):  # "/p" is made on the way
+                    batch.start_soon(create, path)
+            assert isinstance(results.pop("/taken"), aiocoord.NodeExistsError)
+            for path, (czxid, owner) in results.items():
+                stat = await client.exists(path)
+                assert stat is not None
+                assert (stat.czxid, stat.ephemeral_owner) == (czxid, owner)
+                assert owner == coordinator.session_id
+
+            # Without a conflict the creates share one transaction: one czxid for all.
+            await client.ensure_path("/q")
+            results.clear()
+            async with anyio.create_task_group() as batch:
+                for path in ("/q/a", "/q/b", "/q/c"):
+                    batch.start_soon(create, path)
+            assert len({czxid for czxid, _owner in results.values()}) == 1
+
+            failed: list[BaseException] = []
+
+            async def delete(path: str, version: int) -> None:
+                try:
+                    await writes.delete(path, version)
+                except aiocoord.CoordError as exc:
+                    failed.append(exc)
+
+            async with anyio.create_task_group() as batch:
+                batch.start_soon(delete, "/q/a", 0)
+                batch.start_soon(delete, "/q/b", 7)  # wrong version: fails alone
+                batch.start_soon(delete, "/q/c", 0)
+            assert [type(e) for e in failed] == [aiocoord.BadVersionError]
+            assert await client.exists("/q/a") is None
+            assert await client.exists("/q/b") is not None
+            assert await client.exists("/q/c") is None
+            tg.cancel_scope.cancel()

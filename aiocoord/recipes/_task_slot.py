@@ -136,6 +136,14 @@ class TaskSlot:
         self._granted_changed = anyio.Event()
         self._body_exited = anyio.Event()
 
+    def __repr__(self) -> str:
+        state = "LEADING" if self.granted else ("held" if self.held else "not held")
+        token = f" token=0x{self.held.czxid:x}" if self.held else ""
+        return (
+            f"<TaskSlot {self.task} {state}{token} leader={self.holder} "
+            f"chosen={self.desired} bodies={len(self.bodies)}>"
+        )
+
     # --- signals ---------------------------------------------------------------------------
 
     def poke(self) -> None:

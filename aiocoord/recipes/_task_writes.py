@@ -89,6 +89,7 @@ class WriteBatcher:
         if len(batch) == 1:
             await self._alone(batch[0])
             return
+        session = self._client.session_id
         try:
             await self._client.multi([w.op for w in batch])
         except TransactionFailed as exc:
@@ -107,7 +108,7 @@ class WriteBatcher:
                 self._finish(write, error=exc)
             return
         creates = [w for w in batch if isinstance(w.op, CreateOp)]
-        created = await self._created(creates) if creates else None
+        created = await self._created(creates, session) if creates else None
         for write in batch:
             if created is None and write in creates:
                 # Created, but no node of the batch could be read back as ours: let the
@@ -116,19 +117,14 @@ class WriteBatcher:
             else:
                 self._finish(write, created=created)
 
-    async def _created(self, creates: list[_Write]) -> tuple[int, int] | None:
-        """(czxid, owner) shared by the nodes one multi created, read from one that is still ours."""
-        session = None
+    async def _created(self, creates: list[_Write], session: int | None) -> tuple[int, int] | None:
+        """(czxid, owner) shared by the nodes one multi created, read from one still ours."""
         for write in creates:
             try:
                 stat = await self._client.exists(write.op.path)
             except CoordError:
                 return None
-            if stat is None or stat.version != 0:
-                continue
-            if session is None:
-                session = stat.ephemeral_owner
-            if stat.ephemeral_owner == session:
+            if stat is not None and stat.ephemeral_owner == session and stat.version == 0:
                 return stat.czxid, stat.ephemeral_owner
         return None
 

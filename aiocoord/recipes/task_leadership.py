@@ -24,7 +24,19 @@ flapping worker does not bounce tasks), cancels its ``lead()`` bodies, waits
 for them to finish (drain) and then deletes the node; the chosen worker,
 woken by the deletion, creates it.  A worker acquires only with a current
 worker list: the list's watch fires before any later leader event arrives,
-so a lagging worker never grabs a task a newer worker should take.
+so a lagging worker never grabs a task a newer worker should take.  Leader
+node writes issued at the same moment (a whole hand-over) share one
+``multi`` (`_task_writes`), so hundreds of tasks move in a few transactions.
+
+The choice, exactly (so that other languages can implement it): the
+candidates are the workers whose version no other present version beats
+(a documented fallback decides the rare cycles of Maven's order); task ``t``
+goes to the candidate ``w`` with the highest
+``blake2b(t + "\\0" + w, digest_size=8)`` as a big-endian integer.  See
+`aiocoord.recipes._task_choice`.  The choice does not know which tasks a
+worker has: all workers of one version should have the same tasks, and a
+task that only older workers have is not led while a newer one is present
+(the newest version decides what runs).
 
 Failure handling:
 
@@ -62,12 +74,12 @@ import anyio.lowlevel
 from aiocoord.errors import ConfigError, InvalidPathError, NodeDataError
 from aiocoord.session import Coordinator
 from aiocoord.zk import EventType
-from aiocoord.zk.paths import validate_path
+from aiocoord.zk.paths import join, validate_path
 
 from ._maven_version import maven_version_key
 from ._task_choice import Prefer, VersionKey
 from ._task_engine import TaskEngine, next_batch
-from ._task_records import Worker, check_name
+from ._task_records import Worker, check_name, decode_leader
 from ._task_slot import TaskTerm
 
 __all__ = ("TaskChange", "TaskLeadership", "TaskTerm", "Worker", "task_leadership")
@@ -196,9 +208,9 @@ class TaskLeadership:
         self._tg = tg
         try:
             await self._engine.start(tg)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await self._shutdown(None, None, None)
+        except BaseException as exc:
+            # Exit the group here, in this task and scope (its node cleanup is shielded).
+            await self._shutdown(type(exc), exc, exc.__traceback__)
             raise
         return self
 
@@ -279,10 +291,11 @@ class TaskLeadership:
         """
         engine = self._engine
         out: dict[str, str] = {}
-        for task in sorted(await engine.read_all(engine.leaders_path)):
-            leader = await engine.read_leader(task)
-            if leader is not None:
-                out[task] = leader[0]
+        for task, data in sorted((await engine.read_all(engine.leaders_path)).items()):
+            try:
+                out[task], _version = decode_leader(join(engine.leaders_path, task), data)
+            except NodeDataError:
+                continue
         return out
 
     async def workers(self) -> list[Worker]:
