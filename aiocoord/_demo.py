@@ -91,6 +91,8 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UserError("--jobs must be between 0 and 1000")
     if not 2.0 <= args.interval <= 60:
         raise UserError("--interval must be between 2 and 60 seconds")
+    if not 1 <= args.windows <= 20:
+        raise UserError("--windows must be between 1 and 20")
     if not 1.0 <= args.session_timeout <= 30:
         raise UserError("--session-timeout must be between 1 and 30 seconds")
 
@@ -379,7 +381,7 @@ class Demo:
 
         # Let the once-per job run a few full windows with workers alive all through.
         interval = args.interval
-        want = (math.ceil(covered_from / interval) + 3) * interval + ONCE_LEASE
+        want = (math.ceil(covered_from / interval) + args.windows) * interval + ONCE_LEASE
         if time.time() < want:
             view.say(f"letting the once-per-{interval:g}s job run a few more windows")
             await anyio.sleep(want - time.time())

@@ -188,6 +188,12 @@ def _parser() -> argparse.ArgumentParser:
         help="workers' session timeout, seconds (default 2)",
     )
     demo.add_argument(
+        "--windows",
+        type=int,
+        default=3,
+        help="once-per windows to run with workers alive all through (default 3)",
+    )
+    demo.add_argument(
         "--keep", action="store_true", help="keep the demo's nodes and logs afterwards"
     )
     demo.add_argument("--dir", default=str(DEFAULT_DIR), help=argparse.SUPPRESS)
