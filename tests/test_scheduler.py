@@ -529,6 +529,12 @@ async def test_assigner_dies_a_new_one_reconciles_and_every_job_completes(
             assert await results(others[0].sched, ids) == [n * n for n in range(40)]
             assert set(range(40)) <= {n for m in f.members for n in m.runs}
             await eventually(lambda: _empty(first.coord), timeout=10)
+            # The new assigner's process goes away without leaving: its coordinator closes.
+            (leader,) = [m for m in others if m.worker and m.worker.is_assigner]
+            await leader.coord.client.close()  # (the exit stack exits the rest)
+            ids = await submit_all(first.sched, range(100, 110))
+            assert await results(first.sched, ids) == [n * n for n in range(100, 110)]
+            assert any(m.worker and m.worker.is_assigner for m in f.members if m is not leader)
 
 
 async def _empty(coord: aiocoord.Coordinator) -> bool:

@@ -267,6 +267,8 @@ class JobWorker:
                 sess.tg.start_soon(self._relist, sess)  # the watch missed what happened meanwhile
         if not started:
             task_status.started()
+        if self._session is not None:  # the coordinator closed: nothing can be recorded now
+            self._session.scope.cancel()
 
     async def _serve(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """One registration per session, until the worker leaves."""
@@ -454,8 +456,12 @@ class JobWorker:
                 except CoordinatorClosedError:
                     return
                 except Exception as exc:
+                    if self._coord.closed:
+                        return
                     failures += 1
-                    log.warning("assigner of %s: term ended: %r (again)", self._layout.root, exc)
+                    log.warning(
+                        "assigner of %s: term ended by %r; standing again", self._layout.root, exc
+                    )
                     await anyio.sleep(min(2.0, 0.05 * 2**failures))
 
     def __repr__(self) -> str:

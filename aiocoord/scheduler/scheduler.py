@@ -275,12 +275,20 @@ class Scheduler:
     async def status(self, job_id: str) -> JobStatus:
         """Where the job is now; `NoNodeError` if nothing is known of it (or its result expired).
 
-        Costs a few reads, plus one per worker queue when the job is not
-        pending: for monitoring, not for polling in a loop (use `result`).
+        Finished jobs cost one read; a job with a worker costs a listing and one
+        read per worker queue: for monitoring, not for polling (use `result`).
+        `NodeDataError` if the result node is not a scheduler result.
         """
         job_id = check_job_id(job_id)
         layout, client = self._layout, self._client
         for _ in range(2):  # a job moved back to pending while we looked is seen the second time
+            try:
+                node = await client.get(layout.result(job_id))
+            except NoNodeError:
+                pass
+            else:
+                record = decode_result(layout.result(job_id), node.data)
+                return JobStatus.DONE if record.ok else JobStatus.FAILED
             if await client.exists(layout.job(job_id)) is not None:
                 return JobStatus.PENDING
             try:
@@ -293,12 +301,6 @@ class Scheduler:
                     tg.start_soon(self._look, found, layout.assignment(worker, job_id))
             if found:
                 return JobStatus.ASSIGNED
-            try:
-                node = await client.get(layout.result(job_id))
-            except NoNodeError:
-                continue
-            record = decode_result(layout.result(job_id), node.data)
-            return JobStatus.DONE if record.ok else JobStatus.FAILED
         raise NoNodeError(
             f"no job {job_id!r} (never submitted, or its result expired)", path=layout.job(job_id)
         )
