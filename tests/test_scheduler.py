@@ -557,7 +557,7 @@ async def test_crash_between_result_and_assignment_delete_loses_nothing(
                     await expire_session(w.coord)
                     await anyio.sleep_forever()  # cancelled when the worker sees LOST
 
-            w.worker._after_result = crash
+            w.worker._hooks.after_result = crash
             job_id = await w.sched.submit("square", {"n": 12})
             assert await w.sched.result(job_id) == 144
             await eventually(lambda: _empty(w.coord), timeout=10)  # the assignment is reclaimed

@@ -1,38 +1,32 @@
-"""A worker: registers, runs the jobs assigned to it, and stands for the assigner election.
+"""A worker: runs the jobs assigned to it, across sessions, and stands for the assigner.
 
-Per session the worker has a fresh id, ``<worker_id>-<session id in hex>``,
-so a worker that lost its session never gets back the assignments of its
-former self: those belong to a dead worker and go back to the pending jobs.
-It registers with one transaction (its queue node ``assignments/<id>`` and
-its ephemeral ``workers/<id>``), watches its queue with one persistent
-recursive watch (no listing per job) and runs each assignment: read it,
-validate, call the handler, write the result, then delete the assignment.
-Result first: a crash in between re-runs the job (or the assigner sees the
-result and just removes the assignment), it never loses it.
+`JobWorker` keeps one `WorkerSession` (registration, queue watch, job runs;
+see `_worker_session`) per ZooKeeper session, and a leader latch on
+``<root>/assigner`` whose leader runs the `Assigner`.
 
 Failure handling:
 
 - SUSPENDED: jobs keep running; their writes wait for the connection.  On
   RECONNECTED (same session) the queue is listed again, since a persistent
-  watch does not replay what happened while disconnected.
+  watch does not replay what happened while disconnected.  The assigner term
+  ends (the latch drops leadership on SUSPENDED) and the next one reconciles.
 - LOST: every job of that session is cancelled (its assignments are being
   returned to the pending jobs by the assigner); on the new session the
   worker registers again under a new id.
+- The coordinator closed: the jobs are cancelled; nothing more is done.
 - A corrupt assignment is failed with a ``NodeDataError`` result; a handler
   that raises gives a failed result (`JobFailed` for the client).
 
-Leaving (see `JobWorker`): drain, then hand back what is left.
+Leaving: drain, then hand back what is left (see `JobWorker`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
 from types import TracebackType
 
 import anyio
@@ -40,52 +34,30 @@ import anyio.abc
 
 from ..errors import (
     ConfigError,
-    ConnectionLostError,
     CoordError,
     CoordinatorClosedError,
     LeadershipLost,
-    NodeDataError,
-    NodeExistsError,
-    NoNodeError,
     NotEmptyError,
     TransactionFailed,
 )
 from ..recipes.leader_latch import LeaderLatch
 from ..session import Coordinator
-from ..zk.client import MAX_DATA
 from ..zk.states import ConnectionState
-from ..zk.types import CreateMode, CreateOp, DeleteOp, EventType, WatchedEvent
+from ..zk.types import DeleteOp
 from ._assigner import Assigner
-from ._jobs import JobType, run_job
-from ._ops import Retention, ensure_layout, move_back, retry_connection, write_result
+from ._jobs import JobType
+from ._ops import Retention, ensure_layout, move_back
 from ._records import (
     Layout,
-    ResultRecord,
-    WorkerRecord,
     check_job_name,
-    decode_job,
-    encode_result,
     encode_worker,
 )
 from ._strategies import Strategy
+from ._worker_session import Hooks, WorkerSession
 
 __all__ = ("JobWorker",)
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(eq=False)
-class _Session:
-    """What the worker holds on one ZooKeeper session."""
-
-    sid: int
-    worker: str
-    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    tg: anyio.abc.TaskGroup | None = None
-    registered: bool = False
-    running: dict[str, anyio.CancelScope] = field(default_factory=dict)
-    done: set[str] = field(default_factory=set)  # finished, assignment delete not yet seen
-    ended: anyio.Event = field(default_factory=anyio.Event)
 
 
 class JobWorker:
@@ -135,13 +107,13 @@ class JobWorker:
         self.capacity = capacity
         self.drain_timeout = float(drain_timeout)
         self._slots = anyio.Semaphore(capacity)
-        self._session: _Session | None = None
+        self._session: WorkerSession | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
         self._closing = False
         self._assigning = False
         self._idle = anyio.Event()
-        self._after_result: Callable[[str], Awaitable[None]] | None = None  # test hook
+        self._hooks = Hooks()
 
     # --- state -------------------------------------------------------------------------------
 
@@ -205,10 +177,9 @@ class JobWorker:
         sess = self._session
         if sess is None or not sess.registered or self._coord.closed:
             return
-        record = WorkerRecord.local(sess.worker, self.capacity, frozenset(self._handlers))
         with anyio.move_on_after(self._client.request_timeout()):
             try:
-                data = encode_worker(replace(record, draining=True))
+                data = encode_worker(sess.record(draining=True))
                 await self._client.set(self._layout.worker(sess.worker), data)
             except CoordError as exc:
                 log.debug("worker %s: could not mark itself draining: %s", sess.worker, exc)
@@ -261,10 +232,9 @@ class JobWorker:
             elif (
                 event.state is ConnectionState.RECONNECTED
                 and not event.new_session
-                and sess.tg is not None
                 and sess.sid == event.session_id
             ):
-                sess.tg.start_soon(self._relist, sess)  # the watch missed what happened meanwhile
+                sess.relist_soon()
         if not started:
             task_status.started()
         if self._session is not None:  # the coordinator closed: nothing can be recorded now
@@ -283,11 +253,22 @@ class JobWorker:
             if sid is None:
                 await anyio.sleep(0.01)  # between a LOST and the next session
                 continue
-            sess = _Session(sid, f"{self._base}-{sid:x}")
+            sess = WorkerSession(
+                sid,
+                f"{self._base}-{sid:x}",
+                coord=self._coord,
+                layout=self._layout,
+                handlers=self._handlers,
+                retention=self._retention,
+                capacity=self.capacity,
+                slots=self._slots,
+                changed=self._notify,
+                hooks=self._hooks,
+            )
             self._session = sess
             try:
                 with sess.scope:
-                    await self._serve_session(sess, task_status if not started else None)
+                    await sess.serve(task_status if not started else None)
                     started = True
             except CoordinatorClosedError:
                 break
@@ -301,125 +282,6 @@ class JobWorker:
             started = started or sess.registered
         if not started:
             raise CoordinatorClosedError("the coordinator closed before the worker registered")
-
-    async def _serve_session(
-        self, sess: _Session, task_status: anyio.abc.TaskStatus[None] | None
-    ) -> None:
-        queue = self._layout.queue(sess.worker)
-        async with self._client.watch(queue, recursive=True) as watch:
-            await self._register(sess)
-            log.info("worker %s registered (capacity %d)", sess.worker, self.capacity)
-            try:
-                async with anyio.create_task_group() as tg:
-                    sess.tg = tg
-                    if task_status is not None:
-                        task_status.started()
-                    await self._relist(sess)
-                    async for event in watch.events:
-                        self._on_event(sess, queue, event)
-            finally:
-                sess.tg = None
-
-    def _on_event(self, sess: _Session, queue: str, event: WatchedEvent) -> None:
-        if event.path == queue or event.type is EventType.SESSION_LOST:
-            return
-        job_id = event.path.rsplit("/", 1)[1]
-        if event.type is EventType.CREATED:
-            self._start(sess, job_id)
-        elif event.type is EventType.DELETED:
-            sess.done.discard(job_id)
-            scope = sess.running.get(job_id)
-            if scope is not None:  # taken away from us: stop working on it
-                scope.cancel()
-
-    async def _register(self, sess: _Session) -> None:
-        layout, client = self._layout, self._client
-        record = WorkerRecord.local(sess.worker, self.capacity, frozenset(self._handlers))
-        node = layout.worker(sess.worker)
-        ops = [
-            CreateOp(layout.queue(sess.worker)),
-            CreateOp(node, encode_worker(record), mode=CreateMode.EPHEMERAL),
-        ]
-        for _ in range(5):
-            try:
-                await client.multi(ops)
-                break
-            except TransactionFailed as exc:
-                if isinstance(exc.cause, NoNodeError):
-                    await ensure_layout(client, layout)
-                    continue
-                if exc.failed_index != 0 or not isinstance(exc.cause, NodeExistsError):
-                    raise
-                # Our queue exists: an earlier attempt whose reply was lost.
-                with contextlib.suppress(NodeExistsError):
-                    await client.create(node, ops[1].data, mode=CreateMode.EPHEMERAL)
-                break
-            except ConnectionLostError:
-                await self._coord.wait_connected()
-                if self._coord.session_id != sess.sid:
-                    raise
-        sess.registered = True
-
-    async def _relist(self, sess: _Session) -> None:
-        try:
-            names = await self._client.children(self._layout.queue(sess.worker))
-        except NoNodeError:
-            return
-        for job_id in names:
-            self._start(sess, job_id)
-
-    # --- jobs --------------------------------------------------------------------------------
-
-    def _start(self, sess: _Session, job_id: str) -> None:
-        if job_id in sess.running or job_id in sess.done or sess.tg is None:
-            return
-        scope = anyio.CancelScope()
-        sess.running[job_id] = scope
-        sess.tg.start_soon(self._run, sess, job_id, scope)
-
-    async def _run(self, sess: _Session, job_id: str, scope: anyio.CancelScope) -> None:
-        try:
-            with scope:
-                async with self._slots:
-                    await self._execute(sess, job_id)
-        except CoordinatorClosedError:
-            pass
-        finally:
-            sess.running.pop(job_id, None)
-            self._notify()
-
-    async def _execute(self, sess: _Session, job_id: str) -> None:
-        client, coord, layout = self._client, self._coord, self._layout
-        path = layout.assignment(sess.worker, job_id)
-        try:
-            node = await retry_connection(coord, lambda: client.get(path))
-        except NoNodeError:
-            return
-        try:
-            job = decode_job(path, node.data)
-        except NodeDataError as exc:
-            log.error("job %s failed: %s", job_id, exc)
-            outcome = ResultRecord("", ok=False, type="NodeDataError", message=str(exc))
-        else:
-            outcome = await run_job(self._handlers.get(job.name), job.name, job.payload)
-        data = encode_result(replace(outcome, worker=sess.worker))
-        if len(data) > MAX_DATA:
-            message = f"the result is {len(data)} bytes as JSON; ZooKeeper nodes hold {MAX_DATA}"
-            data = encode_result(
-                ResultRecord(outcome.name, False, type="ValueError", message=message)
-            )
-        await retry_connection(
-            coord, lambda: write_result(client, layout, self._retention, job_id, data)
-        )
-        sess.done.add(job_id)
-        if self._after_result is not None:
-            await self._after_result(job_id)
-
-        async def delete() -> None:
-            with contextlib.suppress(NoNodeError):
-                await client.delete(path)
-
-        await retry_connection(coord, delete)
 
     def _notify(self) -> None:
         self._idle.set()

@@ -1,0 +1,211 @@
+"""The worker on one ZooKeeper session: registration, the queue watch, running jobs.
+
+The worker's node name on a session is ``<worker_id>-<session id in hex>``,
+so a worker that lost its session never gets back the assignments of its
+former self: those belong to a dead worker and go back to the pending jobs.
+It registers with one transaction (its queue node ``assignments/<id>`` and
+its ephemeral ``workers/<id>``), watches its queue with one persistent
+recursive watch (no listing per job) and runs each assignment: read it,
+validate, call the handler, write the result, then delete the assignment.
+Result first: a crash in between re-runs the job (or the assigner sees the
+result and just removes the assignment), it never loses it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+
+import anyio
+import anyio.abc
+
+from ..errors import (
+    ConnectionLostError,
+    CoordinatorClosedError,
+    NodeDataError,
+    NodeExistsError,
+    NoNodeError,
+    TransactionFailed,
+)
+from ..session import Coordinator
+from ..zk.client import MAX_DATA
+from ..zk.types import CreateMode, CreateOp, EventType, WatchedEvent
+from ._jobs import JobType, run_job
+from ._ops import Retention, ensure_layout, retry_connection, write_result
+from ._records import Layout, ResultRecord, WorkerRecord, decode_job, encode_result, encode_worker
+
+__all__ = ("Hooks", "WorkerSession")
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Hooks:
+    """Test hooks: `after_result` runs after a result is written, before the assignment goes."""
+
+    after_result: Callable[[str], Awaitable[None]] | None = None
+
+
+class WorkerSession:
+    """What a worker does and holds on one session; `serve` runs it until cancelled."""
+
+    def __init__(
+        self,
+        sid: int,
+        worker: str,
+        *,
+        coord: Coordinator,
+        layout: Layout,
+        handlers: Mapping[str, JobType],
+        retention: Retention,
+        capacity: int,
+        slots: anyio.Semaphore,
+        changed: Callable[[], None],
+        hooks: Hooks,
+    ) -> None:
+        self.sid = sid
+        self.worker = worker
+        self.scope = anyio.CancelScope()
+        self.ended = anyio.Event()
+        self.registered = False
+        self.running: dict[str, anyio.CancelScope] = {}
+        self.done: set[str] = set()  # finished; the delete of the assignment not seen yet
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._coord = coord
+        self._client = coord.client
+        self._layout = layout
+        self._handlers = handlers
+        self._retention = retention
+        self._capacity = capacity
+        self._slots = slots
+        self._changed = changed
+        self._hooks = hooks
+
+    def record(self, *, draining: bool = False) -> WorkerRecord:
+        record = WorkerRecord.local(self.worker, self._capacity, frozenset(self._handlers))
+        return replace(record, draining=draining)
+
+    async def serve(self, task_status: anyio.abc.TaskStatus[None] | None) -> None:
+        """Register, report `task_status` started, then run assignments as they come."""
+        queue = self._layout.queue(self.worker)
+        async with self._client.watch(queue, recursive=True) as watch:
+            await self._register()
+            log.info("worker %s registered (capacity %d)", self.worker, self._capacity)
+            try:
+                async with anyio.create_task_group() as tg:
+                    self._tg = tg
+                    if task_status is not None:
+                        task_status.started()
+                    await self._relist()
+                    async for event in watch.events:
+                        self._on_event(queue, event)
+            finally:
+                self._tg = None
+
+    def relist_soon(self) -> None:
+        """The connection is back on this session: the watch missed what happened meanwhile."""
+        if self._tg is not None:
+            self._tg.start_soon(self._relist)
+
+    def _on_event(self, queue: str, event: WatchedEvent) -> None:
+        if event.path == queue or event.type is EventType.SESSION_LOST:
+            return
+        job_id = event.path.rsplit("/", 1)[1]
+        if event.type is EventType.CREATED:
+            self._start(job_id)
+        elif event.type is EventType.DELETED:
+            self.done.discard(job_id)
+            scope = self.running.get(job_id)
+            if scope is not None:  # taken away from us: stop working on it
+                scope.cancel()
+
+    async def _register(self) -> None:
+        layout, client = self._layout, self._client
+        record = self.record()
+        node = layout.worker(self.worker)
+        ops = [
+            CreateOp(layout.queue(self.worker)),
+            CreateOp(node, encode_worker(record), mode=CreateMode.EPHEMERAL),
+        ]
+        for _ in range(5):
+            try:
+                await client.multi(ops)
+                break
+            except TransactionFailed as exc:
+                if isinstance(exc.cause, NoNodeError):
+                    await ensure_layout(client, layout)
+                    continue
+                if exc.failed_index != 0 or not isinstance(exc.cause, NodeExistsError):
+                    raise
+                # Our queue exists: an earlier attempt whose reply was lost.
+                with contextlib.suppress(NodeExistsError):
+                    await client.create(node, ops[1].data, mode=CreateMode.EPHEMERAL)
+                break
+            except ConnectionLostError:
+                await self._coord.wait_connected()
+                if self._coord.session_id != self.sid:
+                    raise
+        self.registered = True
+
+    async def _relist(self) -> None:
+        try:
+            names = await self._client.children(self._layout.queue(self.worker))
+        except NoNodeError:
+            return
+        for job_id in names:
+            self._start(job_id)
+
+    # --- jobs --------------------------------------------------------------------------------
+
+    def _start(self, job_id: str) -> None:
+        if job_id in self.running or job_id in self.done or self._tg is None:
+            return
+        scope = anyio.CancelScope()
+        self.running[job_id] = scope
+        self._tg.start_soon(self._run, job_id, scope)
+
+    async def _run(self, job_id: str, scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                async with self._slots:
+                    await self._execute(job_id)
+        except CoordinatorClosedError:
+            pass
+        finally:
+            self.running.pop(job_id, None)
+            self._changed()
+
+    async def _execute(self, job_id: str) -> None:
+        client, coord, layout = self._client, self._coord, self._layout
+        path = layout.assignment(self.worker, job_id)
+        try:
+            node = await retry_connection(coord, lambda: client.get(path))
+        except NoNodeError:
+            return
+        try:
+            job = decode_job(path, node.data)
+        except NodeDataError as exc:
+            log.error("job %s failed: %s", job_id, exc)
+            outcome = ResultRecord("", ok=False, type="NodeDataError", message=str(exc))
+        else:
+            outcome = await run_job(self._handlers.get(job.name), job.name, job.payload)
+        data = encode_result(replace(outcome, worker=self.worker))
+        if len(data) > MAX_DATA:
+            message = f"the result is {len(data)} bytes as JSON; ZooKeeper nodes hold {MAX_DATA}"
+            data = encode_result(
+                ResultRecord(outcome.name, False, type="ValueError", message=message)
+            )
+        await retry_connection(
+            coord, lambda: write_result(client, layout, self._retention, job_id, data)
+        )
+        self.done.add(job_id)
+        if self._hooks.after_result is not None:
+            await self._hooks.after_result(job_id)
+
+        async def delete() -> None:
+            with contextlib.suppress(NoNodeError):
+                await client.delete(path)
+
+        await retry_connection(coord, delete)
