@@ -1,0 +1,22 @@
+"""Fault campaigns: real processes, real faults, and a checker over what everyone believed.
+
+Several participant processes (`participant`) run the leader latch, the CAS
+lock, once_per and task leadership against a 3-member ZooKeeper ensemble
+while a seeded schedule (`faults`) cuts and pauses their connections,
+expires their sessions, restarts ensemble members, kills the ensemble's
+leader, and SIGKILLs, SIGSTOPs and SIGCONTs the participants.  Each
+participant logs every term it believes it holds and writes through a fenced
+store (`store`); `checker` turns the logs into a verdict (see its docstring
+for the invariants).  `campaign` is the orchestrator.
+
+The normal test suite runs one bounded campaign on a fixed seed
+(``tests/test_chaos.py``).  A longer one, on any seed::
+
+    .venv/bin/python -m tests.chaos --seconds 600 --seed 7
+    .venv/bin/python -m tests.chaos --seconds 120 --seed 3 --participants 5 --keep
+
+prints the same report and exits 1 on any violation; ``--keep`` keeps the
+logs (they are kept anyway when the campaign fails).  The suite's campaign
+can be lengthened or re-seeded without editing it:
+``AIOCOORD_CHAOS_SECONDS=300 AIOCOORD_CHAOS_SEED=11 pytest tests/test_chaos.py``.
+"""

@@ -1,0 +1,378 @@
+"""The orchestrator: an ensemble, a fenced store, participant processes, and the faults.
+
+`run_campaign(CampaignConfig(seed=...))` starts a 3-member `ZooKeeperEnsemble`
+of its own, the fenced store, and one `FaultProxy` per member per participant
+(so cutting or pausing a participant's network hits that participant only),
+then the participant processes (`participant`, alternately on asyncio and
+uvloop).  It runs the seeded fault plan (`faults.plan`) in two lanes of
+threads for `seconds`, lets everything settle for `calm` seconds without
+faults, sends SIGTERM to every participant (each must exit cleanly), reads
+every log and returns the checker's `Report`.  A participant that dies
+unexpectedly is logged as a crash and started again.
+
+Everything the orchestrator does is logged (``orchestrator.jsonl``) next to
+the participants' and the store's logs in the campaign's directory, which is
+kept when the campaign fails (or with ``keep=True``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from aiocoord.testing import EnsembleMember, FaultProxy, ZooKeeperEnsemble, kill_session
+
+from . import participant
+from .checker import Report, check
+from .faults import Fault, plan
+from .records import Writer, read_records
+from .store import FencedStore
+
+__all__ = ("CampaignConfig", "CampaignResult", "run_campaign")
+
+REPO = Path(__file__).resolve().parents[2]
+STOP_TIMEOUT = 20.0  # a participant told to stop must be gone by then, or it hangs
+
+
+@dataclass(slots=True)
+class CampaignConfig:
+    """What a campaign runs; the same seed gives the same fault plan."""
+
+    seed: int = 1
+    seconds: float = 45.0  # fault phase
+    calm: float = 8.0  # no faults, then stop
+    participants: int = 4
+    session_timeout: float = 3.0
+    roles: str = "latch,lock,once,tasks"
+    directory: Path | None = None
+    keep: bool = False
+    echo: Callable[[str], None] = print
+
+
+@dataclass(slots=True)
+class CampaignResult:
+    report: Report
+    directory: Path
+    plan: list[Fault] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Slot:
+    """One participant name: its proxies and its current process (incarnation `inc`)."""
+
+    index: int
+    name: str
+    proxies: list[FaultProxy]
+    loop: str
+    inc: int = 0
+    version: str = "1.0"
+    proc: subprocess.Popen[bytes] | None = None
+    out: IO[bytes] | None = None
+    expected_exit: bool = False  # we killed it, or told it to stop
+
+    @property
+    def hosts(self) -> str:
+        return ",".join(p.connect_string for p in self.proxies)
+
+
+class _Orchestrator:
+    def __init__(self, cfg: CampaignConfig, directory: Path, stack: contextlib.ExitStack) -> None:
+        self.cfg = cfg
+        self.dir = directory
+        self.stack = stack
+        self.log = Writer(directory / "orchestrator.jsonl")
+        stack.callback(self.log.close)
+        self.lock = threading.RLock()
+        self.rng = random.Random(cfg.seed)
+        self.failures: list[BaseException] = []
+        self.ensemble = ZooKeeperEnsemble(3)
+        stack.callback(self.ensemble.cleanup)
+        self.store = FencedStore(directory / "store.jsonl")
+        self.slots: list[_Slot] = []
+        self.stopping = threading.Event()
+
+    # --- set-up ---------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        self.ensemble.start()
+        self.stack.enter_context(self.store)
+        for i in range(self.cfg.participants):
+            proxies = []
+            for m in self.ensemble.members:
+                proxy = FaultProxy(m.host, m.port).start()
+                self.stack.callback(proxy.stop)
+                proxies.append(proxy)
+            loop = "uvloop" if i % 2 else "asyncio"
+            self.slots.append(_Slot(i, f"p{i + 1}", proxies, loop))
+        self.stack.callback(self._kill_all)
+
+    def spawn(self, slot: _Slot) -> None:
+        host, port = self.store.address
+        args = [
+            sys.executable, "-m", "tests.chaos.participant",
+            "--name", slot.name, "--inc", str(slot.inc), "--hosts", slot.hosts,
+            "--store", f"{host}:{port}", "--log", str(self.dir / f"{slot.name}.jsonl"),
+            "--session-timeout", str(self.cfg.session_timeout), "--loop", slot.loop,
+            "--version", slot.version, "--seed", str(self.cfg.seed), "--roles", self.cfg.roles,
+        ]  # fmt: skip
+        if slot.out is None:
+            slot.out = open(self.dir / f"{slot.name}.out", "ab")  # noqa: SIM115 - closed in _kill_all
+        slot.proc = subprocess.Popen(
+            args, cwd=REPO, stdin=subprocess.DEVNULL, stdout=slot.out, stderr=slot.out,
+            start_new_session=True,
+        )  # fmt: skip
+        slot.expected_exit = False
+        self.log.emit("proc", p=slot.name, inc=slot.inc, ev="spawn", pid=slot.proc.pid)
+
+    def _kill_all(self) -> None:
+        for slot in self.slots:
+            if slot.proc is not None and slot.proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    slot.proc.send_signal(signal.SIGCONT)
+                slot.proc.kill()
+                slot.proc.wait()
+            if slot.out is not None:
+                slot.out.close()
+                slot.out = None
+
+    # --- the phases -----------------------------------------------------------------------
+
+    def run(self, faults: list[Fault]) -> None:
+        cfg = self.cfg
+        self.log.emit(
+            "config",
+            seed=cfg.seed,
+            seconds=cfg.seconds,
+            calm=cfg.calm,
+            participants=cfg.participants,
+            session_timeout=cfg.session_timeout,
+            roles=cfg.roles,
+            lease=participant.LEASE,
+            skew=participant.SKEW,
+            once_interval=participant.ONCE_INTERVAL,
+            leader_resources=self._leader_resources(),
+            jobs="jobs" in cfg.roles,
+        )
+        for slot in self.slots:
+            self.spawn(slot)
+        for slot in self.slots:
+            if self.store.wait_session(slot.name, incarnation=0, timeout=90) is None:
+                raise TimeoutError(f"participant {slot.name} never connected; see {self.dir}")
+        self.cfg.echo(f"chaos: {len(self.slots)} participants up; {len(faults)} faults planned")
+        start = time.monotonic()
+        self.log.emit("phase", name="faults", wall=time.time(), t=start)
+        lanes = [
+            threading.Thread(target=self._lane, args=([f for f in faults if f.lane == lane], start))
+            for lane in ("participant", "ensemble")
+        ]
+        for lane in lanes:
+            lane.start()
+        while any(lane.is_alive() for lane in lanes):
+            self._watch(0.2)
+        if self.failures:
+            raise self.failures[0]
+        self.log.emit("phase", name="calm", wall=time.time())
+        self.cfg.echo(f"chaos: faults done after {time.monotonic() - start:.1f} s; calm")
+        calm_end = time.monotonic() + cfg.calm
+        while time.monotonic() < calm_end:
+            self._watch(min(0.2, calm_end - time.monotonic()))
+        self.log.emit("phase", name="stop", wall=time.time())
+        self._stop_all()
+        self.log.emit("phase", name="done", wall=time.time())
+
+    def _leader_resources(self) -> list[str]:
+        roles = self.cfg.roles.split(",")
+        out = ["latch"] if "latch" in roles else []
+        if "tasks" in roles:
+            out += [f"task:{t}" for t in participant.TASKS]
+        return out
+
+    def _watch(self, seconds: float) -> None:
+        """Sleep `seconds`, then restart any participant that died on its own (a crash)."""
+        time.sleep(max(0.0, seconds))
+        with self.lock:
+            for slot in self.slots:
+                proc = slot.proc
+                if proc is not None and not slot.expected_exit and proc.poll() is not None:
+                    self.log.emit(
+                        "proc", p=slot.name, inc=slot.inc, ev="crash", code=proc.returncode
+                    )
+                    self.cfg.echo(f"chaos: {slot.name}.{slot.inc} crashed ({proc.returncode})")
+                    slot.inc += 1
+                    self.spawn(slot)
+
+    def _stop_all(self) -> None:
+        with self.lock:
+            for slot in self.slots:
+                if slot.proc is not None and slot.proc.poll() is None:
+                    slot.expected_exit = True
+                    self.log.emit("proc", p=slot.name, inc=slot.inc, ev="sigterm")
+                    slot.proc.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + STOP_TIMEOUT
+            for slot in self.slots:
+                proc = slot.proc
+                if proc is None:
+                    continue
+                try:
+                    code = proc.wait(max(0.1, deadline - time.monotonic()))
+                    self.log.emit("proc", p=slot.name, inc=slot.inc, ev="exit", code=code)
+                    if code != 0:
+                        self.log.emit("proc", p=slot.name, inc=slot.inc, ev="crash", code=code)
+                except subprocess.TimeoutExpired:
+                    self.log.emit("proc", p=slot.name, inc=slot.inc, ev="hang")
+                    proc.kill()
+                    proc.wait()
+                    self.log.emit("proc", p=slot.name, inc=slot.inc, ev="sigkill")
+
+    # --- the lanes ------------------------------------------------------------------------
+
+    def _lane(self, faults: list[Fault], start: float) -> None:
+        try:
+            for fault in faults:
+                wait = start + fault.at - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                if time.monotonic() - start >= self.cfg.seconds:
+                    return
+                t0 = time.monotonic()
+                extra: dict[str, Any] = {}
+                if fault.lane == "participant":
+                    slot = self.slots[fault.target]
+                    extra = {"p": slot.name, "inc": slot.inc}
+                    target, detail = self._participant_fault(fault)
+                else:
+                    target, detail = self._ensemble_fault(fault)
+                t1 = time.monotonic()
+                self.log.emit(
+                    "fault", kind=fault.kind, target=target, t0=t0, t1=t1, detail=detail, **extra
+                )
+                self.cfg.echo(
+                    f"chaos: +{t0 - start:5.1f}s {fault.kind} {target} ({t1 - t0:.1f}s) {detail}"
+                )
+        except BaseException as exc:
+            self.failures.append(exc)
+
+    def _participant_fault(self, fault: Fault) -> tuple[str, str]:
+        slot = self.slots[fault.target]
+        kind = fault.kind
+        if kind == "cut":
+            reset = bool(self.rng.getrandbits(1))
+            n = sum(p.cut(reset=reset) for p in slot.proxies)
+            return slot.name, f"{n} connection(s){' reset' if reset else ''}"
+        if kind.startswith("net_pause"):
+            for p in slot.proxies:
+                p.pause()
+            time.sleep(fault.hold)
+            for p in slot.proxies:
+                p.resume()
+            return slot.name, f"{fault.hold:.2f}s"
+        if kind == "expire":
+            return slot.name, self._expire(slot)
+        if kind.startswith("stop"):
+            with self.lock:
+                proc = slot.proc
+                assert proc is not None
+                self.log.emit("proc", p=slot.name, inc=slot.inc, ev="sigstop")
+                proc.send_signal(signal.SIGSTOP)
+            time.sleep(fault.hold)
+            with self.lock:
+                proc.send_signal(signal.SIGCONT)
+                self.log.emit("proc", p=slot.name, inc=slot.inc, ev="sigcont")
+            return f"{slot.name}.{slot.inc}", f"{fault.hold:.2f}s"
+        if kind == "kill":
+            with self.lock:
+                proc = slot.proc
+                assert proc is not None
+                slot.expected_exit = True
+                proc.kill()
+                proc.wait()
+                killed = f"{slot.name}.{slot.inc}"
+                self.log.emit("proc", p=slot.name, inc=slot.inc, ev="sigkill")
+            time.sleep(fault.hold)
+            with self.lock:
+                slot.inc += 1
+                slot.version = fault.version or slot.version
+                self.spawn(slot)
+            return killed, f"back as {slot.name}.{slot.inc} v{slot.version} after {fault.hold:.2f}s"
+        raise ValueError(f"unknown participant fault {kind!r}")
+
+    def _expire(self, slot: _Slot) -> str:
+        info = self.store.session(slot.name)
+        if info is None or info.incarnation != slot.inc:
+            return "skipped: no session reported"
+        members = self.ensemble.members
+        candidates: list[EnsembleMember] = []
+        for proxy, member in zip(slot.proxies, members, strict=True):
+            if proxy.port == info.port:
+                candidates.append(member)  # the member it is connected to, first
+        candidates += [m for m in members if m not in candidates]
+        errors = []
+        for member in candidates:
+            if not member.running:
+                continue
+            try:
+                expired = kill_session(
+                    member.host, member.port, info.session_id, info.password, 5.0
+                )
+            except OSError as exc:  # TimeoutError included: try another member
+                errors.append(f"{member.name}: {exc}")
+                continue
+            return f"session 0x{info.session_id:x} {'expired' if expired else 'already gone'}"
+        return f"skipped: no member answered ({'; '.join(errors)})"
+
+    def _ensemble_fault(self, fault: Fault) -> tuple[str, str]:
+        if fault.kind == "member_restart":
+            member = self.ensemble.members[fault.target]
+            member.stop()
+            time.sleep(fault.hold)
+            member.start(timeout=60)
+            return member.name, f"down {fault.hold:.2f}s"
+        if fault.kind == "leader_kill":
+            leader = self.ensemble.leader()
+            if leader is None:
+                return "-", "skipped: no leader"
+            self.ensemble.kill(leader)
+            time.sleep(fault.hold)
+            leader.start(timeout=60)
+            return leader.name, f"down {fault.hold:.2f}s"
+        raise ValueError(f"unknown ensemble fault {fault.kind!r}")
+
+    def files(self) -> Iterator[Path]:
+        yield self.dir / "orchestrator.jsonl"
+        yield self.dir / "store.jsonl"
+        for slot in self.slots:
+            path = self.dir / f"{slot.name}.jsonl"
+            if path.exists():
+                yield path
+
+
+def run_campaign(cfg: CampaignConfig) -> CampaignResult:
+    """Run one campaign (see the module docstring) and check it; the report says the verdict."""
+    directory = cfg.directory or Path(tempfile.mkdtemp(prefix="aiocoord-chaos-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    faults = plan(cfg.seed, cfg.seconds, cfg.participants, session_timeout=cfg.session_timeout)
+    ok = False
+    try:
+        with contextlib.ExitStack() as stack:
+            orch = _Orchestrator(cfg, directory, stack)
+            orch.setup()
+            orch.run(faults)
+        report = check(read_records(orch.files()))
+        ok = report.ok
+        return CampaignResult(report, directory, faults)
+    finally:
+        if ok and not cfg.keep and cfg.directory is None:
+            shutil.rmtree(directory, ignore_errors=True)
+        else:
+            cfg.echo(f"chaos: logs kept in {directory}")

@@ -1,0 +1,316 @@
+"""One participant of a fault campaign: a real OS process running every recipe at once.
+
+Run by the orchestrator as ``python -m tests.chaos.participant --name p1 ...``
+(see `main` for the arguments).  With one coordinator (one session), through
+the fault proxies that carry only this process's traffic, it runs side by
+side:
+
+- ``latch``: a leader latch on ``/latch``; while leading, fenced writes to
+  resource ``latch`` with the term's token;
+- ``lock``: `cas_lock` on ``/lock`` over and over, holding it a random short
+  while and writing to resource ``lock``;
+- ``once``: `once_per` on ``/once`` every 0.1–0.3 s; a run writes to
+  resource ``once`` and is logged with its window;
+- ``tasks``: task leadership on ``/tasks`` for tasks t1..t3 (its version comes
+  from the command line); each led task writes to resource ``task:<name>``;
+- ``jobs``: when `aiocoord.Scheduler` exists, a worker of ``/jobs`` that also
+  submits jobs and awaits their results.
+
+Every term is logged when its body starts and when it ends (cancelled or
+returned), on the shared monotonic clock (see `records`).  A body first
+passes a checkpoint, so a term that was already lost when its body was
+scheduled is never logged as begun; each fenced write is shielded (and
+bounded), so a write the store accepted always lies inside its logged term.
+SIGTERM makes the process leave every recipe cleanly and exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+
+import aiocoord
+from aiocoord import (
+    ConnectionState,
+    CoordError,
+    LeadershipLost,
+    LockLost,
+    Worker,
+    cas_lock,
+    leader_latch,
+    once_per,
+    task_leadership,
+)
+
+from .records import Writer
+from .store import StoreClient
+
+__all__ = ("LATCH", "LEASE", "LOCK", "ONCE", "ONCE_INTERVAL", "SKEW", "TASKS", "main")
+
+LATCH = "/latch"
+LOCK = "/lock"
+ONCE = "/once"
+TASKS_ROOT = "/tasks"
+TASKS = ("t1", "t2", "t3")
+JOBS_ROOT = "/jobs"
+LEASE = 3.0  # CAS lock and once_per lease (s)
+SKEW = 0.5  # their clock-skew allowance (s)
+ONCE_INTERVAL = 1.0  # once_per window (s)
+ROLES = ("latch", "lock", "once", "tasks", "jobs")
+
+Body = Callable[[], Awaitable[None]]
+
+
+class Context:
+    """What every role shares: the log, the store, this incarnation's names and a seeded RNG."""
+
+    def __init__(self, args: argparse.Namespace, log: Writer, store: StoreClient) -> None:
+        self.name: str = args.name
+        self.inc: int = args.inc
+        self.version: str = args.version
+        self.seed: int = args.seed
+        self.log = log
+        self.store = store
+        self._terms = 0
+
+    def rng(self, role: str) -> random.Random:
+        return random.Random(f"{self.seed}/{self.name}/{self.inc}/{role}")
+
+    async def hold(
+        self,
+        role: str,
+        res: str,
+        token: int | None,
+        rng: random.Random,
+        *,
+        duration: float | None = None,
+        ids: list[str] | None = None,
+        **extra: Any,
+    ) -> None:
+        """The body of a term: log it, write through the store until cancelled or `duration`.
+
+        The term's id is appended to `ids` as soon as it begins.
+        """
+        await anyio.lowlevel.checkpoint()  # a term already lost never begins
+        if token is None:
+            self.log.emit("error", role=role, exc="term without a token", tb="")
+            return
+        self._terms += 1
+        tid = f"{self.name}.{self.inc}.{self._terms}"
+        if ids is not None:
+            ids.append(tid)
+        self.log.emit("term", id=tid, role=role, res=res, tok=token, **extra)
+        why = "exit"
+        try:
+            until = time.monotonic() + duration if duration is not None else None
+            while until is None or time.monotonic() < until:
+                await self.write(res, token, tid)
+                await anyio.sleep(rng.uniform(0.03, 0.12))
+        except BaseException as exc:
+            why = "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else repr(exc)
+            raise
+        finally:
+            self.log.emit("end", id=tid, why=why)
+
+    async def write(self, res: str, token: int, tid: str) -> bool | None:
+        # Shielded: once sent, the write's outcome is part of the term (bounded: the store
+        # is on loopback and answers in microseconds unless the orchestrator is gone).
+        with anyio.CancelScope(shield=True), anyio.move_on_after(2.0):
+            return await self.store.write(res, token, tid)
+        return None
+
+
+async def forever(ctx: Context, role: str, body: Body) -> None:
+    """Run `body` again and again; a `CoordError` is logged as expected, anything else as a bug."""
+    while True:
+        try:
+            await body()
+        except CoordError as exc:
+            ctx.log.emit("coord_error", role=role, exc=type(exc).__name__, msg=str(exc)[:200])
+            await anyio.sleep(0.1)
+        except Exception as exc:
+            ctx.log.emit("error", role=role, exc=repr(exc)[:500], tb=traceback.format_exc())
+            await anyio.sleep(0.5)
+
+
+# --- the roles ----------------------------------------------------------------------------
+
+
+async def latch_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("latch")
+
+    async def body() -> None:
+        async with leader_latch(coord, LATCH, participant_id=f"{ctx.name}.{ctx.inc}") as latch:
+            while True:
+                try:
+                    async with latch.leadership() as term:
+                        await ctx.hold("latch", "latch", term.token, rng)
+                except LeadershipLost:
+                    continue
+
+    await forever(ctx, "latch", body)
+
+
+async def lock_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("lock")
+    owner = f"{ctx.name}.{ctx.inc}"
+
+    async def body() -> None:
+        try:
+            async with cas_lock(coord, LOCK, owner=owner, lease=LEASE, skew=SKEW) as lock:
+                await ctx.hold("lock", "lock", lock.token, rng, duration=rng.uniform(0.2, 1.2))
+        except LockLost:
+            pass
+        await anyio.sleep(rng.uniform(0.05, 0.4))
+
+    await forever(ctx, "lock", body)
+
+
+async def once_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("once")
+    owner = f"{ctx.name}.{ctx.inc}"
+
+    async def body() -> None:
+        ids: list[str] = []
+        outcome = "cancelled"
+        try:
+            async with once_per(
+                coord, ONCE, ONCE_INTERVAL, owner=owner, lease=LEASE, skew=SKEW
+            ) as slot:
+                if slot.acquired:
+                    win = slot.window.timestamp()
+                    duration = rng.uniform(0.05, 0.2)
+                    await ctx.hold(
+                        "once", "once", slot.token, rng, duration=duration, ids=ids, win=win
+                    )
+            outcome = "ok"
+        except LockLost:
+            outcome = "lost"
+        except CoordError as exc:
+            outcome = f"unknown: {type(exc).__name__}"
+            if not ids:
+                raise
+        finally:
+            if ids:
+                ctx.log.emit("outcome", id=ids[0], res=outcome)
+        await anyio.sleep(rng.uniform(0.1, 0.3))
+
+    await forever(ctx, "once", body)
+
+
+async def tasks_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("tasks")
+    worker = Worker(version=ctx.version, id=f"{ctx.name}.{ctx.inc}")
+
+    async def lead(tl: aiocoord.TaskLeadership, task: str) -> None:
+        while True:
+            try:
+                async with tl.lead(task) as term:
+                    await ctx.hold("task", f"task:{task}", term.token, rng)
+            except LeadershipLost:
+                continue
+
+    async def body() -> None:
+        async with task_leadership(coord, TASKS_ROOT, worker=worker, tasks=TASKS, settle=0.3) as tl:
+            async with anyio.create_task_group() as tg:
+                for task in TASKS:
+                    tg.start_soon(lead, tl, task)
+
+    await forever(ctx, "tasks", body)
+
+
+async def report_sessions(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    """Log every connection state; tell the store about each usable session (for `expire`)."""
+    async for event in coord.connection_events():
+        ctx.log.emit("conn", state=event.state.value, sid=event.session_id, new=event.new_session)
+        usable = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
+        if event.state in usable:
+            sid, password = coord.session_id, coord.session_password
+            address = coord.connected_address
+            if sid is not None and password is not None:
+                port = address[1] if address is not None else None
+                with anyio.move_on_after(2.0):
+                    await ctx.store.report_session(ctx.inc, sid, password, port)
+
+
+async def stop_on_sigterm(scopes: list[anyio.CancelScope]) -> None:
+    """On SIGTERM cancel the innermost scope: the roles, so they leave while the session lives."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scopes[-1].cancel()
+            return
+
+
+ROLE_FUNCS: dict[str, Callable[[aiocoord.Coordinator, Context], Coroutine[Any, Any, None]]] = {
+    "latch": latch_role,
+    "lock": lock_role,
+    "once": once_role,
+    "tasks": tasks_role,
+}
+
+
+async def run(args: argparse.Namespace) -> None:
+    log = Writer(args.log, p=args.name, inc=args.inc)
+    log.emit("start", os_pid=os.getpid(), wall=time.time(), loop=args.loop)
+    host, port = args.store.rsplit(":", 1)
+    store = StoreClient(host, int(port), args.name)
+    ctx = Context(args, log, store)
+    try:
+        with anyio.CancelScope() as main_scope:
+            scopes = [main_scope]  # what SIGTERM cancels: the roles once they run
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stop_on_sigterm, scopes)
+                async with aiocoord.connect(
+                    args.hosts,
+                    namespace=args.namespace,
+                    session_timeout=args.session_timeout,
+                    connect_timeout=120.0,
+                ) as coord:
+                    async with anyio.create_task_group() as roles:
+                        scopes.append(roles.cancel_scope)
+                        roles.start_soon(report_sessions, coord, ctx)
+                        for role in args.roles.split(","):
+                            roles.start_soon(ROLE_FUNCS[role], coord, ctx)
+                tg.cancel_scope.cancel()
+    finally:
+        await store.aclose()
+        log.emit("exit")
+        log.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--inc", type=int, default=0, help="incarnation of this name")
+    parser.add_argument("--hosts", required=True, help="ZooKeeper connect string")
+    parser.add_argument("--namespace", default="/chaos")
+    parser.add_argument("--store", required=True, help="host:port of the fenced store")
+    parser.add_argument("--log", required=True, help="JSON-lines event log (appended)")
+    parser.add_argument("--session-timeout", type=float, default=3.0)
+    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
+    parser.add_argument("--version", default="1.0", help="task-leadership worker version")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--roles", default="latch,lock,once,tasks")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format=f"%(created).3f {args.name}.{args.inc} %(name)s %(levelname)s %(message)s",
+    )
+    anyio.run(run, args, backend="asyncio", backend_options={"use_uvloop": args.loop == "uvloop"})
+
+
+if __name__ == "__main__":
+    main()
