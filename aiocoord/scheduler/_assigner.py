@@ -76,7 +76,7 @@ class Assigner:
         self._root_parts = len(layout.root.rstrip("/").split("/"))
 
     async def run(self) -> None:
-        """Reconcile, then assign as events come; returns only by cancellation."""
+        """Reconcile, then assign as events come, until cancelled (or the coordinator closes)."""
         await ensure_layout(self._client, self._layout)
         async with self._client.watch(self._layout.root, recursive=True) as watch:
             async with anyio.create_task_group() as tg:
@@ -323,3 +323,6 @@ class Assigner:
                 stat = await self._client.exists(path)
                 if stat is not None and older_than(stat.mtime, self._retention.seconds):
                     await self._client.delete(path, version=stat.version)
+
+    def __repr__(self) -> str:
+        return f"<Assigner {self._layout.root} {self.state!r}>"
