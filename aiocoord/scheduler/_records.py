@@ -11,6 +11,7 @@ the job it belongs to.  Nothing is ever pickled.
     <root>/assignments/<worker>/<id> PERSISTENT  JobRecord      a job assigned to it
     <root>/results/<id>              PERSISTENT_WITH_TTL  ResultRecord
     <root>/assigner/                 the assigners' leader latch
+    <root>/ttl-probe-<hex>           TTL node an assigner creates and deletes once per term
 """
 
 from __future__ import annotations

@@ -32,7 +32,13 @@ job; the assigner and each worker learn of changes from one persistent
 recursive watch each.
 
 Results are TTL nodes where the server allows them (``extendedTypesEnabled``);
-otherwise persistent nodes that the assigner sweeps after `result_ttl`.
+otherwise persistent nodes that the assigner sweeps after `result_ttl` (by
+their modification time against the assigner's clock).
+
+Limits: a payload or result is at most 1 MB of JSON (ZooKeeper's node
+limit); a newly elected assigner lists the pending jobs in one reply, which
+the client's 1 MB packet limit caps at some 25,000 pending ids of 32
+characters (keep the queue shorter, or raise ``jute.maxbuffer``).
 """
 
 from __future__ import annotations
