@@ -38,7 +38,7 @@ their modification time against the assigner's clock).
 Limits: a payload or result is at most 1 MB of JSON (ZooKeeper's node
 limit); a newly elected assigner lists the pending jobs in one reply, which
 the client's 1 MB packet limit caps at some 25,000 pending ids of 32
-characters (keep the queue shorter, or raise ``jute.maxbuffer``).
+characters: submit in waves rather than queue more than that.
 """
 
 from __future__ import annotations
