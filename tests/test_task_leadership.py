@@ -552,7 +552,7 @@ async def test_suspended_stops_leading_and_same_session_resumes(
             await eventually(lambda: _true(len(tokens) == 2), timeout=5)
             assert lost == ["suspended"]
             assert tokens[0] == tokens[1]  # same session, same node, same token
-            assert tl.leading == {"a", "b"}
+            await f_wait(lambda: tl.leading == {"a", "b"})
 
 
 async def _true(value: bool) -> bool:

@@ -1,6 +1,6 @@
 """The machinery behind `TaskLeadership`: registration, the worker list, leader events.
 
-Four kinds of background task run in the recipe's task group:
+These background tasks run in the recipe's task group:
 
 - the connection follower: SUSPENDED (by policy), READ_ONLY and LOST revoke
   leadership at once, before any request could fail; LOST and a new session
@@ -10,6 +10,8 @@ Four kinds of background task run in the recipe's task group:
   the session usable once both are done;
 - the leader watch: one persistent recursive watch on ``<root>/leaders`` that
   routes each event to its task (and to `changes()` subscribers);
+- the write batcher (`WriteBatcher.run`), which turns the leader-node writes
+  of one moment into one transaction;
 - one loop per task (`TaskSlot.run`).
 
 The worker list is "current" while its child watch has not fired.  ZooKeeper
@@ -28,22 +30,20 @@ from contextlib import suppress
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from aiocoord.errors import (
-    BadVersionError,
     ConnectionLostError,
     CoordError,
     NodeDataError,
-    NodeExistsError,
     NoNodeError,
     TransactionFailed,
 )
 from aiocoord.session import Coordinator
-from aiocoord.zk import CreateMode, DeleteOp, EventType, Watch, WatchedEvent, ZkClient
+from aiocoord.zk import DeleteOp, EventType, Watch, WatchedEvent, ZkClient
 from aiocoord.zk.paths import basename, join, parent
 from aiocoord.zk.states import ConnectionEvent, ConnectionState
 
+from ._task_changes import ChangeFeed
 from ._task_choice import Prefer, VersionKey, assign
 from ._task_records import (
     Worker,
@@ -53,18 +53,16 @@ from ._task_records import (
     get_many,
     read_children,
     read_leader,
+    register_worker,
 )
 from ._task_slot import RETRY_DELAY, TaskSlot
 from ._task_writes import WriteBatcher
 
-__all__ = ("Raw", "TaskEngine", "next_batch")
+__all__ = ("TaskEngine",)
 
 log = logging.getLogger("aiocoord.recipes.task_leadership")
 
 _CONNECTED = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
-
-Raw = tuple[str | None, EventType | None]
-"""A `changes()` subscriber's input: (task, event type); (None, None) means re-read all."""
 
 
 async def _first_of(*waits: Callable[[], Awaitable[object]]) -> None:
@@ -115,7 +113,7 @@ class TaskEngine:
         self.usable_in: int | None = None  # session in which we may act (registered, list read)
         self._conn_changed = anyio.Event()
         self._writes = WriteBatcher(coord.client)
-        self.subscribers: set[MemoryObjectSendStream[Raw]] = set()
+        self.feed = ChangeFeed()
         self._closing = False
 
     # --- SlotHost --------------------------------------------------------------------------
@@ -180,18 +178,11 @@ class TaskEngine:
         for slot in self.slots.values():
             slot.revoke("closed", self._worker.id)
             slot.notify_grant()
-        for send in list(self.subscribers):
-            send.close()
-        self.subscribers.clear()
+        self.feed.close()
 
     def revoke_all(self, reason: str) -> None:
         for slot in self.slots.values():
             slot.revoke(reason, self._worker.id)
-
-    def publish(self, raw: Raw) -> None:
-        for send in list(self.subscribers):
-            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                send.send_nowait(raw)
 
     async def cleanup(self) -> None:
         """Delete our leader nodes and worker node in one transaction, after the bodies drained."""
@@ -284,46 +275,15 @@ class TaskEngine:
                 await changed.wait()
 
     async def _register(self, session: int) -> None:
-        """Create our worker node; replace our own record of an ended session; wait out a twin."""
-        client = self.client
-        warned = False
-        while True:
-            try:
-                created = await client.create(
-                    self.my_path, self._record, mode=CreateMode.EPHEMERAL, make_parents=True
-                )
-            except NodeExistsError:
-                try:
-                    node = await client.get(self.my_path)
-                except NoNodeError:
-                    continue
-                if node.stat.ephemeral_owner == session:
-                    self.registered = session  # our create went through, its answer was lost
-                    return
-                if node.data == self._record:  # ours (same pid, same start), from an ended session
-                    with suppress(NoNodeError, BadVersionError):
-                        await client.delete(self.my_path, version=node.stat.version)
-                    continue
-                if not warned:
-                    log.warning(
-                        "worker id %s is registered by another session (0x%x); waiting for it to go",
-                        self._worker.id,
-                        node.stat.ephemeral_owner,
-                    )
-                    warned = True
-                stat, watch = await client.exists_watch(self.my_path)
-                if stat is not None and stat.czxid == node.stat.czxid:
-                    await watch.wait()
-                continue
-            self.registered = created.stat.ephemeral_owner
-            log.info(
-                "worker %s (version %s) registered at %s (session 0x%x)",
-                self._worker.id,
-                self._worker.version,
-                self.my_path,
-                self.registered,
-            )
-            return
+        """Create our worker node (see `register_worker`)."""
+        self.registered = await register_worker(self.client, self.my_path, self._record, session)
+        log.info(
+            "worker %s (version %s) registered at %s (session 0x%x)",
+            self._worker.id,
+            self._worker.version,
+            self.my_path,
+            self.registered,
+        )
 
     async def _load_workers(self, names: list[str], watch: Watch) -> None:
         """Read every worker record, ignore invalid ones, and recompute the choice."""
@@ -391,7 +351,7 @@ class TaskEngine:
             slot.after_reconnect(session)
             if task in taken and slot.held is None and slot.stale is None:
                 slot.blocked_at = seen.get(task)
-        self.publish((None, None))
+        self.feed.publish((None, None))
 
     # --- leader events ---------------------------------------------------------------------
 
@@ -425,9 +385,9 @@ class TaskEngine:
         slot = self.slots.get(basename(event.path))
         if slot is not None:
             slot.on_event(event.type, self._worker.id)
-            self.publish((slot.task, event.type))
+            self.feed.publish((slot.task, event.type))
 
-    # --- reads and subscribers ---------------------------------------------------------------
+    # --- reads -----------------------------------------------------------------------------
 
     async def read_all(self, base: str) -> dict[str, bytes]:
         return await read_children(self.client, base)
@@ -439,29 +399,3 @@ class TaskEngine:
                 return await read_leader(self.client, join(self.leaders_path, task))
             except ConnectionLostError:
                 await self.coord.wait_connected()
-
-    def subscribe(self) -> tuple[MemoryObjectSendStream[Raw], MemoryObjectReceiveStream[Raw]]:
-        """A new `changes()` subscriber's stream of leader events (unbounded)."""
-        send, receive = anyio.create_memory_object_stream[Raw](math.inf)
-        if self._closing:
-            send.close()
-        else:
-            self.subscribers.add(send)
-        return send, receive
-
-    def unsubscribe(self, send: MemoryObjectSendStream[Raw]) -> None:
-        self.subscribers.discard(send)
-        send.close()
-
-
-async def next_batch(receive: MemoryObjectReceiveStream[Raw]) -> list[Raw] | None:
-    """Everything queued for a subscriber (waiting for at least one), or None once it ended."""
-    try:
-        batch = [await receive.receive()]
-    except anyio.EndOfStream:
-        return None
-    while True:
-        try:
-            batch.append(receive.receive_nowait())
-        except (anyio.WouldBlock, anyio.EndOfStream):
-            return batch

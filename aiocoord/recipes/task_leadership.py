@@ -64,7 +64,6 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from types import TracebackType
 
 import anyio
@@ -73,29 +72,16 @@ import anyio.lowlevel
 
 from aiocoord.errors import ConfigError, InvalidPathError, NodeDataError
 from aiocoord.session import Coordinator
-from aiocoord.zk import EventType
 from aiocoord.zk.paths import join, validate_path
 
 from ._maven_version import maven_version_key
+from ._task_changes import TaskChange, follow_changes
 from ._task_choice import Prefer, VersionKey
-from ._task_engine import TaskEngine, next_batch
+from ._task_engine import TaskEngine
 from ._task_records import Worker, check_name, decode_leader
 from ._task_slot import TaskTerm
 
 __all__ = ("TaskChange", "TaskLeadership", "TaskTerm", "Worker", "task_leadership")
-
-
-@dataclass(frozen=True, slots=True)
-class TaskChange:
-    """Who leads `task` now, as seen by this worker: `leader` is a worker id or None.
-
-    `version` is the leader's version and `token` its term's fencing token.
-    """
-
-    task: str
-    leader: str | None
-    version: str | None = None
-    token: int | None = None
 
 
 class TaskLeadership:
@@ -324,34 +310,8 @@ class TaskLeadership:
         if not self._entered or self._closed:
             raise RuntimeError("changes() needs an entered TaskLeadership that is not closed")
         engine = self._engine
-        send, receive = engine.subscribe()
-        known: dict[str, TaskChange] = {}
-        pending = set(engine.slots)
-        try:
-            with receive:
-                while True:
-                    for task in sorted(pending & set(engine.slots)):
-                        leader = await engine.read_leader(task)
-                        change = TaskChange(task, *leader) if leader else TaskChange(task, None)
-                        if known.get(task) != change:
-                            known[task] = change
-                            yield change
-                    pending.clear()
-                    batch = await next_batch(receive)
-                    if batch is None:
-                        return
-                    for name, etype in batch:
-                        if name is None:
-                            pending.update(engine.slots)  # reconnected: events may be missing
-                        elif etype is EventType.DELETED:
-                            pending.discard(name)
-                            if name in known and known[name].leader is not None:
-                                known[name] = TaskChange(name, None)
-                                yield known[name]
-                        else:
-                            pending.add(name)
-        finally:
-            engine.unsubscribe(send)
+        async for change in follow_changes(engine.feed, lambda: engine.slots, engine.read_leader):
+            yield change
 
     # --- tasks at run time -----------------------------------------------------------------
 
@@ -375,7 +335,7 @@ class TaskLeadership:
         slot = engine.slots[name] = engine.new_slot(name)
         engine.recompute()
         self._tg.start_soon(slot.run, engine)
-        engine.publish((name, None))
+        engine.feed.publish((name, None))
 
     async def remove_task(self, task: str) -> None:
         """Stop leading `task`: cancel its bodies (``"task removed"``), let them drain, free it.
