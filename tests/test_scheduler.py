@@ -65,6 +65,10 @@ class Point(pydantic.BaseModel):
     y: int
 
 
+class Opaque:
+    """Not something pydantic can describe as JSON."""
+
+
 class Norm(pydantic.BaseModel):
     squared: int
     label: str
@@ -114,7 +118,8 @@ async def _norm(p: Point) -> Norm:
 
 def test_job_type_validates_payloads_from_the_signature() -> None:
     add = JobType.build("add", _add)
-    assert add.validate_payload({"a": "2"}) == {"a": 2, "b": 10}  # lax JSON, defaults filled
+    assert add.validate_payload({"a": "2"}) == {"a": 2}  # lax JSON; b: the handler's default
+    assert add.validate_payload({"a": 1, "b": 2}) == {"a": 1, "b": 2}
     with pytest.raises(ValueError, match="payload for job 'add' is invalid"):
         add.validate_payload({"a": "two"})
     with pytest.raises(ValueError, match="Extra inputs"):
@@ -139,7 +144,16 @@ def test_job_type_refuses_handlers_it_cannot_describe() -> None:
 
     async def unresolved(a: NotDefinedAnywhere) -> None: ...  # type: ignore[name-defined]  # noqa: F821
 
-    for handler, match in ((sync, "async"), (star, "args"), (kw, "kwargs"), (unresolved, "hints")):
+    async def opaque(o: Opaque) -> None: ...
+
+    cases = (
+        (sync, "async"),
+        (star, "args"),
+        (kw, "kwargs"),
+        (unresolved, "hints"),
+        (opaque, "JSON"),
+    )
+    for handler, match in cases:
         with pytest.raises(TypeError, match=match):
             JobType.build("x", handler)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="name"):

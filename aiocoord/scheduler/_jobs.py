@@ -5,9 +5,10 @@ A handler is an ``async def``.  Its payload is described by its signature:
 - one parameter annotated with a pydantic model: the payload is that model
   (``async def resize(req: ResizeRequest) -> ResizeResult``);
 - otherwise a JSON object whose keys are the parameters (``async def add(a:
-  int, b: int = 0) -> int`` takes ``{"a": 1, "b": 2}``), validated by a model
-  built from the signature with `pydantic.create_model`; unknown keys are
-  refused.
+  int, b: int = 0) -> int`` takes ``{"a": 1, "b": 2}``), validated by a
+  `pydantic.TypeAdapter` over a TypedDict built from the signature: a
+  parameter with a default may be left out (the handler's default applies
+  where it runs), unknown keys are refused.
 
 The result is validated against the return annotation and stored as JSON
 (``mode="json"``: models become objects, datetimes ISO strings).  The same
@@ -26,6 +27,7 @@ from typing import Any
 
 import pydantic
 import pydantic_core
+import typing_extensions
 
 from ._records import ResultRecord, check_job_name
 
@@ -34,7 +36,8 @@ __all__ = ("Handler", "JobType", "run_job")
 Handler = Callable[..., Awaitable[Any]]
 """An async function taking the job's payload (see the module docstring)."""
 
-_CONFIG = pydantic.ConfigDict(extra="forbid", protected_namespaces=())
+_CONFIG = pydantic.ConfigDict(extra="forbid")
+_TYPED_DICT: Any = typing_extensions.TypedDict  # called with a computed field dict
 
 
 def _is_model(hint: object) -> bool:
@@ -78,12 +81,17 @@ class JobType:
                 payload: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(first)
                 model_param = True
             else:
-                fields: dict[str, Any] = {
-                    p.name: (hints.get(p.name, Any), ... if p.default is p.empty else p.default)
-                    for p in params
-                }
-                model = pydantic.create_model(f"{name}:payload", __config__=_CONFIG, **fields)
-                payload = pydantic.TypeAdapter(model)
+                fields: dict[str, Any] = {}
+                for p in params:
+                    hint = hints.get(p.name, Any)
+                    required = p.default is p.empty
+                    fields[p.name] = (
+                        typing_extensions.Required[hint]
+                        if required
+                        else typing_extensions.NotRequired[hint]
+                    )
+                shape = pydantic.with_config(_CONFIG)(_TYPED_DICT(f"{name}_payload", fields))
+                payload = pydantic.TypeAdapter(shape)
                 model_param = False
             result: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(returns)
         except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
@@ -125,7 +133,7 @@ class JobType:
         if self.model_param:
             returned = await self.handler(value)
         else:
-            returned = await self.handler(**{p: getattr(value, p) for p in self.params})
+            returned = await self.handler(**value)
         checked = self.result_adapter.validate_python(returned)
         return self.result_adapter.dump_python(checked, mode="json")
 
