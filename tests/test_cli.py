@@ -122,33 +122,41 @@ def test_unreachable_server_is_one_line() -> None:
 # --- the embedded server ---------------------------------------------------------------------------
 
 
-def test_zk_start_status_stop(tmp_path: Path) -> None:
-    folder = tmp_path / "zk"
+def test_zk_start_status_stop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In-process `main()` calls (the server itself is a separate JVM either way)."""
+    monkeypatch.delenv("AIOCOORD_HOSTS", raising=False)
+    monkeypatch.chdir(tmp_path)  # no .env file around
+    folder = str(tmp_path / "zk")
     [port] = free_ports(1)
-    started = aiocoord_cmd("zk", "start", "--dir", str(folder), "--port", str(port))
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    code, out, _ = run("zk", "start", "--dir", folder, "--port", str(port))
     try:
-        assert started.returncode == 0, started.stderr
-        assert f"ZooKeeper running at 127.0.0.1:{port}" in started.stdout
-        record = json.loads((folder / "server.json").read_text())
+        assert code == 0 and f"ZooKeeper running at 127.0.0.1:{port}" in out
+        record = json.loads((tmp_path / "zk" / "server.json").read_text())
         assert record["port"] == port
-        status = aiocoord_cmd("zk", "status", "--dir", str(folder))
-        assert status.returncode == 0
-        assert f"127.0.0.1:{port} (pid {record['pid']}" in status.stdout
-        assert "answering (standalone)" in status.stdout
-        again = aiocoord_cmd("zk", "start", "--dir", str(folder))
-        assert again.returncode == 0 and "already running" in again.stdout
-        taken = aiocoord_cmd("zk", "start", "--dir", str(tmp_path / "other"), "--port", str(port))
-        assert one_line_error(taken) == (f"aiocoord zk: port {port} on 127.0.0.1 is already in use")
+        code, out, _ = run("zk", "status", "--dir", folder)
+        assert code == 0 and f"127.0.0.1:{port} (pid {record['pid']}" in out
+        assert "answering (standalone)" in out
+        code, out, _ = run("zk", "start", "--dir", folder)
+        assert code == 0 and "already running" in out
+        code, _, err = run("zk", "start", "--dir", str(tmp_path / "other"), "--port", str(port))
+        assert (code, err) == (1, f"aiocoord zk: port {port} on 127.0.0.1 is already in use\n")
         # inspect finds the embedded server by itself (no AIOCOORD_HOSTS, no --hosts).
-        seen = aiocoord_cmd("inspect", "/", "--json", "--dir", str(folder))
-        assert seen.returncode == 0, seen.stderr
-        assert json.loads(seen.stdout)["children"][0]["path"] == "/zookeeper"
+        code, out, _ = run("--loop", "asyncio", "inspect", "/", "--json", "--dir", folder)
+        assert code == 0 and json.loads(out)["children"][0]["path"] == "/zookeeper"
     finally:
-        stopped = aiocoord_cmd("zk", "stop", "--dir", str(folder))
-    assert stopped.returncode == 0 and f"stopped ZooKeeper at 127.0.0.1:{port}" in stopped.stdout
+        code, out, _ = run("zk", "stop", "--dir", folder)
+    assert code == 0 and f"stopped ZooKeeper at 127.0.0.1:{port}" in out
     assert not _running(record["pid"])
-    status = aiocoord_cmd("zk", "status", "--dir", str(folder))
-    assert status.returncode == 3 and "no embedded ZooKeeper running" in status.stdout
+    code, out, _ = run("zk", "status", "--dir", folder)
+    assert code == 3 and "no embedded ZooKeeper running" in out
 
 
 def _running(pid: int) -> bool:
