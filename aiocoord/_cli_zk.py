@@ -162,16 +162,12 @@ def _write_config(directory: Path, port: int) -> Path:
     return path
 
 
-def _log_tail(path: Path, lines: int = 15) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
+Started = tuple[EmbeddedServer, "subprocess.Popen[bytes] | None"]
 
 
 def start_server(
     directory: Path = DEFAULT_DIR, *, port: int | None = None, timeout: float = 30.0
-) -> tuple[EmbeddedServer, subprocess.Popen[bytes] | None]:
+) -> Started:
     """Start the embedded server in `directory` unless it already runs there.
 
     Returns the server and, when this call started it, its `Popen` handle.  The
@@ -179,7 +175,6 @@ def start_server(
     `UserError` when ZooKeeper is not installed, the port is taken, or the
     server does not answer within `timeout` seconds.
     """
-    from .testing._expire import probe_handshake, server_mode
     from .testing._server import ZooKeeperNotInstalledError, classpath
 
     running = read_state(directory)
@@ -194,15 +189,37 @@ def start_server(
         cp = classpath()
     except ZooKeeperNotInstalledError as exc:
         raise UserError(str(exc)) from None
-    if port is None:
-        port = DEFAULT_PORT if _port_free(DEFAULT_PORT) else _free_port()
-    elif not 0 < port < 65536:
-        raise UserError(f"--port {port} is out of range")
-    elif not _port_free(port):
-        raise UserError(f"port {port} on 127.0.0.1 is already in use")
+    if port is not None:
+        if not 0 < port < 65536:
+            raise UserError(f"--port {port} is out of range")
+        if not _port_free(port):
+            raise UserError(f"port {port} on 127.0.0.1 is already in use")
+        return _launch(directory, cp, port, timeout)
+    # No port given: 2181 if free, else a free one; a port taken between the check
+    # and the JVM's bind (another server starting at the same moment) means another try.
+    candidates = [DEFAULT_PORT] if _port_free(DEFAULT_PORT) else []
+    for attempt in range(3):
+        chosen = candidates[attempt] if attempt < len(candidates) else _free_port()
+        try:
+            return _launch(directory, cp, chosen, timeout)
+        except _PortTaken:
+            continue
+    raise UserError("could not find a free port for ZooKeeper on 127.0.0.1 in 3 tries")
+
+
+class _PortTaken(UserError):
+    pass
+
+
+def _launch(directory: Path, cp: str, port: int, timeout: float) -> Started:
+    """Start the JVM on `port` and wait until it answers as this folder's server."""
+    from .testing._expire import four_letter_word, probe_handshake
+
     directory.mkdir(parents=True, exist_ok=True)
     config = _write_config(directory, port)
+    data_dir = str((directory / "data").resolve())
     log_path = directory / "zk.log"
+    start = log_path.stat().st_size if log_path.exists() else 0
     java = ["java", *_JVM_ARGS, "-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain"]
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
@@ -220,14 +237,22 @@ def start_server(
     while True:
         if proc.poll() is not None:
             _state_path(directory).unlink(missing_ok=True)
-            tail = _log_tail(log_path)
+            with log_path.open("rb") as f:
+                f.seek(start)
+                tail = f.read().decode("utf-8", "replace")
+            if "Address already in use" in tail:
+                raise _PortTaken(f"port {port} on 127.0.0.1 is already in use")
+            last = tail.strip().splitlines()[-1] if tail.strip() else ""
             raise UserError(
                 f"ZooKeeper exited with code {proc.returncode} while starting (log {log_path})"
-                + (f": {tail.splitlines()[-1]}" if tail else "")
+                + (f": {last}" if last else "")
             )
-        if server_mode("127.0.0.1", port) is not None and probe_handshake(
-            "127.0.0.1", port, timeout=1.0
-        ):
+        # Ours, not another server that took the port: `conf` names our data folder.
+        try:
+            ours = f"dataDir={data_dir}" in four_letter_word("127.0.0.1", port, "conf", 1.0)
+        except OSError:
+            ours = False
+        if ours and probe_handshake("127.0.0.1", port, timeout=1.0):
             return server, proc
         if time.monotonic() >= deadline:
             proc.kill()

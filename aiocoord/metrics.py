@@ -120,6 +120,9 @@ class Metrics:
             "aiocoord_job_duration_seconds", "Job handler run time", ["job"], registry=reg
         )
 
+    def __repr__(self) -> str:
+        return f"<Metrics registry={type(self.registry).__name__}>"
+
     # --- observations (plain calls, for code that measures itself) -------------------------------
 
     def observe_state(self, state: ConnectionState) -> None:

@@ -152,6 +152,7 @@ async def test_two_apps_only_the_leader_runs_the_task(
             assert status_b["latches"][0]["is_leader"] is False
             assert status_b["latches"][0]["task"]["starts"] == 0
             assert cron_b.tokens == []
+            assert "pod-a CONNECTED leading=1/1 locks=0" in repr(a.coordination)
 
             ok = await a.http.post("/admin/rebuild")
             assert ok.status_code == 200 and ok.json()["token"] == cron_a.tokens[0]

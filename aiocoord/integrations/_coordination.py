@@ -144,6 +144,15 @@ class Coordination:
         self._lost_at: dict[int, float] = {}  # session id -> when it was seen LOST
         self._holds: list[_Hold] = []
 
+    def __repr__(self) -> str:
+        state = self.coord.state.value if self.coord.state else "CLOSED"
+        leading = sum(1 for latch in self.latches.values() if latch.has_leadership)
+        live = "" if self.live else " NOT-LIVE"
+        return (
+            f"<Coordination {self.participant_id} {state}{live} "
+            f"leading={leading}/{len(self.latches)} locks={len(self._holds)}>"
+        )
+
     # --- running ---------------------------------------------------------------------------------
 
     @asynccontextmanager
