@@ -199,6 +199,10 @@ def run_bench(args: argparse.Namespace) -> int:
     print()
     print(format_table(rows))
     print(f"\n(ratios: how many times better aiocoord is; {time.monotonic() - started:.0f} s)")
+    covered = {f"{name}.py" for name, _, _ in _ADAPTERS}
+    others = sorted(p.name for p in folder.glob("bench_*.py") if p.name not in covered)
+    if others and not args.all:
+        print(f"not in the table (no kazoo/aiozk peer): {', '.join(others)}; --all runs them")
     if args.all:
         for script in sorted(folder.glob("bench_*.py")):
             print(f"\n=== python {script.relative_to(folder.parent)} ===", flush=True)
