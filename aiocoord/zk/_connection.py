@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 _INT = struct.Struct("!i")
 _MAX_PACKET = 0xFFFFF + 1024 * 16  # jute.maxbuffer (1 MiB) plus headers, as the Java client allows
+# The server drops the connection on a request longer than jute.maxbuffer (default
+# 0xFFFFF, the whole packet, headers included), which suspends everything on the session.
+_MAX_REQUEST = 0xFFFFF
 
 
 @dataclass(slots=True, eq=False)
@@ -285,8 +288,14 @@ class Connection:
         """Queue a framed request for the writer; the entry completes with its reply.
 
         Synchronous, so the order of `queue` calls is the order on the wire and
-        of the replies.
+        of the replies.  Raises `ValueError` for a request the server would
+        refuse by dropping the connection (longer than jute.maxbuffer).
         """
+        if len(packet) - _INT.size > _MAX_REQUEST:
+            raise ValueError(
+                f"the request is {len(packet) - _INT.size} bytes; ZooKeeper accepts at most "
+                f"{_MAX_REQUEST} (jute.maxbuffer) and would drop the connection"
+            )
         if self.closed:
             raise ConnectionLostError(f"not connected ({self.close_reason})")
         pending = _Pending(xid, opcode, on_reply)
