@@ -50,6 +50,8 @@ __all__ = ("MavenVersion", "maven_version_key")
 # stripping leading '0's (MAX_INTITEM_LENGTH, MAX_LONGITEM_LENGTH).
 _MAX_INT_DIGITS = 9
 _MAX_LONG_DIGITS = 18
+# Python refuses int() of longer digit strings (sys.int_info.default_max_str_digits).
+_MAX_DIGITS = 4000
 _INT, _LONG, _BIG = 0, 1, 2
 
 _QUALIFIERS = ("alpha", "beta", "milestone", "rc", "snapshot", "", "sp")
@@ -201,6 +203,10 @@ def _parse_number(digits: str) -> _Number:
     # Java strips only ASCII '0's and keeps an all-zero run whole, so ten '0's
     # become a LongItem: null when trailing, but wider than any int elsewhere.
     stripped = digits.lstrip("0") or digits
+    if len(stripped) > _MAX_DIGITS:
+        raise ConfigError(
+            "version", f"has a number of {len(stripped)} digits; at most {_MAX_DIGITS}"
+        )
     if len(stripped) <= _MAX_INT_DIGITS:
         kind = _INT
     elif len(stripped) <= _MAX_LONG_DIGITS:
