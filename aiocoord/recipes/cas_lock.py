@@ -431,6 +431,8 @@ def cas_lock(
     Arguments are checked here: `lease` must be positive, `skew` (default
     min(1 s, lease/10)) below lease/2; bad ones raise `ConfigError`/`TypeError`.
     """
+    if not isinstance(blocking, bool):
+        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
     return CasLock(coord, path, owner=owner, lease=lease, skew=skew).hold(blocking=blocking)
 
 
