@@ -633,6 +633,24 @@ async def test_same_job_id_twice_runs_once(zk_server: ZooKeeperServer, zk_chroot
 
 
 @pytest.mark.anyio
+async def test_a_dead_workers_job_submitted_again_runs_once_with_its_first_payload(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(20):
+        async with fleet(zk_server, zk_chroot) as f:
+            client = await f.member("client")
+            await client.sched.submit("square", {"n": 5}, job_id="order-9")  # the second submit
+            zk = client.coord.client
+            await zk.create(LAYOUT.queue("ghost"))  # a worker that died holding the first one
+            await zk.create(LAYOUT.assignment("ghost", "order-9"), encode_job("square", {"n": 4}))
+            w = await f.member("w", capacity=2)  # its assigner reconciles the dead queue
+            assert await client.sched.result("order-9") == 16
+            await eventually(lambda: _empty(client.coord), timeout=10)
+            assert w.runs == [4]
+            assert "ghost" not in await children(client.coord, LAYOUT.assignments)
+
+
+@pytest.mark.anyio
 async def test_bad_input_is_refused_before_anything_is_written(
     coordinator: aiocoord.Coordinator,
 ) -> None:
