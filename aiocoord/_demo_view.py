@@ -25,7 +25,7 @@ class View:
         self.tty = self.stream.isatty()
         self.color = self.tty and not os.environ.get("NO_COLOR")
         self._status = ""
-        self._done: str | None = None  # the label of the bar last printed complete
+        self._done: set[str] = set()  # labels of the bars printed complete (not on a terminal)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -73,9 +73,9 @@ class View:
                 self._status = ""
                 self.stream.write("\n")
                 self.stream.flush()
-        elif done >= total and self._done != label:
+        elif done >= total and label not in self._done:
+            self._done.add(label)
             self._write(bar)
-        self._done = label if done >= total else None
 
     def clear_progress(self) -> None:
         if self.tty and self._status:
