@@ -8,6 +8,7 @@ lifespan state reaches the requests the way it does under uvicorn.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Annotated, Any
@@ -400,3 +401,29 @@ def _default_id() -> str:
     import socket
 
     return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def test_metrics_job_decorator_counts_and_times_runs() -> None:
+    """`Metrics.job` keeps the handler's signature (the scheduler reads its hints) and
+    counts each run by outcome."""
+    registry = CollectorRegistry()
+    metrics = Metrics(registry)
+
+    @metrics.job("add")
+    async def add(a: int, b: int = 0) -> int:
+        if a < 0:
+            raise ValueError("negative")
+        return a + b
+
+    assert anyio.run(add, 1, 2) == 3
+    with pytest.raises(ValueError, match="negative"):
+        anyio.run(add, -1)
+    assert list(inspect.signature(add).parameters) == ["a", "b"]
+    done = {"job": "add", "outcome": "done"}
+    failed = {"job": "add", "outcome": "failed"}
+    assert registry.get_sample_value("aiocoord_jobs_total", done) == 1
+    assert registry.get_sample_value("aiocoord_jobs_total", failed) == 1
+    count = registry.get_sample_value("aiocoord_job_duration_seconds_count", {"job": "add"})
+    assert count == 2
+    with pytest.raises(ValueError, match="outcome"):
+        metrics.observe_job("add", "maybe", 1.0)
