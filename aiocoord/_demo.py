@@ -117,6 +117,8 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 class Demo:
+    """One run of the demo: its worker processes, what ZooKeeper says, the story, the verdict."""
+
     def __init__(self, args: argparse.Namespace, settings: Settings, view: View) -> None:
         self.args = args
         self.settings = settings
@@ -132,7 +134,7 @@ class Demo:
         self.handovers = 0
         self.quiet = True  # no hand-over lines while the first leaders are chosen
         self.changed = anyio.Event()
-        self.coord: Coordinator | None = None
+        self.progress_label: str | None = None  # while set, hand-overs update a progress bar
 
     # --- workers -------------------------------------------------------------------------------
 
@@ -296,8 +298,6 @@ class Demo:
         if not self.quiet:
             self.view.say(f"  worker {name} ({version}) registered")
 
-    progress_label: str | None = None
-
     def _progress(self) -> None:
         if self.progress_label is not None:
             on_new = sum(1 for v in self.leaders.values() if v is not None and v[1] == NEW)
@@ -314,7 +314,6 @@ class Demo:
         checks: list[Check] = []
         try:
             async with connect(self.settings, session_timeout=10.0) as coord:
-                self.coord = coord
                 async with anyio.create_task_group() as tg:
                     await tg.start(self.follow, coord)
                     checks = await self.story(coord)
@@ -363,8 +362,8 @@ class Demo:
             f"crash: SIGKILL {victim} ({NEW}), leader of {len(orphans)} tasks; they fail over "
             f"once its session expires (session timeout {args.session_timeout:g}s)"
         )
-        killed = await self.kill(victim)
         started = time.monotonic()
+        await self.kill(victim)
         survivors = [w for w in new if w != victim]
         await self.until(
             f"the tasks of {victim} fail over",
@@ -406,7 +405,6 @@ class Demo:
         )
         ticks = sum(len(log.events("tick")) for log in logs)
         view.say(f"{ticks} cron runs and {len(runs)} once-per runs done by {len(logs)} workers")
-        del killed
         return [no_two, final, once, *checks]
 
     async def jobs(self, coord: Coordinator) -> list[Check]:
