@@ -42,6 +42,7 @@ import anyio
 import anyio.abc
 
 from ._cli_zk import UserError, local_zookeeper
+from ._demo_follow import NEW, OLD, Follower
 from ._demo_verdict import (
     Check,
     WorkerLog,
@@ -53,18 +54,12 @@ from ._demo_verdict import (
 )
 from ._demo_view import View
 from ._demo_worker import ONCE_LEASE, checksum, demo_scheduler, task_names
-from .errors import CoordError, NodeDataError, NoNodeError
-from .recipes._maven_version import maven_version_key
-from .recipes._task_choice import assign
-from .recipes._task_records import decode_leader
+from .errors import CoordError, NoNodeError
 from .session import Coordinator, connect
 from .settings import Settings
 from .zk.paths import join
-from .zk.types import EventType
 
 __all__ = ("run_demo",)
-
-OLD, NEW = "1.0", "1.1"
 
 
 class DemoFailed(Exception):
@@ -127,14 +122,7 @@ class Demo:
         self.tasks = task_names(args.tasks)
         self.run_dir = Path(tempfile.mkdtemp(prefix="aiocoord-demo-"))
         self.procs: dict[str, Proc] = {}
-        self.leaders: dict[str, tuple[str, str, int] | None] = dict.fromkeys(self.tasks)
-        self.workers: dict[str, str] = {}
-        self.unled_since: dict[str, float] = {}
-        self.last: dict[str, str] = {}  # the last leader seen of each task, for hand-over lines
-        self.handovers = 0
-        self.quiet = True  # no hand-over lines while the first leaders are chosen
-        self.changed = anyio.Event()
-        self.progress_label: str | None = None  # while set, hand-overs update a progress bar
+        self.zk = Follower(self.root, self.tasks, view)
 
     # --- workers -------------------------------------------------------------------------------
 
@@ -193,7 +181,7 @@ class Demo:
                 return f"worker {proc.id} exited with {proc.popen.returncode}: " + " | ".join(tail)
         return None
 
-    # --- following ZooKeeper -------------------------------------------------------------------
+    # --- waiting on what ZooKeeper says -------------------------------------------------------
 
     async def until(self, what: str, done: Callable[[], bool], timeout: float) -> None:
         with anyio.move_on_after(timeout):
@@ -201,107 +189,11 @@ class Demo:
                 crashed = self._crashed()
                 if crashed:
                     raise DemoFailed(crashed)
-                changed = self.changed
+                changed = self.zk.changed
                 with anyio.move_on_after(0.2):
                     await changed.wait()
             return
         raise DemoFailed(f"timed out after {timeout:g}s waiting until {what}")
-
-    def _notify(self) -> None:
-        self.changed.set()
-        self.changed = anyio.Event()
-
-    async def follow(self, coord: Coordinator, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """Keep `leaders` and `workers` in step with ZooKeeper and print the hand-overs."""
-        base = join(self.root, "tasks")
-        async with coord.client.watch(base, recursive=True) as pw:
-            await self._reload(coord)
-            task_status.started()
-            async for event in pw.events:
-                if event.type is EventType.SESSION_LOST:
-                    await self._reload(coord)
-                    continue
-                rel = event.path[len(base) + 1 :].split("/")
-                if len(rel) != 2:
-                    continue
-                kind, name = rel
-                if kind == "leaders" and name in self.leaders:
-                    await self._leader_event(coord, name, event.type)
-                elif kind == "workers":
-                    await self._worker_event(coord, name, event.type)
-                self._notify()
-
-    async def _reload(self, coord: Coordinator) -> None:
-        for task in self.tasks:
-            self.leaders[task] = await self._read_leader(coord, task)
-        self.workers.clear()
-        with contextlib.suppress(NoNodeError):
-            for name in await coord.client.children(join(self.root, "tasks", "workers")):
-                await self._worker_event(coord, name, EventType.CREATED)
-        self._notify()
-
-    async def _read_leader(self, coord: Coordinator, task: str) -> tuple[str, str, int] | None:
-        path = join(self.root, "tasks", "leaders", task)
-        try:
-            node = await coord.client.get(path)
-            worker, version = decode_leader(path, node.data)
-        except (NoNodeError, NodeDataError):
-            return None
-        return worker, version, node.stat.czxid
-
-    def settled(self, workers: list[str]) -> bool:
-        """Exactly `workers` are registered and each task is led by the worker the
-        recipe's rendezvous choice names for it."""
-        if set(self.workers) != set(workers):
-            return False
-        want = assign(self.tasks, self.workers, version_key=maven_version_key).leaders
-        return all((v := self.leaders[t]) is not None and v[0] == want[t] for t in self.tasks)
-
-    async def _leader_event(self, coord: Coordinator, task: str, etype: EventType) -> None:
-        if etype is EventType.DELETED:
-            self.leaders[task] = None
-            self.unled_since[task] = time.monotonic()
-            return
-        if etype is not EventType.CREATED:
-            return
-        now = await self._read_leader(coord, task)
-        self.leaders[task] = now
-        gap = time.monotonic() - self.unled_since.pop(task, time.monotonic())
-        if now is None:
-            return
-        if self.quiet:
-            self.last[task] = f"{now[0]} ({now[1]})"
-            return
-        self.handovers += 1
-        before = self.last.get(task)
-        self.last[task] = f"{now[0]} ({now[1]})"
-        self.view.say(
-            f"  {task}: {before or 'nobody'} -> {self.last[task]}, token 0x{now[2]:x}, "
-            f"{gap:.2f}s without a leader"
-        )
-        self._progress()
-
-    async def _worker_event(self, coord: Coordinator, name: str, etype: EventType) -> None:
-        if etype is EventType.DELETED:
-            version = self.workers.pop(name, None)
-            if version is not None and not self.quiet:
-                self.view.say(f"  worker {name} ({version}) left the registry")
-            return
-        if etype is not EventType.CREATED:
-            return
-        try:
-            node = await coord.client.get(join(self.root, "tasks", "workers", name))
-            version = str(json.loads(node.data)["version"])
-        except (NoNodeError, ValueError, KeyError, TypeError):
-            return
-        self.workers[name] = version
-        if not self.quiet:
-            self.view.say(f"  worker {name} ({version}) registered")
-
-    def _progress(self) -> None:
-        if self.progress_label is not None:
-            on_new = sum(1 for v in self.leaders.values() if v is not None and v[1] == NEW)
-            self.view.progress(self.progress_label, on_new, len(self.tasks))
 
     # --- the story -----------------------------------------------------------------------------
 
@@ -315,7 +207,7 @@ class Demo:
         try:
             async with connect(self.settings, session_timeout=10.0) as coord:
                 async with anyio.create_task_group() as tg:
-                    await tg.start(self.follow, coord)
+                    await tg.start(self.zk.follow, coord)
                     checks = await self.story(coord)
                     tg.cancel_scope.cancel()
                 if not args.keep:
@@ -337,27 +229,29 @@ class Demo:
         view.say(f"starting {len(old)} workers of version {OLD}: {' '.join(old)}")
         for worker_id in old:
             self.spawn(worker_id, OLD)
-        await self.until(f"the {OLD} workers lead every task", lambda: self.settled(old), 30)
+        await self.until(f"the {OLD} workers lead every task", lambda: self.zk.settled(old), 30)
         covered_from = time.time()
-        view.say(f"every task has a leader ({self.handovers} hand-overs so far):")
-        view.leaders_table(self.leaders, self.workers)
-        self.quiet = False
+        view.say(f"every task has a leader ({self.zk.handovers} hand-overs so far):")
+        view.leaders_table(self.zk.leaders, self.zk.workers)
+        self.zk.quiet = False
 
         view.say(f"rolling out version {NEW}: starting {' '.join(new)}")
-        self.progress_label = f"tasks on {NEW}"
+        self.zk.progress_label = f"tasks on {NEW}"
         for worker_id in new:
             self.spawn(worker_id, NEW)
-        await self.until(f"every task moves to a {NEW} worker", lambda: self.settled(old + new), 30)
-        self.progress_label = None
+        await self.until(
+            f"every task moves to a {NEW} worker", lambda: self.zk.settled(old + new), 30
+        )
+        self.zk.progress_label = None
         view.clear_progress()
         view.say(f"all tasks on {NEW}; retiring the {OLD} workers with SIGTERM")
         await self.terminate(old)
-        await self.until(f"the {OLD} workers are gone", lambda: self.settled(new), 15)
-        view.leaders_table(self.leaders, self.workers)
+        await self.until(f"the {OLD} workers are gone", lambda: self.zk.settled(new), 15)
+        view.leaders_table(self.zk.leaders, self.zk.workers)
 
-        counts = {w: sum(1 for v in self.leaders.values() if v and v[0] == w) for w in new}
+        counts = {w: sum(1 for v in self.zk.leaders.values() if v and v[0] == w) for w in new}
         victim = max(new, key=lambda w: counts[w])
-        orphans = [t for t, v in self.leaders.items() if v and v[0] == victim]
+        orphans = [t for t, v in self.zk.leaders.items() if v and v[0] == victim]
         view.say(
             f"crash: SIGKILL {victim} ({NEW}), leader of {len(orphans)} tasks; they fail over "
             f"once its session expires (session timeout {args.session_timeout:g}s)"
@@ -367,13 +261,13 @@ class Demo:
         survivors = [w for w in new if w != victim]
         await self.until(
             f"the tasks of {victim} fail over",
-            lambda: self.settled(survivors),
+            lambda: self.zk.settled(survivors),
             args.session_timeout * 3 + 15,
         )
         view.say(
             f"{len(orphans)} tasks failed over {time.monotonic() - started:.1f}s after the kill"
         )
-        view.leaders_table(self.leaders, self.workers)
+        view.leaders_table(self.zk.leaders, self.zk.workers)
 
         checks: list[Check] = []
         checks += await self.jobs(coord)
@@ -387,8 +281,8 @@ class Demo:
 
         # Final snapshot: read ZooKeeper first, then the logs (each lead record is
         # written after its node was created).
-        snapshot = {t: await self._read_leader(coord, t) for t in self.tasks}
-        registry = dict(self.workers)
+        snapshot = {t: await self.zk.read_leader(coord, t) for t in self.tasks}
+        registry = dict(self.zk.workers)
         live = {w: v for w, v in registry.items() if w in self.live()}
         logs_now = self.read_logs()
         _, terms_now = check_no_two_leaders(logs_now)

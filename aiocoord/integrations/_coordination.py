@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -39,6 +38,7 @@ from ..recipes.task_leadership import TaskLeadership
 from ..session import Coordinator
 from ..zk.paths import validate_path
 from ..zk.states import ConnectionState
+from ._status import status_of
 
 if TYPE_CHECKING:
     from ..metrics import Metrics
@@ -344,84 +344,18 @@ class Coordination:
         }
 
     async def status(self, timeout: float = 2.0) -> dict[str, Any]:
-        """Session, latches (leader, participants, task), held locks, task leadership."""
-        coord = self.coord
-        sid = coord.session_id
-        out: dict[str, Any] = {
-            "participant_id": self.participant_id,
-            "session": {
-                "state": coord.state.value if coord.state else "CLOSED",
-                "session_id": f"0x{sid:x}" if sid else None,
-                "timeout": coord.session_timeout if sid else None,
-                "hosts": coord.settings.hosts,
-                "transitions": dict(self.transitions),
-            },
-            "health": self.health(),
-            "latches": [],
-            "locks": [
-                {
-                    "path": h.path,
-                    "owner": h.owner,
-                    "token": _hex(h.token),
-                    "held_for": round(time.monotonic() - h.since, 3),
-                }
-                for h in self._holds
-            ],
-            "task_leadership": [],
-        }
-        for path, latch in self.latches.items():
-            entry: dict[str, Any] = {"path": path, "is_leader": latch.has_leadership}
-            entry |= await _bounded(_latch_view(latch), timeout)
-            task = self.tasks.get(path)
-            if task is not None:
-                entry["task"] = {
-                    "running": task.running,
-                    "token": _hex(task.token) if task.running else None,
-                    "starts": task.starts,
-                    "losses": task.losses,
-                    "failures": task.failures,
-                    "last_loss": task.last_loss,
-                    "last_error": task.last_error,
-                }
-            out["latches"].append(entry)
-        for tl in self.task_leaderships:
-            entry = {
-                "root": tl.root,
-                "worker": tl.worker.id,
-                "version": tl.worker.version,
-                "leading": sorted(tl.leading),
-            }
-            entry |= await _bounded(_leaders_view(tl), timeout)
-            out["task_leadership"].append(entry)
-        return out
+        """Session, latches (leader, participants, task), held locks, task leadership.
+
+        Each ZooKeeper read is bounded by `timeout`; one that fails is reported
+        in its entry, not raised.
+        """
+        return await status_of(self, timeout)
+
+    @property
+    def holds(self) -> list[_Hold]:
+        """The tracked lock and once_per bodies running now."""
+        return list(self._holds)
 
 
 class _TaskFailed(Exception):
     """A leader task raised; the runner backs off and starts it again."""
-
-
-def _hex(value: int | None) -> str | None:
-    return None if value is None else f"0x{value:x}"
-
-
-async def _latch_view(latch: LeaderLatch) -> dict[str, Any]:
-    participants = await latch.participants()
-    return {
-        "leader": participants[0].id if participants else None,
-        "participants": [p.id for p in participants],
-    }
-
-
-async def _leaders_view(tl: TaskLeadership) -> dict[str, Any]:
-    return {"leaders": await tl.leaders()}
-
-
-async def _bounded(view: Awaitable[dict[str, Any]], timeout: float) -> dict[str, Any]:
-    """A ZooKeeper read for status, within `timeout`; an error is reported, not raised."""
-    result: dict[str, Any] = {"error": f"no answer from ZooKeeper within {timeout:g}s"}
-    with anyio.move_on_after(timeout if math.isfinite(timeout) else None):
-        try:
-            result = await view
-        except CoordError as exc:
-            result = {"error": str(exc)}
-    return result
