@@ -208,7 +208,11 @@ def _parser() -> argparse.ArgumentParser:
             "127.0.0.1, port 2181 if free, else a free port (or --port)."
         ),
     )
-    zk.add_argument("action", choices=("start", "stop", "status"))
+    zk.add_argument(
+        "action",
+        choices=("start", "stop", "status"),
+        help="start it in the background, stop it, or say whether it runs (exit 3: it does not)",
+    )
     zk.add_argument("--port", type=int, default=None, help="client port for 'start'")
     zk.add_argument("--dir", default=str(DEFAULT_DIR), help="the server's folder")
     zk.set_defaults(func=_cmd_zk)
