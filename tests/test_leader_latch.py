@@ -647,9 +647,9 @@ async def test_no_leader_while_the_server_is_down_then_exactly_one(
 async def test_suspended_drops_leadership_by_default_and_lose_on_suspend_false_keeps_it(
     fault_server: ZooKeeperServer, zk_chroot: str
 ) -> None:
-    with anyio.fail_after(40):
+    with anyio.fail_after(40), FaultProxy(*fault_server.address) as proxy:
         async with coordinators(
-            fault_server.connect_string, 2, namespace=zk_chroot, session_timeout=8
+            proxy.connect_string, 2, namespace=zk_chroot, session_timeout=8
         ) as (c1, c2):
             async with (
                 leader_latch(c1, "/strict", participant_id="strict") as strict,
@@ -660,7 +660,12 @@ async def test_suspended_drops_leadership_by_default_and_lose_on_suspend_false_k
             ):
                 token_s, token_l = (await strict.wait()).token, (await lenient.wait()).token
                 async with recording(c1) as conn1, recording(c2) as conn2:
+                    # Clients come back only once the server serves again: one that
+                    # connects while ZooKeeper 3.8 still loads its data is never answered
+                    # (zookeeper-notes 20), and that is the session layer's test, not ours.
+                    proxy.reject_new()
                     await anyio.to_thread.run_sync(fault_server.restart)
+                    proxy.reject_new(False)
                     for conn in (conn1, conn2):
                         back = await conn.wait_for(ConnectionState.RECONNECTED, timeout=15)
                         assert not back.new_session

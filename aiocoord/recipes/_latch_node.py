@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -31,7 +30,7 @@ from ..zk.paths import basename, join, parent
 from ..zk.types import CreateMode
 from ._election import Layout, Ordering, Participant, sort_children
 
-__all__ = ("Offer", "OurNode", "SharedPath", "first_of", "leader_of", "participants_of", "read_all")
+__all__ = ("Offer", "OurNode", "SharedPath", "leader_of", "participants_of", "read_all")
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,15 +312,3 @@ async def read_all(client: ZkClient, paths: list[str]) -> list[bytes | None]:
     if errors:
         raise errors[0]
     return results
-
-
-async def first_of(*waits: Callable[[], Awaitable[object]]) -> None:
-    """Return as soon as one of the awaitables completes; the others are cancelled."""
-    async with anyio.create_task_group() as tg:
-
-        async def one(wait: Callable[[], Awaitable[object]]) -> None:
-            await wait()
-            tg.cancel_scope.cancel()
-
-        for wait in waits:
-            tg.start_soon(one, wait)

@@ -50,7 +50,6 @@ from anyio.streams.memory import MemoryObjectSendStream
 from ..errors import (
     ConfigError,
     ConnectionLostError,
-    CoordError,
     CoordinatorClosedError,
     InvalidPathError,
     LeadershipLost,
@@ -59,7 +58,7 @@ from ..errors import (
     ZooKeeperError,
 )
 from ..session import Coordinator
-from ..zk import Watch
+from ..zk import Watch, WatchedEvent
 from ..zk.client import ZkClient
 from ..zk.paths import join, validate_path
 from ..zk.states import ConnectionEvent, ConnectionState
@@ -80,7 +79,7 @@ from ._election import (
     default_participant_id,
     may_lead,
 )
-from ._latch_node import Offer, OurNode, SharedPath, first_of, leader_of, participants_of
+from ._latch_node import Offer, OurNode, SharedPath, leader_of, participants_of
 
 __all__ = (
     "MAX_ID_BYTES",
@@ -146,6 +145,7 @@ class LeaderLatch:
         self._entered = False
         self._closing = False
         self._writing = False  # the campaign has a create or delete in flight
+        self._waiting: anyio.CancelScope | None = None  # the campaign's current wait
         self._stopped = False
 
     # --- public state ----------------------------------------------------------------------
@@ -431,7 +431,11 @@ class LeaderLatch:
         self._following = None
 
     async def _watch_own(self, offer: Offer, node: OurNode) -> Watch | None:
-        """Our node's data watch (armed again after a data change); None if the node is gone."""
+        """Our node's data watch (armed again after a data change); None if the node is gone.
+
+        A small task per armed watch interrupts whatever the campaign waits for
+        when it fires, so that each wait is a single await (no task per wait).
+        """
         own = self._own
         if own is not None and own.event is None:
             return own
@@ -447,7 +451,29 @@ class LeaderLatch:
             self._node_lost(offer)
             return None
         self._own = own
+        if self._tg is not None:
+            self._tg.start_soon(self._relay, own)
         return own
+
+    async def _relay(self, own: Watch) -> None:
+        await own.wait()
+        self._interrupt()
+
+    def _interrupt(self) -> None:
+        if self._waiting is not None:
+            self._waiting.cancel()
+
+    async def _until(self, watch: Watch, own: Watch, wake: anyio.Event) -> WatchedEvent | None:
+        """`watch`'s event; None if a connection state or our node changed first."""
+        if wake.is_set() or (own.fired and watch is not own):
+            return None
+        with anyio.CancelScope() as scope:
+            self._waiting = scope
+            try:
+                return await watch.wait()
+            finally:
+                self._waiting = None
+        return None
 
     def _grant(self, node: OurNode, own: Watch, wake: anyio.Event) -> bool:
         """Lead now if allowed; synchronous, so nothing can change between check and grant."""
@@ -467,7 +493,7 @@ class LeaderLatch:
 
     async def _lead(self, node: OurNode, own: Watch, wake: anyio.Event) -> None:
         if self._grant(node, own, wake):
-            await first_of(own.wait, wake.wait)  # hold until our node changes or a state does
+            await self._until(own, own, wake)  # hold until our node changes or a state does
 
     async def _follow(
         self,
@@ -482,9 +508,8 @@ class LeaderLatch:
 
         If it was the only node ahead, its deletion makes us lead at once, with
         no listing: nodes created since sort after ours.  Otherwise the children
-        are listed at once, from the task the deletion woke (which also leads at
-        once if we are first), and that listing is returned to decide on; None
-        means: start the pass over.
+        are listed again at once, and that listing is returned to decide on;
+        None means: start the pass over.
         """
         self._lose("handed over")  # someone sorts ahead of us now (no-op unless we led)
         predecessor = order.names[ahead - 1]
@@ -499,31 +524,17 @@ class LeaderLatch:
             self._publish(
                 ElectionEvent(ElectionState.FOLLOWING, node.path, predecessor=predecessor)
             )
-        fresh: list[Ordering] = []
-
-        async def until_gone() -> None:
-            event = await watch.wait()
-            if event.type is not EventType.DELETED or self._closing:
-                return
-            if ahead == 1:
-                self._grant(node, own, wake)
-                return
-            try:
-                order = await offer.shared.ordered(self._layout)
-            except CoordError:  # the next pass meets the error itself
-                return
-            fresh.append(order)
-            sid = self._coord.session_id
-            if decide(order, node.name, owner=node.owner, session_id=sid) == Lead():
-                self._grant(node, own, wake)  # from here, not after the waits unwind
-
-        await first_of(own.wait, until_gone, wake.wait)
-        if own.fired or wake.is_set() or self._closing:
+        event = await self._until(watch, own, wake)
+        if event is None or event.type is not EventType.DELETED or self._closing:
             return None
-        if ahead == 1 and watch.event is not None and watch.event.type is EventType.DELETED:
+        if ahead == 1:
             await self._lead(node, own, wake)
             return None
-        return fresh[0] if fresh else None
+        try:
+            return await offer.shared.ordered(self._layout)
+        except NoNodeError:  # the parent went, and our node with it
+            self._node_lost(offer)
+            return None
 
     # --- leadership and events ----------------------------------------------------------------
 
@@ -556,6 +567,7 @@ class LeaderLatch:
         """A connection state changed: make the campaign look again."""
         self._wake.set()
         self._wake = anyio.Event()
+        self._interrupt()
 
     def _require_offer(self) -> Offer:
         if self._offer is None:
