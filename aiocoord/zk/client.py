@@ -416,7 +416,9 @@ class ZkClient(SessionCore):
 
         It survives reconnects (restored with the session) and is added again on
         a new session after a `SESSION_LOST` event, which tells the reader to
-        re-read what it watches.  Leaving the block removes it from the server.
+        re-read what it watches.  Leaving the block removes it from the server;
+        while disconnected there is nothing to remove (the server's watches went
+        with the connection, and it is no longer restored), so leaving is immediate.
         """
         validate_path(path, allow_reserved=True)
         sp = self.server_path(path)
@@ -432,7 +434,11 @@ class ZkClient(SessionCore):
         try:
             yield pwatch
         finally:
-            if self._registry.remove_persistent(pwatch, sp) and not self.closed:
+            conn = self._conn
+            connected = conn is not None and not conn.closed
+            # Waiting for a connection to remove a watch the server no longer has would hold
+            # up the caller (a leader's body leaving on SUSPENDED) for a request timeout.
+            if self._registry.remove_persistent(pwatch, sp) and connected and not self.closed:
                 kind = _wire.WATCHER_PERSISTENT_RECURSIVE if recursive else _wire.WATCHER_PERSISTENT
                 with anyio.CancelScope(shield=True), anyio.move_on_after(self.request_timeout()):
                     with suppress(ZooKeeperError, ConnectionLostError):
