@@ -31,6 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import anyio
+
+import aiocoord
+from aiocoord import NoNodeError
+from aiocoord.scheduler import Scheduler
 from aiocoord.testing import EnsembleMember, FaultProxy, ZooKeeperEnsemble, kill_session
 
 from . import participant
@@ -51,10 +56,10 @@ class CampaignConfig:
 
     seed: int = 1
     seconds: float = 45.0  # fault phase
-    calm: float = 8.0  # no faults, then stop
+    calm: float = 10.0  # no faults and no new jobs, then stop
     participants: int = 4
     session_timeout: float = 3.0
-    roles: str = "latch,lock,once,tasks"
+    roles: str = ",".join(participant.ROLES)
     directory: Path | None = None
     keep: bool = False
     echo: Callable[[str], None] = print
@@ -183,10 +188,13 @@ class _Orchestrator:
         if self.failures:
             raise self.failures[0]
         self.log.emit("phase", name="calm", wall=time.time())
+        self.store.submitting = False  # every job submitted gets the calm phase to finish
         self.cfg.echo(f"chaos: faults done after {time.monotonic() - start:.1f} s; calm")
         calm_end = time.monotonic() + cfg.calm
         while time.monotonic() < calm_end:
             self._watch(min(0.2, calm_end - time.monotonic()))
+        if "jobs" in cfg.roles.split(","):
+            self._final_jobs()
         self.log.emit("phase", name="stop", wall=time.time())
         self._stop_all()
         self.log.emit("phase", name="done", wall=time.time())
@@ -196,6 +204,40 @@ class _Orchestrator:
         out = ["latch"] if "latch" in roles else []
         if "tasks" in roles:
             out += [f"task:{t}" for t in participant.TASKS]
+        if "jobs" in roles:
+            out.append("assigner")
+        return out
+
+    def _final_jobs(self) -> None:
+        """Ask ZooKeeper about every submitted job whose result no client saw (``job_final``).
+
+        Jobs still pending or assigned get a few more seconds to finish, with
+        the participants still running; what is unfinished then is lost.
+        """
+        records = list(read_records(p for p in self.files() if p.name.startswith("p")))
+        seen = {r["job"] for r in records if r["k"] == "result"}
+        missing = [r["job"] for r in records if r["k"] == "submit" and r["job"] not in seen]
+        if missing:
+            for job, status in anyio.run(self._statuses, missing).items():
+                self.log.emit("job_final", job=job, status=status)
+
+    async def _statuses(self, jobs: list[str]) -> dict[str, str]:
+        deadline = time.monotonic() + 15.0
+        out: dict[str, str] = {}
+        async with aiocoord.connect(
+            self.ensemble.connect_string, namespace=participant.NAMESPACE, session_timeout=5.0
+        ) as coord:
+            sched = Scheduler(coord, participant.JOBS_ROOT)
+            for job in jobs:
+                while True:
+                    try:
+                        status = (await sched.status(job)).name
+                    except NoNodeError:
+                        status = "UNKNOWN"
+                    if status in ("DONE", "FAILED") or time.monotonic() > deadline:
+                        break
+                    await anyio.sleep(0.2)
+                out[job] = status
         return out
 
     def _watch(self, seconds: float) -> None:

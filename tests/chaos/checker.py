@@ -28,9 +28,9 @@ every process pause, and returns a `Report`.  Violations (each must be 0):
   begun by a holder just woken from a freeze is excused, as above.
 - **double windows**: a once_per window with more than one recorded
   (successful) run.
-- **missed windows**: a window that had to run and did not: no fault of any
-  kind within a lease (plus skew and a margin) before it or during it, and
-  some participant connected throughout it.
+- **missed windows**: a window that had to run and did not: no fault whose
+  effects could reach it (see `_blocked`), and some participant connected
+  throughout it.
 - **lost jobs**: a submitted job with neither a result seen by its client nor
   a final status DONE/FAILED.
 - **errors**: exceptions that are not `CoordError` (a recipe bug); processes
@@ -123,6 +123,8 @@ class Report:
     jobs_submitted: int = 0
     jobs_lost: list[str] = field(default_factory=list)
     jobs_run: int = 0
+    jobs_failed: int = 0
+    jobs_run_twice: int = 0
     jobs_enabled: bool = False
     errors: list[Record] = field(default_factory=list)
     crashes: list[Record] = field(default_factory=list)
@@ -179,7 +181,8 @@ class Report:
             f"{self.unconfirmed_runs} unconfirmed",
             (
                 f"jobs: {self.jobs_submitted} submitted, {len(self.jobs_lost)} lost, "
-                f"{self.jobs_run} runs"
+                f"{self.jobs_failed} failed, {self.jobs_run} runs "
+                f"({self.jobs_run_twice} jobs run more than once: at-least-once)"
                 if self.jobs_enabled
                 else "jobs: scheduler not part of this campaign"
             ),
@@ -313,8 +316,23 @@ class _Campaign:
                 return True
         return False
 
-    def fault_intervals(self) -> list[tuple[float, float]]:
-        return [(float(r["t0"]), float(r["t1"])) for r in self.by_kind["fault"]]
+    def blocked(self, params: Params) -> list[tuple[float, float]]:
+        return [_blocked(r, params) for r in self.by_kind["fault"]]
+
+
+def _blocked(fault: Record, params: Params) -> tuple[float, float]:
+    """When `fault` may keep a once_per window from running.
+
+    A holder cut off from ZooKeeper keeps the lease it last wrote for up to
+    lease + skew: after the start of a freeze or a kill (it wrote nothing
+    since), after the end of anything else (a write held in a paused proxy or
+    a connection still open may land then; an election delays renewals).
+    """
+    t0, t1 = float(fault["t0"]), float(fault["t1"])
+    tail = params.lease + params.skew + params.quiet_margin
+    if str(fault["kind"]).startswith("stop") or fault["kind"] == "kill":
+        return t0 - 0.5, max(t0 + tail, t1 + params.quiet_margin)
+    return t0 - 0.5, t1 + tail
 
 
 def check(records: Iterable[Record], params: Params | None = None) -> Report:
@@ -416,12 +434,11 @@ def _windows(camp: _Campaign, runs: list[Term], params: Params, report: Report) 
     offset = float(phase["wall"]) - float(phase["t"])  # wall = mono + offset, one machine
     first = float(phase["t"]) + 2.0  # participants settle in
     last = camp.end
-    faults = camp.fault_intervals()
-    before = params.lease + params.skew + params.quiet_margin
+    blocked = camp.blocked(params)
     k = math.ceil((first + offset) / interval)
     while (k + 1) * interval - offset <= last:
         a, b = k * interval - offset, (k + 1) * interval - offset
-        quiet = all(t1 < a - before or t0 > b for t0, t1 in faults)
+        quiet = all(end < a or start > b for start, end in blocked)
         if quiet and _someone_connected(camp, a, b):
             report.owed_windows += 1
             ran = [t for t in by_window.get(k, []) if t.outcome == "ok" or t.why == "exit"]
@@ -452,12 +469,17 @@ def _jobs(camp: _Campaign, report: Report) -> None:
     submitted = [r["job"] for r in camp.by_kind["submit"]]
     report.jobs_enabled = bool(camp.config.get("jobs")) or bool(submitted)
     report.jobs_submitted = len(submitted)
-    report.jobs_run = len(camp.by_kind["run"])
-    seen = {r["job"] for r in camp.by_kind["result"]}
+    runs = Counter(str(r.get("tag")) for r in camp.by_kind["run"])
+    report.jobs_run = sum(runs.values())
+    report.jobs_run_twice = sum(1 for n in runs.values() if n > 1)
+    seen = {r["job"]: r["status"] for r in camp.by_kind["result"]}
     final = {r["job"]: r["status"] for r in camp.by_kind["job_final"]}
     for job in submitted:
-        if job not in seen and final.get(job) not in ("DONE", "FAILED"):
+        status = seen.get(job) or final.get(job)
+        if status not in ("DONE", "FAILED"):
             report.jobs_lost.append(job)
+        elif status == "FAILED":
+            report.jobs_failed += 1
 
 
 def _errors(camp: _Campaign, report: Report) -> None:

@@ -82,11 +82,13 @@ def plan(
     members: int = 3,
     participant_gap: tuple[float, float] = (0.3, 4.0),
     ensemble_gap: tuple[float, float] = (6.0, 16.0),
+    calm_spells: float = 0.1,
 ) -> list[Fault]:
     """Every fault of a campaign of `seconds`, ordered by start time.
 
     The same arguments always give the same list.  Gaps between two faults of
-    a lane are drawn uniformly from `participant_gap` / `ensemble_gap`.
+    a lane are drawn uniformly from `participant_gap` / `ensemble_gap`; a
+    fraction `calm_spells` of the participant lane's gaps last 6–10 s.
     """
     if participants < 1 or seconds <= 0:
         raise ValueError("a campaign needs a participant and a positive duration")
@@ -99,7 +101,9 @@ def plan(
         hold = _hold(rng, kind, session_timeout)
         version = rng.choice(("1.0", "1.0", "1.1")) if kind == "kill" else None
         faults.append(Fault("participant", at, kind, target, hold, version))
-        at += hold + rng.uniform(*participant_gap)
+        # Now and then a calm spell, so that windows and elections run unhindered mid-campaign.
+        gap = rng.uniform(*participant_gap) if rng.random() > calm_spells else rng.uniform(6, 10)
+        at += hold + gap
     erng = random.Random(seed * 7919 + 1)  # its own stream: lanes do not shift each other
     at = erng.uniform(*ensemble_gap) / 2
     while at < seconds:

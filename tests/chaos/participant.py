@@ -13,8 +13,10 @@ side:
   resource ``once`` and is logged with its window;
 - ``tasks``: task leadership on ``/tasks`` for tasks t1..t3 (its version comes
   from the command line); each led task writes to resource ``task:<name>``;
-- ``jobs``: when `aiocoord.Scheduler` exists, a worker of ``/jobs`` that also
-  submits jobs and awaits their results.
+- ``jobs``: a worker of the job scheduler on ``/jobs`` (whose handler logs
+  each run) that also submits a job every 0.2–0.6 s while the orchestrator
+  allows it, and awaits each result; the worker's assigner terms are logged
+  too (role ``assigner``), read from its log lines, the only hook it has.
 
 Every term is logged when its body starts and when it ends (cancelled or
 returned), on the shared monotonic clock (see `records`).  A body first
@@ -45,6 +47,7 @@ import aiocoord
 from aiocoord import (
     ConnectionState,
     CoordError,
+    JobFailed,
     LeadershipLost,
     LockLost,
     Worker,
@@ -53,12 +56,26 @@ from aiocoord import (
     once_per,
     task_leadership,
 )
+from aiocoord.scheduler import Scheduler
 
 from .records import Writer
 from .store import StoreClient
 
-__all__ = ("LATCH", "LEASE", "LOCK", "ONCE", "ONCE_INTERVAL", "SKEW", "TASKS", "main")
+__all__ = (
+    "JOBS_ROOT",
+    "LATCH",
+    "LEASE",
+    "LOCK",
+    "NAMESPACE",
+    "ONCE",
+    "ONCE_INTERVAL",
+    "ROLES",
+    "SKEW",
+    "TASKS",
+    "main",
+)
 
+NAMESPACE = "/chaos"
 LATCH = "/latch"
 LOCK = "/lock"
 ONCE = "/once"
@@ -107,11 +124,9 @@ class Context:
         if token is None:
             self.log.emit("error", role=role, exc="term without a token", tb="")
             return
-        self._terms += 1
-        tid = f"{self.name}.{self.inc}.{self._terms}"
+        tid = self.begin(role, res, token, **extra)
         if ids is not None:
             ids.append(tid)
-        self.log.emit("term", id=tid, role=role, res=res, tok=token, **extra)
         why = "exit"
         try:
             until = time.monotonic() + duration if duration is not None else None
@@ -123,6 +138,13 @@ class Context:
             raise
         finally:
             self.log.emit("end", id=tid, why=why)
+
+    def begin(self, role: str, res: str, token: int, **extra: Any) -> str:
+        """Log the start of a term; returns its id (for its ``end``)."""
+        self._terms += 1
+        tid = f"{self.name}.{self.inc}.{self._terms}"
+        self.log.emit("term", id=tid, role=role, res=res, tok=token, **extra)
+        return tid
 
     async def write(self, res: str, token: int, tid: str) -> bool | None:
         # Shielded: once sent, the write's outcome is part of the term (bounded: the store
@@ -231,6 +253,85 @@ async def tasks_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
     await forever(ctx, "tasks", body)
 
 
+class AssignerTerms(logging.Handler):
+    """Turns the scheduler worker's assigner log lines into ``term``/``end`` events.
+
+    The worker runs its assigner under a leader latch of its own and says so
+    only in its log: "assigner of <root>: <id> (token 0x..)" inside the term,
+    "... stopped (<reason>)" or "... term ended by ..." after it.
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(logging.INFO)
+        self.ctx = ctx
+        self.open: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = str(record.msg)
+        if not msg.startswith("assigner of "):
+            return
+        token = record.args[-1] if isinstance(record.args, tuple) and record.args else None
+        if msg.endswith("(token 0x%x)") and isinstance(token, int):
+            self.finish("replaced")
+            self.open = self.ctx.begin("assigner", "assigner", token)
+        elif "stopped" in msg or "term ended" in msg:
+            self.finish(record.getMessage()[:100])
+
+    def finish(self, why: str) -> None:
+        if self.open is not None:
+            self.ctx.log.emit("end", id=self.open, why=why)
+            self.open = None
+
+
+async def jobs_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("jobs")
+    sched = Scheduler(coord, JOBS_ROOT)
+
+    @sched.job("work")
+    async def work(tag: str, ms: int) -> str:
+        ctx.log.emit("run", tag=tag)
+        await anyio.sleep(ms / 1000)
+        return tag
+
+    async def wait_result(job_id: str, tag: str) -> None:
+        try:
+            value = await sched.result(job_id)
+        except JobFailed as exc:
+            ctx.log.emit("result", job=job_id, status="FAILED", msg=str(exc)[:200])
+            return
+        ctx.log.emit("result", job=job_id, status="DONE")
+        if value != tag:
+            ctx.log.emit("error", role="jobs", exc=f"{job_id} returned {value!r}, not {tag!r}")
+
+    async def submit(n: int) -> None:
+        tag = f"{ctx.name}.{ctx.inc}.{n}"
+        try:
+            job_id = await sched.submit("work", {"tag": tag, "ms": rng.randint(20, 300)})
+        except CoordError as exc:  # outcome unknown: not counted as submitted
+            ctx.log.emit("coord_error", role="jobs", exc=type(exc).__name__, msg=str(exc)[:200])
+            return
+        ctx.log.emit("submit", job=job_id, tag=tag)
+        waits.start_soon(wait_result, job_id, tag)
+
+    async def body() -> None:
+        worker = sched.worker(capacity=4, worker_id=f"{ctx.name}.{ctx.inc}", drain_timeout=2.0)
+        async with worker:
+            n = 0
+            while True:
+                await anyio.sleep(rng.uniform(0.2, 0.6))
+                if await ctx.store.may_submit():
+                    n += 1
+                    await submit(n)
+
+    handler = AssignerTerms(ctx)
+    logging.getLogger("aiocoord.scheduler._worker").addHandler(handler)
+    try:
+        async with anyio.create_task_group() as waits:
+            await forever(ctx, "jobs", body)
+    finally:
+        handler.finish("exit")
+
+
 async def report_sessions(coord: aiocoord.Coordinator, ctx: Context) -> None:
     """Log every connection state; tell the store about each usable session (for `expire`)."""
     async for event in coord.connection_events():
@@ -258,6 +359,7 @@ ROLE_FUNCS: dict[str, Callable[[aiocoord.Coordinator, Context], Coroutine[Any, A
     "lock": lock_role,
     "once": once_role,
     "tasks": tasks_role,
+    "jobs": jobs_role,
 }
 
 
@@ -295,14 +397,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--name", required=True)
     parser.add_argument("--inc", type=int, default=0, help="incarnation of this name")
     parser.add_argument("--hosts", required=True, help="ZooKeeper connect string")
-    parser.add_argument("--namespace", default="/chaos")
+    parser.add_argument("--namespace", default=NAMESPACE)
     parser.add_argument("--store", required=True, help="host:port of the fenced store")
     parser.add_argument("--log", required=True, help="JSON-lines event log (appended)")
     parser.add_argument("--session-timeout", type=float, default=3.0)
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
     parser.add_argument("--version", default="1.0", help="task-leadership worker version")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--roles", default="latch,lock,once,tasks")
+    parser.add_argument("--roles", default=",".join(ROLES))
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO,

@@ -16,6 +16,9 @@ Protocol: one JSON object per line each way, on loopback.
 
 - ``{"op": "write", "p", "res", "tok", "id"}`` -> ``{"ok": bool, "high": int}``
 - ``{"op": "session", "p", "inc", "sid", "pw" (hex), "port"}`` -> ``{"ok": true}``
+- ``{"op": "phase"}`` -> ``{"submit": bool}``: whether jobs may still be submitted
+  (the orchestrator stops submissions when the calm phase begins, so that
+  every job submitted has the calm phase to finish)
 
 The server runs in threads of the orchestrator (`FencedStore`); the client
 (`StoreClient`) is async, for the participants.
@@ -60,17 +63,17 @@ class _Handler(socketserver.StreamRequestHandler):
 
     def handle(self) -> None:
         store = self.server.store
-        for raw in self.rfile:
-            try:
-                request = json.loads(raw)
-                reply = store._serve(request)
-            except (ValueError, KeyError, TypeError) as exc:
-                reply = {"ok": False, "error": str(exc)}
-            try:
+        try:
+            for raw in self.rfile:
+                try:
+                    request = json.loads(raw)
+                    reply = store._serve(request)
+                except (ValueError, KeyError, TypeError) as exc:
+                    reply = {"ok": False, "error": str(exc)}
                 self.wfile.write(json.dumps(reply).encode() + b"\n")
                 self.wfile.flush()
-            except OSError:
-                return
+        except OSError:
+            return  # the participant died (SIGKILL): its connection was reset
 
 
 class _Server(socketserver.ThreadingTCPServer):
@@ -90,6 +93,7 @@ class FencedStore:
         self._changed = threading.Condition(self._lock)
         self.accepted = 0
         self.rejected = 0
+        self.submitting = True
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.store = self
         self._thread: threading.Thread | None = None
@@ -151,6 +155,8 @@ class FencedStore:
         op = request["op"]
         if op == "write":
             return self._write(str(request["p"]), str(request["res"]), int(request["tok"]), request)
+        if op == "phase":
+            return {"submit": self.submitting}
         if op == "session":
             info = SessionInfo(
                 str(request["p"]),
@@ -245,6 +251,11 @@ class StoreClient:
                 "port": port,
             }
         )
+
+    async def may_submit(self) -> bool:
+        """Whether the orchestrator still wants jobs submitted (False if unreachable)."""
+        reply = await self._request({"op": "phase"})
+        return bool(reply and reply.get("submit"))
 
     async def aclose(self) -> None:
         await self._drop()
