@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.chaos", description=__doc__)
     parser.add_argument("--seconds", type=float, default=120.0, help="length of the fault phase")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--calm", type=float, default=8.0, help="fault-free end phase (s)")
+    parser.add_argument("--calm", type=float, default=10.0, help="fault-free end phase (s)")
     parser.add_argument("--participants", type=int, default=4)
     parser.add_argument("--session-timeout", type=float, default=3.0)
     parser.add_argument("--roles", default=None, help="comma-separated (default: all available)")
