@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -741,3 +743,22 @@ async def test_ensemble_server_of_the_leader_killed(
             finally:
                 await anyio.to_thread.run_sync(member.start)
                 await anyio.to_thread.run_sync(zk_ensemble.wait_formed, 30)
+
+
+def test_latch_benchmark_still_runs(zk_server: ZooKeeperServer) -> None:
+    """The benchmark's aiocoord measurements, with tiny parameters, so it does not rot."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_latch", Path(__file__).parent.parent / "benchmarks" / "bench_latch.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    hosts = zk_server.connect_string
+    first = bench.aiocoord_first(hosts, 3, 2, False)
+    rotation = bench.aiocoord_handoff(hosts, 3, 2, True)
+    join = bench.aiocoord_join(hosts, 20, 2, False)
+    assert len(first["latencies"]) == 2 and len(rotation["latencies"]) == 2
+    assert join["settle_s"] > 0 and join["requests_per_handoff"] >= 1
+    table = bench.report_handoff("rotation", {"aiocoord/asyncio": rotation, "aiozk": first})
+    assert "aiocoord/asyncio" in table[1]
+    assert "aiocoord/asyncio" in bench.report_join(20, {"aiocoord/asyncio": join})[1]
