@@ -111,10 +111,11 @@ def java(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     if java_bin is None or javac is None:
         pytest.skip("java/javac not on PATH (apt-get install default-jdk-headless)")
     if jar is None:
+        override = os.environ.get("AIOCOORD_MAVEN_ARTIFACT_JAR")
+        places = [override] if override else [str(p) for p in JAR_CANDIDATES]
         pytest.skip(
-            "Maven's maven-artifact jar not found in "
-            + ", ".join(str(p) for p in JAR_CANDIDATES)
-            + " (apt-get install maven, or set AIOCOORD_MAVEN_ARTIFACT_JAR)"
+            f"Maven's maven-artifact jar not found at {', '.join(places)} "
+            "(apt-get install maven, or set AIOCOORD_MAVEN_ARTIFACT_JAR)"
         )
     out = tmp_path_factory.mktemp("maven-interop")
     subprocess.run(
