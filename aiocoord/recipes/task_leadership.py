@@ -92,6 +92,9 @@ class TaskLeadership:
     stops leading, waits for ``lead()`` bodies (bounded by the session
     timeout) and deletes this worker's nodes.  Tasks are led in the
     background; ``lead(task)`` runs code only while this worker leads it.
+    SUSPENDED (unless ``lose_on_suspend=False``) and LOST stop leading every
+    task at once, cancelling the bodies; on the same session leadership comes
+    back with the same tokens, on a new one the worker registers again.
     Exit in the task that entered (an anyio task group lives inside).
     """
 
