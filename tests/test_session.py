@@ -447,3 +447,18 @@ async def test_containers_and_ttl_nodes_are_real(coordinator: aiocoord.Coordinat
 
 async def _absent(c: aiocoord.ZkClient, path: str) -> bool:
     return await c.exists(path) is None
+
+
+async def test_multi_reports_each_result_and_the_transaction_zxid(
+    coordinator: aiocoord.Coordinator,
+) -> None:
+    c = coordinator.client
+    await c.create("/m", b"0")
+    results = await c.multi([aiocoord.CreateOp("/m/a", b"a"), aiocoord.SetDataOp("/m", b"1", 0)])
+    a = await c.get("/m/a")
+    assert results.zxid == a.stat.czxid == (await c.get("/m")).stat.mzxid
+    with pytest.raises(aiocoord.TransactionFailed) as info:
+        await c.multi([aiocoord.CreateOp("/m/b"), aiocoord.CheckOp("/m", 0)])
+    assert info.value.failed_index == 1
+    assert isinstance(info.value.cause, aiocoord.BadVersionError)
+    assert await c.exists("/m/b") is None  # rolled back

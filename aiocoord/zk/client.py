@@ -49,7 +49,7 @@ from .types import (
     Stat,
 )
 
-__all__ = ("MAX_DATA", "PROTECTED_PREFIX", "ZkClient")
+__all__ = ("MAX_DATA", "PROTECTED_PREFIX", "MultiResults", "ZkClient")
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,16 @@ def _check_mode(mode: object, ttl: object) -> CreateMode:
     elif ttl is not None:
         raise ValueError(f"ttl is only valid with a *_WITH_TTL mode, not {mode.name}")
     return mode
+
+
+class MultiResults(list[OpResult]):
+    """The per-operation results of a `multi`, plus the transaction's `zxid`.
+
+    Every node the transaction created has that zxid as its czxid, and every
+    node it changed as its mzxid (ZooKeeper 3.8 returns creates without a stat).
+    """
+
+    zxid: int = 0
 
 
 def _check_acl(acl: object) -> tuple[ACL, ...] | None:
@@ -367,10 +377,10 @@ class ZkClient(SessionCore):
             except NotEmptyError:
                 continue
 
-    async def multi(self, ops: Sequence[Op]) -> list[OpResult]:
+    async def multi(self, ops: Sequence[Op]) -> MultiResults:
         """Run operations atomically; all apply or none.
 
-        Returns one result per operation.  On failure raises `TransactionFailed`
+        Returns one result per operation, with the transaction's zxid as `.zxid`.  On failure raises `TransactionFailed`
         whose `results` carry each operation's error (the failing one's real
         error, the others "rolled back").
         """
@@ -393,14 +403,15 @@ class ZkClient(SessionCore):
                 raise TypeError(f"not a multi operation: {op!r}")
             pairs.append((op, self.server_path(op.path)))
         if not pairs:
-            return []
+            return MultiResults()
         err, body = await self.call_packet(
             lambda xid: _wire.multi_packet(xid, pairs, self.default_acl), 14
         )
         if err and err not in (0,):
             # A whole-request error (connection, session) rather than an operation's.
             self._check(err, None)
-        results = _wire.multi_results(_wire.parse_multi(body), self.client_path)
+        results = MultiResults(_wire.multi_results(_wire.parse_multi(body), self.client_path))
+        results.zxid = _wire.reply_header(body)[1]
         for i, result in enumerate(results):
             if isinstance(result, ErrorResult) and result.code not in (0, -2):
                 cause = result.error
