@@ -42,6 +42,8 @@ __all__ = (
     "decode_worker",
     "dumps",
     "encode_job",
+    "job_limit",
+    "room_for_data",
     "encode_result",
     "encode_worker",
     "new_job_id",
@@ -160,13 +162,35 @@ class JobRecord:
     submitted: float
 
 
-def encode_job(name: str, payload: Any) -> bytes:
-    """The job node's bytes; `ValueError` naming `payload` if over ZooKeeper's node limit."""
+def room_for_data(*paths: str) -> int:
+    """The largest node data a request carrying `paths` can hold.
+
+    ZooKeeper drops a request longer than jute.maxbuffer (`MAX_DATA`) in all:
+    the data shares it with the paths, the ACL and the headers.
+    """
+    return MAX_DATA - 512 - sum(len(p.encode("utf-8")) + 32 for p in paths)
+
+
+def job_limit(layout: Layout) -> int:
+    """The largest job record: the assigner's transaction carries it with three paths.
+
+    Those are the worker's node, the assignment and the job, with worker and
+    job ids of up to 200 characters (a worker's node name adds its session).
+    """
+    longest_id = "x" * 220
+    return room_for_data(
+        layout.worker(longest_id), layout.assignment(longest_id, longest_id), layout.job(longest_id)
+    )
+
+
+def encode_job(name: str, payload: Any, limit: int = MAX_DATA) -> bytes:
+    """The job node's bytes; `ValueError` naming `payload` if over `limit` (see `job_limit`)."""
     data = dumps({"v": FORMAT, "name": name, "payload": payload, "submitted": time.time()})
-    if len(data) > MAX_DATA:
+    if len(data) > limit:
         raise ValueError(
-            f"payload: the job is {len(data)} bytes as JSON; ZooKeeper nodes hold at most "
-            f"{MAX_DATA} bytes (1 MB): pass a reference to the data instead"
+            f"payload: the job is {len(data)} bytes as JSON; a job holds at most "
+            f"{limit} bytes (ZooKeeper's 1 MB request limit, less the paths that "
+            "travel with it): pass a reference to the data instead"
         )
     return data
 

@@ -30,11 +30,18 @@ from ..errors import (
     TransactionFailed,
 )
 from ..session import Coordinator
-from ..zk.client import MAX_DATA
 from ..zk.types import CreateMode, CreateOp, EventType, WatchedEvent
 from ._jobs import JobType, run_job
 from ._ops import Retention, ensure_layout, retry_connection, write_result
-from ._records import Layout, ResultRecord, WorkerRecord, decode_job, encode_result, encode_worker
+from ._records import (
+    Layout,
+    ResultRecord,
+    WorkerRecord,
+    decode_job,
+    encode_result,
+    encode_worker,
+    room_for_data,
+)
 
 __all__ = ("Hooks", "WorkerSession")
 
@@ -192,8 +199,9 @@ class WorkerSession:
         else:
             outcome = await run_job(self._handlers.get(job.name), job.name, job.payload)
         data = encode_result(replace(outcome, worker=self.worker))
-        if len(data) > MAX_DATA:
-            message = f"the result is {len(data)} bytes as JSON; ZooKeeper nodes hold {MAX_DATA}"
+        limit = room_for_data(layout.result(job_id))
+        if len(data) > limit:
+            message = f"the result is {len(data)} bytes as JSON; a result holds at most {limit}"
             data = encode_result(
                 ResultRecord(outcome.name, False, type="ValueError", message=message)
             )

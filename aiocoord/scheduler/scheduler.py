@@ -71,6 +71,7 @@ from ._records import (
     check_job_id,
     decode_result,
     encode_job,
+    job_limit,
     new_job_id,
 )
 from ._strategies import Strategy, strategy_from
@@ -202,7 +203,7 @@ class Scheduler:
                 f"name: no job {name!r} is registered here (registered: {known}); "
                 f"use @scheduler.job({name!r})"
             )
-        data = encode_job(name, job.validate_payload(payload))
+        data = encode_job(name, job.validate_payload(payload), job_limit(self._layout))
         careful = job_id is not None
         job_id = check_job_id(job_id) if job_id is not None else new_job_id()
         path, result = self._layout.job(job_id), self._layout.result(job_id)
