@@ -12,6 +12,7 @@ before and after, and no node appears at the top level.
 from __future__ import annotations
 
 import math
+import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -33,6 +34,7 @@ from aiocoord import (
     CreateOp,
     DeleteOp,
     InvalidPathError,
+    JobFailed,
     LeaderLatch,
     MavenVersion,
     NodeDataError,
@@ -48,6 +50,15 @@ from aiocoord import (
     maven_version_key,
     once_per,
     task_leadership,
+)
+from aiocoord.scheduler import Scheduler
+from aiocoord.scheduler._records import (
+    Layout,
+    ResultRecord,
+    encode_job,
+    encode_result,
+    job_limit,
+    room_for_data,
 )
 from aiocoord.testing import GarbageListener, SilentListener, ZooKeeperServer
 from aiocoord.zk.client import MAX_DATA
@@ -135,10 +146,19 @@ def expect(
     failures.append(f"{label}: no error, returned {type(result).__name__}")
 
 
+async def _echo(text: str) -> str:
+    return text
+
+
+async def _not_json(sock: socket.socket) -> None:
+    pass
+
+
 LONG = "x" * 5000
 x: Any = "x"  # wrong types, typed Any so the calls type-check
 five: Any = 5
 nothing: Any = None
+not_async: Any = len
 
 
 # --- arguments ------------------------------------------------------------------------------
@@ -180,6 +200,8 @@ async def test_settings_and_connect_refuse_bad_arguments(zk_server: ZooKeeperSer
 async def test_recipe_constructors_refuse_bad_arguments(zk_server: ZooKeeperServer) -> None:
     c = Coordinator(Settings(hosts=zk_server.connect_string))  # never entered: nothing is sent
     w = Worker("1.0")
+    sched = Scheduler(c, "/jobs")
+    sched.job("echo")(_echo)
     bad_path: list[tuple[str, object]] = [
         ("int", 5), ("empty", ""), ("relative", "rel"), ("trailing /", "/a/"),
         ("double /", "/a//b"), ("dot", "/a/./b"), ("NUL", "/a\x00"),
@@ -253,6 +275,31 @@ async def test_recipe_constructors_refuse_bad_arguments(zk_server: ZooKeeperServ
         ("maven_version_key('')", lambda: maven_version_key(""), ConfigError, "version"),
         ("MavenVersion(5)", lambda: MavenVersion(five), ConfigError, "version"),
         ("CreateMode('x')", lambda: CreateMode(x), ValueError, "createmode"),
+        ("Scheduler coord", lambda: Scheduler(x, "/j"), TypeError, "coord"),
+        ("Scheduler root '/'", lambda: Scheduler(c, "/"), ConfigError, "root"),
+        ("Scheduler root 'rel'", lambda: Scheduler(c, "rel"), ConfigError, "root"),
+        ("Scheduler root 5", lambda: Scheduler(c, five), ConfigError, "root"),
+        ("Scheduler strategy='x'", lambda: Scheduler(c, "/j", strategy=x), ValueError, "strategy"),
+        ("Scheduler strategy=5", lambda: Scheduler(c, "/j", strategy=five), TypeError, "strategy"),
+        ("Scheduler result_ttl=0", lambda: Scheduler(c, "/j", result_ttl=0), ConfigError, "result_ttl"),
+        ("Scheduler result_ttl=nan", lambda: Scheduler(c, "/j", result_ttl=math.nan), ConfigError, "result_ttl"),
+        ("Scheduler result_ttl='x'", lambda: Scheduler(c, "/j", result_ttl=x), TypeError, "result_ttl"),
+        ("Scheduler result_ttl=True", lambda: Scheduler(c, "/j", result_ttl=True), TypeError, "result_ttl"),
+        ("job name ''", lambda: sched.job("")(_echo), ValueError, "name"),
+        ("job name 'a/b'", lambda: sched.job("a/b")(_echo), ValueError, "name"),
+        ("job name 5", lambda: sched.job(five)(_echo), TypeError, "name"),
+        ("job name oversized", lambda: sched.job(LONG)(_echo), ValueError, "name"),
+        ("job handler not async", lambda: sched.job("sync")(not_async), TypeError, "async"),
+        ("job handler hints not JSON", lambda: sched.job("sock")(_not_json), TypeError, "sock"),
+        ("job registered twice", lambda: sched.job("echo")(_echo), ValueError, "already registered"),
+        ("worker capacity=0", lambda: sched.worker(capacity=0), ConfigError, "capacity"),
+        ("worker capacity='x'", lambda: sched.worker(capacity=x), ConfigError, "capacity"),
+        ("worker capacity=True", lambda: sched.worker(capacity=True), ConfigError, "capacity"),
+        ("worker worker_id='a b'", lambda: sched.worker(worker_id="a b"), ConfigError, "worker_id"),
+        ("worker worker_id oversized", lambda: sched.worker(worker_id=LONG), ConfigError, "worker_id"),
+        ("worker drain_timeout=-1", lambda: sched.worker(drain_timeout=-1), ConfigError, "drain_timeout"),
+        ("worker drain_timeout=nan", lambda: sched.worker(drain_timeout=math.nan), ConfigError, "drain_timeout"),
+        ("worker drain_timeout='x'", lambda: sched.worker(drain_timeout=x), TypeError, "drain_timeout"),
     ]  # fmt: skip
     failures: list[str] = []
     for label, call, kinds, names in cases:
@@ -346,6 +393,85 @@ async def test_payloads_over_one_megabyte_fail_before_reaching_the_server(
         await cl.create("/fits", big[:1_000_000])
         assert len((await cl.get("/fits")).data) == 1_000_000
         assert rec.states == [ConnectionState.CONNECTED]
+
+
+async def test_scheduler_requests_refuse_bad_input_before_writing(
+    coordinator: Coordinator, raw: Coordinator, zk_chroot: str
+) -> None:
+    sched = Scheduler(coordinator, "/jobs")
+    sched.job("echo")(_echo)
+    too_big = "x" * job_limit(Layout("/jobs"))  # fits a node, not the assigner's transaction
+    calls: list[tuple[str, Callable[[], Awaitable[Any]], Any, str]] = [
+        ("submit unknown name", lambda: sched.submit("nope", {"text": "a"}), ValueError, "name"),
+        ("submit name=5", lambda: sched.submit(five, {"text": "a"}), TypeError, "name"),
+        ("submit payload wrong type", lambda: sched.submit("echo", {"text": 5}), ValueError, "payload"),
+        ("submit payload missing key", lambda: sched.submit("echo", {}), ValueError, "payload"),
+        ("submit payload extra key", lambda: sched.submit("echo", {"text": "a", "b": 1}), ValueError, "extra"),
+        ("submit payload not a mapping", lambda: sched.submit("echo", five), TypeError, "mapping"),
+        ("submit payload over 1 MB", lambda: sched.submit("echo", {"text": "x" * (1 << 20)}), ValueError, "1 MB"),
+        ("submit payload at the node limit", lambda: sched.submit("echo", {"text": too_big}), ValueError, "1 MB"),
+        ("submit job_id ''", lambda: sched.submit("echo", {"text": "a"}, job_id=""), ValueError, "job_id"),
+        ("submit job_id 'a/b'", lambda: sched.submit("echo", {"text": "a"}, job_id="a/b"), ValueError, "job_id"),
+        ("submit job_id oversized", lambda: sched.submit("echo", {"text": "a"}, job_id=LONG), ValueError, "job_id"),
+        ("submit job_id=5", lambda: sched.submit("echo", {"text": "a"}, job_id=five), TypeError, "job_id"),
+        ("result job_id 'a/b'", lambda: sched.result("a/b"), ValueError, "job_id"),
+        ("result job_id=None", lambda: sched.result(nothing), TypeError, "job_id"),
+        ("status job_id ''", lambda: sched.status(""), ValueError, "job_id"),
+        ("status of a job never submitted", lambda: sched.status("never"), NoNodeError, "no job"),
+    ]  # fmt: skip
+    failures: list[str] = []
+    with anyio.fail_after(20):
+        async with recording(coordinator) as rec, unchanged(raw, zk_chroot):
+            for label, call, kinds, names in calls:
+                try:
+                    await call()
+                except kinds as exc:
+                    if names.lower() not in str(exc).lower():
+                        failures.append(f"{label}: {exc!r} does not name {names!r}")
+                    continue
+                except BaseException as exc:
+                    failures.append(f"{label}: {exc!r} (wanted {kinds})")
+                    continue
+                failures.append(f"{label}: no error")
+        assert rec.states == [ConnectionState.CONNECTED]
+    assert not failures, "\n".join(failures)
+
+
+async def test_scheduler_jobs_and_results_at_the_size_limit(
+    coordinator: Coordinator, zk_chroot: str
+) -> None:
+    """The largest job submit accepts can be assigned and run, with the longest ids there are.
+
+    A result too large to be written fails its job (`JobFailed`), and the worker
+    carries on.
+    """
+    sched = Scheduler(coordinator, "/jobs")
+    sched.job("echo")(_echo)
+
+    @sched.job("make")
+    async def make(size: int) -> str:
+        return "y" * size
+
+    layout = Layout("/jobs")
+    longest = "w" * 200
+    record = len(encode_job("echo", {"text": ""}))
+    text = "x" * (job_limit(layout) - record - 8)  # `submitted` may print a few digits more
+    with anyio.fail_after(30):
+        async with sched.worker(capacity=2, worker_id=longest) as worker:
+            job_id = await sched.submit("echo", {"text": text}, job_id="j" * 200)
+            assert await sched.result(job_id) == text
+            room = room_for_data(layout.result("r" * 200))
+            fits = room - len(
+                encode_result(
+                    ResultRecord("make", True, "", worker=worker.id or "", finished=time.time())
+                )
+            )
+            ok = await sched.submit("make", {"size": fits - 8}, job_id="r" * 200)
+            assert len(await sched.result(ok)) == fits - 8
+            with pytest.raises(JobFailed, match="at most") as info:
+                await sched.result(await sched.submit("make", {"size": room}))
+            assert info.value.type == "ValueError"
+            assert await sched.result(await sched.submit("echo", {"text": "still"})) == "still"
 
 
 # --- foreign data in recipe nodes ------------------------------------------------------------

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
 from .campaign import CampaignConfig, run_campaign
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.roles:
         cfg.roles = args.roles
+    signal.signal(signal.SIGTERM, _interrupt)  # clean up (participants, ensemble) on SIGTERM
     result = run_campaign(cfg)
     print(result.report.format())
     return 0 if result.report.ok else 1

@@ -178,7 +178,12 @@ class _Orchestrator:
         start = time.monotonic()
         self.log.emit("phase", name="faults", wall=time.time(), t=start)
         lanes = [
-            threading.Thread(target=self._lane, args=([f for f in faults if f.lane == lane], start))
+            threading.Thread(
+                target=self._lane,
+                args=([f for f in faults if f.lane == lane], start),
+                name=f"chaos-{lane}-lane",
+                daemon=True,  # an interrupted campaign does not wait for its lanes
+            )
             for lane in ("participant", "ensemble")
         ]
         for lane in lanes:
@@ -285,7 +290,7 @@ class _Orchestrator:
                 wait = start + fault.at - time.monotonic()
                 if wait > 0:
                     time.sleep(wait)
-                if time.monotonic() - start >= self.cfg.seconds:
+                if time.monotonic() - start >= self.cfg.seconds or self.stopping.is_set():
                     return
                 t0 = time.monotonic()
                 extra: dict[str, Any] = {}
@@ -408,6 +413,7 @@ def run_campaign(cfg: CampaignConfig) -> CampaignResult:
     try:
         with contextlib.ExitStack() as stack:
             orch = _Orchestrator(cfg, directory, stack)
+            stack.callback(orch.stopping.set)  # first thing on the way out: lanes stop
             orch.setup()
             orch.run(faults)
         report = check(read_records(orch.files()))
