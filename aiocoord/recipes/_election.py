@@ -120,6 +120,9 @@ class LeadershipTerm:
         if self.lost is not None:
             scope.cancel()
 
+    def _detach(self, scope: anyio.CancelScope) -> None:
+        self._scopes.discard(scope)
+
     def _end(self, reason: str) -> None:
         self.lost = reason
         for scope in self._scopes:

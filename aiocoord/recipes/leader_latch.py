@@ -21,14 +21,16 @@ Failure handling:
 - Leadership is granted only while connected, on a node that the current
   session created (Curator's CURATOR-696 double-leader bug), and not reported
   deleted.  Followers hold a data watch on their predecessor (not ``exists``,
-  which would leave a watch behind on a node already gone) and on their own
-  node: when the predecessor that was the only node ahead goes, the follower
-  leads at once, without listing the children again.
-- SUSPENDED drops leadership unless ``lose_on_suspend=False`` (then it is kept
-  until LOST); the node is kept.  RECONNECTED on the same session re-checks
-  and leads again if still first; on a new session the stale node is deleted
-  and the latch joins again at the tail.  A node deleted by someone else, or a
-  container parent reaped, makes it join again.
+  which would leave a watch behind on a node already gone; any event on it
+  makes them look again) and on their own node: when the predecessor that was
+  the only node ahead goes, the follower leads at once, without listing the
+  children again; otherwise it lists them once.  Concurrent listings of one
+  session on one path are shared.
+- SUSPENDED (and READ_ONLY) drop leadership unless ``lose_on_suspend=False``
+  (then it is kept until LOST); the node is kept.  RECONNECTED on the same
+  session re-checks and leads again if still first; on a new session the stale
+  node is deleted and the latch joins again at the tail.  A node deleted by
+  someone else, or a container parent reaped, makes it join again.
 - Leaving drops leadership first (the body of ``leadership()`` is cancelled),
   then deletes the node, shielded from cancellation and bounded in time; a
   create still in flight is cleaned up the same way.
@@ -49,35 +51,24 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from ..errors import (
     ConfigError,
-    ConnectionLostError,
     CoordinatorClosedError,
     InvalidPathError,
     LeadershipLost,
-    NodeDataError,
-    NoNodeError,
-    ZooKeeperError,
 )
 from ..session import Coordinator
-from ..zk import Watch, WatchedEvent
 from ..zk.client import ZkClient
-from ..zk.paths import join, validate_path
+from ..zk.paths import validate_path
 from ..zk.states import ConnectionEvent, ConnectionState
-from ..zk.types import EventType
+from ._campaign import Campaign
 from ._election import (
     LAYOUTS,
     MAX_ID_BYTES,
     ElectionEvent,
     ElectionState,
-    Follow,
-    Lead,
     LeadershipTerm,
-    Missing,
-    Ordering,
     Participant,
     check_participant_id,
-    decide,
     default_participant_id,
-    may_lead,
 )
 from ._latch_node import Offer, OurNode, SharedPath, leader_of, participants_of
 
@@ -93,8 +84,6 @@ __all__ = (
 )
 
 log = logging.getLogger(__name__)
-
-_USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 
 
 class LeaderLatch:
@@ -134,18 +123,14 @@ class LeaderLatch:
         self._layout = LAYOUTS[layout]
         self._lose_on_suspend = lose_on_suspend
         self._offer: Offer | None = None
-        self._own: Watch | None = None
-        self._following: str | None = None
+        self._campaign: Campaign | None = None
         self._term: LeadershipTerm | None = None
         self._last: ElectionEvent | None = None
         self._subscribers: set[MemoryObjectSendStream[ElectionEvent]] = set()
         self._changed = anyio.Event()
-        self._wake = anyio.Event()
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
         self._closing = False
-        self._writing = False  # the campaign has a create or delete in flight
-        self._waiting: anyio.CancelScope | None = None  # the campaign's current wait
         self._stopped = False
 
     # --- public state ----------------------------------------------------------------------
@@ -188,9 +173,10 @@ class LeaderLatch:
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
+        self._campaign = Campaign(self, self._coord, self._offer, self._layout, tg)
         try:
             await tg.start(self._follow_connection)
-            await tg.start(self._run)
+            await tg.start(self._campaign.run)
         except BaseException:
             await self._shutdown()
             raise
@@ -206,13 +192,16 @@ class LeaderLatch:
 
     async def _shutdown(self) -> None:
         self._closing = True
+        campaign = self._campaign
+        if campaign is not None:
+            campaign.closing = True
         self._lose("closed")  # before the node goes, so no two leaders overlap
         tg, self._tg = self._tg, None
         try:
-            # From `_closing` on, the campaign starts no write.  Unless one is in flight
+            # From `closing` on, the campaign starts no write.  Unless one is in flight
             # (then it is cancelled first), our node goes before the tasks unwind, so
             # the next leader need not wait for them.
-            if tg is not None and self._writing:
+            if tg is not None and campaign is not None and campaign.writing:
                 tg.cancel_scope.cancel()
             if self._offer is not None:
                 limit = self._client.request_timeout()
@@ -266,7 +255,7 @@ class LeaderLatch:
             try:
                 yield term
             finally:
-                term._scopes.discard(scope)
+                term._detach(scope)
         if term.lost is not None:
             await anyio.lowlevel.checkpoint_if_cancelled()  # an outer cancellation wins
             raise LeadershipLost(self._path, term.lost)
@@ -335,208 +324,18 @@ class LeaderLatch:
                 self._lose("suspended")
         elif event.state is ConnectionState.LOST:
             self._lose("session lost")
-        self._poke()
+        if self._campaign is not None:
+            self._campaign.poke()
 
-    async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """Join, report the node, then campaign until cancelled (`_shutdown` withdraws)."""
-        offer = self._require_offer()
-        while True:
-            try:
-                await self._coord.wait_connected()
-                await self._join(offer)
-                break
-            except (ConnectionLostError, TimeoutError):
-                await anyio.lowlevel.checkpoint()  # connection trouble: try again
-        task_status.started()
-        await self._campaign(offer)
+    # --- leadership and events (the campaign's host) -------------------------------------
 
-    async def _campaign(self, offer: Offer) -> None:
-        failures = 0
-        while not self._closing:
-            wake = self._wake
-            try:
-                await self._coord.wait_connected()
-                if self._coord.state is ConnectionState.READ_ONLY:
-                    await wake.wait()  # no quorum: nothing to decide until the state changes
-                    continue
-                await self._step(offer, wake)
-                failures = 0
-            except CoordinatorClosedError:
-                self._lose("closed")
-                self._signal()
-                break
-            except (ConnectionLostError, TimeoutError):
-                await anyio.lowlevel.checkpoint()  # the next pass waits for a connection
-            except (ZooKeeperError, NodeDataError) as exc:
-                failures += 1
-                log.warning("leader latch %s: %s (retrying)", self._path, exc)
-                self._publish(ElectionEvent(ElectionState.FAILED, self.node, reason=str(exc)))
-                with anyio.move_on_after(min(2.0, 0.05 * 2**failures)):
-                    await wake.wait()
-        await anyio.sleep_forever()  # leaving: `_shutdown` owns the node now
-
-    async def _step(self, offer: Offer, wake: anyio.Event) -> None:
-        """One pass: a live node of this session, a listing, then act and wait on it."""
-        node = offer.node
-        if node is None or node.owner != self._coord.session_id:
-            if node is not None:
-                self._lose("session lost")
-                await self._write(offer.delete(self._coord.session_id))  # an earlier session's
-            await self._join(offer)
-            return
-        own = await self._watch_own(offer, node)
-        if own is None:
-            return
-        try:
-            order: Ordering | None = await offer.shared.ordered(self._layout)
-        except NoNodeError:  # the parent is gone, and our node with it
-            self._node_lost(offer)
-            return
-        while order is not None:
-            sid = self._coord.session_id
-            decision = decide(order, node.name, owner=node.owner, session_id=sid)
-            if isinstance(decision, Lead):
-                await self._lead(node, own, wake)
-                return
-            if isinstance(decision, Missing):
-                self._node_lost(offer)
-            if not isinstance(decision, Follow):
-                return  # Stale: the next pass joins again on the current session
-            order = await self._follow(offer, node, own, order, decision.ahead, wake)
-
-    async def _write(self, write: Awaitable[object]) -> None:
-        """Run one of the campaign's writes; `_shutdown` waits for none it knows of."""
-        if self._closing:
-            await anyio.sleep_forever()  # leaving: no new node, no delete
-        self._writing = True
-        try:
-            await write
-        finally:
-            self._writing = False
-
-    async def _join(self, offer: Offer) -> None:
-        self._own = None
-        self._following = None
-        await self._write(offer.create())
-        node = offer.node
-        assert node is not None
-        log.debug("joined %s as %s", self._path, node.path)
-        self._publish(ElectionEvent(ElectionState.OFFERED, node.path))
-
-    def _node_lost(self, offer: Offer) -> None:
-        """Our node is gone (or not ours): lose leadership; the next pass joins again."""
-        self._lose("node deleted")
-        offer.forget()
-        self._own = None
-        self._following = None
-
-    async def _watch_own(self, offer: Offer, node: OurNode) -> Watch | None:
-        """Our node's data watch (armed again after a data change); None if the node is gone.
-
-        A small task per armed watch interrupts whatever the campaign waits for
-        when it fires, so that each wait is a single await (no task per wait).
-        """
-        own = self._own
-        if own is not None and own.event is None:
-            return own
-        if own is not None and own.event is not None and own.event.type is EventType.DELETED:
-            self._node_lost(offer)
-            return None
-        try:
-            current, own = await self._client.get_watch(node.path)
-        except NoNodeError:
-            self._node_lost(offer)
-            return None
-        if current.stat.czxid != node.czxid:  # another node under our old name
-            self._node_lost(offer)
-            return None
-        self._own = own
-        if self._tg is not None:
-            self._tg.start_soon(self._relay, own)
-        return own
-
-    async def _relay(self, own: Watch) -> None:
-        await own.wait()
-        self._interrupt()
-
-    def _interrupt(self) -> None:
-        if self._waiting is not None:
-            self._waiting.cancel()
-
-    async def _until(self, watch: Watch, own: Watch, wake: anyio.Event) -> WatchedEvent | None:
-        """`watch`'s event; None if a connection state or our node changed first."""
-        if wake.is_set() or (own.fired and watch is not own):
-            return None
-        with anyio.CancelScope() as scope:
-            self._waiting = scope
-            try:
-                return await watch.wait()
-            finally:
-                self._waiting = None
-        return None
-
-    def _grant(self, node: OurNode, own: Watch, wake: anyio.Event) -> bool:
-        """Lead now if allowed; synchronous, so nothing can change between check and grant."""
-        if wake.is_set() or self._closing:
-            return False
-        connected = self._coord.state in _USABLE
-        sid = self._coord.session_id
-        if not may_lead(owner=node.owner, session_id=sid, connected=connected, node_gone=own.fired):
-            return False
-        self._following = None
-        if self._term is None:
+    def _elect(self, node: OurNode) -> None:
+        """The campaign found us first, on a node of this session: lead (once per term)."""
+        if self._term is None and not self._closing:
             self._term = LeadershipTerm(node.czxid, node.path, self._id)
             log.info("leader of %s as %s (token 0x%x)", self._path, self._id, node.czxid)
             self._publish(ElectionEvent(ElectionState.ELECTED, node.path, token=node.czxid))
             self._signal()
-        return True
-
-    async def _lead(self, node: OurNode, own: Watch, wake: anyio.Event) -> None:
-        if self._grant(node, own, wake):
-            await self._until(own, own, wake)  # hold until our node changes or a state does
-
-    async def _follow(
-        self,
-        offer: Offer,
-        node: OurNode,
-        own: Watch,
-        order: Ordering,
-        ahead: int,
-        wake: anyio.Event,
-    ) -> Ordering | None:
-        """Watch the node just ahead of ours until something happens.
-
-        If it was the only node ahead, its deletion makes us lead at once, with
-        no listing: nodes created since sort after ours.  Otherwise the children
-        are listed again at once, and that listing is returned to decide on;
-        None means: start the pass over.
-        """
-        self._lose("handed over")  # someone sorts ahead of us now (no-op unless we led)
-        predecessor = order.names[ahead - 1]
-        try:
-            _, watch = await self._client.get_watch(join(self._path, predecessor))
-        except NoNodeError:  # gone since the listing
-            if ahead == 1:
-                await self._lead(node, own, wake)
-            return None
-        if self._following != predecessor:
-            self._following = predecessor
-            self._publish(
-                ElectionEvent(ElectionState.FOLLOWING, node.path, predecessor=predecessor)
-            )
-        event = await self._until(watch, own, wake)
-        if event is None or event.type is not EventType.DELETED or self._closing:
-            return None
-        if ahead == 1:
-            await self._lead(node, own, wake)
-            return None
-        try:
-            return await offer.shared.ordered(self._layout)
-        except NoNodeError:  # the parent went, and our node with it
-            self._node_lost(offer)
-            return None
-
-    # --- leadership and events ----------------------------------------------------------------
 
     def _lose(self, reason: str) -> None:
         term, self._term = self._term, None
@@ -562,17 +361,6 @@ class LeaderLatch:
         """Leadership or the latch's life changed: wake `wait()`."""
         self._changed.set()
         self._changed = anyio.Event()
-
-    def _poke(self) -> None:
-        """A connection state changed: make the campaign look again."""
-        self._wake.set()
-        self._wake = anyio.Event()
-        self._interrupt()
-
-    def _require_offer(self) -> Offer:
-        if self._offer is None:
-            raise CoordinatorClosedError(f"leader latch {self._path} is not open")
-        return self._offer
 
     def __repr__(self) -> str:
         if self._stopped:

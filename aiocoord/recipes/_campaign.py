@@ -1,0 +1,302 @@
+"""The leader latch's campaign: keep a node of this session in the election, decide, wait.
+
+The I/O loop behind `LeaderLatch`: it joins (through `Offer`), lists the children
+(shared per session and path), asks `decide` what to do, and waits on one
+watch at a time.  It tells its host (the latch) when to lead and when
+leadership is lost; the host owns the term, the events and the connection
+states, and calls `poke()` when a state changes.  Every wait is a single await
+that `poke()` or a change of our own node interrupts (a relay task per armed
+own-node watch), so a hand-off costs no task and no request beyond the
+notification, and, when more than one node was ahead, one listing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable
+from typing import Protocol
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+
+from ..errors import (
+    ConnectionLostError,
+    CoordinatorClosedError,
+    NodeDataError,
+    NoNodeError,
+    ZooKeeperError,
+)
+from ..session import Coordinator
+from ..zk import Watch, WatchedEvent
+from ..zk.client import ZkClient
+from ..zk.paths import join
+from ..zk.states import ConnectionState
+from ..zk.types import EventType
+from ._election import (
+    ElectionEvent,
+    ElectionState,
+    Follow,
+    Layout,
+    Lead,
+    Missing,
+    Ordering,
+    decide,
+    may_lead,
+)
+from ._latch_node import Offer, OurNode
+
+__all__ = ("Campaign", "Host")
+
+log = logging.getLogger("aiocoord.recipes.leader_latch")
+
+_USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
+
+
+class Host(Protocol):
+    """What the campaign needs from its latch."""
+
+    @property
+    def node(self) -> str | None: ...
+
+    def _elect(self, node: OurNode) -> None:
+        """We lead on `node` (a no-op if we already do)."""
+
+    def _lose(self, reason: str) -> None:
+        """We lead no more (a no-op if we did not)."""
+
+    def _publish(self, event: ElectionEvent) -> None: ...
+
+    def _signal(self) -> None: ...
+
+
+class Campaign:
+    """The election loop of one latch; `run` is started in the latch's task group."""
+
+    def __init__(
+        self,
+        host: Host,
+        coord: Coordinator,
+        offer: Offer,
+        layout: Layout,
+        tg: anyio.abc.TaskGroup,
+    ) -> None:
+        self.host = host
+        self.coord = coord
+        self.client: ZkClient = coord.client
+        self.offer = offer
+        self.path = offer.path
+        self.layout = layout
+        self.tg = tg
+        self.closing = False  # the latch is leaving: no more writes, no more grants
+        self.writing = False  # a create or delete of ours is in flight
+        self._wake = anyio.Event()
+        self._waiting: anyio.CancelScope | None = None
+        self._own: Watch | None = None
+        self._following: str | None = None
+
+    def poke(self) -> None:
+        """A connection state changed: look again (interrupts the current wait)."""
+        self._wake.set()
+        self._wake = anyio.Event()
+        self._interrupt()
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Join, report the node, then campaign until cancelled (the latch withdraws).
+
+        Errors other than connection trouble while joining the first time are
+        raised (to `__aenter__`); later ones are published as FAILED and retried.
+        """
+        offer = self.offer
+        while True:
+            try:
+                await self.coord.wait_connected()
+                await self._join(offer)
+                break
+            except (ConnectionLostError, TimeoutError):
+                await anyio.lowlevel.checkpoint()  # connection trouble: try again
+        task_status.started()
+        await self._campaign(offer)
+
+    async def _campaign(self, offer: Offer) -> None:
+        failures = 0
+        while not self.closing:
+            wake = self._wake
+            try:
+                await self.coord.wait_connected()
+                if self.coord.state is ConnectionState.READ_ONLY:
+                    await wake.wait()  # no quorum: nothing to decide until the state changes
+                    continue
+                await self._step(offer, wake)
+                failures = 0
+            except CoordinatorClosedError:
+                self.host._lose("closed")
+                self.host._signal()
+                break
+            except (ConnectionLostError, TimeoutError):
+                await anyio.lowlevel.checkpoint()  # the next pass waits for a connection
+            except (ZooKeeperError, NodeDataError) as exc:
+                failures += 1
+                log.warning("leader latch %s: %s (retrying)", self.path, exc)
+                self.host._publish(
+                    ElectionEvent(ElectionState.FAILED, self.host.node, reason=str(exc))
+                )
+                with anyio.move_on_after(min(2.0, 0.05 * 2**failures)):
+                    await wake.wait()
+        await anyio.sleep_forever()  # leaving: `_shutdown` owns the node now
+
+    async def _step(self, offer: Offer, wake: anyio.Event) -> None:
+        """One pass: a live node of this session, a listing, then act and wait on it."""
+        node = offer.node
+        if node is None or node.owner != self.coord.session_id:
+            if node is not None:
+                self.host._lose("session lost")
+                await self._write(offer.delete(self.coord.session_id))  # an earlier session's
+            await self._join(offer)
+            return
+        own = await self._watch_own(offer, node)
+        if own is None:
+            return
+        try:
+            order: Ordering | None = await offer.shared.ordered(self.layout)
+        except NoNodeError:  # the parent is gone, and our node with it
+            self._node_lost(offer)
+            return
+        while order is not None:
+            sid = self.coord.session_id
+            decision = decide(order, node.name, owner=node.owner, session_id=sid)
+            if isinstance(decision, Lead):
+                await self._lead(node, own, wake)
+                return
+            if isinstance(decision, Missing):
+                self._node_lost(offer)
+            if not isinstance(decision, Follow):
+                return  # Stale: the next pass joins again on the current session
+            order = await self._follow(offer, node, own, order, decision.ahead, wake)
+
+    async def _write(self, write: Awaitable[object]) -> None:
+        """Run one of the campaign's writes; `_shutdown` waits for none it knows of."""
+        if self.closing:
+            await anyio.sleep_forever()  # leaving: no new node, no delete
+        self.writing = True
+        try:
+            await write
+        finally:
+            self.writing = False
+
+    async def _join(self, offer: Offer) -> None:
+        self._own = None
+        self._following = None
+        await self._write(offer.create())
+        node = offer.node
+        assert node is not None
+        log.debug("joined %s as %s", self.path, node.path)
+        self.host._publish(ElectionEvent(ElectionState.OFFERED, node.path))
+
+    def _node_lost(self, offer: Offer) -> None:
+        """Our node is gone (or not ours): lose leadership; the next pass joins again."""
+        self.host._lose("node deleted")
+        offer.forget()
+        self._own = None
+        self._following = None
+
+    async def _watch_own(self, offer: Offer, node: OurNode) -> Watch | None:
+        """Our node's data watch (armed again after a data change); None if the node is gone.
+
+        A small task per armed watch interrupts whatever the campaign waits for
+        when it fires, so that each wait is a single await (no task per wait).
+        """
+        own = self._own
+        if own is not None and own.event is None:
+            return own
+        if own is not None and own.event is not None and own.event.type is EventType.DELETED:
+            self._node_lost(offer)
+            return None
+        try:
+            current, own = await self.client.get_watch(node.path)
+        except NoNodeError:
+            self._node_lost(offer)
+            return None
+        if current.stat.czxid != node.czxid:  # another node under our old name
+            self._node_lost(offer)
+            return None
+        self._own = own
+        self.tg.start_soon(self._relay, own)
+        return own
+
+    async def _relay(self, own: Watch) -> None:
+        await own.wait()
+        self._interrupt()
+
+    def _interrupt(self) -> None:
+        if self._waiting is not None:
+            self._waiting.cancel()
+
+    async def _until(self, watch: Watch, own: Watch, wake: anyio.Event) -> WatchedEvent | None:
+        """`watch`'s event; None if a connection state or our node changed first."""
+        if wake.is_set() or (own.fired and watch is not own):
+            return None
+        with anyio.CancelScope() as scope:
+            self._waiting = scope
+            try:
+                return await watch.wait()
+            finally:
+                self._waiting = None
+        return None
+
+    def _grant(self, node: OurNode, own: Watch, wake: anyio.Event) -> bool:
+        """Lead now if allowed; synchronous, so nothing can change between check and grant."""
+        if wake.is_set() or self.closing:
+            return False
+        connected = self.coord.state in _USABLE
+        sid = self.coord.session_id
+        if not may_lead(owner=node.owner, session_id=sid, connected=connected, node_gone=own.fired):
+            return False
+        self._following = None
+        self.host._elect(node)
+        return True
+
+    async def _lead(self, node: OurNode, own: Watch, wake: anyio.Event) -> None:
+        if self._grant(node, own, wake):
+            await self._until(own, own, wake)  # hold until our node changes or a state does
+
+    async def _follow(
+        self,
+        offer: Offer,
+        node: OurNode,
+        own: Watch,
+        order: Ordering,
+        ahead: int,
+        wake: anyio.Event,
+    ) -> Ordering | None:
+        """Watch the node just ahead of ours until something happens.
+
+        If it was the only node ahead, its deletion makes us lead at once, with
+        no listing: nodes created since sort after ours.  Otherwise the children
+        are listed again at once, and that listing is returned to decide on;
+        None means: start the pass over.
+        """
+        self.host._lose("handed over")  # someone sorts ahead of us now (no-op unless we led)
+        predecessor = order.names[ahead - 1]
+        try:
+            _, watch = await self.client.get_watch(join(self.path, predecessor))
+        except NoNodeError:  # gone since the listing
+            if ahead == 1:
+                await self._lead(node, own, wake)
+            return None
+        if self._following != predecessor:
+            self._following = predecessor
+            self.host._publish(
+                ElectionEvent(ElectionState.FOLLOWING, node.path, predecessor=predecessor)
+            )
+        event = await self._until(watch, own, wake)
+        if event is None or event.type is not EventType.DELETED or self.closing:
+            return None
+        if ahead == 1:
+            await self._lead(node, own, wake)
+            return None
+        try:
+            return await offer.shared.ordered(self.layout)
+        except NoNodeError:  # the parent went, and our node with it
+            self._node_lost(offer)
+            return None
