@@ -562,6 +562,30 @@ async def test_foreign_data_in_task_nodes(
                 assert not tl.is_leader("blocked")
 
 
+async def test_foreign_data_in_scheduler_nodes(
+    coordinator: Coordinator, raw: Coordinator, zk_chroot: str
+) -> None:
+    """A corrupt result is a NodeDataError for its readers; a corrupt job fails alone."""
+    sched = Scheduler(coordinator, "/jobs")
+    sched.job("echo")(_echo)
+    root = join(zk_chroot, "jobs")
+    for kind in ("jobs", "results"):
+        await raw.client.ensure_path(join(root, kind), mode=CreateMode.PERSISTENT)
+    await raw.client.create(join(root, "results", "corrupt"), NON_UTF8)
+    with anyio.fail_after(20):
+        async with unchanged(raw, zk_chroot):
+            with pytest.raises(NodeDataError):
+                await sched.result("corrupt")
+            with pytest.raises(NodeDataError):
+                await sched.status("corrupt")
+        await raw.client.create(join(root, "jobs", "foreign"), b"{not json")
+        async with sched.worker(capacity=2):
+            with pytest.raises(JobFailed) as info:
+                await sched.result("foreign")
+            assert info.value.type == "NodeDataError"
+            assert await sched.result(await sched.submit("echo", {"text": "ok"})) == "ok"
+
+
 # --- servers and namespaces ----------------------------------------------------------------------
 
 

@@ -194,6 +194,18 @@ def test_overlap_of_a_frozen_holder_is_excused() -> None:
     assert len(report.excused) == 1 and report.excused[0].length == pytest.approx(1.55)
 
 
+def test_a_stall_counts_as_a_pause() -> None:
+    log = Log().start("p1").start("p2")
+    log.term("p1", 1.0, 5.3, 10)
+    log.term("p2", 4.5, 9.0, 20)
+    log.add("stall", 5.25, p="p1", inc=0, t0=2.0, t1=5.25)  # descheduled for 3.25 s
+    report = log.stop(9.0).check()
+    assert report.ok, report.format()
+    assert (len(report.excused), report.stalls) == (1, 1)
+    assert report.longest_stall == pytest.approx(3.25)
+    assert "participant stalls" in report.format()
+
+
 def test_a_stale_term_begun_on_waking_is_excused_but_a_pause_long_ago_is_not() -> None:
     log = Log().start("p1").start("p2")
     log.proc("p1", "sigstop", 1.0).proc("p1", "sigcont", 4.0)

@@ -11,6 +11,8 @@ every process pause, and returns a `Report`.  Violations (each must be 0):
   holders was frozen (SIGSTOP) at some moment between shortly before its
   term began (`Params.grace`) and the start of the overlap: a frozen process
   can wake up believing it still leads, which no client library can prevent.
+  A stall (the process logged that it ran nothing for a while: a loaded
+  machine descheduled it) counts as a freeze, and stalls are reported.
   It is also excused, and counted apart, when the earlier holder's session
   was expired by force on the server (``expire``: a third party took the
   session over and closed it) while it held the term, and the holder ended
@@ -131,6 +133,8 @@ class Report:
     liveness: list[str] = field(default_factory=list)
     gaps: dict[str, float] = field(default_factory=dict)
     coord_errors: Counter[str] = field(default_factory=Counter)
+    stalls: int = 0
+    longest_stall: float = 0.0
 
     @property
     def longest_gap(self) -> float:
@@ -191,6 +195,8 @@ class Report:
             f"longest leaderless gap: {self.longest_gap:.2f} s ("
             + ", ".join(f"{k} {v:.2f}" for k, v in sorted(self.gaps.items()))
             + ")",
+            f"participant stalls (descheduled, counted as pauses): {self.stalls}, longest "
+            f"{self.longest_stall:.2f} s",
             "coordination errors seen by participants: "
             + (", ".join(f"{k} {n}" for k, n in sorted(self.coord_errors.items())) or "none"),
         ]
@@ -263,6 +269,11 @@ class _Campaign:
             self.deaths[key] = min(self.deaths.get(key, math.inf), float(r["t"]))
         for key, t in open_stop.items():
             self.stops[key].append((t, self.deaths.get(key, math.inf)))
+        self.stalls = [
+            (float(r["t0"]), float(r["t1"]), (r["p"], int(r["inc"]))) for r in self.by_kind["stall"]
+        ]
+        for t0, t1, key in self.stalls:
+            self.stops[key].append((t0, t1))
 
     @property
     def end(self) -> float:
@@ -317,7 +328,8 @@ class _Campaign:
         return False
 
     def blocked(self, params: Params) -> list[tuple[float, float]]:
-        return [_blocked(r, params) for r in self.by_kind["fault"]]
+        stalls = [{"kind": "stop", "t0": t0, "t1": t1} for t0, t1, _ in self.stalls]
+        return [_blocked(r, params) for r in [*self.by_kind["fault"], *stalls]]
 
 
 def _blocked(fault: Record, params: Params) -> tuple[float, float]:
@@ -347,6 +359,8 @@ def check(records: Iterable[Record], params: Params | None = None) -> Report:
             once_interval=float(cfg.get("once_interval", default.once_interval)),
         )
     report = Report(seed=cfg.get("seed"), config=cfg)
+    report.stalls = len(camp.stalls)
+    report.longest_stall = max((t1 - t0 for t0, t1, _ in camp.stalls), default=0.0)
     for r in camp.by_kind["fault"]:
         report.faults[r["kind"]] += 1
     terms = camp.terms()

@@ -85,6 +85,7 @@ JOBS_ROOT = "/jobs"
 LEASE = 3.0  # CAS lock and once_per lease (s)
 SKEW = 0.5  # their clock-skew allowance (s)
 ONCE_INTERVAL = 1.0  # once_per window (s)
+STALL = 0.3  # a participant that runs nothing for this long logs a stall (s)
 ROLES = ("latch", "lock", "once", "tasks", "jobs")
 
 Body = Callable[[], Awaitable[None]]
@@ -346,6 +347,22 @@ async def report_sessions(coord: aiocoord.Coordinator, ctx: Context) -> None:
                     await ctx.store.report_session(ctx.inc, sid, password, port)
 
 
+async def watch_stalls(ctx: Context) -> None:
+    """Log the moments this process did not run (``stall``): a descheduled process is a paused one.
+
+    On a loaded machine a participant can miss its turn for longer than the
+    margins of the recipes (SUSPENDED comes 1/3 of a session timeout before
+    the server expires the session); the checker treats a stall as a pause.
+    """
+    tick = 0.05
+    while True:
+        before = time.monotonic()
+        await anyio.sleep(tick)
+        late = time.monotonic() - before - tick
+        if late > STALL:
+            ctx.log.emit("stall", t0=before + tick, t1=before + tick + late)
+
+
 async def stop_on_sigterm(scopes: list[anyio.CancelScope]) -> None:
     """On SIGTERM cancel the innermost scope: the roles, so they leave while the session lives."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -383,6 +400,7 @@ async def run(args: argparse.Namespace) -> None:
                     async with anyio.create_task_group() as roles:
                         scopes.append(roles.cancel_scope)
                         roles.start_soon(report_sessions, coord, ctx)
+                        roles.start_soon(watch_stalls, ctx)
                         for role in args.roles.split(","):
                             roles.start_soon(ROLE_FUNCS[role], coord, ctx)
                 tg.cancel_scope.cancel()

@@ -26,6 +26,9 @@ process started for that name):
   seen by the submitter (``job``, ``status``), a job run by a worker
 - ``error``: an exception that is not a `CoordError` (``role``, ``exc``,
   ``tb``): a bug, counted as a violation
+- ``coord_error``: a `CoordError` a role saw and rode out (``exc``: its type)
+- ``stall``: the process ran nothing from ``t0`` to ``t1`` (a loaded machine
+  deschedules it): the checker treats it as a pause
 - ``exit``: the process leaves cleanly
 
 Store events: ``w``: one fenced write, ``n`` (its rank in the store's order),
