@@ -296,6 +296,14 @@ async def one_leader(group: list[LeaderLatch], timeout: float = 10.0) -> LeaderL
     return next(latch for latch in group if latch.has_leadership)
 
 
+@pytest.fixture(params=["standalone", pytest.param("ensemble", marks=pytest.mark.ensemble)])
+def hosts(request: pytest.FixtureRequest) -> str:
+    """The same scenario on the standalone server and on the 3-member ensemble."""
+    name = "zk_server" if request.param == "standalone" else "zk_ensemble"
+    server: ZooKeeperServer | ZooKeeperEnsemble = request.getfixturevalue(name)
+    return server.connect_string
+
+
 @pytest.fixture(scope="module")
 def fault_server() -> Iterator[ZooKeeperServer]:
     """A server of this module's own, for tests that stop, restart or wipe it."""
@@ -308,10 +316,10 @@ def fault_server() -> Iterator[ZooKeeperServer]:
 
 @pytest.mark.anyio
 async def test_rotation_one_leader_at_a_time_in_join_order_with_rising_tokens(
-    zk_server: ZooKeeperServer, zk_chroot: str
+    hosts: str, zk_chroot: str
 ) -> None:
     with anyio.fail_after(30):
-        async with coordinators(zk_server.connect_string, 5, namespace=zk_chroot) as coords:
+        async with coordinators(hosts, 5, namespace=zk_chroot) as coords:
             order: list[int] = []
             tokens: list[int] = []
             group: list[LeaderLatch] = []
@@ -374,10 +382,10 @@ async def test_events_participants_and_an_observer_that_never_joined(
 
 @pytest.mark.anyio
 async def test_closing_a_follower_does_not_promote_the_one_behind_it(
-    zk_server: ZooKeeperServer, zk_chroot: str
+    hosts: str, zk_chroot: str
 ) -> None:
     with anyio.fail_after(20):
-        async with coordinators(zk_server.connect_string, 3, namespace=zk_chroot) as coords:
+        async with coordinators(hosts, 3, namespace=zk_chroot) as coords:
             a, b, c = (
                 LeaderLatch(coord, "/l", participant_id=pid)
                 for coord, pid in zip(coords, "abc", strict=True)
@@ -446,11 +454,11 @@ async def test_joins_share_listings_and_a_hand_off_wakes_only_the_next(
 
 @pytest.mark.anyio
 async def test_leadership_body_cancelled_when_the_leaders_session_expires(
-    zk_server: ZooKeeperServer, zk_chroot: str
+    hosts: str, zk_chroot: str
 ) -> None:
     with anyio.fail_after(30):
         async with (
-            coordinators(zk_server.connect_string, 2, namespace=zk_chroot) as coords,
+            coordinators(hosts, 2, namespace=zk_chroot) as coords,
             latches(coords, "/exp") as (a, b),
             watching(a, b) as (ra, _rb),
         ):
@@ -513,12 +521,10 @@ async def test_new_session_never_leads_on_its_stale_node_curator_696(
 
 
 @pytest.mark.anyio
-async def test_node_deleted_by_someone_else_rejoins_at_the_tail(
-    zk_server: ZooKeeperServer, zk_chroot: str
-) -> None:
+async def test_node_deleted_by_someone_else_rejoins_at_the_tail(hosts: str, zk_chroot: str) -> None:
     with anyio.fail_after(20):
         async with (
-            coordinators(zk_server.connect_string, 3, namespace=zk_chroot) as coords,
+            coordinators(hosts, 3, namespace=zk_chroot) as coords,
             latches(coords[:2], "/del") as (a, b),
             watching(a) as (ra,),
         ):
