@@ -43,6 +43,15 @@ from .recipes.task_leadership import TaskLeadership as TaskLeadership
 from .recipes.task_leadership import TaskTerm as TaskTerm
 from .recipes.task_leadership import Worker as Worker
 from .recipes.task_leadership import task_leadership as task_leadership
+from .scheduler import JobInfo as JobInfo
+from .scheduler import JobStatus as JobStatus
+from .scheduler import JobWorker as JobWorker
+from .scheduler import LeastLoaded as LeastLoaded
+from .scheduler import RandomChoice as RandomChoice
+from .scheduler import RoundRobin as RoundRobin
+from .scheduler import Scheduler as Scheduler
+from .scheduler import Strategy as Strategy
+from .scheduler import WorkerLoad as WorkerLoad
 from .session import ConnectionEvent as ConnectionEvent
 from .session import ConnectionState as ConnectionState
 from .session import Coordinator as Coordinator
@@ -80,9 +89,13 @@ __all__ = (
     "EventType",
     "InvalidPathError",
     "JobFailed",
+    "JobInfo",
+    "JobStatus",
+    "JobWorker",
     "LeaderLatch",
     "LeadershipLost",
     "LeadershipTerm",
+    "LeastLoaded",
     "LockLost",
     "LockNotAcquired",
     "LockStatus",
@@ -93,17 +106,22 @@ __all__ = (
     "NodeExistsError",
     "NotEmptyError",
     "Participant",
+    "RandomChoice",
+    "RoundRobin",
+    "Scheduler",
     "SessionExpiredError",
     "SetDataOp",
     "Settings",
     "Slot",
     "Stat",
+    "Strategy",
     "TaskChange",
     "TaskLeadership",
     "TaskTerm",
     "TransactionFailed",
     "WatchedEvent",
     "Worker",
+    "WorkerLoad",
     "ZkClient",
     "ZooKeeperError",
     "cas_lock",

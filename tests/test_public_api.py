@@ -20,6 +20,7 @@ LATCH = [
 ]
 LOCK = ["CasLock", "cas_lock", "once_per"]
 TASKS = ["Worker", "task_leadership", "TaskLeadership", "maven_version_key"]
+SCHEDULER = ["Scheduler", "JobStatus"]
 ERRORS = [
     "CoordError",
     "ConnectionLostError",
@@ -34,7 +35,7 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("name", SESSION + LATCH + LOCK + TASKS + ERRORS)
+@pytest.mark.parametrize("name", SESSION + LATCH + LOCK + TASKS + SCHEDULER + ERRORS)
 def test_design_names_are_exported(name: str) -> None:
     assert name in aiocoord.__all__
     assert getattr(aiocoord, name) is not None

@@ -204,6 +204,9 @@ class SessionCore:
         self._session_id = answer.session_id
         self._password = answer.password
         self._negotiated = answer.timeout_ms / 1000.0
+        # The handshake's answer is word from the server: the session lives, so the
+        # SUSPENDED-to-LOST timer restarts from it rather than firing while we prime.
+        self._last_heard = max(self._last_heard, conn.last_recv)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._read, conn, tg.cancel_scope)
             try:
@@ -216,20 +219,30 @@ class SessionCore:
                 self.last_error = exc
                 await conn.abort(f"priming failed: {exc}")
             else:
-                self._conn = conn
-                self._last_heard = conn.last_recv
-                log.info(
-                    "session 0x%x on %s:%s (timeout %.1fs%s)",
-                    answer.session_id,
-                    *conn.address,
-                    self._negotiated,
-                    ", read-only" if answer.read_only else "",
-                )
-                self._feed(Established(answer.session_id, new_session, answer.read_only))
-                self._first.set()
+                if self._session_id == answer.session_id:
+                    self._established(conn, new_session)
+                else:
+                    # Declared LOST while priming (the server went silent again): the
+                    # recipes have let go of it, so end it rather than revive it.
+                    await self._close_session(conn)
+                    await conn.abort("session declared lost while reconnecting")
         self._conn = None
         self._last_heard = max(self._last_heard, conn.last_recv)
         self._feed(Dropped(conn.close_reason or "connection closed"))
+
+    def _established(self, conn: Connection, new_session: bool) -> None:
+        answer = conn.answer
+        self._conn = conn
+        self._last_heard = conn.last_recv
+        log.info(
+            "session 0x%x on %s:%s (timeout %.1fs%s)",
+            answer.session_id,
+            *conn.address,
+            self._negotiated,
+            ", read-only" if answer.read_only else "",
+        )
+        self._feed(Established(answer.session_id, new_session, answer.read_only))
+        self._first.set()
 
     async def _read(self, conn: Connection, scope: anyio.CancelScope) -> None:
         await conn.run()
@@ -290,10 +303,14 @@ class SessionCore:
     async def _discard(self, conn: Connection) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._read, conn, tg.cancel_scope)
-            with anyio.move_on_after(min(2.0, self._negotiated)):
-                with contextlib.suppress(ConnectionLostError):
-                    await conn.call(_wire.proto.CloseRequest())
+            await self._close_session(conn)
             await conn.abort("stale session closed")
+
+    async def _close_session(self, conn: Connection) -> None:
+        """End the connection's session on the server (its reader must be running)."""
+        with anyio.move_on_after(min(2.0, self._negotiated)):
+            with contextlib.suppress(ConnectionLostError):
+                await conn.call(_wire.proto.CloseRequest())
 
     async def _lost_watchdog(self) -> None:
         while True:

@@ -98,6 +98,13 @@ class WatchRegistry:
         self._one_shot: dict[tuple[WatchKind, str], list[Watch]] = defaultdict(list)
         self._persistent: dict[tuple[WatchKind, str], list[PersistentWatch]] = defaultdict(list)
 
+    def watched(self, server_path: str) -> bool:
+        """Whether any live watch (of any kind) is on `server_path`."""
+        return any(
+            watches and path == server_path
+            for (_, path), watches in [*self._one_shot.items(), *self._persistent.items()]
+        )
+
     def add(self, watch: Watch, server_path: str) -> None:
         self._one_shot[(watch.kind, server_path)].append(watch)
 

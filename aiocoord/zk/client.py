@@ -449,12 +449,16 @@ class ZkClient(SessionCore):
             connected = conn is not None and not conn.closed
             # Waiting for a connection to remove a watch the server no longer has would hold
             # up the caller (a leader's body leaving on SUSPENDED) for a request timeout.
-            if self._registry.remove_persistent(pwatch, sp) and connected and not self.closed:
-                kind = _wire.WATCHER_PERSISTENT_RECURSIVE if recursive else _wire.WATCHER_PERSISTENT
+            last = self._registry.remove_persistent(pwatch, sp)
+            # ZooKeeper 3.8 knows no persistent WatcherType in removeWatches, only Any,
+            # which would also drop our one-shot watches on the path: send it only when
+            # nothing else of ours watches there (otherwise the watch goes with the session).
+            if last and connected and not self.closed and not self._registry.watched(sp):
                 with anyio.CancelScope(shield=True), anyio.move_on_after(self.request_timeout()):
                     with suppress(ZooKeeperError, ConnectionLostError):
                         await self.call(
-                            _wire.proto.RemoveWatchesRequest(path=sp, type=kind), path=path
+                            _wire.proto.RemoveWatchesRequest(path=sp, type=_wire.WATCHER_ANY),
+                            path=path,
                         )
 
     async def sync(self, path: str = "/") -> None:

@@ -7,6 +7,8 @@ the error names the offending path and the rule it broke.
 
 from __future__ import annotations
 
+import re
+
 from ..errors import InvalidPathError
 
 __all__ = ("join", "parent", "basename", "validate_path", "add_chroot", "strip_chroot")
@@ -14,15 +16,9 @@ __all__ = ("join", "parent", "basename", "validate_path", "add_chroot", "strip_c
 _MAX_PATH = 4096
 
 
-def _bad_char(ch: str) -> bool:
-    code = ord(ch)
-    return (
-        code == 0
-        or 0x01 <= code <= 0x1F
-        or 0x7F <= code <= 0x9F
-        or 0xD800 <= code <= 0xF8FF
-        or 0xFFF0 <= code <= 0xFFFF
-    )
+# The characters ZooKeeper's PathUtils refuses: NUL, controls, surrogates and private use, specials.
+_BAD_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
+_BAD_SEGMENT = re.compile(r"(?:^|/)(?:|\.|\.\.)(?:/|$)")
 
 
 def validate_path(path: object, *, allow_reserved: bool = False, sequential: bool = False) -> str:
@@ -43,14 +39,15 @@ def validate_path(path: object, *, allow_reserved: bool = False, sequential: boo
     body = path[1:-1] if (sequential and path.endswith("/")) else path[1:]
     if path.endswith("/") and not sequential:
         raise InvalidPathError(path, "must not end with '/'")
-    for segment in body.split("/"):
-        if segment == "":
-            raise InvalidPathError(path, "has an empty segment ('//')")
-        if segment in (".", ".."):
-            raise InvalidPathError(path, f"has a relative segment {segment!r}")
-        for ch in segment:
-            if _bad_char(ch):
-                raise InvalidPathError(path, f"has an invalid character {ch!r}")
+    if _BAD_SEGMENT.search(body):
+        for segment in body.split("/"):
+            if segment == "":
+                raise InvalidPathError(path, "has an empty segment ('//')")
+            if segment in (".", ".."):
+                raise InvalidPathError(path, f"has a relative segment {segment!r}")
+    bad = _BAD_CHAR.search(path)
+    if bad:
+        raise InvalidPathError(path, f"has an invalid character {bad.group()!r}")
     if not allow_reserved and (path == "/zookeeper" or path.startswith("/zookeeper/")):
         raise InvalidPathError(path, "is in the reserved /zookeeper tree")
     return path
