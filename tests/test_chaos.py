@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 import aiocoord
 from aiocoord import ConnectionState
@@ -82,6 +84,120 @@ async def test_leaving_a_watch_while_disconnected_is_immediate(
                 event = await rec.wait_for(ConnectionState.RECONNECTED, after=mark, timeout=10)
                 assert not event.new_session  # the same session, without the watch
                 await coord.client.create("/w/child")  # nothing is delivered to anyone
+
+
+class HoldingRelay:
+    """A TCP relay to ZooKeeper that can refuse connections, or hold what the server says after
+    the handshake (its ConnectResponse goes through, then nothing until `release`)."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.refusing = False
+        self.holding = False
+        self._released = anyio.Event()
+        self.answered = anyio.Event()  # a held connection's handshake was answered
+        self._links: list[tuple[anyio.abc.SocketStream, anyio.abc.SocketStream]] = []
+        self.port = 0
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+        self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        task_status.started()
+        await listener.serve(self._handle)
+
+    def release(self) -> None:
+        self.holding = False
+        self._released.set()
+        self._released = anyio.Event()
+
+    async def cut(self) -> None:
+        links, self._links = self._links, []
+        for a, b in links:
+            await a.aclose()
+            await b.aclose()
+
+    async def _handle(self, client: anyio.abc.SocketStream) -> None:
+        if self.refusing:
+            await client.aclose()
+            return
+        upstream = await anyio.connect_tcp(*self.target)
+        self._links.append((client, upstream))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._pump, client, upstream, False, tg.cancel_scope)
+            await self._pump(upstream, client, self.holding, tg.cancel_scope)
+        await client.aclose()
+        await upstream.aclose()
+
+    async def _pump(
+        self,
+        src: anyio.abc.SocketStream,
+        dst: anyio.abc.SocketStream,
+        hold: bool,
+        link: anyio.CancelScope,
+    ) -> None:
+        buffered = BufferedByteReceiveStream(src)
+        try:
+            if hold:  # the handshake's answer, then hold
+                size = int.from_bytes(await buffered.receive_exactly(4), "big")
+                await dst.send(size.to_bytes(4, "big") + await buffered.receive_exactly(size))
+                self.answered.set()
+                if self.holding:
+                    await self._released.wait()
+            while True:
+                await dst.send(await buffered.receive())
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            link.cancel()  # one side is gone: so is the link
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("fraction", "refuse", "hold"),
+    [(1.0, 0.7, 0.55), (0.4, 0.0, 0.55)],
+    ids=["reconnect-late", "lost-while-priming"],
+)
+async def test_a_session_declared_lost_is_never_revived(
+    zk_server: ZooKeeperServer, zk_chroot: str, fraction: float, refuse: float, hold: float
+) -> None:
+    """After LOST the next session is a new one, whatever the server still thinks.
+
+    The LOST timer used to fire while a reconnect to the old session was
+    priming (restoring watches): the recipes let go (the scheduler's worker
+    cancelled its jobs and dropped its queue) and then the same session came
+    back as RECONNECTED, its assigned jobs never run (campaign seed 10, under
+    load: 4 jobs lost).  Now the handshake's answer restarts the timer, and a
+    session declared lost while priming is closed, not revived.
+    """
+    timeout = 2.0
+    relay = HoldingRelay(zk_server.address)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(relay.run)
+            async with aiocoord.connect(
+                f"127.0.0.1:{relay.port}",
+                namespace=zk_chroot,
+                session_timeout=timeout,
+                session_lost_fraction=fraction,
+            ) as coord:
+                async with recording(coord) as rec:
+                    await coord.client.exists_watch("/x")  # something to restore when priming
+                    first = coord.session_id
+                    relay.refusing, relay.holding = True, True
+                    await coord.client.exists("/")  # the server was heard from just now
+                    await relay.cut()
+                    await anyio.sleep(refuse * timeout)  # the reconnect comes this late
+                    relay.refusing = False
+                    await rec.wait_for(ConnectionState.SUSPENDED, timeout=10)
+                    await relay.answered.wait()
+                    await anyio.sleep(hold * timeout)
+                    relay.release()
+                    event = await rec.wait_for(ConnectionState.RECONNECTED, timeout=10)
+                    lost = [e for e in rec.events if e.state is ConnectionState.LOST]
+                    if lost:
+                        assert event.new_session and event.session_id != first, rec.states
+                    else:
+                        assert not event.new_session and event.session_id == first
+                    assert coord.session_id == event.session_id
+            tg.cancel_scope.cancel()
 
 
 # --- the checker, on synthetic logs ---------------------------------------------------------

@@ -1,13 +1,15 @@
 """Fault campaigns: real processes, real faults, and a checker over what everyone believed.
 
-Several participant processes (`participant`) run the leader latch, the CAS
-lock, once_per and task leadership against a 3-member ZooKeeper ensemble
+Several participant processes (`participant`, running the `roles`) use the
+leader latch, the CAS lock, once_per, task leadership and the job scheduler
+against a 3-member ZooKeeper ensemble
 while a seeded schedule (`faults`) cuts and pauses their connections,
 expires their sessions, restarts ensemble members, kills the ensemble's
 leader, and SIGKILLs, SIGSTOPs and SIGCONTs the participants.  Each
 participant logs every term it believes it holds and writes through a fenced
-store (`store`); `checker` turns the logs into a verdict (see its docstring
-for the invariants).  `campaign` is the orchestrator.
+store (`store`), all in one log format (`records`); `checker` turns the logs
+into a `report` (see its docstring for the invariants).  `campaign` is the
+orchestrator.
 
 The normal test suite runs one bounded campaign on a fixed seed
 (``tests/test_chaos.py``).  A longer one, on any seed::

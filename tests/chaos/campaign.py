@@ -18,6 +18,7 @@ kept when the campaign fails (or with ``keep=True``).
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 import shutil
 import signal
@@ -38,7 +39,7 @@ from aiocoord import NoNodeError
 from aiocoord.scheduler import Scheduler
 from aiocoord.testing import EnsembleMember, FaultProxy, ZooKeeperEnsemble, kill_session
 
-from . import participant
+from . import roles as chaos_roles
 from .checker import Report, check
 from .faults import Fault, plan
 from .records import Writer, read_records
@@ -59,7 +60,7 @@ class CampaignConfig:
     calm: float = 10.0  # no faults and no new jobs, then stop
     participants: int = 4
     session_timeout: float = 3.0
-    roles: str = ",".join(participant.ROLES)
+    roles: str = ",".join(chaos_roles.ROLES)
     directory: Path | None = None
     keep: bool = False
     echo: Callable[[str], None] = print
@@ -103,6 +104,7 @@ class _Orchestrator:
         self.failures: list[BaseException] = []
         self.ensemble = ZooKeeperEnsemble(3)
         stack.callback(self.ensemble.cleanup)
+        stack.callback(self._save_server_logs)  # runs first: the exit stack is LIFO
         self.store = FencedStore(directory / "store.jsonl")
         self.slots: list[_Slot] = []
         self.stopping = threading.Event()
@@ -121,6 +123,12 @@ class _Orchestrator:
             loop = "uvloop" if i % 2 else "asyncio"
             self.slots.append(_Slot(i, f"p{i + 1}", proxies, loop))
         self.stack.callback(self._kill_all)
+
+    def _save_server_logs(self) -> None:
+        """Keep the members' logs with the campaign's (removed with them after a success)."""
+        for member in self.ensemble.members:
+            with contextlib.suppress(OSError):
+                shutil.copyfile(member.log_path, self.dir / f"zookeeper-{member.myid}.log")
 
     def spawn(self, slot: _Slot) -> None:
         host, port = self.store.address
@@ -163,9 +171,9 @@ class _Orchestrator:
             participants=cfg.participants,
             session_timeout=cfg.session_timeout,
             roles=cfg.roles,
-            lease=participant.LEASE,
-            skew=participant.SKEW,
-            once_interval=participant.ONCE_INTERVAL,
+            lease=chaos_roles.LEASE,
+            skew=chaos_roles.SKEW,
+            once_interval=chaos_roles.ONCE_INTERVAL,
             leader_resources=self._leader_resources(),
             jobs="jobs" in cfg.roles,
         )
@@ -200,16 +208,17 @@ class _Orchestrator:
             self._watch(min(0.2, calm_end - time.monotonic()))
         if "jobs" in cfg.roles.split(","):
             self._final_jobs()
+        anyio.run(self._dump_tree)
         self.log.emit("phase", name="stop", wall=time.time())
         self._stop_all()
         self.log.emit("phase", name="done", wall=time.time())
 
     def _leader_resources(self) -> list[str]:
-        roles = self.cfg.roles.split(",")
-        out = ["latch"] if "latch" in roles else []
-        if "tasks" in roles:
-            out += [f"task:{t}" for t in participant.TASKS]
-        if "jobs" in roles:
+        chosen = self.cfg.roles.split(",")
+        out = ["latch"] if "latch" in chosen else []
+        if "tasks" in chosen:
+            out += [f"task:{t}" for t in chaos_roles.TASKS]
+        if "jobs" in chosen:
             out.append("assigner")
         return out
 
@@ -226,13 +235,52 @@ class _Orchestrator:
             for job, status in anyio.run(self._statuses, missing).items():
                 self.log.emit("job_final", job=job, status=status)
 
+    async def _dump_tree(self) -> None:
+        """Write the namespace's nodes (``tree.json``) as they are at the end of the calm phase.
+
+        For diagnosis: who holds which node (ephemeral owner) when a liveness
+        check fails.  Sessions are the ones the participants last reported.
+        """
+        nodes: list[dict[str, object]] = []
+        async with aiocoord.connect(
+            self.ensemble.connect_string, namespace=chaos_roles.NAMESPACE, session_timeout=5.0
+        ) as coord:
+
+            async def walk(path: str) -> None:
+                try:
+                    node = await coord.client.get(path)
+                    kids = await coord.client.children(path)
+                except NoNodeError:
+                    return
+                nodes.append(
+                    {
+                        "path": path,
+                        "owner": f"0x{node.stat.ephemeral_owner:x}",
+                        "czxid": f"0x{node.stat.czxid:x}",
+                        "data": node.data[:200].decode("utf-8", "replace"),
+                    }
+                )
+                for kid in sorted(kids):
+                    if not (path == "/jobs" and kid in ("results", "jobs")):  # too many
+                        await walk(f"{path.rstrip('/')}/{kid}")
+
+            with anyio.move_on_after(20):
+                await walk("/")
+        sessions = {
+            slot.name: f"0x{info.session_id:x}"
+            for slot in self.slots
+            if (info := self.store.session(slot.name)) is not None
+        }
+        dump = {"sessions": sessions, "nodes": nodes}
+        (self.dir / "tree.json").write_text(json.dumps(dump, indent=1))
+
     async def _statuses(self, jobs: list[str]) -> dict[str, str]:
         deadline = time.monotonic() + 15.0
         out: dict[str, str] = {}
         async with aiocoord.connect(
-            self.ensemble.connect_string, namespace=participant.NAMESPACE, session_timeout=5.0
+            self.ensemble.connect_string, namespace=chaos_roles.NAMESPACE, session_timeout=5.0
         ) as coord:
-            sched = Scheduler(coord, participant.JOBS_ROOT)
+            sched = Scheduler(coord, chaos_roles.JOBS_ROOT)
             for job in jobs:
                 while True:
                     try:

@@ -2,28 +2,10 @@
 
 Run by the orchestrator as ``python -m tests.chaos.participant --name p1 ...``
 (see `main` for the arguments).  With one coordinator (one session), through
-the fault proxies that carry only this process's traffic, it runs side by
-side:
-
-- ``latch``: a leader latch on ``/latch``; while leading, fenced writes to
-  resource ``latch`` with the term's token;
-- ``lock``: `cas_lock` on ``/lock`` over and over, holding it a random short
-  while and writing to resource ``lock``;
-- ``once``: `once_per` on ``/once`` every 0.1–0.3 s; a run writes to
-  resource ``once`` and is logged with its window;
-- ``tasks``: task leadership on ``/tasks`` for tasks t1..t3 (its version comes
-  from the command line); each led task writes to resource ``task:<name>``;
-- ``jobs``: a worker of the job scheduler on ``/jobs`` (whose handler logs
-  each run) that also submits a job every 0.2–0.6 s while the orchestrator
-  allows it, and awaits each result; the worker's assigner terms are logged
-  too (role ``assigner``), read from its log lines, the only hook it has.
-
-Every term is logged when its body starts and when it ends (cancelled or
-returned), on the shared monotonic clock (see `records`).  A body first
-passes a checkpoint, so a term that was already lost when its body was
-scheduled is never logged as begun; each fenced write is shielded (and
-bounded), so a write the store accepted always lies inside its logged term.
-SIGTERM makes the process leave every recipe cleanly and exit 0.
+the fault proxies that carry only this process's traffic, it runs the roles
+of `roles` side by side, tells the fenced store about each new session (so
+the orchestrator can expire it), logs every connection state and every stall
+of its event loop.  SIGTERM makes it leave every recipe cleanly and exit 0.
 """
 
 from __future__ import annotations
@@ -31,306 +13,20 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import random
 import signal
 import sys
 import time
-import traceback
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
 
 import anyio
-import anyio.abc
-import anyio.lowlevel
 
 import aiocoord
-from aiocoord import (
-    ConnectionState,
-    CoordError,
-    JobFailed,
-    LeadershipLost,
-    LockLost,
-    Worker,
-    cas_lock,
-    leader_latch,
-    once_per,
-    task_leadership,
-)
-from aiocoord.scheduler import Scheduler
+from aiocoord import ConnectionState
 
 from .records import Writer
+from .roles import NAMESPACE, ROLE_FUNCS, ROLES, STALL, Context
 from .store import StoreClient
 
-__all__ = (
-    "JOBS_ROOT",
-    "LATCH",
-    "LEASE",
-    "LOCK",
-    "NAMESPACE",
-    "ONCE",
-    "ONCE_INTERVAL",
-    "ROLES",
-    "SKEW",
-    "TASKS",
-    "main",
-)
-
-NAMESPACE = "/chaos"
-LATCH = "/latch"
-LOCK = "/lock"
-ONCE = "/once"
-TASKS_ROOT = "/tasks"
-TASKS = ("t1", "t2", "t3")
-JOBS_ROOT = "/jobs"
-LEASE = 3.0  # CAS lock and once_per lease (s)
-SKEW = 0.5  # their clock-skew allowance (s)
-ONCE_INTERVAL = 1.0  # once_per window (s)
-STALL = 0.3  # a participant that runs nothing for this long logs a stall (s)
-ROLES = ("latch", "lock", "once", "tasks", "jobs")
-
-Body = Callable[[], Awaitable[None]]
-
-
-class Context:
-    """What every role shares: the log, the store, this incarnation's names and a seeded RNG."""
-
-    def __init__(self, args: argparse.Namespace, log: Writer, store: StoreClient) -> None:
-        self.name: str = args.name
-        self.inc: int = args.inc
-        self.version: str = args.version
-        self.seed: int = args.seed
-        self.log = log
-        self.store = store
-        self._terms = 0
-
-    def rng(self, role: str) -> random.Random:
-        return random.Random(f"{self.seed}/{self.name}/{self.inc}/{role}")
-
-    async def hold(
-        self,
-        role: str,
-        res: str,
-        token: int | None,
-        rng: random.Random,
-        *,
-        duration: float | None = None,
-        ids: list[str] | None = None,
-        **extra: Any,
-    ) -> None:
-        """The body of a term: log it, write through the store until cancelled or `duration`.
-
-        The term's id is appended to `ids` as soon as it begins.
-        """
-        await anyio.lowlevel.checkpoint()  # a term already lost never begins
-        if token is None:
-            self.log.emit("error", role=role, exc="term without a token", tb="")
-            return
-        tid = self.begin(role, res, token, **extra)
-        if ids is not None:
-            ids.append(tid)
-        why = "exit"
-        try:
-            until = time.monotonic() + duration if duration is not None else None
-            while until is None or time.monotonic() < until:
-                await self.write(res, token, tid)
-                await anyio.sleep(rng.uniform(0.03, 0.12))
-        except BaseException as exc:
-            why = "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else repr(exc)
-            raise
-        finally:
-            self.log.emit("end", id=tid, why=why)
-
-    def begin(self, role: str, res: str, token: int, **extra: Any) -> str:
-        """Log the start of a term; returns its id (for its ``end``)."""
-        self._terms += 1
-        tid = f"{self.name}.{self.inc}.{self._terms}"
-        self.log.emit("term", id=tid, role=role, res=res, tok=token, **extra)
-        return tid
-
-    async def write(self, res: str, token: int, tid: str) -> bool | None:
-        # Shielded: once sent, the write's outcome is part of the term (bounded: the store
-        # is on loopback and answers in microseconds unless the orchestrator is gone).
-        with anyio.CancelScope(shield=True), anyio.move_on_after(2.0):
-            return await self.store.write(res, token, tid)
-        return None
-
-
-async def forever(ctx: Context, role: str, body: Body) -> None:
-    """Run `body` again and again; a `CoordError` is logged as expected, anything else as a bug."""
-    while True:
-        try:
-            await body()
-        except CoordError as exc:
-            ctx.log.emit("coord_error", role=role, exc=type(exc).__name__, msg=str(exc)[:200])
-            await anyio.sleep(0.1)
-        except Exception as exc:
-            ctx.log.emit("error", role=role, exc=repr(exc)[:500], tb=traceback.format_exc())
-            await anyio.sleep(0.5)
-
-
-# --- the roles ----------------------------------------------------------------------------
-
-
-async def latch_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
-    rng = ctx.rng("latch")
-
-    async def body() -> None:
-        async with leader_latch(coord, LATCH, participant_id=f"{ctx.name}.{ctx.inc}") as latch:
-            while True:
-                try:
-                    async with latch.leadership() as term:
-                        await ctx.hold("latch", "latch", term.token, rng)
-                except LeadershipLost:
-                    continue
-
-    await forever(ctx, "latch", body)
-
-
-async def lock_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
-    rng = ctx.rng("lock")
-    owner = f"{ctx.name}.{ctx.inc}"
-
-    async def body() -> None:
-        try:
-            async with cas_lock(coord, LOCK, owner=owner, lease=LEASE, skew=SKEW) as lock:
-                await ctx.hold("lock", "lock", lock.token, rng, duration=rng.uniform(0.2, 1.2))
-        except LockLost:
-            pass
-        await anyio.sleep(rng.uniform(0.05, 0.4))
-
-    await forever(ctx, "lock", body)
-
-
-async def once_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
-    rng = ctx.rng("once")
-    owner = f"{ctx.name}.{ctx.inc}"
-
-    async def body() -> None:
-        ids: list[str] = []
-        outcome = "cancelled"
-        try:
-            async with once_per(
-                coord, ONCE, ONCE_INTERVAL, owner=owner, lease=LEASE, skew=SKEW
-            ) as slot:
-                if slot.acquired:
-                    win = slot.window.timestamp()
-                    duration = rng.uniform(0.05, 0.2)
-                    await ctx.hold(
-                        "once", "once", slot.token, rng, duration=duration, ids=ids, win=win
-                    )
-            outcome = "ok"
-        except LockLost:
-            outcome = "lost"
-        except CoordError as exc:
-            outcome = f"unknown: {type(exc).__name__}"
-            if not ids:
-                raise
-        finally:
-            if ids:
-                ctx.log.emit("outcome", id=ids[0], res=outcome)
-        await anyio.sleep(rng.uniform(0.1, 0.3))
-
-    await forever(ctx, "once", body)
-
-
-async def tasks_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
-    rng = ctx.rng("tasks")
-    worker = Worker(version=ctx.version, id=f"{ctx.name}.{ctx.inc}")
-
-    async def lead(tl: aiocoord.TaskLeadership, task: str) -> None:
-        while True:
-            try:
-                async with tl.lead(task) as term:
-                    await ctx.hold("task", f"task:{task}", term.token, rng)
-            except LeadershipLost:
-                continue
-
-    async def body() -> None:
-        async with task_leadership(coord, TASKS_ROOT, worker=worker, tasks=TASKS, settle=0.3) as tl:
-            async with anyio.create_task_group() as tg:
-                for task in TASKS:
-                    tg.start_soon(lead, tl, task)
-
-    await forever(ctx, "tasks", body)
-
-
-class AssignerTerms(logging.Handler):
-    """Turns the scheduler worker's assigner log lines into ``term``/``end`` events.
-
-    The worker runs its assigner under a leader latch of its own and says so
-    only in its log: "assigner of <root>: <id> (token 0x..)" inside the term,
-    "... stopped (<reason>)" or "... term ended by ..." after it.
-    """
-
-    def __init__(self, ctx: Context) -> None:
-        super().__init__(logging.INFO)
-        self.ctx = ctx
-        self.open: str | None = None
-
-    def emit(self, record: logging.LogRecord) -> None:
-        msg = str(record.msg)
-        if not msg.startswith("assigner of "):
-            return
-        token = record.args[-1] if isinstance(record.args, tuple) and record.args else None
-        if msg.endswith("(token 0x%x)") and isinstance(token, int):
-            self.finish("replaced")
-            self.open = self.ctx.begin("assigner", "assigner", token)
-        elif "stopped" in msg or "term ended" in msg:
-            self.finish(record.getMessage()[:100])
-
-    def finish(self, why: str) -> None:
-        if self.open is not None:
-            self.ctx.log.emit("end", id=self.open, why=why)
-            self.open = None
-
-
-async def jobs_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
-    rng = ctx.rng("jobs")
-    sched = Scheduler(coord, JOBS_ROOT)
-
-    @sched.job("work")
-    async def work(tag: str, ms: int) -> str:
-        ctx.log.emit("run", tag=tag)
-        await anyio.sleep(ms / 1000)
-        return tag
-
-    async def wait_result(job_id: str, tag: str) -> None:
-        try:
-            value = await sched.result(job_id)
-        except JobFailed as exc:
-            ctx.log.emit("result", job=job_id, status="FAILED", msg=str(exc)[:200])
-            return
-        ctx.log.emit("result", job=job_id, status="DONE")
-        if value != tag:
-            ctx.log.emit("error", role="jobs", exc=f"{job_id} returned {value!r}, not {tag!r}")
-
-    async def submit(n: int) -> None:
-        tag = f"{ctx.name}.{ctx.inc}.{n}"
-        try:
-            job_id = await sched.submit("work", {"tag": tag, "ms": rng.randint(20, 300)})
-        except CoordError as exc:  # outcome unknown: not counted as submitted
-            ctx.log.emit("coord_error", role="jobs", exc=type(exc).__name__, msg=str(exc)[:200])
-            return
-        ctx.log.emit("submit", job=job_id, tag=tag)
-        waits.start_soon(wait_result, job_id, tag)
-
-    async def body() -> None:
-        worker = sched.worker(capacity=4, worker_id=f"{ctx.name}.{ctx.inc}", drain_timeout=2.0)
-        async with worker:
-            n = 0
-            while True:
-                await anyio.sleep(rng.uniform(0.2, 0.6))
-                if await ctx.store.may_submit():
-                    n += 1
-                    await submit(n)
-
-    handler = AssignerTerms(ctx)
-    logging.getLogger("aiocoord.scheduler._worker").addHandler(handler)
-    try:
-        async with anyio.create_task_group() as waits:
-            await forever(ctx, "jobs", body)
-    finally:
-        handler.finish("exit")
+__all__ = ("main",)
 
 
 async def report_sessions(coord: aiocoord.Coordinator, ctx: Context) -> None:
@@ -369,15 +65,6 @@ async def stop_on_sigterm(scopes: list[anyio.CancelScope]) -> None:
         async for _ in signals:
             scopes[-1].cancel()
             return
-
-
-ROLE_FUNCS: dict[str, Callable[[aiocoord.Coordinator, Context], Coroutine[Any, Any, None]]] = {
-    "latch": latch_role,
-    "lock": lock_role,
-    "once": once_role,
-    "tasks": tasks_role,
-    "jobs": jobs_role,
-}
 
 
 async def run(args: argparse.Namespace) -> None:

@@ -1,0 +1,180 @@
+"""What the checker returns: the campaign's `Report`, its `Term`s and `Overlap`s, and `Params`.
+
+`Report.format()` is the summary a campaign prints; `Report.violations` is
+the number that must be 0 (see `checker` for each invariant).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import Record
+
+__all__ = ("Overlap", "Params", "Report", "Term")
+
+
+@dataclass(frozen=True, slots=True)
+class Params:
+    """The campaign's parameters the checker needs (the ``config`` event overrides them)."""
+
+    grace: float = 1.0  # how long after a SIGCONT a frozen holder may still begin a stale term
+    lease: float = 3.0  # once_per lease
+    skew: float = 0.5  # once_per skew allowance
+    once_interval: float = 1.0
+    quiet_margin: float = 1.0  # extra calm needed around a window before it must run
+    liveness_at: float = 0.5  # how long before the end of the calm phase a leader must be in place
+    expiry_bound: float = 1.0  # how soon a holder whose session was expired by force must let go
+
+
+@dataclass(slots=True)
+class Term:
+    id: str
+    p: str
+    inc: int
+    role: str
+    res: str
+    tok: int
+    start: float
+    end: float
+    closed: str  # "end": logged; "death": the process died; "open": neither
+    why: str | None = None
+    win: float | None = None
+    outcome: str | None = None
+
+    @property
+    def proc(self) -> tuple[str, int]:
+        return (self.p, self.inc)
+
+
+@dataclass(frozen=True, slots=True)
+class Overlap:
+    res: str
+    first: str
+    second: str
+    start: float
+    length: float
+    excuse: str | None = None
+
+
+@dataclass(slots=True)
+class Report:
+    seed: int | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    faults: Counter[str] = field(default_factory=Counter)
+    terms: Counter[str] = field(default_factory=Counter)
+    overlaps: list[Overlap] = field(default_factory=list)
+    excused: list[Overlap] = field(default_factory=list)
+    expiry_races: list[Overlap] = field(default_factory=list)
+    stale_accepted: list[Record] = field(default_factory=list)
+    writes_accepted: int = 0
+    writes_refused: int = 0
+    token_order: list[tuple[str, str, str]] = field(default_factory=list)
+    token_order_excused: int = 0
+    windows_run: int = 0
+    double_windows: list[tuple[int, list[str]]] = field(default_factory=list)
+    owed_windows: int = 0
+    missed_windows: list[int] = field(default_factory=list)
+    unconfirmed_runs: int = 0
+    jobs_submitted: int = 0
+    jobs_lost: list[str] = field(default_factory=list)
+    jobs_run: int = 0
+    jobs_failed: int = 0
+    jobs_run_twice: int = 0
+    jobs_enabled: bool = False
+    errors: list[Record] = field(default_factory=list)
+    crashes: list[Record] = field(default_factory=list)
+    liveness: list[str] = field(default_factory=list)
+    gaps: dict[str, float] = field(default_factory=dict)
+    coord_errors: Counter[str] = field(default_factory=Counter)
+    stalls: int = 0
+    longest_stall: float = 0.0
+
+    @property
+    def longest_gap(self) -> float:
+        return max(self.gaps.values(), default=0.0)
+
+    @property
+    def violations(self) -> int:
+        return (
+            len(self.overlaps)
+            + len(self.stale_accepted)
+            + len(self.token_order)
+            + len(self.double_windows)
+            + len(self.missed_windows)
+            + len(self.jobs_lost)
+            + len(self.errors)
+            + len(self.crashes)
+            + len(self.liveness)
+        )
+
+    @property
+    def ok(self) -> bool:
+        return self.violations == 0
+
+    def format(self) -> str:
+        """The campaign's summary, as printed at the end of a run."""
+        cfg = self.config
+        lines = [
+            f"chaos campaign: seed {self.seed}, {cfg.get('seconds', '?')} s of faults + "
+            f"{cfg.get('calm', '?')} s calm, {cfg.get('participants', '?')} participants, "
+            f"session timeout {cfg.get('session_timeout', '?')} s",
+            "faults injected: "
+            + (", ".join(f"{k} {n}" for k, n in sorted(self.faults.items())) or "none")
+            + f" (total {sum(self.faults.values())})",
+            "terms: "
+            + (", ".join(f"{k} {n}" for k, n in sorted(self.terms.items())) or "none")
+            + f" (total {sum(self.terms.values())})",
+            f"overlaps outside pauses: {len(self.overlaps)}"
+            f"   (during process pauses: {len(self.excused)}, longest "
+            f"{max((o.length for o in self.excused), default=0.0):.3f} s; "
+            f"as a forced expiry reached both holders: {len(self.expiry_races)}, longest "
+            f"{max((o.length for o in self.expiry_races), default=0.0):.3f} s)",
+            f"stale writes accepted: {len(self.stale_accepted)}"
+            f"   (writes accepted {self.writes_accepted}, refused as stale {self.writes_refused})",
+            f"token order violations: {len(self.token_order)}"
+            f"   (stale terms begun by a woken holder: {self.token_order_excused})",
+            f"once_per windows: {self.windows_run} ran, {len(self.double_windows)} ran twice, "
+            f"{self.owed_windows} owed, {len(self.missed_windows)} missed, "
+            f"{self.unconfirmed_runs} unconfirmed",
+            (
+                f"jobs: {self.jobs_submitted} submitted, {len(self.jobs_lost)} lost, "
+                f"{self.jobs_failed} failed, {self.jobs_run} runs "
+                f"({self.jobs_run_twice} jobs run more than once: at-least-once)"
+                if self.jobs_enabled
+                else "jobs: scheduler not part of this campaign"
+            ),
+            f"unexpected errors: {len(self.errors)}, crashes or hangs: {len(self.crashes)}, "
+            f"calm-phase liveness failures: {len(self.liveness)}",
+            f"longest leaderless gap: {self.longest_gap:.2f} s ("
+            + ", ".join(f"{k} {v:.2f}" for k, v in sorted(self.gaps.items()))
+            + ")",
+            f"participant stalls (descheduled, counted as pauses): {self.stalls}, longest "
+            f"{self.longest_stall:.2f} s",
+            "coordination errors seen by participants: "
+            + (", ".join(f"{k} {n}" for k, n in sorted(self.coord_errors.items())) or "none"),
+        ]
+        for o in self.overlaps[:10]:
+            lines.append(
+                f"  OVERLAP {o.res}: {o.first} / {o.second} at {o.start:.3f} for {o.length:.3f} s"
+            )
+        for w in self.stale_accepted[:10]:
+            lines.append(f"  STALE WRITE ACCEPTED {w}")
+        for res, a, b in self.token_order[:10]:
+            lines.append(f"  TOKEN ORDER {res}: {a} then {b}")
+        for win, ids in self.double_windows[:10]:
+            lines.append(f"  WINDOW RAN TWICE #{win}: {ids}")
+        for win in self.missed_windows[:10]:
+            lines.append(f"  WINDOW MISSED #{win}")
+        for job in self.jobs_lost[:10]:
+            lines.append(f"  JOB LOST {job}")
+        for e in self.errors[:10]:
+            lines.append(f"  ERROR {e.get('p')}.{e.get('inc')} {e.get('role')}: {e.get('exc')}")
+        for c in self.crashes[:10]:
+            lines.append(f"  CRASH/HANG {c}")
+        for text in self.liveness[:10]:
+            lines.append(f"  LIVENESS {text}")
+        verdict = "OK" if self.ok else "FAILED"
+        lines.append(f"verdict: {verdict} ({self.violations} violations), seed {self.seed}")
+        return "\n".join(lines)
