@@ -232,8 +232,10 @@ class Scheduler:
                 raise
             except ConnectionLostError:
                 careful = True  # the job may have been created and run meanwhile
-                with anyio.fail_after(self._client.request_timeout() * 2):
+                with anyio.move_on_after(self._client.request_timeout() * 2) as waited:
                     await self._coord.wait_connected()
+                if waited.cancelled_caught:
+                    break  # no connection in time: not a bare TimeoutError, as documented
         raise ConnectionLostError(f"could not submit job {job_id} to {self.root}")
 
     async def result(self, job_id: str) -> Any:
