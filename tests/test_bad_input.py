@@ -60,7 +60,7 @@ from aiocoord.scheduler._records import (
     job_limit,
     room_for_data,
 )
-from aiocoord.testing import GarbageListener, SilentListener, ZooKeeperServer
+from aiocoord.testing import FaultProxy, GarbageListener, SilentListener, ZooKeeperServer
 from aiocoord.zk.client import MAX_DATA
 from aiocoord.zk.paths import join
 from tests.helpers import recording
@@ -435,6 +435,24 @@ async def test_scheduler_requests_refuse_bad_input_before_writing(
                 failures.append(f"{label}: no error")
         assert rec.states == [ConnectionState.CONNECTED]
     assert not failures, "\n".join(failures)
+
+
+async def test_submit_without_a_server_raises_connection_lost(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """A submit that cannot reach ZooKeeper in time says so with a `CoordError`.
+
+    It raised a bare `TimeoutError` from its wait for the connection (found by
+    campaign seed 10, under load).
+    """
+    with FaultProxy(*zk_server.address) as proxy, anyio.fail_after(20):
+        async with connect(proxy.connect_string, namespace=zk_chroot, session_timeout=1.0) as coord:
+            sched = Scheduler(coord, "/jobs")
+            sched.job("echo")(_echo)
+            proxy.pause()
+            with pytest.raises(ConnectionLostError, match="could not submit"):
+                await sched.submit("echo", {"text": "a"})
+            proxy.resume()
 
 
 async def test_scheduler_jobs_and_results_at_the_size_limit(
