@@ -11,14 +11,13 @@ have been missed, everything is read again.
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
-from contextlib import suppress
 from dataclasses import dataclass
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 
+from aiocoord._broadcast import Broadcast
 from aiocoord.zk import EventType
 
 __all__ = ("ChangeFeed", "TaskChange", "follow_changes")
@@ -40,36 +39,11 @@ class TaskChange:
     token: int | None = None
 
 
-class ChangeFeed:
-    """Copies leader events to every subscriber's stream."""
+class ChangeFeed(Broadcast[Raw]):
+    """Copies leader events to every subscriber's stream (no replay: readers list first)."""
 
     def __init__(self) -> None:
-        self._subscribers: set[MemoryObjectSendStream[Raw]] = set()
-        self._closed = False
-
-    def publish(self, raw: Raw) -> None:
-        for send in list(self._subscribers):
-            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                send.send_nowait(raw)
-
-    def close(self) -> None:
-        """End every subscriber's stream (the recipe is closing)."""
-        self._closed = True
-        for send in self._subscribers:
-            send.close()
-        self._subscribers.clear()
-
-    def subscribe(self) -> tuple[MemoryObjectSendStream[Raw], MemoryObjectReceiveStream[Raw]]:
-        send, receive = anyio.create_memory_object_stream[Raw](math.inf)
-        if self._closed:
-            send.close()
-        else:
-            self._subscribers.add(send)
-        return send, receive
-
-    def unsubscribe(self, send: MemoryObjectSendStream[Raw]) -> None:
-        self._subscribers.discard(send)
-        send.close()
+        super().__init__(replay_last=False)
 
 
 async def _next_batch(receive: MemoryObjectReceiveStream[Raw]) -> list[Raw] | None:
@@ -91,7 +65,7 @@ async def follow_changes(
     read_leader: Callable[[str], Awaitable[tuple[str, str, int] | None]],
 ) -> AsyncIterator[TaskChange]:
     """The current leader of each of `tasks()`, then every change, until the feed closes."""
-    send, receive = feed.subscribe()
+    send, receive = feed.open()
     known: dict[str, TaskChange] = {}
     pending = set(tasks())
     try:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import random
 import time
 from collections.abc import AsyncIterator, Callable
@@ -23,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectSendStream
 
+from .._broadcast import Broadcast
 from ..errors import (
     AuthFailedError,
     ConnectionLostError,
@@ -83,8 +82,7 @@ class SessionCore:
         self._negotiated = settings.session_timeout
         self._last_zxid = 0
         self._last_heard = time.monotonic()
-        self._subscribers: set[MemoryObjectSendStream[ConnectionEvent]] = set()
-        self._current: ConnectionEvent | None = None
+        self._events: Broadcast[ConnectionEvent] = Broadcast()
         self._namespace_ready = False
         self._closing = False
         self._closed = False
@@ -344,31 +342,13 @@ class SessionCore:
                 event.session_id or 0,
                 f", {event.reason}" if event.reason else "",
             )
-            self._current = event
-            for send in list(self._subscribers):
-                try:
-                    send.send_nowait(event)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    self._subscribers.discard(send)
+            self._events.publish(event)
         self._changed.set()
         self._changed = anyio.Event()
 
-    async def connection_events(self) -> AsyncIterator[ConnectionEvent]:
+    def connection_events(self) -> AsyncIterator[ConnectionEvent]:
         """Each subscriber's own unbounded stream: the current state, then every transition."""
-        send, receive = anyio.create_memory_object_stream[ConnectionEvent](math.inf)
-        if self._current is not None:
-            send.send_nowait(self._current)
-        if self.closed:
-            send.close()
-        else:
-            self._subscribers.add(send)
-        try:
-            async with receive:
-                async for event in receive:
-                    yield event
-        finally:
-            self._subscribers.discard(send)
-            send.close()
+        return self._events.subscribe()
 
     # --- notifications ---------------------------------------------------------------------
 
@@ -514,9 +494,7 @@ class SessionCore:
             self._closed = True
             self._machine.feed(Closed())
             self._registry.close()
-            for send in list(self._subscribers):
-                send.close()
-            self._subscribers.clear()
+            self._events.close()
             self._changed.set()
             if self._run_scope is not None:
                 self._run_scope.cancel()
