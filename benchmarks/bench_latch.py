@@ -5,9 +5,13 @@ implementation is measured in a process of its own (so peak RSS is its own):
 
 - Hand-off: N participants, each with its own session, on one path.  The leader
   leaves; the time until the next participant observes its leadership is
-  recorded over R rounds (median, p95).  The one that left joins again at the
-  tail once the next leader is in, and the next round starts 50 ms later, so a
-  round measures the hand-off alone.
+  recorded over R rounds (median, p95), in two ways:
+  - next in line: a fresh election each round, joined in order, so the next
+    participant's last listing had only the leader ahead of it (aiocoord then
+    leads on the notification alone; the peers list the children first);
+  - rotation: the one that left joins again at the tail once the next leader
+    is in, and the next round starts 50 ms later, so every recipe lists the
+    children once per hand-off.
 - Join at scale: M participants on one session join at once.  Time until settled
   (one leader, every other one watching its predecessor), requests per
   participant, then H hand-offs and the requests each cost, and peak RSS.
