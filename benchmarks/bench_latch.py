@@ -148,7 +148,13 @@ def aiocoord_first(hosts: str, n: int, rounds: int, uvloop: bool) -> Result:
                 second = anyio.Event()
                 t: dict[str, float] = {}
 
-                async def participant(i: int, joined: anyio.Event, release: Any = release) -> None:
+                async def participant(
+                    i: int,
+                    joined: anyio.Event,
+                    release: list[anyio.Event] = release,
+                    t: dict[str, float] = t,
+                    second: anyio.Event = second,
+                ) -> None:
                     async with leader_latch(coords[i], path, participant_id=f"p{i}") as latch:
                         joined.set()
                         if i < 2:
@@ -466,7 +472,13 @@ def kazoo_first(hosts: str, n: int, rounds: int) -> Result:
             times: dict[str, float] = {}
             second = threading.Event()
 
-            def run(i: int, elections: Any = elections, release: Any = release) -> None:
+            def run(
+                i: int,
+                elections: Any = elections,
+                release: list[threading.Event] = release,
+                times: dict[str, float] = times,
+                second: threading.Event = second,
+            ) -> None:
                 def lead() -> None:
                     if i == 1:
                         times["elected1"] = time.perf_counter()
