@@ -156,7 +156,10 @@ class SessionCore:
             address = self._addresses[self._next_host % len(self._addresses)]
             self._next_host += 1
             attempt_id, attempt_pw = self._session_id, self._password
-            per_attempt = max(0.25, self._negotiated / len(self._addresses))
+            # The Java client's timeout / number of hosts, but never the whole session on one
+            # host: a server that accepts and never answers (3.8.0 while it loads its
+            # database) must cost a fraction of the session, not all of it.
+            per_attempt = max(0.25, self._negotiated / max(3, len(self._addresses)))
             try:
                 conn = await Connection.open(
                     address,
@@ -260,7 +263,8 @@ class SessionCore:
                 self._check(err, path)
         else:
             await self._restore_watches(conn)
-        if self.chroot and not self._namespace_ready:
+        if self.chroot and (new_session or not self._namespace_ready):
+            # Again on every new session: the server may have been replaced by an empty one.
             await self._ensure_namespace(conn)
             self._namespace_ready = True
 
