@@ -39,7 +39,6 @@ Failure handling:
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -47,8 +46,8 @@ from types import TracebackType
 import anyio
 import anyio.abc
 import anyio.lowlevel
-from anyio.streams.memory import MemoryObjectSendStream
 
+from .._broadcast import Broadcast
 from ..errors import (
     ConfigError,
     CoordinatorClosedError,
@@ -125,8 +124,7 @@ class LeaderLatch:
         self._offer: Offer | None = None
         self._campaign: Campaign | None = None
         self._term: LeadershipTerm | None = None
-        self._last: ElectionEvent | None = None
-        self._subscribers: set[MemoryObjectSendStream[ElectionEvent]] = set()
+        self._events: Broadcast[ElectionEvent] = Broadcast()
         self._changed = anyio.Event()
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
@@ -151,7 +149,7 @@ class LeaderLatch:
     @property
     def state(self) -> ElectionState | None:
         """The latest election state (None before entering)."""
-        return self._last.state if self._last is not None else None
+        return self._events.last.state if self._events.last is not None else None
 
     @property
     def node(self) -> str | None:
@@ -213,9 +211,7 @@ class LeaderLatch:
         finally:
             self._stopped = True
             self._publish(ElectionEvent(ElectionState.STOPPED))
-            for send in self._subscribers:
-                send.close()
-            self._subscribers.clear()
+            self._events.close()
             self._signal()
             if self._offer is not None:
                 self._offer.shared.release()
@@ -274,26 +270,13 @@ class LeaderLatch:
         """The current leader as the nodes say, or None (no participant, or no path)."""
         return await leader_of(self._client, self._path, self._layout)
 
-    async def changes(self) -> AsyncIterator[ElectionEvent]:
+    def changes(self) -> AsyncIterator[ElectionEvent]:
         """Your own stream of `ElectionEvent`: the latest one first, then each as it happens.
 
         Unbounded per subscriber, so a slow reader never loses an event; the
         stream ends after STOPPED.
         """
-        send, receive = anyio.create_memory_object_stream[ElectionEvent](math.inf)
-        if self._last is not None:
-            send.send_nowait(self._last)
-        if self._stopped:
-            send.close()
-        else:
-            self._subscribers.add(send)
-        try:
-            async with receive:
-                async for event in receive:
-                    yield event
-        finally:
-            self._subscribers.discard(send)
-            send.close()
+        return self._events.subscribe()
 
     # --- the background tasks ----------------------------------------------------------------
 
@@ -350,12 +333,7 @@ class LeaderLatch:
         self._signal()
 
     def _publish(self, event: ElectionEvent) -> None:
-        self._last = event
-        for send in list(self._subscribers):
-            try:
-                send.send_nowait(event)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                self._subscribers.discard(send)
+        self._events.publish(event)
 
     def _signal(self) -> None:
         """Leadership or the latch's life changed: wake `wait()`."""
@@ -368,7 +346,7 @@ class LeaderLatch:
         elif self._term is not None:
             state = f"LEADER token=0x{self._term.token:x}"
         else:
-            state = self._last.state.value if self._last is not None else "NEW"
+            state = self._events.last.state.value if self._events.last is not None else "NEW"
         return f"<LeaderLatch {self._path} id={self._id} {state}>"
 
 
