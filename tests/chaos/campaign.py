@@ -6,13 +6,16 @@ of its own, the fenced store, and one `FaultProxy` per member per participant
 then the participant processes (`participant`, alternately on asyncio and
 uvloop).  It runs the seeded fault plan (`faults.plan`) in two lanes of
 threads for `seconds`, lets everything settle for `calm` seconds without
-faults, sends SIGTERM to every participant (each must exit cleanly), reads
-every log and returns the checker's `Report`.  A participant that dies
-unexpectedly is logged as a crash and started again.
+faults or new jobs, asks ZooKeeper about every job no client saw finish
+(``job_final``), sends SIGTERM to every participant (each must exit
+cleanly), reads every log and returns the checker's `Report`.  A participant
+that dies unexpectedly is logged as a crash and started again.
 
 Everything the orchestrator does is logged (``orchestrator.jsonl``) next to
-the participants' and the store's logs in the campaign's directory, which is
-kept when the campaign fails (or with ``keep=True``).
+the participants' and the store's logs in the campaign's directory, with
+the namespace's nodes at the end of the calm phase (``tree.json``) and the
+servers' logs; the directory is kept when the campaign fails (or with
+``keep=True``).
 """
 
 from __future__ import annotations
