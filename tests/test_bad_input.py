@@ -249,6 +249,12 @@ async def test_recipe_constructors_refuse_bad_arguments(zk_server: ZooKeeperServ
         ("TaskLeadership coord", lambda: TaskLeadership(x, "/t", worker=w, tasks=["a"]), TypeError, "coord"),
         ("worker='x'", lambda: task_leadership(c, "/t", worker=x, tasks=["a"]), TypeError, "worker"),
         ("tasks='abc'", lambda: task_leadership(c, "/t", worker=w, tasks="abc"), TypeError, "tasks"),
+        (
+            "lose_on_suspend='y'",
+            lambda: task_leadership(c, "/t", worker=w, tasks=["a"], lose_on_suspend=x),
+            TypeError,
+            "lose_on_suspend",
+        ),
         ("tasks=5", lambda: task_leadership(c, "/t", worker=w, tasks=five), TypeError, "tasks"),
         ("tasks=['']", lambda: task_leadership(c, "/t", worker=w, tasks=[""]), ConfigError, "tasks"),
         ("tasks=['a/b']", lambda: task_leadership(c, "/t", worker=w, tasks=["a/b"]), ConfigError, "tasks"),

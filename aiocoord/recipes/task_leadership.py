@@ -139,6 +139,8 @@ class TaskLeadership:
             or not 0 <= settle < math.inf
         ):
             raise ConfigError("settle", f"must be a finite number of seconds >= 0, not {settle!r}")
+        if not isinstance(lose_on_suspend, bool):
+            raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
         self.coord = coord
         self._engine = TaskEngine(
             coord,
@@ -148,7 +150,7 @@ class TaskLeadership:
             prefer=prefer,
             version_key=version_key,
             settle=float(settle),
-            lose_on_suspend=bool(lose_on_suspend),
+            lose_on_suspend=lose_on_suspend,
         )
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
