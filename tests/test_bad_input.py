@@ -51,6 +51,7 @@ from aiocoord import (
     once_per,
     task_leadership,
 )
+from aiocoord.errors import NoChildrenForEphemeralsError
 from aiocoord.scheduler import Scheduler
 from aiocoord.scheduler._records import (
     Layout,
@@ -655,13 +656,15 @@ async def test_a_namespace_that_does_not_exist(
         # Under an ephemeral node no namespace can be made: a clear error, and nothing made.
         await raw.client.create(join(zk_chroot, "eph"), b"", mode=CreateMode.EPHEMERAL)
         async with unchanged(raw, zk_chroot):
-            with pytest.raises(ConnectionLostError, match="NoChildrenForEphemerals"):
+            started = time.monotonic()
+            with pytest.raises(NoChildrenForEphemeralsError, match="eph"):
                 async with connect(
                     zk_server.connect_string,
                     namespace=join(zk_chroot, "eph", "ns"),
-                    connect_timeout=1.5,
+                    connect_timeout=5,
                 ):
                     pytest.fail("a namespace under an ephemeral node")
+            assert time.monotonic() - started < 2.5  # refused at once, not after connect_timeout
 
 
 async def test_errors_are_coord_errors_or_programming_errors() -> None:

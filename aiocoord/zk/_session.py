@@ -218,6 +218,11 @@ class SessionCore:
                 await conn.abort("authentication failed")
             except (ConnectionLostError, ZooKeeperError) as exc:
                 self.last_error = exc
+                if isinstance(exc, ZooKeeperError) and self._machine.state is None:
+                    # Refused before the first session was ever usable (a namespace that
+                    # cannot be created, say): retrying cannot help, so connect() fails now.
+                    self._fatal = exc
+                    log.error("cannot start the session: %s", exc)
                 await conn.abort(f"priming failed: {exc}")
             else:
                 if self._session_id == answer.session_id:
