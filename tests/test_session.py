@@ -17,7 +17,9 @@ from aiocoord import (
     EventType,
     InvalidPathError,
 )
+from aiocoord.errors import NotReadOnlyError
 from aiocoord.testing import (
+    EnsembleMember,
     FaultProxy,
     SilentListener,
     ZooKeeperEnsemble,
@@ -462,3 +464,42 @@ async def test_multi_reports_each_result_and_the_transaction_zxid(
     assert info.value.failed_index == 1
     assert isinstance(info.value.cause, aiocoord.BadVersionError)
     assert await c.exists("/m/b") is None  # rolled back
+
+
+@pytest.fixture(scope="module")
+def read_only_member() -> Iterator[EnsembleMember]:
+    """The last member of an ensemble that lost its quorum, serving read-only."""
+    with pytest.MonkeyPatch.context() as env:
+        # readonlymode.enabled is a JVM property, not a zoo.cfg key.
+        env.setenv("JAVA_TOOL_OPTIONS", "-Dreadonlymode.enabled=true")
+        ensemble = ZooKeeperEnsemble(
+            3,
+            extra_config={"localSessionsEnabled": "true", "localSessionsUpgradingEnabled": "true"},
+        )
+        ensemble.start()
+    with ensemble:
+        survivor = ensemble.members[0]
+        ensemble.kill(1)
+        ensemble.kill(2)
+        deadline = time.monotonic() + 30
+        while survivor.role() != "read-only":
+            assert time.monotonic() < deadline, "the survivor never turned read-only"
+            time.sleep(0.1)
+        yield survivor
+
+
+async def test_read_only_server(read_only_member: EnsembleMember) -> None:
+    with anyio.fail_after(30):
+        async with aiocoord.connect(
+            read_only_member.connect_string, read_only=True, session_timeout=4
+        ) as coord:
+            first = await coord.connection_events().__anext__()
+            assert first.state is S.READ_ONLY
+            assert coord.state is S.READ_ONLY
+            assert await coord.client.exists("/") is not None  # reads are served
+            with pytest.raises(NotReadOnlyError):
+                await coord.client.create("/x")
+        # A client that does not accept a read-only server is refused, clearly and in time.
+        with pytest.raises(ConnectionLostError, match=r"within 1\.5s"):
+            async with aiocoord.connect(read_only_member.connect_string, connect_timeout=1.5):
+                pass

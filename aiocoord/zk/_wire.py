@@ -231,6 +231,12 @@ class ConnectAnswer:
 
     @classmethod
     def parse(cls, body: bytes) -> ConnectAnswer:
+        if len(body) < 20:
+            # Not a ConnectResponse: a read-only server that cannot make a session
+            # (no local sessions) answers with a bare error reply instead.
+            raise ValueError(
+                f"the server refused the session ({len(body)}-byte answer: {body.hex()})"
+            )
         resp, offset = proto.ConnectResponse.parse(body, 0)
         read_only = bool(body[offset]) if len(body) > offset else False
         return cls(resp.timeout, resp.session_id, resp.password or b"", read_only)
