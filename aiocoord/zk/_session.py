@@ -75,7 +75,6 @@ class SessionCore:
         self._registry = WatchRegistry()
         self._conn: Connection | None = None
         self._changed = anyio.Event()
-        self._first = anyio.Event()
         self._session_id = 0
         self._password = _NO_PASSWORD
         self._requested_ms = int(settings.session_timeout * 1000)
@@ -248,7 +247,6 @@ class SessionCore:
             ", read-only" if answer.read_only else "",
         )
         self._feed(Established(answer.session_id, new_session, answer.read_only))
-        self._first.set()
 
     async def _read(self, conn: Connection, scope: anyio.CancelScope) -> None:
         await conn.run()

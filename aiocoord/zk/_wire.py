@@ -140,11 +140,7 @@ class GetEphemeralsResponse(Response):  # type: ignore[misc]
 
 
 # WatcherType values used by removeWatches.
-WATCHER_CHILDREN = 1
-WATCHER_DATA = 2
-WATCHER_ANY = 3
-WATCHER_PERSISTENT = 4
-WATCHER_PERSISTENT_RECURSIVE = 5
+WATCHER_ANY = 3  # ZooKeeper 3.8 has no persistent WatcherType for removeWatches (4/5 are 3.9+)
 
 
 # --- building requests ---------------------------------------------------------------------
