@@ -10,8 +10,9 @@ would have had alone:
 
 - a create returns the new node's czxid (the fencing token) and owner.  A
   ``multi`` answers creates with their paths only, but every node it creates
-  has the transaction's zxid as czxid, so one read of one of them serves the
-  whole batch;
+  has the transaction's zxid (`MultiResults.zxid`) as czxid and the session
+  that sent it as owner: no read is needed (if the session changed while the
+  transaction was out, one read of one of the nodes decides);
 - if the transaction fails, the failing write gets its own error (a create
   whose parent is missing is retried alone, with its parents) and every other
   write is sent again on its own;
@@ -91,7 +92,7 @@ class WriteBatcher:
             return
         session = self._client.session_id
         try:
-            await self._client.multi([w.op for w in batch])
+            results = await self._client.multi([w.op for w in batch])
         except TransactionFailed as exc:
             failed = batch[exc.failed_index]
             if isinstance(failed.op, CreateOp) and isinstance(exc.cause, NoNodeError):
@@ -108,7 +109,14 @@ class WriteBatcher:
                 self._finish(write, error=exc)
             return
         creates = [w for w in batch if isinstance(w.op, CreateOp)]
-        created = await self._created(creates, session) if creates else None
+        created: tuple[int, int] | None = None
+        if creates:
+            if session is not None and self._client.session_id == session and results.zxid:
+                # Session ids are never reused, so the same one before and after means
+                # the transaction ran in it: its nodes are ours, with its zxid as czxid.
+                created = results.zxid, session
+            else:
+                created = await self._created(creates, session)
         for write in batch:
             if created is None and write in creates:
                 # Created, but no node of the batch could be read back as ours: let the
