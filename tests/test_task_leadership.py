@@ -136,6 +136,11 @@ def test_rendezvous_is_stable_spreads_evenly_and_moves_little() -> None:
             Action.IDLE,
         ),
         (TaskState(usable=True, held=True, granted=True, verify=True), Action.VERIFY),
+        # Without the leader watch nothing starts; a hand-over goes on.
+        (TaskState(usable=True, desired=True, watching=False), Action.IDLE),
+        (TaskState(usable=True, desired=True, held=True, watching=False), Action.IDLE),
+        (TaskState(usable=True, held=True, desired_for=5.0, watching=False), Action.DELETE),
+        (TaskState(usable=True, held=True, verify=True, watching=False), Action.VERIFY),
         (TaskState(usable=True, granted=True), Action.REVOKE),
         (TaskState(usable=True, desired=True, stale=True), Action.DROP_STALE),
         (TaskState(usable=False, granted=True, held=True, stopping=True), Action.REVOKE),
@@ -394,6 +399,59 @@ async def test_rolling_upgrade_newest_version_leads_and_tasks_return(
             assert f.double == []
             assert f.samples > 100
             await f.stop("new-b")  # its coordinator cannot reconnect: closes all the same
+
+
+@pytest.mark.anyio
+async def test_superseded_worker_drops_its_leader_watch_until_needed_again(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    def live_watches(tl: TaskLeadership) -> list[Any]:
+        return tl.coord.client._registry.persistent_keys()
+
+    with anyio.fail_after(30):
+        async with fleet(zk_server, zk_chroot) as f:
+            old = await f.start("old", "1.0")
+            await f.settled(lambda: dict.fromkeys(TASKS, "old"))
+            assert old._engine.watching() and live_watches(old)
+            f.tg.start_soon(f.sample)
+
+            # Superseded: it leads nothing and is chosen for nothing, so it stops
+            # hearing of every leader node written during the hand-over.
+            new = await f.start("new", "1.1")
+            await f.settled(lambda: dict.fromkeys(TASKS, "new"))
+            await f_wait(lambda: not old._engine.watching())
+            assert live_watches(old) == []
+            assert new._engine.watching()
+
+            # A changes() reader needs every event: the watch comes back while it reads.
+            seen: list[TaskChange] = []
+            done = anyio.Event()
+
+            async def follow() -> None:
+                async for change in old.changes():
+                    seen.append(change)
+                    if change.task == TASKS[0] and change.leader is None:
+                        break
+                done.set()
+
+            f.tg.start_soon(follow)
+            await f_wait(lambda: len({c.task for c in seen}) == len(TASKS))
+            assert {c.leader for c in seen} == {"new"}
+            await f_wait(old._engine.watching)
+            # Someone else deletes a leader node: the reader hears of it, the leader
+            # notices, takes the task again, and nobody else leads it meanwhile.
+            observer = await f.connect()
+            await observer.client.delete(f"{ROOT}/leaders/{TASKS[0]}")
+            await done.wait()
+            await f.settled(lambda: dict.fromkeys(TASKS, "new"))
+            await f_wait(lambda: not old._engine.watching())
+
+            # Chosen again: the watch comes back first, then the tasks.
+            await f.stop("new")
+            await f.settled(lambda: dict.fromkeys(TASKS, "old"))
+            assert old._engine.watching() and live_watches(old)
+            assert f.double == []
+            assert f.samples > 100
 
 
 @pytest.mark.anyio

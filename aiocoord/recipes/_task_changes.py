@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from aiocoord._broadcast import Broadcast
 from aiocoord.zk import EventType
@@ -40,10 +40,28 @@ class TaskChange:
 
 
 class ChangeFeed(Broadcast[Raw]):
-    """Copies leader events to every subscriber's stream (no replay: readers list first)."""
+    """Copies leader events to every subscriber's stream (no replay: readers list first).
 
-    def __init__(self) -> None:
+    `on_subscribers` is called whenever a subscriber comes or goes (the leader
+    watch must be live while anyone listens).
+    """
+
+    def __init__(self, on_subscribers: Callable[[], None] = lambda: None) -> None:
         super().__init__(replay_last=False)
+        self._on_subscribers = on_subscribers
+
+    @property
+    def subscribed(self) -> bool:
+        return bool(self._subscribers)
+
+    def open(self) -> tuple[MemoryObjectSendStream[Raw], MemoryObjectReceiveStream[Raw]]:
+        opened = super().open()
+        self._on_subscribers()
+        return opened
+
+    def unsubscribe(self, send: MemoryObjectSendStream[Raw]) -> None:
+        super().unsubscribe(send)
+        self._on_subscribers()
 
 
 async def _next_batch(receive: MemoryObjectReceiveStream[Raw]) -> list[Raw] | None:

@@ -179,11 +179,14 @@ class TaskState:
     of ours from an earlier session may still exist.  `verify`: a deletion was
     seen on the path while we held it.  `blocked`: the last create found the
     node held by someone else and no event has come since.  `stopping`: the
-    task is being removed (or the recipe closed).
+    task is being removed (or the recipe closed).  `watching`: the leader
+    watch is live (a worker that leads nothing and is chosen for nothing
+    drops it); leadership starts only under it.
     """
 
     usable: bool
     view_current: bool = True
+    watching: bool = True
     desired: bool = False
     desired_for: float = 0.0
     held: bool = False
@@ -226,7 +229,9 @@ def decide(state: TaskState, *, settle: float) -> Decision:
         if state.verify:
             return Decision(Action.VERIFY)
         if state.desired:
-            return Decision(Action.IDLE if state.granted else Action.GRANT)
+            if state.granted or not state.watching:
+                return Decision(Action.IDLE)
+            return Decision(Action.GRANT)
         if not state.view_current:
             return Decision(Action.IDLE)  # hand over only on a current worker list
         if state.desired_for >= settle:
@@ -234,6 +239,6 @@ def decide(state: TaskState, *, settle: float) -> Decision:
         return Decision(Action.WAIT, settle - state.desired_for)
     if state.granted:
         return Decision(Action.REVOKE)  # the node is gone: bodies must stop
-    if state.desired and state.view_current and not state.blocked:
+    if state.desired and state.view_current and state.watching and not state.blocked:
         return Decision(Action.ACQUIRE)
     return Decision(Action.IDLE)

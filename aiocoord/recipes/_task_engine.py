@@ -9,7 +9,12 @@ These background tasks run in the recipe's task group:
   reads the worker list with a child watch, recomputes the choice, and marks
   the session usable once both are done;
 - the leader watch: one persistent recursive watch on ``<root>/leaders`` that
-  routes each event to its task (and to `changes()` subscribers);
+  routes each event to its task (and to `changes()` subscribers).  A worker
+  that leads nothing, is chosen for nothing and has no `changes()` reader
+  drops it (an old version during an upgrade: it would only add to every
+  hand-over's notifications, to it and to the server) and adds it again when
+  that changes, then looks at the leader nodes as after a reconnection;
+  leadership starts only while the watch is live;
 - the write batcher (`WriteBatcher.run`), which turns the leader-node writes
   of one moment into one transaction;
 - one loop per task (`TaskSlot.run`).
@@ -39,7 +44,7 @@ from aiocoord.errors import (
     TransactionFailed,
 )
 from aiocoord.session import Coordinator
-from aiocoord.zk import DeleteOp, EventType, Watch, WatchedEvent, ZkClient
+from aiocoord.zk import DeleteOp, EventType, PersistentWatch, Watch, WatchedEvent, ZkClient
 from aiocoord.zk.paths import basename, join, parent
 from aiocoord.zk.states import ConnectionEvent, ConnectionState
 
@@ -113,7 +118,9 @@ class TaskEngine:
         self.usable_in: int | None = None  # session in which we may act (registered, list read)
         self._conn_changed = anyio.Event()
         self._writes = WriteBatcher(coord.client)
-        self.feed = ChangeFeed()
+        self._watch_live = False  # the leader watch is registered and nothing was missed
+        self._review = anyio.Event()  # set when the leader watch may have become (un)needed
+        self.feed = ChangeFeed(self.review_watch)
         self._closing = False
 
     # --- SlotHost --------------------------------------------------------------------------
@@ -157,6 +164,28 @@ class TaskEngine:
 
     def view_current(self) -> bool:
         return self._view_watch is not None and not self._view_watch.fired
+
+    def watching(self) -> bool:
+        return self._watch_live
+
+    def review_watch(self) -> None:
+        """Something the leader watch depends on changed: let its loop look again."""
+        self._review.set()
+        self._review = anyio.Event()
+
+    def _needs_leader_events(self) -> bool:
+        """Whether the leader watch must stay: anything but a settled worker with nothing to do.
+
+        Leading (granted) needs it to notice a deleted node; being chosen needs it
+        to learn when the node is free; `changes()` readers need every event.  A
+        node we hold but no longer lead (bodies cancelled) needs nothing: it is
+        deleted with its version.  While not usable (starting, disconnected) it
+        stays, so that reconnections work as before.
+        """
+        if not self.usable() or self._closing or self.feed.subscribed:
+            return True
+        me = self._worker.id
+        return any(slot.granted or slot.desired == me for slot in self.slots.values())
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -240,6 +269,7 @@ class TaskEngine:
             slot.poke()
         self._conn_changed.set()
         self._conn_changed = anyio.Event()
+        self.review_watch()
 
     # --- registration and the worker list ----------------------------------------------------
 
@@ -331,6 +361,7 @@ class TaskEngine:
             if desired != slot.desired:
                 slot.desired, slot.desired_at = desired, now
             slot.poke()
+        self.review_watch()
 
     async def _set_usable(self, session: int, changed: anyio.Event) -> None:
         """(Re)connected: leader events may have been missed, so look at the leader nodes.
@@ -352,32 +383,81 @@ class TaskEngine:
             if task in taken and slot.held is None and slot.stale is None:
                 slot.blocked_at = seen.get(task)
         self.feed.publish((None, None))
+        self.review_watch()
 
     # --- leader events ---------------------------------------------------------------------
 
     async def _watch_leaders(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """One persistent recursive watch on the leader nodes: wakes the tasks it concerns."""
+        """One persistent recursive watch on the leader nodes while needed: wakes the tasks."""
         started = False
         while True:
+            review = self._review
+            if started and not self._needs_leader_events():
+                await review.wait()
+                continue
             try:
                 async with self.client.watch(self.leaders_path, recursive=True) as pw:
-                    if not started:
-                        task_status.started()
+                    if started:
+                        await self._resync()
+                    else:
                         started = True
-                    async for event in pw.events:
-                        self._on_leader_event(event)
-                        # Take every event already queued, so the tasks they wake act
-                        # together (and their writes share one transaction).
-                        while True:
-                            try:
-                                self._on_leader_event(pw.events.receive_nowait())
-                            except (anyio.WouldBlock, anyio.EndOfStream):
-                                break
-                return  # the coordinator closed
+                        task_status.started()
+                    self._watch_live = True
+                    if await self._follow_leader_events(pw):
+                        return  # the coordinator closed
             except ConnectionLostError as exc:
                 log.debug("watching %s: %s", self.leaders_path, exc)
                 await self.coord.wait_connected()
                 await anyio.sleep(RETRY_DELAY)
+            finally:
+                self._watch_live = False
+
+    async def _follow_leader_events(self, pw: PersistentWatch) -> bool:
+        """Route events until the watch is no longer needed (False) or the stream ends (True)."""
+        ended = False
+        async with anyio.create_task_group() as tg:
+
+            async def route() -> None:
+                nonlocal ended
+                async for event in pw.events:
+                    self._on_leader_event(event)
+                    # Take every event already queued, so the tasks they wake act
+                    # together (and their writes share one transaction).
+                    while True:
+                        try:
+                            self._on_leader_event(pw.events.receive_nowait())
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                ended = True
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(route)
+            while True:
+                review = self._review
+                if not self._needs_leader_events():
+                    tg.cancel_scope.cancel()
+                    break
+                await review.wait()
+        return ended
+
+    async def _resync(self) -> None:
+        """The watch is back after a pause: events were missed, so look as after a reconnect.
+
+        Held nodes are checked (by czxid) before leadership is granted on them;
+        tasks whose node exists wait for an event on it, the others try a create.
+        """
+        seen = {task: slot.events for task, slot in self.slots.items()}
+        try:
+            taken = set(await self.client.children(self.leaders_path))
+        except NoNodeError:
+            taken = set()
+        for task, slot in self.slots.items():
+            slot.verify = slot.held is not None and not slot.deleting
+            slot.blocked_at = None
+            if task in taken and slot.held is None and slot.stale is None:
+                slot.blocked_at = seen.get(task)
+            slot.poke()
+        self.feed.publish((None, None))
 
     def _on_leader_event(self, event: WatchedEvent) -> None:
         if event.type is EventType.SESSION_LOST or parent(event.path) != self.leaders_path:

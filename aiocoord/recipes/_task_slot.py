@@ -108,6 +108,8 @@ class SlotHost(Protocol):
     def session_id(self) -> int | None: ...
     def usable(self) -> bool: ...
     def view_current(self) -> bool: ...
+    def watching(self) -> bool: ...
+    def review_watch(self) -> None: ...
 
 
 class TaskSlot:
@@ -243,6 +245,7 @@ class TaskSlot:
         return TaskState(
             usable=host.usable(),
             view_current=host.view_current(),
+            watching=host.watching(),
             desired=self.desired == host.worker.id,
             desired_for=time.monotonic() - self.desired_at,
             held=self.held is not None,
@@ -284,11 +287,17 @@ class TaskSlot:
             await self._acquire(host)
         elif action is Action.GRANT:
             await self.drained()  # the bodies of an earlier term finish first
-            if self.held is not None and not self.granted and self.desired == host.worker.id:
+            if (
+                self.held is not None
+                and not self.granted
+                and self.desired == host.worker.id
+                and host.watching()
+            ):
                 self.grant(host.worker)
         elif action is Action.REVOKE:
             reason = self.stopping or ("closed" if host.closing else None)
             self.revoke(reason or ("handed over" if self.held else "node deleted"), host.worker.id)
+            host.review_watch()  # maybe the last task we led: the leader watch may go
             await self.drained()
         elif action is Action.DELETE:
             await self._delete(host)
