@@ -5,9 +5,11 @@ The I/O loop behind `LeaderLatch`: it joins (through `Offer`), lists the childre
 watch at a time.  It tells its host (the latch) when to lead and when
 leadership is lost; the host owns the term, the events and the connection
 states, and calls `poke()` when a state changes.  Every wait is a single await
-that `poke()` or a change of our own node interrupts (a relay task per armed
-own-node watch), so a hand-off costs no task and no request beyond the
-notification, and, when more than one node was ahead, one listing.
+that `poke()` or a change of our own node interrupts (a watch callback), so a
+hand-off costs no task and no request beyond the notification, and, when more
+than one node was ahead, one listing.  When the predecessor that goes was the
+only node ahead, leadership is granted by a callback on its watch, where the
+notification is read: the next leader's own waiters are the first to wake.
 """
 
 from __future__ import annotations
@@ -203,8 +205,8 @@ class Campaign:
     async def _watch_own(self, offer: Offer, node: OurNode) -> Watch | None:
         """Our node's data watch (armed again after a data change); None if the node is gone.
 
-        A small task per armed watch interrupts whatever the campaign waits for
-        when it fires, so that each wait is a single await (no task per wait).
+        Its callback interrupts whatever the campaign waits for when it fires,
+        so that each wait is a single await (no task per wait).
         """
         own = self._own
         if own is not None and own.event is None:
@@ -221,14 +223,10 @@ class Campaign:
             self._node_lost(offer)
             return None
         self._own = own
-        self.tg.start_soon(self._relay, own)
+        own.add_callback(self._interrupt)
         return own
 
-    async def _relay(self, own: Watch) -> None:
-        await own.wait()
-        self._interrupt()
-
-    def _interrupt(self) -> None:
+    def _interrupt(self, _event: WatchedEvent | None = None) -> None:
         if self._waiting is not None:
             self._waiting.cancel()
 
@@ -255,6 +253,13 @@ class Campaign:
         self._following = None
         self.host._elect(node)
         return True
+
+    def _predecessor_gone(
+        self, event: WatchedEvent, predecessor: str, node: OurNode, own: Watch, wake: anyio.Event
+    ) -> None:
+        """The only node ahead of ours changed: if it is gone, lead now (same checks)."""
+        if event.type is EventType.DELETED and self._following == predecessor:
+            self._grant(node, own, wake)
 
     async def _lead(self, node: OurNode, own: Watch, wake: anyio.Event) -> None:
         if self._grant(node, own, wake):
@@ -288,6 +293,12 @@ class Campaign:
             self._following = predecessor
             self.host._publish(
                 ElectionEvent(ElectionState.FOLLOWING, node.path, predecessor=predecessor)
+            )
+        if ahead == 1:
+            # Lead the moment the notification is read, before this task (or any other
+            # woken by it) runs; the task then finds the grant made and holds it.
+            watch.add_callback(
+                lambda event: self._predecessor_gone(event, predecessor, node, own, wake)
             )
         event = await self._until(watch, own, wake)
         if event is None or event.type is not EventType.DELETED or self.closing:

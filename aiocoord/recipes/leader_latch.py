@@ -202,8 +202,9 @@ class LeaderLatch:
             if tg is not None and campaign is not None and campaign.writing:
                 tg.cancel_scope.cancel()
             if self._offer is not None:
+                # Shielded and bounded (one scope: its deadline is the bound).
                 limit = self._client.request_timeout()
-                with anyio.CancelScope(shield=True), anyio.move_on_after(limit):
+                with anyio.CancelScope(shield=True, deadline=anyio.current_time() + limit):
                     await self._offer.withdraw(self._coord.session_id)
             if tg is not None:
                 tg.cancel_scope.cancel()

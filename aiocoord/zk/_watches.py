@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import logging
 import math
 from collections import defaultdict
+from collections.abc import Callable
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -21,6 +23,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from .types import EventType, WatchedEvent
 
 __all__ = ("PersistentWatch", "Watch", "WatchKind", "WatchRegistry")
+
+log = logging.getLogger(__name__)
 
 
 class WatchKind(enum.Enum):
@@ -39,15 +43,37 @@ class Watch:
         self.path = path
         self.event: WatchedEvent | None = None
         self._fired = anyio.Event()
+        self._callbacks: list[Callable[[WatchedEvent], None]] = []
 
     @property
     def fired(self) -> bool:
         return self.event is not None
 
+    def add_callback(self, callback: Callable[[WatchedEvent], None]) -> None:
+        """Call `callback(event)` when the watch fires, before any waiter wakes.
+
+        It runs synchronously where the notification is delivered (no task to
+        wake), so it must be quick and must not await; an exception it raises
+        is logged and dropped.  A watch that has already fired calls it at once.
+        """
+        if self.event is not None:
+            self._call(callback, self.event)
+        else:
+            self._callbacks.append(callback)
+
     def _fire(self, event: WatchedEvent) -> None:
         if self.event is None:
             self.event = event
+            callbacks, self._callbacks = self._callbacks, []
+            for callback in callbacks:
+                self._call(callback, event)
             self._fired.set()
+
+    def _call(self, callback: Callable[[WatchedEvent], None], event: WatchedEvent) -> None:
+        try:
+            callback(event)
+        except Exception:
+            log.exception("watch callback %r on %s failed", callback, self.path)
 
     async def wait(self) -> WatchedEvent:
         """Wait until the watch fires; returns the event (SESSION_LOST if the session ended)."""
