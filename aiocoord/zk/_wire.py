@@ -190,10 +190,71 @@ def request_packet(xid: int, request: Any) -> bytes:
     return frame(request.serialize(xid))
 
 
+_MULTI_HEADER = struct.Struct("!i?i")  # a multi's per-operation header: type, done, err
+_MULTI_END = _MULTI_HEADER.pack(-1, True, -1)
+
+
+def _ustring(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    return _INT.pack(len(raw)) + raw
+
+
+def _acl_bytes(acl: Sequence[ACL]) -> bytes:
+    return _INT.pack(len(acl)) + b"".join(
+        _INT.pack(a.perms) + _ustring(a.scheme) + _ustring(a.id) for a in acl
+    )
+
+
+def _multi_op(op: Op, path: str, acl: Sequence[ACL], acls: dict[tuple[ACL, ...], bytes]) -> bytes:
+    """One operation of a multi: its header and body, as aiozk's serializer writes them.
+
+    Plain creates and deletes (what recipes batch by the hundred) are packed
+    directly, which is about ten times faster; the rest goes through aiozk.
+    """
+    if isinstance(op, DeleteOp):
+        return _MULTI_HEADER.pack(2, False, -1) + _ustring(path) + _INT.pack(op.version)
+    if isinstance(op, CreateOp) and op.mode is not CreateMode.CONTAINER and not op.mode.ttl:
+        use = tuple(op.acl or acl)
+        wire_acls = acls.get(use)
+        if wire_acls is None:
+            wire_acls = acls[use] = _acl_bytes(use)
+        return b"".join(
+            (
+                _MULTI_HEADER.pack(15, False, -1),
+                _ustring(path),
+                _INT.pack(len(op.data)),
+                op.data,
+                wire_acls,
+                _INT.pack(int(op.mode)),
+            )
+        )
+    if isinstance(op, CreateOp):
+        request: Any = create_request(path, op.data, op.mode, op.ttl, op.acl or acl)
+    elif isinstance(op, SetDataOp):
+        request = proto.SetDataRequest(path=path, data=op.data, version=op.version)
+    elif isinstance(op, CheckOp):
+        request = proto.CheckVersionRequest(path=path, version=op.version)
+    else:  # pragma: no cover - guarded by the caller
+        raise TypeError(f"not a multi operation: {op!r}")
+    fmt, values = request.render()
+    return _MULTI_HEADER.pack(request.opcode, False, -1) + struct.pack("!" + fmt, *values)
+
+
 def multi_packet(
     xid: int, ops: list[tuple[Op, str]], acl: Sequence[ACL] = OPEN_ACL_UNSAFE
 ) -> bytes:
     """A framed multi (opcode 14) of `(op, server_path)` pairs."""
+    acls: dict[tuple[ACL, ...], bytes] = {}
+    body = [_INT.pack(xid), _INT.pack(14)]
+    body.extend(_multi_op(op, path, acl, acls) for op, path in ops)
+    body.append(_MULTI_END)
+    return frame(b"".join(body))
+
+
+def multi_packet_aiozk(
+    xid: int, ops: list[tuple[Op, str]], acl: Sequence[ACL] = OPEN_ACL_UNSAFE
+) -> bytes:
+    """`multi_packet` through aiozk's serializer alone (the reference the fast one must match)."""
     txn = proto.TransactionRequest()
     for op, path in ops:
         if isinstance(op, CreateOp):
@@ -264,25 +325,35 @@ def parse_multi(body: bytes) -> list[tuple[int, Any]]:
     offset = _HEADER.size
     out: list[tuple[int, Any]] = []
     while True:
-        header, offset = proto.transaction.MultiHeader.parse(body, offset)
-        if header.done:
+        type_, done, _err = _MULTI_HEADER.unpack_from(body, offset)
+        offset += _MULTI_HEADER.size
+        if done:
             return out
-        if header.type == -1:
+        if type_ == -1:
             code = _INT.unpack_from(body, offset)[0]
             offset += _INT.size
             out.append((-1, int(code)))
-        elif header.type == 1:
-            path, offset = UString.parse(body, offset)
+        elif type_ == 1:
+            path, offset = _parse_ustring(body, offset)
             out.append((1, (path, None)))
-        elif header.type in (15, 19, 21):
-            path, offset = UString.parse(body, offset)
+        elif type_ in (15, 19, 21):
+            path, offset = _parse_ustring(body, offset)
             stat, offset = _WireStat.parse(body, offset)
             out.append((15, (path, Stat._from_wire(stat))))
-        elif header.type == 5:
+        elif type_ == 5:
             stat, offset = _WireStat.parse(body, offset)
             out.append((5, Stat._from_wire(stat)))
         else:
-            out.append((int(header.type), None))
+            out.append((int(type_), None))
+
+
+def _parse_ustring(body: bytes, offset: int) -> tuple[str | None, int]:
+    """A length-prefixed UTF-8 string (length -1: None), as aiozk's `UString.parse`."""
+    size = _INT.unpack_from(body, offset)[0]
+    offset += _INT.size
+    if size == -1:
+        return None, offset
+    return body[offset : offset + size].decode("utf-8"), offset + size
 
 
 def multi_results(raw: list[tuple[int, Any]], strip: Any) -> list[OpResult]:
