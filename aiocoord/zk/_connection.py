@@ -4,23 +4,28 @@ A `Connection` never reconnects; the session loop (`_session.py`) opens a new
 one.  EOF, a reset, a malformed packet or silence longer than the read timeout
 end it at once (aiozk waited for its next heartbeat), and every request still
 waiting gets `ConnectionLostError`: its outcome is unknown.
+
+The socket is driven by an asyncio protocol, not by reader and writer tasks:
+frames are parsed, and replies handed to their callers, in the event loop's
+receive callback; requests queued during one step of the loop go out in one
+write from a loop callback.  A round trip then wakes one task (its caller)
+instead of three, and task wake-ups are most of a round trip's CPU time.
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import logging
 import ssl
 import struct
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
 
 import anyio
-import anyio.abc
-from anyio.streams.buffered import BufferedByteReceiveStream
+import anyio.lowlevel
 
 from ..errors import ConnectionLostError, SessionExpiredError
 from . import _wire
@@ -41,41 +46,115 @@ class _Pending:
 
     xid: int
     opcode: int
+    done: asyncio.Future[None]
     on_reply: Callable[[int, int, bytes], None] | None = None
-    done: anyio.Event = field(default_factory=anyio.Event)
     header: tuple[int, int] = (0, 0)  # zxid, err
     body: bytes = b""
     error: BaseException | None = None
 
 
+class _Protocol(asyncio.Protocol):
+    """Frames the byte stream and hands each packet to `on_frame`, the end to `on_end`.
+
+    Until a `Connection` takes it over, the first packet (the handshake's
+    answer) resolves `first` and any later ones wait in `early`.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.first: asyncio.Future[bytes] = loop.create_future()
+        self.early: list[bytes] = []
+        self.on_frame: Callable[[bytes], None] | None = None
+        self.on_end: Callable[[str], None] | None = None
+        self.end_reason: str | None = None
+        self.last_recv = time.monotonic()
+        self._buf = bytearray()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+
+    def data_received(self, data: bytes) -> None:
+        self.last_recv = time.monotonic()
+        buf = self._buf
+        buf += data
+        try:
+            while len(buf) >= 4:
+                size = _INT.unpack_from(buf, 0)[0]
+                if size < 0 or size > _MAX_PACKET:
+                    raise ValueError(f"packet length {size} out of range")
+                if len(buf) < 4 + size:
+                    break
+                body = bytes(buf[4 : 4 + size])
+                del buf[: 4 + size]
+                if self.on_frame is not None:
+                    self.on_frame(body)
+                elif not self.first.done():
+                    self.first.set_result(body)
+                else:
+                    self.early.append(body)
+        except Exception as exc:  # malformed packet: this connection is unusable
+            log.warning("dropping a connection: %r", exc)
+            self.ended(f"sent a malformed packet: {exc!r}")
+            if self.transport is not None:
+                self.transport.abort()
+
+    def eof_received(self) -> bool:
+        self.ended("closed by the server")
+        return False  # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.ended("closed" if exc is None else f"lost: {exc!r}")
+
+    def ended(self, reason: str) -> None:
+        if self.end_reason is not None:
+            return
+        self.end_reason = reason
+        if not self.first.done():
+            self.first.set_exception(ConnectionLostError(reason))
+        if self.on_end is not None:
+            self.on_end(reason)
+
+
 class Connection:
-    """A live, handshaken connection; `run()` reads until it ends."""
+    """A live, handshaken connection; `run()` keeps it alive until it ends."""
 
     def __init__(
         self,
-        stream: anyio.abc.ByteStream,
+        protocol: _Protocol,
         address: tuple[str, int],
         answer: ConnectAnswer,
         on_notification: Callable[[bytes], None],
         on_zxid: Callable[[int], None],
     ) -> None:
+        assert protocol.transport is not None
         self.address = address
         self.answer = answer
-        self._stream = stream
+        self._loop = asyncio.get_running_loop()
+        self._protocol = protocol
+        self._transport = protocol.transport
         self._on_notification = on_notification
         self._on_zxid = on_zxid
         self._pending: deque[_Pending] = deque()
         self._outbox: list[bytes] = []
-        self._outbox_ready = anyio.Event()
-        self._writing = False
+        self._flush_handle: asyncio.Handle | None = None
         self._scope: anyio.CancelScope | None = None
-        self._leftover = b""
         self._xid = 0
         self.closed = False
         self.close_reason = ""
-        self.last_recv = time.monotonic()
         self.last_send = time.monotonic()
         self.read_timeout = answer.timeout_ms / 1000.0 * 2 / 3
+        protocol.on_end = self._lost
+        protocol.on_frame = self._dispatch_safely
+        early, protocol.early = protocol.early, []
+        for body in early:
+            self._dispatch_safely(body)
+        if protocol.end_reason is not None:
+            self._lost(protocol.end_reason)
+
+    @property
+    def last_recv(self) -> float:
+        """When the server was last heard from (monotonic clock)."""
+        return self._protocol.last_recv
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -103,148 +182,83 @@ class Connection:
         database) costs one attempt, not the whole session.
         """
         host, port = address
-        stream: anyio.abc.ByteStream | None = None
+        loop = asyncio.get_running_loop()
+        protocol = _Protocol(loop)
         try:
             with anyio.fail_after(timeout):
-                if ssl_context is None:
-                    stream = await anyio.connect_tcp(host, port)
-                else:
-                    stream = await anyio.connect_tcp(
-                        host,
-                        port,
-                        ssl_context=ssl_context,
-                        tls_hostname=tls_hostname or host,
-                        tls_standard_compatible=False,
-                    )
-                await stream.send(
+                await loop.create_connection(
+                    lambda: protocol,
+                    host,
+                    port,
+                    ssl=ssl_context,
+                    server_hostname=(tls_hostname or host) if ssl_context is not None else None,
+                )
+                assert protocol.transport is not None
+                protocol.transport.write(
                     _wire.connect_request(last_zxid, timeout_ms, session_id, password, read_only)
                 )
-                reader = BufferedByteReceiveStream(stream)
-                body = await _read_frame(reader)
-                answer = ConnectAnswer.parse(body)
+                answer = ConnectAnswer.parse(await protocol.first)
         except TimeoutError as exc:
-            await _close_quietly(stream)
+            _abort(protocol)
             raise ConnectionLostError(
                 f"no handshake from {host}:{port} within {timeout:.2f}s"
             ) from exc
         except Exception as exc:  # refused, reset, EOF, or an answer that is not ZooKeeper's
-            await _close_quietly(stream)
+            _abort(protocol)
             raise ConnectionLostError(f"cannot connect to {host}:{port}: {exc!r}") from exc
         except BaseException:
-            await _close_quietly(stream)
+            _abort(protocol)
             raise
         if answer.expired:
-            await _close_quietly(stream)
+            _abort(protocol)
             raise SessionExpiredError(f"session 0x{session_id:x} expired (told by {host}:{port})")
-        conn = cls(stream, address, answer, on_notification, on_zxid)
-        conn._leftover = bytes(reader.buffer)
-        return conn
+        return cls(protocol, address, answer, on_notification, on_zxid)
 
     # --- running ---------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Read, write and keep the connection alive until it ends; never raises.
+        """Keep the connection alive until it ends; never raises.
 
-        Three tasks: the reader parses every complete frame of each chunk it
-        receives; the writer sends everything queued since its last write in one
-        go (pipelined requests cost one syscall); the keepalive pings after a
-        third of the session timeout without sending and drops the connection
-        after two thirds without hearing from the server (the Java client's read
-        timeout), which also bounds every request in flight.
+        Pings after a third of the session timeout without sending, and drops
+        the connection after two thirds without hearing from the server (the
+        Java client's read timeout), which also bounds every request in flight.
+        Receiving and sending happen meanwhile in the event loop's callbacks.
         """
         try:
-            async with anyio.create_task_group() as tg:
-                self._scope = tg.cancel_scope
+            with anyio.CancelScope() as scope:
+                self._scope = scope
                 if self.closed:
-                    tg.cancel_scope.cancel()
-                tg.start_soon(self._guard, self._read_loop)
-                tg.start_soon(self._guard, self._write_loop)
-                tg.start_soon(self._guard, self._keepalive)
-        finally:
-            if not self.closed:
-                self._end("connection closed")
-            with anyio.CancelScope(shield=True):
-                await _close_quietly(self._stream)
-
-    async def _guard(self, loop: Callable[[], Awaitable[None]]) -> None:
-        try:
-            await loop()
+                    scope.cancel()
+                await self._keepalive()
         except ConnectionLostError as exc:
             self._end(str(exc))
-        except (
-            OSError,
-            anyio.EndOfStream,
-            anyio.IncompleteRead,
-            anyio.BrokenResourceError,
-            anyio.ClosedResourceError,
-        ) as exc:
-            what = (
-                "closed by the server"
-                if isinstance(exc, anyio.EndOfStream | anyio.IncompleteRead)
-                else repr(exc)
-            )
-            self._end(f"connection to {self.address[0]}:{self.address[1]} {what}")
-        except Exception as exc:  # malformed packet or a parse error: this connection is unusable
-            log.warning("dropping connection to %s:%s: %r", *self.address, exc)
-            self._end(f"malformed packet from {self.address[0]}:{self.address[1]}: {exc!r}")
         finally:
             if not self.closed:
                 self._end("connection closed")
-            if self._scope is not None:
-                self._scope.cancel()
-
-    async def _read_loop(self) -> None:
-        buf = bytearray(self._leftover)
-        while True:
-            while len(buf) >= 4:
-                size = _INT.unpack_from(buf, 0)[0]
-                if size < 0 or size > _MAX_PACKET:
-                    raise ValueError(f"packet length {size} out of range")
-                if len(buf) < 4 + size:
-                    break
-                body = bytes(buf[4 : 4 + size])
-                del buf[: 4 + size]
-                self._dispatch(body)
-            buf += await self._stream.receive(65536)
-            self.last_recv = time.monotonic()
-
-    async def _write_loop(self) -> None:
-        while True:
-            await self._outbox_ready.wait()
-            self._outbox_ready = anyio.Event()
-            if not self._writing:
-                await self._flush()
-
-    async def _flush(self) -> None:
-        """Send everything queued, in order; one flusher at a time (the writer or a caller)."""
-        self._writing = True
-        try:
-            while self._outbox:
-                count = len(self._outbox)
-                data = b"".join(self._outbox)
-                await self._stream.send(data)
-                # Dropped only once written: a packet must never be lost while its reply
-                # is awaited, or every later reply would be matched to the wrong request.
-                del self._outbox[:count]
-                self.last_send = time.monotonic()
-        finally:
-            self._writing = False
-            if self._outbox:
-                self._outbox_ready.set()  # hand what is left to the writer
+            self._transport.close()
 
     async def _keepalive(self) -> None:
         ping_after = self.answer.timeout_ms / 1000.0 / 3
         while True:
             now = time.monotonic()
-            if now - self.last_recv >= self.read_timeout:
+            last_recv = self._protocol.last_recv
+            if now - last_recv >= self.read_timeout:
                 raise ConnectionLostError(
                     f"no answer from {self.address[0]}:{self.address[1]} for {self.read_timeout:.2f}s"
                 )
             if now - self.last_send >= ping_after and not self._outbox:
                 self.queue(_PING_PACKET, _wire.PING_XID, 11)
-                self.last_send = now  # the writer refreshes it; don't ping twice meanwhile
-            wake = min(self.last_recv + self.read_timeout, self.last_send + ping_after)
+                self.last_send = now  # the flush refreshes it; don't ping twice meanwhile
+            wake = min(last_recv + self.read_timeout, self.last_send + ping_after)
             await anyio.sleep(max(0.005, wake - now))
+
+    def _dispatch_safely(self, body: bytes) -> None:
+        try:
+            self._dispatch(body)
+        except Exception as exc:  # a reply that matches no request or does not parse
+            log.warning("dropping connection to %s:%s: %r", *self.address, exc)
+            self._end(f"malformed packet from {self.address[0]}:{self.address[1]}: {exc!r}")
+            self._transport.abort()
 
     def _dispatch(self, body: bytes) -> None:
         xid, zxid, err = _wire.reply_header(body)
@@ -264,7 +278,11 @@ class Connection:
             # Runs before the next packet is dispatched, so a watch is registered
             # before the notification that may follow its reply.
             pending.on_reply(err, zxid, body)
-        pending.done.set()
+        if not pending.done.done():  # done already if its waiter was cancelled
+            pending.done.set_result(None)
+
+    def _lost(self, reason: str) -> None:
+        self._end(f"connection to {self.address[0]}:{self.address[1]} {reason}")
 
     def _end(self, reason: str) -> None:
         if self.closed:
@@ -277,15 +295,20 @@ class Connection:
             pending.error = ConnectionLostError(
                 f"connection lost with the request in flight: {reason}"
             )
-            pending.done.set()
+            if not pending.done.done():
+                pending.done.set_result(None)
         self._outbox.clear()
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
         if self._scope is not None:
             self._scope.cancel()
 
     async def abort(self, reason: str) -> None:
-        """Close the socket now; `run()` then ends."""
+        """End the connection and close the socket (after what is already written); `run()` ends."""
         self._end(reason)
-        await _close_quietly(self._stream)
+        self._transport.close()
+        await anyio.lowlevel.checkpoint()
 
     # --- sending ---------------------------------------------------------------------------
 
@@ -300,11 +323,13 @@ class Connection:
         opcode: int,
         on_reply: Callable[[int, int, bytes], None] | None = None,
     ) -> _Pending:
-        """Queue a framed request for the writer; the entry completes with its reply.
+        """Queue a framed request; the entry completes with its reply.
 
         Synchronous, so the order of `queue` calls is the order on the wire and
-        of the replies.  Raises `ValueError` for a request the server would
-        refuse by dropping the connection (longer than jute.maxbuffer).
+        of the replies.  Everything queued during one step of the event loop
+        goes out in one write (pipelined requests cost one syscall).  Raises
+        `ValueError` for a request the server would refuse by dropping the
+        connection (longer than jute.maxbuffer).
         """
         if len(packet) - _INT.size > _MAX_REQUEST:
             raise ValueError(
@@ -313,11 +338,26 @@ class Connection:
             )
         if self.closed:
             raise ConnectionLostError(f"not connected ({self.close_reason})")
-        pending = _Pending(xid, opcode, on_reply)
+        pending = _Pending(xid, opcode, self._loop.create_future(), on_reply)
         self._pending.append(pending)
         self._outbox.append(packet)
-        self._outbox_ready.set()
+        if self._flush_handle is None:
+            self._flush_handle = self._loop.call_soon(self._flush)
         return pending
+
+    def _flush(self) -> None:
+        """Write everything queued, in order (a loop callback)."""
+        self._flush_handle = None
+        if self.closed or not self._outbox:
+            return
+        data = self._outbox[0] if len(self._outbox) == 1 else b"".join(self._outbox)
+        self._outbox.clear()
+        try:
+            self._transport.write(data)
+        except Exception as exc:  # the transport is closing: no reply will come
+            self._end(f"send failed: {exc!r}")
+            return
+        self.last_send = time.monotonic()
 
     async def call(
         self,
@@ -328,14 +368,6 @@ class Connection:
         """Send `request` and wait for its reply: ``(err, zxid, body)``."""
         xid = self.next_xid() if xid is None else xid
         pending = self.queue(_wire.request_packet(xid, request), xid, request.opcode, on_reply)
-        if not self._writing:
-            # Nobody is sending: write from this task rather than wake the writer (one
-            # task switch less per request); a failed write ends the connection.
-            try:
-                with anyio.CancelScope(shield=True):
-                    await self._flush()
-            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                self._end(f"send failed: {exc!r}")
         return await wait_reply(pending)
 
 
@@ -344,23 +376,14 @@ _PING_PACKET = _wire.request_packet(_wire.PING_XID, _wire.proto.PingRequest())
 
 async def wait_reply(pending: _Pending) -> tuple[int, int, bytes]:
     """Wait for a queued request's reply: ``(err, zxid, body)``."""
-    await pending.done.wait()
+    if not pending.done.done():
+        await pending.done
     if pending.error is not None:
         raise pending.error
     zxid, err = pending.header
     return err, zxid, pending.body
 
 
-async def _read_frame(reader: BufferedByteReceiveStream) -> bytes:
-    size = _INT.unpack(await reader.receive_exactly(4))[0]
-    if size < 0 or size > _MAX_PACKET:
-        raise ValueError(f"packet length {size} out of range")
-    return await reader.receive_exactly(size)
-
-
-async def _close_quietly(stream: anyio.abc.ByteStream | None) -> None:
-    if stream is None:
-        return
-    with anyio.CancelScope(shield=True), anyio.move_on_after(1):
-        with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await stream.aclose()
+def _abort(protocol: _Protocol) -> None:
+    if protocol.transport is not None:
+        protocol.transport.abort()
