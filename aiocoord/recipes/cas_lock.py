@@ -69,7 +69,7 @@ from ..errors import (
     NoNodeError,
 )
 from ..session import Coordinator
-from ..zk import EventType, Stat, Watch
+from ..zk import EventType, Node, Stat, Watch
 from ..zk.paths import validate_path
 from ._cas_hold import Slot, guard, run_once
 from ._cas_record import (
@@ -95,12 +95,33 @@ log = logging.getLogger(__name__)
 WRITE_ATTEMPTS = 3  # resends of a write whose reply was lost and that did not land
 
 
+class _Resend:
+    """`_read_back`'s answer when the write did not land and the version is unchanged."""
+
+
+_RESEND = _Resend()
+
+
+@dataclass(slots=True)
+class _View:
+    """What a contender knows of the node: its content (None: no node) and maybe a watch.
+
+    `known`: not read but remembered from our own last write, so possibly
+    stale; it is only ever used for a CAS, which fails if it is.
+    """
+
+    node: Node | None
+    watch: Watch | None = None
+    known: bool = False
+
+
 @dataclass(slots=True)
 class _Round:
     acquired: bool
     decision: Decision | None = None
     record: LockRecord | None = None
     watch: Watch | None = None
+    after: _View | None = None  # what a lost CAS found (no need to read again)
 
 
 class CasLock:
@@ -137,6 +158,7 @@ class CasLock:
         self._taken = False  # the loss was someone else's write: the record is not ours to touch
         self._session: int | None = None
         self._seen_owner: str | None = None
+        self._released: Node | None = None  # the record our last release wrote, with its stat
 
     # --- state -----------------------------------------------------------------------------
 
@@ -197,15 +219,20 @@ class CasLock:
         connection losses.  Raises `NodeDataError` for a foreign record.
         """
         self._check_idle()
+        view = self._remembered()
         while True:
             try:
-                rnd = await self._round(watch=True, window=None)
+                if view is None:
+                    view = await self._look(watch=True)
+                rnd = await self._round(view, watch=True, window=None)
             except ConnectionLostError:
                 await self._coord.wait_connected()
+                view = None
                 continue
             if rnd.acquired:
                 return
-            if rnd.watch is None or rnd.decision is None:
+            view = rnd.after
+            if view is not None or rnd.watch is None or rnd.decision is None:
                 continue
             with anyio.move_on_after(rnd.decision.wait):
                 if (await rnd.watch.wait()).type is EventType.SESSION_LOST:
@@ -214,30 +241,48 @@ class CasLock:
     async def _try_window(self, window: float | None) -> tuple[bool, LockRecord | None]:
         """Acquire without waiting (once_per: unless `window` already ran); with the record."""
         self._check_idle()
+        view = self._remembered()
         while True:
-            rnd = await self._round(watch=False, window=window)
+            if view is None:
+                view = await self._look(watch=False)
+            rnd = await self._round(view, watch=False, window=window)
             if rnd.acquired:
                 return True, self._record
             if rnd.decision is not None:
                 return False, rnd.record
+            view = rnd.after
 
     def _check_idle(self) -> None:
         if self._record is not None:
             raise RuntimeError(f"{self!r} is already held (CasLock is not reentrant)")
 
-    async def _round(self, *, watch: bool, window: float | None) -> _Round:
-        """Read, decide, and write if we may: acquired, a decision to wait, or neither (again)."""
+    def _remembered(self) -> _View | None:
+        """What our last release wrote, if anything: a free record worth a CAS without a read.
+
+        Taking the lock again right after releasing it then costs one round
+        trip; if anyone wrote since, the CAS fails and its pipelined read
+        tells what they wrote.
+        """
+        node, self._released = self._released, None
+        return _View(node, known=True) if node is not None else None
+
+    async def _look(self, *, watch: bool) -> _View:
         client = self._coord.client
-        watcher: Watch | None = None
         try:
             if watch:
                 node, watcher = await client.get_watch(self.path)
-            else:
-                node = await client.get(self.path)
+                return _View(node, watcher)
+            return _View(await client.get(self.path))
         except NoNodeError:
-            node = None
+            return _View(None)
+
+    async def _round(self, view: _View, *, watch: bool, window: float | None) -> _Round:
+        """Decide from `view`, and write if we may: acquired, a decision to wait, or neither."""
+        node = view.node
         record = decode(self.path, node.data) if node is not None else None
         decision = decide(record, now=time.time(), skew=self.skew, holder=self._id, window=window)
+        if view.known and not decision.take:
+            return _Round(False)  # a remembered record decides nothing but a CAS: read
         if decision.verdict is Verdict.OURS and node is not None and record is not None:
             # An acquiring write of ours landed although its reply was lost; our own
             # clock wrote its expiry, so the local deadline follows from it.
@@ -246,7 +291,7 @@ class CasLock:
             return _Round(True)
         if not decision.take:
             self._seen_owner = record.owner if record is not None else None
-            return _Round(False, decision, record, watcher)
+            return _Round(False, decision, record, view.watch)
         # The holder's own deadline counts from `started`, taken before the expiry it
         # writes is computed, so it is never later than the lease others see.
         started = time.monotonic()
@@ -256,15 +301,16 @@ class CasLock:
         # Shielded (and bounded): once the write is sent, we must learn its outcome,
         # or a cancelled acquire could leave a lock nobody knows it holds.
         limit = self._coord.client.request_timeout() * 2
+        after: _View | None = None
         with anyio.CancelScope(shield=True), anyio.move_on_after(limit) as scope:
             if node is None:
                 stat = await self._create(new)
             else:
-                stat = await self._write(new, node.stat.version)
+                stat, after = await self._cas(new, node.stat.version, watch=watch)
         if scope.cancelled_caught:
             raise ConnectionLostError(f"the outcome of acquiring {self.path} is unknown")
         if stat is None:
-            return _Round(False)  # lost the race: read again
+            return _Round(False, after=after)  # lost the race: `after` (or a read) tells to whom
         self._took(new, stat, started, record if decision.verdict is Verdict.EXPIRED else None)
         return _Round(True)
 
@@ -293,6 +339,28 @@ class CasLock:
             return None
         return node.stat if node.data == data else None
 
+    async def _cas(
+        self, record: LockRecord, version: int, *, watch: bool
+    ) -> tuple[Stat | None, _View | None]:
+        """The acquiring CAS, pipelined with a read of what is there after it.
+
+        Returns the write's stat (None: the CAS lost) and, when it lost, the
+        node that won (with a watch if asked), so that losing costs no extra
+        round trip.  A lost reply is resolved as in `_write`.
+        """
+        data = encode(record)
+        try:
+            stat, node, watcher = await self._coord.client.set_and_get(
+                self.path, data, version, watch=watch
+            )
+        except ConnectionLostError as exc:
+            log.debug("write to %s interrupted (%s); reading it back", self.path, exc)
+            outcome = await self._read_back(data, version)
+            if isinstance(outcome, _Resend):
+                return await self._write(record, version), None
+            return outcome, None
+        return stat, (None if stat is not None else _View(node, watcher))
+
     async def _write(self, record: LockRecord, version: int) -> Stat | None:
         """``setData`` conditional on `version`; None when the CAS lost.
 
@@ -310,15 +378,22 @@ class CasLock:
                 return None
             except ConnectionLostError as exc:
                 log.debug("write to %s interrupted (%s); reading it back", self.path, exc)
-            try:
-                node = await client.get(self.path)
-            except NoNodeError:
-                return None
-            if node.stat.version == version + 1 and node.data == data:
-                return node.stat
-            if node.stat.version != version:
-                return None
+            outcome = await self._read_back(data, version)
+            if not isinstance(outcome, _Resend):
+                return outcome
         raise ConnectionLostError(f"could not write {self.path}: the connection keeps dropping")
+
+    async def _read_back(self, data: bytes, version: int) -> Stat | _Resend | None:
+        """After a write with a lost reply: its stat if it landed, None if another won, or resend."""
+        try:
+            node = await self._coord.client.get(self.path)
+        except NoNodeError:
+            return None
+        if node.stat.version == version + 1 and node.data == data:
+            return node.stat
+        if node.stat.version != version:
+            return None
+        return _RESEND
 
     async def _write_ours(self, new: LockRecord) -> Stat | None:
         """CAS on our version; after a lost CAS, adopt the record if it is still ours.
@@ -376,10 +451,11 @@ class CasLock:
             self._forget()
             raise LockLost(self.path, reason)
         assert self._token is not None
-        stat = await self._write_ours(
-            self._record.released(token=self._token, run=run, failure=failure)
-        )
+        released = self._record.released(token=self._token, run=run, failure=failure)
+        stat = await self._write_ours(released)
         self._forget()
+        if stat is not None:
+            self._released = Node(encode(released), stat)
         if stat is None:
             raise LockLost(self.path, "another client changed the record before the release")
         log.info("lock %s released by %s", self.path, self._owner)

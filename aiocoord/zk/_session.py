@@ -17,8 +17,8 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 log = logging.getLogger("aiocoord.session")
+T = TypeVar("T")
 
 _NO_PASSWORD = b"\x00" * 16
 _SET_WATCHES_CHUNK = 128 * 1024  # the Java client splits SetWatches the same way
@@ -425,6 +426,30 @@ class SessionCore:
 
         return await self._call(send, path, timeout, check=False)
 
+    async def call_pipelined(
+        self,
+        requests: list[tuple[Any, Callable[[int, int, bytes], None] | None]],
+        *,
+        path: str | None = None,
+        timeout: float | None = None,
+    ) -> list[tuple[int, int, bytes]]:
+        """Send `requests` back to back on one connection; ``(err, zxid, body)`` of each.
+
+        They leave in one write and the server answers them in order, so a
+        write followed by a read costs one round trip and one wake-up.  Error
+        codes are returned, not raised; `ConnectionLostError` as in `call`.
+        """
+
+        async def send(conn: Connection) -> list[tuple[int, int, bytes]]:
+            pendings = []
+            for request, on_reply in requests:
+                xid = conn.next_xid()
+                packet = _wire.request_packet(xid, request)
+                pendings.append(conn.queue(packet, xid, request.opcode, on_reply))
+            return [await wait_reply(pending) for pending in pendings]
+
+        return await self._on_connection(send, timeout)
+
     async def _call(
         self,
         send: Callable[[Connection], Any],
@@ -432,6 +457,16 @@ class SessionCore:
         timeout: float | None,
         check: bool = True,
     ) -> tuple[int, bytes]:
+        err, zxid, body = await self._on_connection(send, timeout)
+        if check:
+            self._check(err, path)
+            return zxid, body
+        return err, body
+
+    async def _on_connection(
+        self, send: Callable[[Connection], Awaitable[T]], timeout: float | None
+    ) -> T:
+        """`send` on the current connection, waiting for one within the request deadline."""
         self._ensure_open()
         conn = self._conn
         if (
@@ -443,27 +478,20 @@ class SessionCore:
             # Fast path: connected, default deadline.  A request in flight is bounded
             # by the connection's read timeout (2/3 of the session timeout), after
             # which the connection drops and the request fails with ConnectionLostError.
-            err, zxid, body = await send(conn)
-        else:
-            limit = timeout if timeout is not None else self.request_timeout()
-            with anyio.move_on_after(limit) as scope:
-                while True:
-                    conn = self._conn
-                    if conn is None or conn.closed:
-                        await self._wait_usable()
-                        continue
-                    err, zxid, body = await send(conn)
-                    break
-            if scope.cancelled_caught:
-                self._ensure_open()
-                raise ConnectionLostError(
-                    f"no answer from ZooKeeper within {limit:.2f}s"
-                    + (f" (last error: {self.last_error})" if self.last_error else "")
-                )
-        if check:
-            self._check(err, path)
-            return zxid, body
-        return err, body
+            return await send(conn)
+        limit = timeout if timeout is not None else self.request_timeout()
+        with anyio.move_on_after(limit):
+            while True:
+                conn = self._conn
+                if conn is None or conn.closed:
+                    await self._wait_usable()
+                    continue
+                return await send(conn)
+        self._ensure_open()
+        raise ConnectionLostError(
+            f"no answer from ZooKeeper within {limit:.2f}s"
+            + (f" (last error: {self.last_error})" if self.last_error else "")
+        )
 
     async def _wait_usable(self) -> None:
         # Every transition (and close) sets `_changed`; `_conn` is set before it fires.

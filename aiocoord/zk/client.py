@@ -57,6 +57,8 @@ T = TypeVar("T")
 
 MAX_DATA = 0xFFFFF  # jute.maxbuffer's default: the server refuses larger packets
 PROTECTED_PREFIX = "_c_"  # Curator's ProtectedUtils prefix
+_NO_NODE = -101
+_BAD_VERSION = -103
 
 
 def _check_data(data: object, name: str = "data") -> bytes:
@@ -354,6 +356,42 @@ class ZkClient(SessionCore):
         req = _wire.proto.SetDataRequest(path=self.server_path(path), data=raw, version=version)
         _zxid, body = await self.call(req, path=path)
         return Stat._from_wire(_wire.parse_body(5, body).stat)
+
+    async def set_and_get(
+        self, path: str, data: bytes, version: int, *, watch: bool = False
+    ) -> tuple[Stat | None, Node | None, Watch | None]:
+        """`set` conditional on `version`, pipelined with `get` (or `get_watch`): one round trip.
+
+        Returns the write's new stat, or None when the CAS lost (another
+        version, or no node); then the node as it is right after the write and,
+        with `watch`, a data watch on it (both None if the node does not exist).
+        A CAS that lost thus learns what won, and can wait for its next change,
+        at no extra round trip.  `ConnectionLostError` leaves the write's
+        outcome unknown.
+        """
+        validate_path(path)
+        raw = _check_data(data)
+        version = _check_version(version)
+        sp = self.server_path(path)
+        watcher = Watch(WatchKind.DATA, path) if watch else None
+        on_reply = self._watch_registrar(watcher, sp, {0: WatchKind.DATA}) if watcher else None
+        (set_err, _, set_body), (get_err, _, get_body) = await self.call_pipelined(
+            [
+                (_wire.proto.SetDataRequest(path=sp, data=raw, version=version), None),
+                (_wire.proto.GetDataRequest(path=sp, watch=watch), on_reply),
+            ],
+            path=path,
+        )
+        stat: Stat | None = None
+        if set_err == 0:
+            stat = Stat._from_wire(_wire.parse_body(5, set_body).stat)
+        elif set_err not in (_BAD_VERSION, _NO_NODE):
+            self._check(set_err, path)
+        if get_err == _NO_NODE:
+            return stat, None, None
+        self._check(get_err, path)
+        resp = _wire.parse_body(4, get_body)
+        return stat, Node(resp.data or b"", Stat._from_wire(resp.stat)), watcher
 
     async def delete(self, path: str, version: int = -1) -> None:
         """Delete a node if its version matches (-1: any)."""
