@@ -51,6 +51,11 @@ __all__ = (
     "rendezvous_rank",
 )
 
+CLOCK_SLACK = 0.002
+"""Seconds by which a settle delay counts as over early: event loop clocks and timers
+are millisecond-grained (uvloop), and every task whose delay ends at one moment
+must see it ended in the same pass, so that they hand over together."""
+
 Prefer = Literal["newest", "oldest"]
 VersionKey = Callable[[str], Any]
 """Maps a version text to an object ordered by ``<`` (newer is greater); may raise on bad text."""
@@ -234,7 +239,7 @@ def decide(state: TaskState, *, settle: float) -> Decision:
             return Decision(Action.GRANT)
         if not state.view_current:
             return Decision(Action.IDLE)  # hand over only on a current worker list
-        if state.desired_for >= settle:
+        if state.desired_for >= settle - CLOCK_SLACK:
             return Decision(Action.REVOKE if state.granted else Action.DELETE)
         return Decision(Action.WAIT, settle - state.desired_for)
     if state.granted:

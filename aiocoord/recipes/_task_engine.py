@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import suppress
 
@@ -60,7 +59,7 @@ from ._task_records import (
     read_leader,
     register_worker,
 )
-from ._task_slot import RETRY_DELAY, TaskSlot
+from ._task_slot import RETRY_DELAY, TaskSlot, clock
 from ._task_writes import WriteBatcher
 
 __all__ = ("TaskEngine",)
@@ -121,6 +120,7 @@ class TaskEngine:
         self._watch_live = False  # the leader watch is registered and nothing was missed
         self._review = anyio.Event()  # set when the leader watch may have become (un)needed
         self.feed = ChangeFeed(self.review_watch)
+        self._tg: anyio.abc.TaskGroup | None = None
         self._closing = False
 
     # --- SlotHost --------------------------------------------------------------------------
@@ -194,6 +194,7 @@ class TaskEngine:
 
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Start everything in `tg`; return once registered with the worker list read."""
+        self._tg = tg
         await tg.start(self._watch_leaders)  # first, so that no leader event is missed
         tg.start_soon(self._writes.run)
         tg.start_soon(self._follow_connection)
@@ -355,13 +356,28 @@ class TaskEngine:
                     sorted(set(versions.values())),
                     sorted(choice.versions),
                 )
-        now = time.monotonic()
+        now = clock()
+        moved = False
         for slot in self.slots.values():
             desired = choice.leaders.get(slot.task)
             if desired != slot.desired:
                 slot.desired, slot.desired_at = desired, now
+                moved = True
             slot.poke()
         self.review_watch()
+        if moved and self._tg is not None:
+            self._tg.start_soon(self._poke_after_settle, now + self._settle)
+
+    async def _poke_after_settle(self, deadline: float) -> None:
+        """Wake every task once the settle delay of a change ends, all in the same pass.
+
+        Each task also has a timer of its own, but timers that end at one moment
+        may fire a millisecond apart; the tasks would then hand over in bits,
+        each bit waiting for the previous ones to finish.
+        """
+        await anyio.sleep_until(deadline)
+        for slot in self.slots.values():
+            slot.poke()
 
     async def _set_usable(self, session: int, changed: anyio.Event) -> None:
         """(Re)connected: leader events may have been missed, so look at the leader nodes.

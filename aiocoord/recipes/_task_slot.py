@@ -55,6 +55,14 @@ log = logging.getLogger("aiocoord.recipes.task_leadership")
 RETRY_DELAY = 0.2  # after a request failed while the connection looked fine
 
 
+def clock() -> float:
+    """The event loop's clock (what its timers follow); the monotonic clock outside a loop."""
+    try:
+        return anyio.current_time()
+    except RuntimeError:  # no event loop running (a recipe built before entering one)
+        return time.monotonic()
+
+
 @dataclass(frozen=True, slots=True)
 class TaskTerm:
     """One term of leadership of `task` by this worker; `token` is the fencing token.
@@ -119,7 +127,7 @@ class TaskSlot:
         self.task = task
         self.path = path
         self.desired: str | None = None  # the worker the choice names
-        self.desired_at = time.monotonic()  # when that last changed
+        self.desired_at = clock()  # when that last changed (event loop clock)
         self.held: _Held | None = None  # our leader node in the current session
         self.stale: int | None = None  # czxid of our node from an ended session
         self.granted = False  # lead() bodies may run
@@ -247,7 +255,7 @@ class TaskSlot:
             view_current=host.view_current(),
             watching=host.watching(),
             desired=self.desired == host.worker.id,
-            desired_for=time.monotonic() - self.desired_at,
+            desired_for=clock() - self.desired_at,
             held=self.held is not None,
             granted=self.granted,
             stale=self.stale is not None,
@@ -317,6 +325,8 @@ class TaskSlot:
         self.holder = host.worker.id
         self.verify = self.deletions != deletions  # a deletion seen meanwhile: of which node?
         self.forget_session(host.session_id)
+        if not self.bodies and decide(self.state(host), settle=host.settle).action is Action.GRANT:
+            self.grant(host.worker)  # what the next pass would do, one pass sooner
 
     async def _inspect(self, host: SlotHost, events: int) -> None:
         """The node exists: learn whose it is; adopt ours, delete our stale one, or wait."""
