@@ -13,7 +13,11 @@ concurrent create just loses (`NodeExistsError`) and reads what won.
 
 Every change is ``setData(path, record, version=<version read>)``: acquiring
 a free lock, taking over an expired lease, renewing, releasing.  Two
-contenders that read the same version can never both win; the loser re-reads.
+contenders that read the same version can never both win; the loser learns
+what won from a read pipelined behind its CAS.  Waiters are not queued: a
+change wakes every waiter and the first CAS to land wins, so the lock is not
+FIFO (a contender that just released tries a CAS on the version it wrote
+without reading first, and often wins again in a tight loop).
 The fencing token is the mzxid of the acquiring write, so every new holder's
 token is larger than every earlier holder's (zxids only grow).
 
