@@ -18,6 +18,12 @@ implementation is measured in a process of its own (so peak RSS is its own):
   Requests are the server's ``zk_packets_received`` (pings and the handshake
   included), the same yardstick for every implementation.
 
+Before anything is timed, every implementation runs a few untimed rotation
+rounds: a fresh server is slower until its JIT has compiled the paths involved,
+and whichever implementation was measured first paid for that alone (its
+rotation median was about a quarter higher than when measured again in the same
+run).  ``--warm-up 0`` skips it.
+
 Peers: ``aiozk.recipes.LeaderElection`` (the installed aiozk package, on the
 asyncio loop) and ``kazoo.recipe.election.Election`` (one thread per
 participant).  aiocoord runs on asyncio and on uvloop.  The server runs with
@@ -25,6 +31,7 @@ participant).  aiocoord runs on asyncio and on uvloop.  The server runs with
 dominated by the same disk flush for everyone and the clients' own cost hides.
 
     python benchmarks/bench_latch.py [--participants 10] [--rounds 30] [--scale 1000] [--fsync]
+        [--warm-up 10] [--small-scale 100] [--impl NAME ...]  (--scale 0 --small-scale 0: no join)
 """
 
 from __future__ import annotations
@@ -701,6 +708,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=float, default=60.0, help="seconds allowed per join")
     parser.add_argument("--impl", choices=IMPLS, action="append", help="only these")
     parser.add_argument("--fsync", action="store_true", help="keep the server's forceSync")
+    parser.add_argument(
+        "--warm-up", type=int, default=10, help="untimed rotation rounds per implementation first"
+    )
     parser.add_argument("--hosts", default=None, help="use this server instead of starting one")
     parser.add_argument("--child", choices=("first", "handoff", "join"), help=argparse.SUPPRESS)
     parser.add_argument("--child-impl", choices=IMPLS, help=argparse.SUPPRESS)
@@ -729,6 +739,10 @@ def main_with(args: argparse.Namespace) -> None:
     )
     print("- next in line: a fresh election each round (joined in order), the leader leaves")
     print("- rotation: the leader leaves and joins again at the tail, round after round")
+    if args.warm_up > 0:
+        warm = argparse.Namespace(**{**vars(args), "rounds": args.warm_up})
+        for impl in impls:
+            measure("handoff", impl, args.hosts, warm, args.scale)
     first = {impl: measure("first", impl, args.hosts, args, args.scale) for impl in impls}
     print("\n".join(report_handoff("next in line", first)))
     handoff = {impl: measure("handoff", impl, args.hosts, args, args.scale) for impl in impls}
