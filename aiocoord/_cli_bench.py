@@ -123,11 +123,13 @@ def _session_rows(mod: ModuleType, hosts: str, seconds: float) -> list[Row]:
 
 
 def _lock_rows(mod: ModuleType, hosts: str, seconds: float) -> list[Row]:
-    results: dict[str, list[int]] = mod.run(hosts, seconds=seconds, contenders=4, uvloop=True)
+    results: dict[str, list[list[int]]] = mod.run(
+        hosts, seconds=seconds, rounds=1, contenders=4, uvloop=True
+    )
 
     def rate(name: str) -> float | None:
-        counts = results.get(name)
-        return sum(counts) / seconds if counts is not None else None
+        runs = results.get(name)
+        return sum(runs[0]) / seconds if runs else None
 
     return [
         Row(

@@ -17,12 +17,18 @@ CasLock has no queue: who wins after a release is whoever's CAS lands first,
 so its fairness is measured rather than promised (kazoo's and aiozk's locks
 are FIFO queues of sequential nodes).
 
-    python benchmarks/bench_lock.py [--seconds 4] [--contenders 4] [--loop uvloop|asyncio]
+The implementations take turns for `--rounds` rounds (each `--seconds` long)
+so that a slow patch of a shared machine hits all of them alike; acq/s is the
+median over rounds, each ratio the median of the per-round ratios, and the
+shares and fairness count every round.
+
+    python benchmarks/bench_lock.py [--seconds 3] [--rounds 3] [--contenders 4] [--loop uvloop|asyncio]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import threading
 import time
 import uuid
@@ -149,42 +155,64 @@ def bench_kazoo(hosts: str, k: int, seconds: float) -> Counts:
     return counts
 
 
+Rounds = dict[str, list[Counts]]  # implementation -> one Counts per round
+
+
 def run(
-    hosts: str | None = None, *, seconds: float = 4.0, contenders: int = 4, uvloop: bool = True
-) -> dict[str, Counts]:
-    """Measure every implementation; starts its own server unless `hosts` is given."""
+    hosts: str | None = None,
+    *,
+    seconds: float = 3.0,
+    rounds: int = 3,
+    contenders: int = 4,
+    uvloop: bool = True,
+) -> Rounds:
+    """Measure every implementation, in turns; starts its own server unless `hosts` is given."""
     if hosts is None:
         with ZooKeeperServer() as server:
-            return run(server.connect_string, seconds=seconds, contenders=contenders, uvloop=uvloop)
-    results: dict[str, Counts] = {}
-    results["cas_lock"] = bench_aiocoord(hosts, contenders, seconds, uvloop, managed=True)
-    results["CasLock"] = bench_aiocoord(hosts, contenders, seconds, uvloop, managed=False)
-    results["kazoo Lock"] = bench_kazoo(hosts, contenders, seconds)
-    results["aiozk Lock"] = bench_aiozk(hosts, contenders, seconds, uvloop)
+            return run(
+                server.connect_string,
+                seconds=seconds,
+                rounds=rounds,
+                contenders=contenders,
+                uvloop=uvloop,
+            )
+    results: Rounds = {"cas_lock": [], "CasLock": [], "kazoo Lock": [], "aiozk Lock": []}
+    for _ in range(rounds):
+        results["cas_lock"].append(bench_aiocoord(hosts, contenders, seconds, uvloop, True))
+        results["CasLock"].append(bench_aiocoord(hosts, contenders, seconds, uvloop, False))
+        results["kazoo Lock"].append(bench_kazoo(hosts, contenders, seconds))
+        results["aiozk Lock"].append(bench_aiozk(hosts, contenders, seconds, uvloop))
     return results
 
 
-def report(results: dict[str, Counts], seconds: float) -> str:
-    rates = {name: sum(c) / seconds for name, c in results.items()}
+def report(results: Rounds, seconds: float) -> str:
+    rates = {name: [sum(c) / seconds for c in runs] for name, runs in results.items()}
+
+    def ratio(name: str, peer: str) -> float:
+        if not rates.get(peer):
+            return float("nan")
+        return statistics.median(a / b for a, b in zip(rates[name], rates[peer], strict=True))
+
     lines = [
         f"{'implementation':<12} {'acq/s':>8} {'vs kazoo':>9} {'vs aiozk':>9} "
-        f"{'jain':>5}  per-contender shares",
+        f"{'jain':>5}  per-contender shares   (acq/s of each round)",
     ]
-    for name, counts in results.items():
+    for name, runs in results.items():
+        counts = [sum(column) for column in zip(*runs, strict=True)]
         total = sum(counts) or 1
         shares = " ".join(f"{c / total:4.0%}" for c in counts)
-        kazoo = rates[name] / rates["kazoo Lock"] if rates.get("kazoo Lock") else float("nan")
-        aiozk = rates[name] / rates["aiozk Lock"] if rates.get("aiozk Lock") else float("nan")
+        each = " ".join(f"{r:.0f}" for r in rates[name])
         lines.append(
-            f"{name:<12} {rates[name]:8.0f} {kazoo:8.2f}x {aiozk:8.2f}x "
-            f"{jain(counts):5.2f}  {shares}"
+            f"{name:<12} {statistics.median(rates[name]):8.0f} {ratio(name, 'kazoo Lock'):8.2f}x "
+            f"{ratio(name, 'aiozk Lock'):8.2f}x {jain(counts):5.2f}  {shares}   ({each})"
         )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=4.0, help="per implementation")
+    parser.add_argument("--seconds", type=float, default=3.0, help="per implementation and round")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--contenders", type=int, default=4)
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     parser.add_argument("--hosts", default=None, help="use this server instead of starting one")
@@ -192,12 +220,13 @@ def main(argv: list[str] | None = None) -> None:
     results = run(
         args.hosts,
         seconds=args.seconds,
+        rounds=args.rounds,
         contenders=args.contenders,
         uvloop=args.loop == "uvloop",
     )
     print(
-        f"{args.contenders} contenders, {args.seconds:g} s each, async on {args.loop}, "
-        "acquire -> release in a loop"
+        f"{args.contenders} contenders, {args.rounds} rounds of {args.seconds:g} s each, "
+        f"async on {args.loop}, acquire -> release in a loop"
     )
     print(report(results, args.seconds))
 
