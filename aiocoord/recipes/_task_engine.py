@@ -376,8 +376,10 @@ class TaskEngine:
         each bit waiting for the previous ones to finish.
         """
         await anyio.sleep_until(deadline)
+        me = self._worker.id
         for slot in self.slots.values():
-            slot.poke()
+            if (slot.held is not None or slot.granted) and slot.desired != me:
+                slot.poke()  # the ones the delay holds back
 
     async def _set_usable(self, session: int, changed: anyio.Event) -> None:
         """(Re)connected: leader events may have been missed, so look at the leader nodes.

@@ -178,6 +178,8 @@ class TaskSlot:
             self.deletions += 1
             if self.held is not None and not self.deleting:
                 self.verify = True  # maybe our node, maybe an older one: check its czxid
+        elif self.held is not None:
+            return  # our node's creation (or a write to it): nothing to decide
         if self.held or self.granted or self.desired == worker_id or self.stale or self.stopping:
             self.poke()  # the other workers' tasks have nothing to do about it
 
@@ -274,7 +276,10 @@ class TaskSlot:
                 action = decision.action
                 if action is Action.EXIT:
                     return
-                if action in (Action.IDLE, Action.WAIT):
+                if action is Action.IDLE:
+                    await wake.wait()
+                    continue
+                if action is Action.WAIT:
                     delay = decision.delay if decision.delay is not None else math.inf
                     with anyio.move_on_after(delay):
                         await wake.wait()

@@ -3,9 +3,9 @@
 When a newer worker joins, every old leader releases its share of the tasks
 at once and the newcomer creates them all as the deletions arrive: hundreds of
 single writes, each one a transaction the server must log.  The tasks' loops
-run independently, so their writes are gathered here instead: a write waits
-one scheduler step, then everything queued goes out as one ``multi`` (several
-batches may be in flight at once).  Each caller gets exactly the outcome it
+run independently, so their writes are gathered here instead: everything
+queued by the time the batcher runs (the tasks woken together have all run by
+then) goes out as one ``multi`` (several batches may be in flight at once).  Each caller gets exactly the outcome it
 would have had alone:
 
 - a create returns the new node's czxid (the fencing token) and owner.  A
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import anyio
 import anyio.abc
-import anyio.lowlevel
 
 from aiocoord.errors import CoordError, NodeExistsError, NoNodeError, TransactionFailed
 from aiocoord.zk import CreateMode, CreateOp, DeleteOp, ZkClient
@@ -77,9 +76,10 @@ class WriteBatcher:
         """Send what is queued, batch after batch; each batch in a task of its own."""
         async with anyio.create_task_group() as tg:
             while True:
+                # Woken by the first write of a moment, this task runs after every task
+                # that was ready with it: their writes have joined the queue by then.
                 await self._wake.wait()
                 self._wake = anyio.Event()
-                await anyio.lowlevel.checkpoint()  # let writes of this same moment join
                 batch, self._queue = self._queue[:_MAX_BATCH], self._queue[_MAX_BATCH:]
                 if self._queue:
                     self._wake.set()
