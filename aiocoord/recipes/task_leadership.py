@@ -16,8 +16,10 @@ Creating ``<root>/leaders/<task>`` is the only way to lead a task, so two
 workers never lead it at once; its czxid is the term's fencing token.
 
 How it works: every worker watches the worker list (a child watch) and the
-leader nodes (one persistent recursive watch) and computes the same choice
-for every task (`_task_choice`).  The chosen worker creates the leader node as
+leader nodes (one persistent recursive watch; a worker that leads nothing, is
+chosen for nothing and has no `changes()` reader drops it until it is needed
+again, so a hand-over's notifications reach only the workers involved) and
+computes the same choice for every task (`_task_choice`).  The chosen worker creates the leader node as
 soon as it is free; if another worker holds it, it waits for its deletion.  A
 worker that leads a task it should no longer lead waits `settle` seconds (a
 flapping worker does not bounce tasks), cancels its ``lead()`` bodies, waits
@@ -26,7 +28,8 @@ woken by the deletion, creates it.  A worker acquires only with a current
 worker list: the list's watch fires before any later leader event arrives,
 so a lagging worker never grabs a task a newer worker should take.  Leader
 node writes issued at the same moment (a whole hand-over) share one
-``multi`` (`_task_writes`), so hundreds of tasks move in a few transactions.
+``multi`` (`_task_writes`), so hundreds of tasks move in a few transactions,
+and the tasks whose settle delay ends together hand over together.
 
 The choice, exactly (so that other languages can implement it): the
 candidates are the workers whose version no other present version beats
