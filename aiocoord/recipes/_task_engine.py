@@ -38,6 +38,7 @@ import anyio.abc
 from aiocoord.errors import (
     ConnectionLostError,
     CoordError,
+    CoordinatorClosedError,
     NodeDataError,
     NoNodeError,
     TransactionFailed,
@@ -423,6 +424,8 @@ class TaskEngine:
                     self._watch_live = True
                     if await self._follow_leader_events(pw):
                         return  # the coordinator closed
+            except CoordinatorClosedError:
+                return  # closed while adding the watch again
             except ConnectionLostError as exc:
                 log.debug("watching %s: %s", self.leaders_path, exc)
                 await self.coord.wait_connected()
