@@ -416,7 +416,14 @@ async def test_joins_share_listings_and_a_hand_off_wakes_only_the_next(
         async with coordinators(zk_server.connect_string, 2, namespace=zk_chroot) as (lead, rest):
             calls: list[str] = []
             client = rest.client
-            for name in ("children", "get_watch", "get", "exists", "create_protected"):
+            for name in (
+                "children",
+                "children_now",
+                "get_watch",
+                "get",
+                "exists",
+                "create_protected",
+            ):
                 original = getattr(client, name)
 
                 def counting(*args: Any, _o: Any = original, _n: str = name, **kw: Any) -> Any:
@@ -443,10 +450,11 @@ async def test_joins_share_listings_and_a_hand_off_wakes_only_the_next(
                 calls.clear()
                 await holders[winner.participant_id].leave()
                 second = await one_leader(group)
-                # Its last listing had two nodes ahead: it lists once, and leads.
-                assert calls == ["children"]
+                # Its last listing had two nodes ahead: it lists once (from the watch's
+                # callback, as the notification is read), and leads.
+                assert calls == ["children_now"]
                 await anyio.sleep(0.2)  # and nobody reacts later either
-                assert calls == ["children"]
+                assert calls == ["children_now"]
                 assert leaders(group) == [second.participant_id]
                 assert sum(E.ELECTED in rec.states for rec in recs) == 2
                 tg.cancel_scope.cancel()
@@ -768,3 +776,65 @@ def test_latch_benchmark_still_runs(zk_server: ZooKeeperServer) -> None:
     table = bench.report_handoff("rotation", {"aiocoord/asyncio": rotation, "aiozk": first})
     assert "aiocoord/asyncio" in table[1]
     assert "aiocoord/asyncio" in bench.report_join(20, {"aiocoord/asyncio": join})[1]
+
+
+# --- the zk helpers the hand-off path relies on --------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_watch_callbacks_run_before_waiters_and_at_once_when_fired(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(10):
+        async with aiocoord.connect(zk_server.connect_string, namespace=zk_chroot) as coord:
+            client = coord.client
+            await client.create("/w", b"")
+            _, watch = await client.get_watch("/w")
+            seen: list[str] = []
+
+            def broken(_event: object) -> None:
+                raise RuntimeError("a callback's error is logged, nothing else")
+
+            watch.add_callback(lambda event: seen.append(f"callback {event.type.name}"))
+            watch.add_callback(broken)
+
+            async def waiter() -> None:
+                await watch.wait()
+                seen.append("waiter")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(waiter)
+                await anyio.sleep(0.05)
+                await client.delete("/w")
+            assert seen == ["callback DELETED", "waiter"]
+            watch.add_callback(lambda event: seen.append("late"))  # fired: called at once
+            assert seen[-1] == "late"
+            assert await client.exists("/w") is None  # the connection carried on
+
+
+@pytest.mark.anyio
+async def test_forgotten_watch_never_fires_and_children_now_lists_from_sync_code(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(10):
+        async with aiocoord.connect(zk_server.connect_string, namespace=zk_chroot) as coord:
+            client = coord.client
+            await client.create("/f", b"")
+            await client.create("/f/a", b"")
+            _, forgotten = await client.get_watch("/f/a")
+            _, kept = await client.get_watch("/f/a")
+            client.forget_watch(forgotten)
+            await client.delete("/f/a")
+            assert (await kept.wait()).type.name == "DELETED"
+            await anyio.sleep(0.05)
+            assert not forgotten.fired
+
+            got: list[list[str]] = []
+            await client.create("/f/b", b"")
+            result = client.children_now("/f", got.append)
+            assert await result() == ["b"]
+            assert got == [["b"]]  # called where the reply was read
+            missing = client.children_now("/nowhere", got.append)
+            with pytest.raises(aiocoord.NoNodeError):
+                await missing()
+            assert got == [["b"]]

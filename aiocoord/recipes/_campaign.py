@@ -7,15 +7,17 @@ leadership is lost; the host owns the term, the events and the connection
 states, and calls `poke()` when a state changes.  Every wait is a single await
 that `poke()` or a change of our own node interrupts (a watch callback), so a
 hand-off costs no task and no request beyond the notification, and, when more
-than one node was ahead, one listing.  When the predecessor that goes was the
-only node ahead, leadership is granted by a callback on its watch, where the
-notification is read: the next leader's own waiters are the first to wake.
+than one node was ahead, one listing.  Both are done by callbacks where the
+notification and the listing's reply are read (`_predecessor_gone`, `_listed`):
+leadership is granted, or the listing sent, before any task wakes, so the next
+leader's own waiters are the first to wake; the campaign task then finds it done.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import anyio
@@ -24,6 +26,7 @@ import anyio.lowlevel
 
 from ..errors import (
     ConnectionLostError,
+    CoordError,
     CoordinatorClosedError,
     NodeDataError,
     NoNodeError,
@@ -72,6 +75,16 @@ class Host(Protocol):
     def _signal(self) -> None: ...
 
 
+class _Listing:
+    """A listing sent from a watch callback: its reply, once awaited, and its order."""
+
+    __slots__ = ("order", "result")
+
+    def __init__(self) -> None:
+        self.result: Callable[[], Awaitable[list[str]]] | None = None
+        self.order: Ordering | None = None
+
+
 class Campaign:
     """The election loop of one latch; `run` is started in the latch's task group."""
 
@@ -96,6 +109,12 @@ class Campaign:
         self._waiting: anyio.CancelScope | None = None
         self._own: Watch | None = None
         self._following: str | None = None
+
+    def unwatch(self) -> None:
+        """Leaving: forget our node's watch, so that deleting the node wakes nothing of ours."""
+        own, self._own = self._own, None
+        if own is not None:
+            self.client.forget_watch(own)
 
     def poke(self) -> None:
         """A connection state changed: look again (interrupts the current wait)."""
@@ -255,10 +274,35 @@ class Campaign:
         return True
 
     def _predecessor_gone(
-        self, event: WatchedEvent, predecessor: str, node: OurNode, own: Watch, wake: anyio.Event
+        self,
+        event: WatchedEvent,
+        predecessor: str,
+        ahead: int,
+        early: _Listing,
+        node: OurNode,
+        own: Watch,
+        wake: anyio.Event,
     ) -> None:
-        """The only node ahead of ours changed: if it is gone, lead now (same checks)."""
-        if event.type is EventType.DELETED and self._following == predecessor:
+        """The node just ahead of ours changed (a watch callback: no await)."""
+        if event.type is not EventType.DELETED or self._following != predecessor:
+            return
+        if ahead == 1:
+            self._grant(node, own, wake)  # it was the only one ahead
+            return
+        if self.closing or wake.is_set():
+            return
+        with contextlib.suppress(CoordError):  # not connected: the campaign lists once it is
+            early.result = self.client.children_now(
+                self.path, lambda names: self._listed(names, early, node, own, wake)
+            )
+
+    def _listed(
+        self, names: list[str], early: _Listing, node: OurNode, own: Watch, wake: anyio.Event
+    ) -> None:
+        """The listing sent by `_predecessor_gone` came back: lead now if we are first."""
+        order = early.order = Ordering(names, self.layout)
+        sid = self.coord.session_id
+        if isinstance(decide(order, node.name, owner=node.owner, session_id=sid), Lead):
             self._grant(node, own, wake)
 
     async def _lead(self, node: OurNode, own: Watch, wake: anyio.Event) -> None:
@@ -294,12 +338,13 @@ class Campaign:
             self.host._publish(
                 ElectionEvent(ElectionState.FOLLOWING, node.path, predecessor=predecessor)
             )
-        if ahead == 1:
-            # Lead the moment the notification is read, before this task (or any other
-            # woken by it) runs; the task then finds the grant made and holds it.
-            watch.add_callback(
-                lambda event: self._predecessor_gone(event, predecessor, node, own, wake)
-            )
+        # Act the moment the notification is read, before this task (or any other woken
+        # by it) runs: lead if it was the only node ahead, else send the listing, and
+        # lead when its reply is read if we are first; the task then finds it done.
+        early = _Listing()
+        watch.add_callback(
+            lambda event: self._predecessor_gone(event, predecessor, ahead, early, node, own, wake)
+        )
         event = await self._until(watch, own, wake)
         if event is None or event.type is not EventType.DELETED or self.closing:
             return None
@@ -307,6 +352,10 @@ class Campaign:
             await self._lead(node, own, wake)
             return None
         try:
+            if early.result is not None:
+                await early.result()
+                if early.order is not None:
+                    return early.order
             return await offer.shared.ordered(self.layout)
         except NoNodeError:  # the parent went, and our node with it
             self._node_lost(offer)

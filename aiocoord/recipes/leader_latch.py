@@ -125,7 +125,7 @@ class LeaderLatch:
         self._campaign: Campaign | None = None
         self._term: LeadershipTerm | None = None
         self._events: Broadcast[ElectionEvent] = Broadcast()
-        self._changed = anyio.Event()
+        self._changed: anyio.Event | None = None  # made by a waiter, set by `_signal`
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
         self._closing = False
@@ -193,6 +193,7 @@ class LeaderLatch:
         campaign = self._campaign
         if campaign is not None:
             campaign.closing = True
+            campaign.unwatch()
         self._lose("closed")  # before the node goes, so no two leaders overlap
         tg, self._tg = self._tg, None
         try:
@@ -234,6 +235,8 @@ class LeaderLatch:
                 raise CoordinatorClosedError(f"the coordinator of leader latch {self._path} closed")
             if self._term is not None:
                 return self._term
+            if self._changed is None:
+                self._changed = anyio.Event()
             await self._changed.wait()
 
     @asynccontextmanager
@@ -338,8 +341,9 @@ class LeaderLatch:
 
     def _signal(self) -> None:
         """Leadership or the latch's life changed: wake `wait()`."""
-        self._changed.set()
-        self._changed = anyio.Event()
+        changed, self._changed = self._changed, None
+        if changed is not None:
+            changed.set()
 
     def __repr__(self) -> str:
         if self._stopped:

@@ -127,12 +127,21 @@ class WatchRegistry:
     def watched(self, server_path: str) -> bool:
         """Whether any live watch (of any kind) is on `server_path`."""
         return any(
-            watches and path == server_path
-            for (_, path), watches in [*self._one_shot.items(), *self._persistent.items()]
+            self._one_shot.get((kind, server_path)) or self._persistent.get((kind, server_path))
+            for kind in WatchKind
         )
 
     def add(self, watch: Watch, server_path: str) -> None:
         self._one_shot[(watch.kind, server_path)].append(watch)
+
+    def discard(self, watch: Watch, server_path: str) -> None:
+        """Unregister a one-shot watch that has not fired; it never will."""
+        key = (watch.kind, server_path)
+        watches = self._one_shot.get(key)
+        if watches is not None and watch in watches:
+            watches.remove(watch)
+            if not watches:
+                del self._one_shot[key]
 
     def add_persistent(self, watch: PersistentWatch, server_path: str) -> bool:
         """Register; True when this is the first such watch on the path (send addWatch)."""

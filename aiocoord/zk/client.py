@@ -31,6 +31,7 @@ from ..errors import (
     ZooKeeperError,
 )
 from . import _wire
+from ._connection import wait_reply
 from ._session import SessionCore
 from ._watches import PersistentWatch, Watch, WatchKind
 from .paths import basename, join, parent, validate_path
@@ -329,6 +330,45 @@ class ZkClient(SessionCore):
 
         return await self._retrying(op)
 
+    def children_now(
+        self, path: str, on_reply: Callable[[list[str]], None]
+    ) -> Callable[[], Awaitable[list[str]]]:
+        """`children`, sent at once from synchronous code (a watch callback, say).
+
+        `on_reply(names)` runs where the reply is read, before any task wakes,
+        so it must be quick and must not await (what it raises is logged and
+        dropped); an error reply does not call it.  The returned function
+        awaits the same reply: the names, or the error `children` raises.  No
+        retry across a reconnect.  Raises `ConnectionLostError` at once when
+        there is no connection.
+        """
+        validate_path(path, allow_reserved=True)
+        self._ensure_open()
+        conn = self._conn
+        if conn is None or conn.closed:
+            raise ConnectionLostError("not connected")
+        names: list[str] = []
+
+        def on_packet(err: int, _zxid: int, body: bytes) -> None:
+            if err:
+                return
+            try:
+                names.extend(_wire.parse_body(8, body).children)
+                on_reply(list(names))
+            except Exception:
+                log.exception("children of %s: the reply's callback failed", path)
+
+        request = _wire.proto.GetChildrenRequest(path=self.server_path(path), watch=False)
+        xid = conn.next_xid()
+        pending = conn.queue(_wire.request_packet(xid, request), xid, request.opcode, on_packet)
+
+        async def result() -> list[str]:
+            err, _zxid, body = await wait_reply(pending)
+            self._check(err, path)
+            return list(names) if names else list(_wire.parse_body(8, body).children)
+
+        return result
+
     async def children_watch(self, path: str) -> tuple[list[str], Watch]:
         """`children` plus a one-shot child watch (fires on a child added/removed or deletion)."""
         validate_path(path, allow_reserved=True)
@@ -498,6 +538,18 @@ class ZkClient(SessionCore):
                             _wire.proto.RemoveWatchesRequest(path=sp, type=_wire.WATCHER_ANY),
                             path=path,
                         )
+
+    def forget_watch(self, watch: Watch) -> None:
+        """Stop tracking a one-shot watch that is no longer wanted: it will not fire.
+
+        Nothing is sent (no round trip, nothing in front of the caller's next
+        request): the server keeps its side until the node changes, and that
+        notification is then ignored, or until the session ends.  A recipe
+        about to delete a node it watches calls this first, so that the delete
+        wakes nothing of its own.
+        """
+        if not watch.fired:
+            self._registry.discard(watch, self.server_path(watch.path))
 
     async def sync(self, path: str = "/") -> None:
         """Let the server this client is on catch up with the leader before the next read."""
