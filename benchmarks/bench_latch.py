@@ -22,7 +22,11 @@ Before anything is timed, every implementation runs a few untimed rotation
 rounds: a fresh server is slower until its JIT has compiled the paths involved,
 and whichever implementation was measured first paid for that alone (its
 rotation median was about a quarter higher than when measured again in the same
-run).  ``--warm-up 0`` skips it.
+run).  ``--warm-up 0`` skips it.  The R rounds of each hand-off measurement
+are split into interleaved passes (``--passes``, 3): every pass runs every
+implementation once, so a slow spell of the shared machine weighs on all of
+them alike (measured one after the other, the same code's median moved by a
+fifth from one run to the next, and the ratios with it).
 
 Peers: ``aiozk.recipes.LeaderElection`` (the installed aiozk package, on the
 asyncio loop) and ``kazoo.recipe.election.Election`` (one thread per
@@ -31,7 +35,8 @@ participant).  aiocoord runs on asyncio and on uvloop.  The server runs with
 dominated by the same disk flush for everyone and the clients' own cost hides.
 
     python benchmarks/bench_latch.py [--participants 10] [--rounds 30] [--scale 1000] [--fsync]
-        [--warm-up 10] [--small-scale 100] [--impl NAME ...]  (--scale 0 --small-scale 0: no join)
+        [--warm-up 10] [--passes 3] [--small-scale 100] [--impl NAME ...]
+        (--scale 0 --small-scale 0: no join)
 """
 
 from __future__ import annotations
@@ -651,6 +656,28 @@ def measure(kind: str, impl: str, hosts: str, args: argparse.Namespace, scale: i
     return result
 
 
+def measure_in_passes(kind: str, impls: list[str], args: argparse.Namespace) -> dict[str, Result]:
+    """Each implementation's R rounds, taken in `args.passes` interleaved passes.
+
+    Every pass runs every implementation once (a process each), starting one
+    further along the list each time, so that a slow spell of the shared
+    machine (other work on its two cores) weighs on all of them alike rather
+    than on whichever ran during it.
+    """
+    passes = max(1, min(args.passes, args.rounds))
+    results: dict[str, Result] = {impl: {"latencies": []} for impl in impls}
+    for p in range(passes):
+        share = args.rounds // passes + (1 if p < args.rounds % passes else 0)
+        part = argparse.Namespace(**{**vars(args), "rounds": share})
+        for impl in impls[p % len(impls) :] + impls[: p % len(impls)]:
+            res = measure(kind, impl, args.hosts, part, args.scale)
+            if "error" in res:
+                results[impl] = res
+            elif "error" not in results[impl]:
+                results[impl]["latencies"].extend(res.get("latencies", []))
+    return {impl: results[impl] for impl in impls}
+
+
 def _ratio(mine: float | None, theirs: float | None) -> str:
     if not mine or not theirs:
         return "    -"
@@ -711,6 +738,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--warm-up", type=int, default=10, help="untimed rotation rounds per implementation first"
     )
+    parser.add_argument(
+        "--passes", type=int, default=3, help="interleaved passes the R rounds are split into"
+    )
     parser.add_argument("--hosts", default=None, help="use this server instead of starting one")
     parser.add_argument("--child", choices=("first", "handoff", "join"), help=argparse.SUPPRESS)
     parser.add_argument("--child-impl", choices=IMPLS, help=argparse.SUPPRESS)
@@ -743,9 +773,9 @@ def main_with(args: argparse.Namespace) -> None:
         warm = argparse.Namespace(**{**vars(args), "rounds": args.warm_up})
         for impl in impls:
             measure("handoff", impl, args.hosts, warm, args.scale)
-    first = {impl: measure("first", impl, args.hosts, args, args.scale) for impl in impls}
+    first = measure_in_passes("first", impls, args)
     print("\n".join(report_handoff("next in line", first)))
-    handoff = {impl: measure("handoff", impl, args.hosts, args, args.scale) for impl in impls}
+    handoff = measure_in_passes("handoff", impls, args)
     print("\n".join(report_handoff("rotation", handoff)))
     scales = [s for s in (args.small_scale, args.scale) if s]
     for scale in scales:
