@@ -24,16 +24,18 @@ Failure handling:
   which would leave a watch behind on a node already gone; any event on it
   makes them look again) and on their own node: when the predecessor that was
   the only node ahead goes, the follower leads at once, without listing the
-  children again; otherwise it lists them once.  Concurrent listings of one
-  session on one path are shared.
+  children again; otherwise it lists them once.  Both happen in the watch's
+  callback, where the notification is read (and the listing's reply), before
+  any task wakes.  Concurrent listings of one session on one path are shared.
 - SUSPENDED (and READ_ONLY) drop leadership unless ``lose_on_suspend=False``
   (then it is kept until LOST); the node is kept.  RECONNECTED on the same
   session re-checks and leads again if still first; on a new session the stale
   node is deleted and the latch joins again at the tail.  A node deleted by
   someone else, or a container parent reaped, makes it join again.
-- Leaving drops leadership first (the body of ``leadership()`` is cancelled),
-  then deletes the node, shielded from cancellation and bounded in time; a
-  create still in flight is cleaned up the same way.
+- Leaving drops leadership first (the body of ``leadership()`` is cancelled)
+  and forgets the watch on its own node (so the delete wakes nothing of its
+  own), then deletes the node, shielded from cancellation and bounded in time;
+  a create still in flight is cleaned up the same way.
 """
 
 from __future__ import annotations
