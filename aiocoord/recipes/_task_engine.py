@@ -456,6 +456,7 @@ class TaskEngine:
             while True:
                 review = self._review
                 if not self._needs_leader_events():
+                    self._watch_live = False  # from now on, before the server forgets it
                     tg.cancel_scope.cancel()
                     break
                 await review.wait()
