@@ -23,7 +23,11 @@ event): what a hand-over costs with no recipe at all.
 The issue's target: every task led again within 3 round trips of its
 release, and no task leaderless for more than 50 ms beyond its drain.
 
-    python benchmarks/bench_tasks.py [--tasks 200] [--runs 3] [--settle 0.2]
+The server runs without fsync (``forceSync=no``, as in the latch benchmark;
+``--fsync`` keeps it), and one untimed hand-over warms it up first: the
+first hand-over on a fresh JVM is far slower than the ones after it.
+
+    python benchmarks/bench_tasks.py [--tasks 200] [--runs 3] [--settle 0.2] [--fsync]
 """
 
 from __future__ import annotations
@@ -293,9 +297,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs with all tasks")
     parser.add_argument("--single-runs", type=int, default=5, help="runs with one task")
     parser.add_argument("--settle", type=float, default=0.2)
+    parser.add_argument(
+        "--fsync", action="store_true", help="let the server fsync its log (forceSync=yes)"
+    )
+    parser.add_argument("--warm-up", type=int, default=1, help="untimed hand-overs first")
     args = parser.parse_args()
-    with ZooKeeperServer() as server:
+    with ZooKeeperServer(extra_config={} if args.fsync else {"forceSync": "no"}) as server:
         hosts = server.connect_string
+        for _ in range(args.warm_up):
+            hand_over(hosts, args.tasks, args.settle)
         read_rtt, write_rtt = anyio.run(_round_trips, hosts)
         results = run(hosts, tasks=args.tasks, runs=args.runs, settle=args.settle)
         singles = run(hosts, tasks=1, runs=args.single_runs, settle=args.settle)
