@@ -366,6 +366,16 @@ class Connection:
             return
         self.last_send = time.monotonic()
 
+    def submit(
+        self,
+        request: Any,
+        xid: int | None = None,
+        on_reply: Callable[[int, int, bytes], None] | None = None,
+    ) -> _Pending:
+        """Frame and `queue` a request object (under the next xid unless given)."""
+        xid = self.next_xid() if xid is None else xid
+        return self.queue(_wire.request_packet(xid, request), xid, request.opcode, on_reply)
+
     async def call(
         self,
         request: Any,
@@ -373,9 +383,7 @@ class Connection:
         on_reply: Callable[[int, int, bytes], None] | None = None,
     ) -> tuple[int, int, bytes]:
         """Send `request` and wait for its reply: ``(err, zxid, body)``."""
-        xid = self.next_xid() if xid is None else xid
-        pending = self.queue(_wire.request_packet(xid, request), xid, request.opcode, on_reply)
-        return await wait_reply(pending)
+        return await wait_reply(self.submit(request, xid, on_reply))
 
 
 _PING_PACKET = _wire.request_packet(_wire.PING_XID, _wire.proto.PingRequest())

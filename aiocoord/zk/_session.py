@@ -441,11 +441,7 @@ class SessionCore:
         """
 
         async def send(conn: Connection) -> list[tuple[int, int, bytes]]:
-            pendings = []
-            for request, on_reply in requests:
-                xid = conn.next_xid()
-                packet = _wire.request_packet(xid, request)
-                pendings.append(conn.queue(packet, xid, request.opcode, on_reply))
+            pendings = [conn.submit(request, on_reply=on_reply) for request, on_reply in requests]
             return [await wait_reply(pending) for pending in pendings]
 
         return await self._on_connection(send, timeout)

@@ -22,6 +22,7 @@ import anyio
 import anyio.lowlevel
 
 from ..errors import (
+    BadVersionError,
     ConnectionLostError,
     NodeExistsError,
     NoNodeError,
@@ -58,8 +59,12 @@ T = TypeVar("T")
 
 MAX_DATA = 0xFFFFF  # jute.maxbuffer's default: the server refuses larger packets
 PROTECTED_PREFIX = "_c_"  # Curator's ProtectedUtils prefix
-_NO_NODE = -101
-_BAD_VERSION = -103
+
+
+def _node(body: bytes) -> Node:
+    """The `Node` in a getData reply."""
+    resp = _wire.parse_body(4, body)
+    return Node(resp.data or b"", Stat._from_wire(resp.stat))
 
 
 def _check_data(data: object, name: str = "data") -> bytes:
@@ -264,8 +269,7 @@ class ZkClient(SessionCore):
 
         async def op() -> Node:
             _zxid, body = await self.call(req, path=path)
-            resp = _wire.parse_body(4, body)
-            return Node(resp.data or b"", Stat._from_wire(resp.stat))
+            return _node(body)
 
         return await self._retrying(op)
 
@@ -280,8 +284,7 @@ class ZkClient(SessionCore):
             _zxid, body = await self.call(
                 _wire.proto.GetDataRequest(path=sp, watch=True), path=path, on_reply=on_reply
             )
-            resp = _wire.parse_body(4, body)
-            return Node(resp.data or b"", Stat._from_wire(resp.stat)), watch
+            return _node(body), watch
 
         return await self._retrying(op)
 
@@ -359,8 +362,7 @@ class ZkClient(SessionCore):
                 log.exception("children of %s: the reply's callback failed", path)
 
         request = _wire.proto.GetChildrenRequest(path=self.server_path(path), watch=False)
-        xid = conn.next_xid()
-        pending = conn.queue(_wire.request_packet(xid, request), xid, request.opcode, on_packet)
+        pending = conn.submit(request, on_reply=on_packet)
 
         async def result() -> list[str]:
             err, _zxid, body = await wait_reply(pending)
@@ -425,13 +427,12 @@ class ZkClient(SessionCore):
         stat: Stat | None = None
         if set_err == 0:
             stat = Stat._from_wire(_wire.parse_body(5, set_body).stat)
-        elif set_err not in (_BAD_VERSION, _NO_NODE):
+        elif set_err not in (BadVersionError.code, NoNodeError.code):
             self._check(set_err, path)
-        if get_err == _NO_NODE:
+        if get_err == NoNodeError.code:
             return stat, None, None
         self._check(get_err, path)
-        resp = _wire.parse_body(4, get_body)
-        return stat, Node(resp.data or b"", Stat._from_wire(resp.stat)), watcher
+        return stat, _node(get_body), watcher
 
     async def delete(self, path: str, version: int = -1) -> None:
         """Delete a node if its version matches (-1: any)."""
