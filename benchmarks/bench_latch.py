@@ -84,6 +84,19 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def join_result(
+    settle: float, m: int, handoffs: int, counts: tuple[int, int, int], base_rss: float
+) -> Result:
+    """A join-at-scale result from the server's packet counts before, after joining, at the end."""
+    before, joined, after = counts
+    return {
+        "settle_s": settle,
+        "requests_per_participant": (joined - before) / m,
+        "requests_per_handoff": (after - joined) / handoffs,
+        "rss_mb": peak_rss_mb() - base_rss,
+    }
+
+
 def run_async(main: Callable[[], Any], uvloop: bool) -> Any:
     return anyio.run(main, backend="asyncio", backend_options={"use_uvloop": uvloop})
 
@@ -244,12 +257,7 @@ def aiocoord_join(hosts: str, m: int, handoffs: int, uvloop: bool) -> Result:
                     await changed.wait()
                 after = packets(hosts)
                 tg.cancel_scope.cancel()
-        return {
-            "settle_s": settle,
-            "requests_per_participant": (joined - before) / m,
-            "requests_per_handoff": (after - joined) / handoffs,
-            "rss_mb": peak_rss_mb() - base_rss,
-        }
+        return join_result(settle, m, handoffs, (before, joined, after), base_rss)
 
     result: Result = run_async(main, uvloop)
     return result
@@ -397,12 +405,7 @@ def aiozk_join(hosts: str, m: int, handoffs: int) -> Result:
                     election.watch_loop_task.cancel()
         finally:
             await zk.close()
-        return {
-            "settle_s": settle,
-            "requests_per_participant": (joined - before) / m,
-            "requests_per_handoff": (after - joined) / handoffs,
-            "rss_mb": peak_rss_mb() - base_rss,
-        }
+        return join_result(settle, m, handoffs, (before, joined, after), base_rss)
 
     result: Result = run_async(main, False)
     return result
@@ -587,12 +590,7 @@ def kazoo_join(hosts: str, m: int, handoffs: int, limit: float) -> Result:
             with changed:
                 changed.wait_for(lambda: len(elected) > count, timeout=limit)  # noqa: B023
         after = packets(hosts)
-        result = {
-            "settle_s": settle,
-            "requests_per_participant": (joined - before) / m,
-            "requests_per_handoff": (after - joined) / handoffs,
-            "rss_mb": peak_rss_mb() - base_rss,
-        }
+        result = join_result(settle, m, handoffs, (before, joined, after), base_rss)
     finally:
         for event in release:
             event.set()
