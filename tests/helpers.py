@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 import anyio.abc
@@ -11,33 +12,32 @@ import anyio.abc
 from aiocoord import ConnectionEvent, ConnectionState, Coordinator
 
 
-class EventRecorder:
-    """Every connection event of one coordinator, in order, as they arrive."""
+class _Stated(Protocol):
+    @property
+    def state(self) -> Any: ...
 
-    def __init__(self, coord: Coordinator) -> None:
-        self.coord = coord
-        self.events: list[ConnectionEvent] = []
+
+E = TypeVar("E", bound=_Stated)
+S = TypeVar("S")
+
+
+class EventLog(Generic[E, S]):
+    """Events of one source, in order as they arrive, and waiting for one in a given state."""
+
+    def __init__(self) -> None:
+        self.events: list[E] = []
         self._changed = anyio.Event()
 
     @property
-    def states(self) -> list[ConnectionState]:
+    def states(self) -> list[S]:
         return [e.state for e in self.events]
 
-    async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        stream = self.coord.connection_events()
-        self._add(await stream.__anext__())
-        task_status.started()
-        async for event in stream:
-            self._add(event)
-
-    def _add(self, event: ConnectionEvent) -> None:
+    def _add(self, event: E) -> None:
         self.events.append(event)
         self._changed.set()
         self._changed = anyio.Event()
 
-    async def wait_for(
-        self, state: ConnectionState, *, after: int = 0, timeout: float = 10.0
-    ) -> ConnectionEvent:
+    async def wait_for(self, state: S, *, after: int = 0, timeout: float = 10.0) -> E:
         """The first event in `state` at index >= `after`; fails after `timeout` seconds."""
         with anyio.fail_after(timeout):
             while True:
@@ -48,6 +48,21 @@ class EventRecorder:
 
     def mark(self) -> int:
         return len(self.events)
+
+
+class EventRecorder(EventLog[ConnectionEvent, ConnectionState]):
+    """Every connection event of one coordinator, in order, as they arrive."""
+
+    def __init__(self, coord: Coordinator) -> None:
+        super().__init__()
+        self.coord = coord
+
+    async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        stream = self.coord.connection_events()
+        self._add(await stream.__anext__())
+        task_status.started()
+        async for event in stream:
+            self._add(event)
 
 
 @asynccontextmanager

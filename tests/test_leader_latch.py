@@ -46,7 +46,7 @@ from aiocoord.recipes.leader_latch import (
     leader_latch,
 )
 from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, ZooKeeperServer, expire_session
-from tests.helpers import eventually, recording
+from tests.helpers import EventLog, eventually, recording
 
 E = ElectionState
 U1 = "_c_11111111-1111-4111-8111-111111111111-latch-"
@@ -169,19 +169,14 @@ async def coordinators(
         yield coords
 
 
-class Events:
+class Events(EventLog[ElectionEvent, ElectionState]):
     """Every event of one latch, in order, as they arrive."""
 
     def __init__(self, latch: LeaderLatch, group: list[LeaderLatch]) -> None:
+        super().__init__()
         self.latch = latch
         self.group = group
-        self.events: list[ElectionEvent] = []
         self.overlaps: list[list[str]] = []  # leaders seen when this latch was elected
-        self._changed = anyio.Event()
-
-    @property
-    def states(self) -> list[ElectionState]:
-        return [e.state for e in self.events]
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         task_status.started()  # the subscription is made before this task next yields
@@ -192,19 +187,7 @@ class Events:
                 and len(leaders(self.group)) > 1
             ):
                 self.overlaps.append(leaders(self.group))
-            self.events.append(event)
-            self._changed.set()
-            self._changed = anyio.Event()
-
-    async def wait_for(
-        self, state: ElectionState, *, after: int = 0, timeout: float = 10.0
-    ) -> ElectionEvent:
-        with anyio.fail_after(timeout):
-            while True:
-                for event in self.events[after:]:
-                    if event.state is state:
-                        return event
-                await self._changed.wait()
+            self._add(event)
 
 
 @asynccontextmanager
