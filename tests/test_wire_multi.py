@@ -2,13 +2,18 @@
 
 Recipes batch hundreds of creates and deletes in one multi, so `multi_packet`
 packs plain creates and deletes itself; it must write exactly what aiozk's
-serializer writes for every kind of operation, mode and ACL.
+serializer writes for every kind of operation, mode and ACL.  Notifications
+come in hundreds at a hand-over too, and `parse_watch_event` must read them
+as aiozk does.
 """
 
 from __future__ import annotations
 
 import random
 import struct
+
+import pytest
+from aiozk import protocol as proto
 
 from aiocoord.zk import ACL, CheckOp, CreateMode, CreateOp, DeleteOp, SetDataOp, _wire
 from aiocoord.zk.types import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, Op
@@ -56,3 +61,23 @@ def test_parse_multi_reads_paths_errors_and_the_end() -> None:
     body += struct.pack("!i?i", 13, False, 0)
     body += struct.pack("!i?i", -1, True, -1)
     assert _wire.parse_multi(body) == [(1, ("/a/ünï", None)), (2, None), (-1, -101), (13, None)]
+
+
+def test_parse_watch_event_reads_what_aiozk_reads() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        path = rng.choice(["/", "/a", f"/chroot/leaders/t-{rng.randint(0, 999)}", "/ünï/é" * 9])
+        type_, state = rng.choice([1, 2, 3, 4, -1]), rng.choice([3, 0, -112])
+        raw = path.encode()
+        body = struct.pack("!iqi", -1, rng.randint(-1, 2**40), 0)
+        body += struct.pack("!iii", type_, state, len(raw)) + raw
+        event, _ = proto.WatchEvent.parse(body, 16)
+        assert _wire.parse_watch_event(body) == (event.type, event.state, event.path)
+    null_path = struct.pack("!iqi", -1, 5, 0) + struct.pack("!iii", -1, 3, -1)
+    assert _wire.parse_watch_event(null_path) == (-1, 3, "")
+
+
+def test_parse_watch_event_refuses_a_cut_path() -> None:
+    body = struct.pack("!iqi", -1, 5, 0) + struct.pack("!iii", 2, 3, 10) + b"/short"
+    with pytest.raises(ValueError, match="shorter"):
+        _wire.parse_watch_event(body)

@@ -370,17 +370,17 @@ class TaskEngine:
             self._tg.start_soon(self._poke_after_settle, now + self._settle)
 
     async def _poke_after_settle(self, deadline: float) -> None:
-        """Wake every task once the settle delay of a change ends, all in the same pass.
+        """Hand over every task whose settle delay ends at `deadline`, all in one pass.
 
-        Each task also has a timer of its own, but timers that end at one moment
-        may fire a millisecond apart; the tasks would then hand over in bits,
-        each bit waiting for the previous ones to finish.
+        Each task also has a timer of its own (a little later), but timers that
+        end at one moment may fire a millisecond apart; the tasks would then
+        hand over in bits, each bit waiting for the previous ones to finish.
         """
         await anyio.sleep_until(deadline)
         me = self._worker.id
         for slot in self.slots.values():
             if (slot.held is not None or slot.granted) and slot.desired != me:
-                slot.poke()  # the ones the delay holds back
+                slot.advance(self)  # the ones the delay held back
 
     async def _set_usable(self, session: int, changed: anyio.Event) -> None:
         """(Re)connected: leader events may have been missed, so look at the leader nodes.
@@ -486,7 +486,7 @@ class TaskEngine:
             return
         slot = self.slots.get(basename(event.path))
         if slot is not None:
-            slot.on_event(event.type, self._worker.id)
+            slot.on_event(event.type, self)
             self.feed.publish((slot.task, event.type))
 
     # --- reads -----------------------------------------------------------------------------

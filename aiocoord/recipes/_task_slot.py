@@ -19,14 +19,24 @@ something it depends on changes (`TaskSlot.poke`).  The steps:
 
 A request that fails with connection loss is decided again once the
 connection settles; nothing is assumed about its outcome.
+
+The steps of a hand-over run without the loop (`TaskSlot.advance`): when a
+notification frees a task, the create is queued from the notification's
+callback and leadership granted from the create's answer; when the settle
+delay ends, bodies are cancelled in one pass and each delete is queued as the
+task's last body exits.  Waking a loop per task and step cost more than the
+steps themselves when hundreds of tasks move at once.  `decide` still names
+every step; a step the callbacks do not take, or any error, goes back to the
+loop, and nothing runs in the loop while a callback's write is out (`busy`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Protocol
@@ -46,13 +56,16 @@ from aiocoord.zk import EventType, ZkClient
 
 from ._task_choice import Action, TaskState, decide
 from ._task_records import Worker, decode_leader
-from ._task_writes import WriteBatcher
+from ._task_writes import Write, WriteBatcher
 
 __all__ = ("SlotHost", "TaskSlot", "TaskTerm")
 
 log = logging.getLogger("aiocoord.recipes.task_leadership")
 
 RETRY_DELAY = 0.2  # after a request failed while the connection looked fine
+# The loop's own settle timer fires this much after the engine's pass that hands
+# over every task whose delay ends at once; it only matters if that pass is late.
+_TIMER_SLACK = 0.005
 
 
 def clock() -> float:
@@ -95,6 +108,22 @@ class _Body:
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()
         self.reason: str | None = None
+
+
+def _cancel_soon(scopes: list[anyio.CancelScope]) -> None:
+    """Cancel `scopes` from a loop callback, before any task resumes.
+
+    anyio's `CancelScope.cancel()` puts the calling task's repr in its
+    message, which costs more than the rest of a revoke; a callback has no
+    calling task.  The bodies see the cancellation at their next checkpoint
+    either way, which comes after this callback.
+    """
+    asyncio.get_running_loop().call_soon(_cancel_all, scopes)
+
+
+def _cancel_all(scopes: list[anyio.CancelScope]) -> None:
+    for scope in scopes:
+        scope.cancel()
 
 
 class SlotHost(Protocol):
@@ -141,6 +170,9 @@ class TaskSlot:
         self.stopping: str | None = None  # why the task is being removed
         self.bad_czxid: int | None = None  # last invalid leader node reported
         self.bodies: set[_Body] = set()
+        self.busy = False  # a step is under way (the loop's or a callback's): nothing else runs
+        self._inspect_at: int | None = None  # a queued create found the node taken: read it
+        self._when_drained: Callable[[], None] | None = None
         self.done = anyio.Event()
         self._wake = anyio.Event()
         self._granted_changed = anyio.Event()
@@ -171,7 +203,7 @@ class TaskSlot:
         while self.bodies:
             await self._body_exited.wait()
 
-    def on_event(self, type_: EventType, worker_id: str) -> None:
+    def on_event(self, type_: EventType, host: SlotHost) -> None:
         """A watch event on the leader node's path (called in the order they arrive)."""
         self.events += 1
         if type_ is EventType.DELETED:
@@ -180,8 +212,14 @@ class TaskSlot:
                 self.verify = True  # maybe our node, maybe an older one: check its czxid
         elif self.held is not None:
             return  # our node's creation (or a write to it): nothing to decide
-        if self.held or self.granted or self.desired == worker_id or self.stale or self.stopping:
-            self.poke()  # the other workers' tasks have nothing to do about it
+        if (
+            self.held
+            or self.granted
+            or self.desired == host.worker.id
+            or self.stale
+            or self.stopping
+        ):
+            self.advance(host)  # the other workers' tasks have nothing to do about it
 
     def forget_session(self, session: int | None) -> None:
         """Our node of an ended session is not ours to lead with: delete it if it lingers."""
@@ -214,10 +252,13 @@ class TaskSlot:
             return
         self.granted = False
         self.term = None
+        scopes = []
         for body in self.bodies:
             if body.reason is None:
                 body.reason = reason
-                body.scope.cancel()
+                scopes.append(body.scope)
+        if scopes:
+            _cancel_soon(scopes)
         self.notify_grant()
         log.info("worker %s stopped leading task %s: %s", worker_id, self.task, reason)
 
@@ -246,8 +287,105 @@ class TaskSlot:
             self.bodies.discard(body)
             self._body_exited.set()
             self._body_exited = anyio.Event()
+            if not self.bodies and self._when_drained is not None:
+                when_drained, self._when_drained = self._when_drained, None
+                when_drained()
         if body.reason is not None:
             raise LeadershipLost(self.path, body.reason)
+
+    # --- steps taken from callbacks ---------------------------------------------------------
+
+    def advance(self, host: SlotHost) -> None:
+        """Take the next step here if a callback can take it; otherwise wake the loop.
+
+        Callbacks take the steps of a plain hand-over: acquire (create the
+        node, grant from the answer), and revoke-then-delete (the delete queued
+        when the last body exits).  Everything else, and anything while a step
+        is under way, is the loop's.
+        """
+        if self.busy or self.stopping is not None or host.closing:
+            self.poke()
+            return
+        action = decide(self.state(host), settle=host.settle).action
+        if action is Action.ACQUIRE and not self.bodies:
+            self._queue_create(host)
+        elif action is Action.REVOKE and self.held is not None:
+            self.revoke("handed over", host.worker.id)
+            host.review_watch()  # maybe the last task we led: the leader watch may go
+            self._delete_when_drained(host)
+        elif action is Action.DELETE and self.held is not None:
+            self._delete_when_drained(host)
+        else:
+            self.poke()
+
+    def _delete_when_drained(self, host: SlotHost) -> None:
+        """Queue the delete now, or when the last body exits (nothing else runs until then)."""
+        if not self.bodies:
+            self._queue_delete(host)
+            return
+        self.busy = True
+
+        def drained() -> None:
+            self.busy = False
+            self.advance(host)  # decided again: the choice may have come back to us
+
+        self._when_drained = drained
+
+    def _settled(self, host: SlotHost) -> None:
+        """A callback's step ended: wake the loop only if it has something to do."""
+        self.busy = False
+        if decide(self.state(host), settle=host.settle).action is not Action.IDLE:
+            self.poke()
+
+    def _queue_create(self, host: SlotHost) -> None:
+        """`_acquire` with the create queued: grant from its answer, read the node if taken."""
+        events, deletions = self.events, self.deletions
+        self.busy = True
+
+        def done(write: Write) -> None:
+            error = write.error
+            if error is None and write.created is not None:
+                self._created(host, write.created, deletions)
+            elif isinstance(error, NodeExistsError):
+                self._inspect_at = events  # the loop reads whose it is
+            elif error is not None:
+                log.debug("task %s: acquire failed: %s", self.task, error)
+            self._settled(host)
+
+        host.writes.queue_create(self.path, host.leader_record, done)
+
+    def _queue_delete(self, host: SlotHost) -> None:
+        """`_delete` with the delete queued; anything but success or "gone" goes to the loop."""
+        held = self.held
+        assert held is not None
+        self.busy = True
+        self.deleting = True
+
+        def done(write: Write) -> None:
+            self.deleting = False
+            if write.error is None or isinstance(write.error, NoNodeError):
+                self._released(host, held)
+            else:
+                log.debug("task %s: delete failed: %s", self.task, write.error)
+            self._settled(host)
+
+        host.writes.queue_delete(self.path, held.version, done)
+
+    def _created(self, host: SlotHost, created: tuple[int, int], deletions: int) -> None:
+        """Our create succeeded: hold the node; lead at once if nothing stands in the way."""
+        czxid, owner = created
+        self.held = _Held(czxid, owner, 0)
+        self.holder = host.worker.id
+        self.verify = self.deletions != deletions  # a deletion seen meanwhile: of which node?
+        self.forget_session(host.session_id)
+        if not self.bodies and decide(self.state(host), settle=host.settle).action is Action.GRANT:
+            self.grant(host.worker)  # what the next pass would do, one pass sooner
+
+    def _released(self, host: SlotHost, held: _Held) -> None:
+        if self.held is held:
+            self.held = None
+            self.verify = False
+            log.info("worker %s released task %s", host.worker.id, self.task)
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -271,7 +409,14 @@ class TaskSlot:
         try:
             while True:
                 wake = self._wake
+                if self.busy:  # a callback's step is under way; it wakes us if needed
+                    await wake.wait()
+                    continue
                 self.forget_session(host.session_id)
+                if self._inspect_at is not None:
+                    events, self._inspect_at = self._inspect_at, None
+                    await self._step(wake, "inspect", self._inspect(host, events))
+                    continue
                 decision = decide(self.state(host), settle=host.settle)
                 action = decision.action
                 if action is Action.EXIT:
@@ -281,19 +426,27 @@ class TaskSlot:
                     continue
                 if action is Action.WAIT:
                     delay = decision.delay if decision.delay is not None else math.inf
-                    with anyio.move_on_after(delay):
+                    with anyio.move_on_after(delay + _TIMER_SLACK):
                         await wake.wait()
                     continue
-                try:
-                    await self._perform(host, action)
-                except ConnectionLostError as exc:  # outcome unknown: decide again later
-                    log.debug("task %s: %s failed: %s", self.task, action.value, exc)
-                    with anyio.move_on_after(RETRY_DELAY):
-                        await wake.wait()
+                await self._step(wake, action.value, self._perform(host, action))
         except CoordinatorClosedError:
             return
         finally:
             self.done.set()
+
+    async def _step(self, wake: anyio.Event, name: str, perform: Awaitable[None]) -> None:
+        """Run one of the loop's steps; nothing else runs for the task meanwhile."""
+        self.busy = True
+        try:
+            await perform
+        except ConnectionLostError as exc:  # outcome unknown: decide again later
+            log.debug("task %s: %s failed: %s", self.task, name, exc)
+            self.busy = False
+            with anyio.move_on_after(RETRY_DELAY):
+                await wake.wait()
+        finally:
+            self.busy = False
 
     async def _perform(self, host: SlotHost, action: Action) -> None:
         if action is Action.ACQUIRE:
@@ -326,12 +479,7 @@ class TaskSlot:
         except NodeExistsError:
             await self._inspect(host, events)
             return
-        self.held = _Held(czxid, owner, 0)
-        self.holder = host.worker.id
-        self.verify = self.deletions != deletions  # a deletion seen meanwhile: of which node?
-        self.forget_session(host.session_id)
-        if not self.bodies and decide(self.state(host), settle=host.settle).action is Action.GRANT:
-            self.grant(host.worker)  # what the next pass would do, one pass sooner
+        self._created(host, (czxid, owner), deletions)
 
     async def _inspect(self, host: SlotHost, events: int) -> None:
         """The node exists: learn whose it is; adopt ours, delete our stale one, or wait."""
@@ -377,10 +525,7 @@ class TaskSlot:
             pass
         finally:
             self.deleting = False
-        if self.held is held:
-            self.held = None
-            self.verify = False
-            log.info("worker %s released task %s", host.worker.id, self.task)
+        self._released(host, held)
 
     async def _verify(self, client: ZkClient) -> None:
         held = self.held

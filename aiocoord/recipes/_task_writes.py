@@ -18,9 +18,17 @@ would have had alone:
   write is sent again on its own;
 - a lost connection fails every write of the batch with the same
   `ConnectionLostError` (outcome unknown, as for a single write).
+
+A write is either awaited (`create`, `delete`) or queued with a callback
+(`queue_create`, `queue_delete`): a task's hand-over steps run from the
+callbacks that learn they are due (a notification, a body's exit), without
+waking the task's loop for each step.
 """
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Callable
 
 import anyio
 import anyio.abc
@@ -28,17 +36,24 @@ import anyio.abc
 from aiocoord.errors import CoordError, NodeExistsError, NoNodeError, TransactionFailed
 from aiocoord.zk import CreateMode, CreateOp, DeleteOp, ZkClient
 
-__all__ = ("WriteBatcher",)
+__all__ = ("Write", "WriteBatcher")
+
+log = logging.getLogger("aiocoord.recipes.task_leadership")
 
 _MAX_BATCH = 250  # keeps a multi far below the server's 1 MB packet limit
 
 
-class _Write:
-    __slots__ = ("created", "done", "error", "op")
+class Write:
+    """One queued write; `created` or `error` is set when `done`."""
 
-    def __init__(self, op: CreateOp | DeleteOp) -> None:
+    __slots__ = ("created", "done", "error", "on_done", "op")
+
+    def __init__(
+        self, op: CreateOp | DeleteOp, on_done: Callable[[Write], None] | None = None
+    ) -> None:
         self.op = op
-        self.done = anyio.Event()
+        self.on_done = on_done  # called with the write once it is done (else `done` is set)
+        self.done = anyio.Event() if on_done is None else None
         self.created: tuple[int, int] | None = None  # (czxid, ephemeral owner)
         self.error: BaseException | None = None
 
@@ -48,7 +63,7 @@ class WriteBatcher:
 
     def __init__(self, client: ZkClient) -> None:
         self._client = client
-        self._queue: list[_Write] = []
+        self._queue: list[Write] = []
         self._wake = anyio.Event()
 
     async def create(self, path: str, data: bytes) -> tuple[int, int]:
@@ -56,17 +71,29 @@ class WriteBatcher:
 
         Errors as `ZkClient.create`.
         """
-        write = await self._submit(_Write(CreateOp(path, data, CreateMode.EPHEMERAL)))
+        write = await self._submit(Write(CreateOp(path, data, CreateMode.EPHEMERAL)))
         assert write.created is not None
         return write.created
 
     async def delete(self, path: str, version: int) -> None:
         """Delete a node at `version`.  Errors as `ZkClient.delete`."""
-        await self._submit(_Write(DeleteOp(path, version)))
+        await self._submit(Write(DeleteOp(path, version)))
 
-    async def _submit(self, write: _Write) -> _Write:
+    def queue_create(self, path: str, data: bytes, on_done: Callable[[Write], None]) -> None:
+        """`create` without waiting: `on_done(write)` gets the outcome (errors as `create`)."""
+        self._queue_write(Write(CreateOp(path, data, CreateMode.EPHEMERAL), on_done))
+
+    def queue_delete(self, path: str, version: int, on_done: Callable[[Write], None]) -> None:
+        """`delete` without waiting: `on_done(write)` gets the outcome (errors as `delete`)."""
+        self._queue_write(Write(DeleteOp(path, version), on_done))
+
+    def _queue_write(self, write: Write) -> None:
         self._queue.append(write)
         self._wake.set()
+
+    async def _submit(self, write: Write) -> Write:
+        self._queue_write(write)
+        assert write.done is not None
         await write.done.wait()
         if write.error is not None:
             raise write.error
@@ -86,7 +113,7 @@ class WriteBatcher:
                 if batch:
                     tg.start_soon(self._send, batch)
 
-    async def _send(self, batch: list[_Write]) -> None:
+    async def _send(self, batch: list[Write]) -> None:
         if len(batch) == 1:
             await self._alone(batch[0])
             return
@@ -125,7 +152,7 @@ class WriteBatcher:
             else:
                 self._finish(write, created=created)
 
-    async def _created(self, creates: list[_Write], session: int | None) -> tuple[int, int] | None:
+    async def _created(self, creates: list[Write], session: int | None) -> tuple[int, int] | None:
         """(czxid, owner) shared by the nodes one multi created, read from one still ours."""
         for write in creates:
             try:
@@ -136,7 +163,7 @@ class WriteBatcher:
                 return stat.czxid, stat.ephemeral_owner
         return None
 
-    async def _alone(self, write: _Write) -> None:
+    async def _alone(self, write: Write) -> None:
         op = write.op
         try:
             if isinstance(op, CreateOp):
@@ -152,10 +179,16 @@ class WriteBatcher:
 
     @staticmethod
     def _finish(
-        write: _Write,
+        write: Write,
         *,
         created: tuple[int, int] | None = None,
         error: BaseException | None = None,
     ) -> None:
         write.created, write.error = created, error
-        write.done.set()
+        if write.done is not None:
+            write.done.set()
+        elif write.on_done is not None:
+            try:
+                write.on_done(write)
+            except Exception:  # a bug in the callback: the other writes must still finish
+                log.exception("write callback for %s failed", write.op.path)

@@ -34,6 +34,10 @@ class WatchKind(enum.Enum):
     PERSISTENT = "persistent"
     PERSISTENT_RECURSIVE = "persistent_recursive"
 
+    # Members are singletons compared by identity: hash them so too (Enum's own
+    # hash is a Python call, paid on every registry lookup of every notification).
+    __hash__ = object.__hash__
+
 
 class Watch:
     """A one-shot watch: `await watch.wait()` returns the event that fired it."""
@@ -109,6 +113,7 @@ class PersistentWatch:
         self._send.close()
 
 
+_EVENT_TYPES: dict[int, EventType] = {int(t): t for t in EventType}
 _FIRES: dict[int, tuple[WatchKind, ...]] = {
     EventType.CREATED: (WatchKind.DATA, WatchKind.EXIST),
     EventType.DATA_CHANGED: (WatchKind.DATA, WatchKind.EXIST),
@@ -123,6 +128,7 @@ class WatchRegistry:
     def __init__(self) -> None:
         self._one_shot: dict[tuple[WatchKind, str], list[Watch]] = defaultdict(list)
         self._persistent: dict[tuple[WatchKind, str], list[PersistentWatch]] = defaultdict(list)
+        self._recursive: set[str] = set()  # server paths with a live recursive watch
 
     def watched(self, server_path: str) -> bool:
         """Whether any live watch (of any kind) is on `server_path`."""
@@ -148,6 +154,8 @@ class WatchRegistry:
         key = (watch.kind, server_path)
         first = not self._persistent.get(key)
         self._persistent[key].append(watch)
+        if watch.recursive:
+            self._recursive.add(server_path)
         return first
 
     def remove_persistent(self, watch: PersistentWatch, server_path: str) -> bool:
@@ -159,30 +167,33 @@ class WatchRegistry:
         watch._close()
         if not watches:
             self._persistent.pop(key, None)
+            if watch.recursive:
+                self._recursive.discard(server_path)
             return True
         return False
 
     def dispatch(self, type_: int, server_path: str, client_path: str) -> None:
         """Deliver one server notification to every watch it fires."""
-        try:
-            etype = EventType(type_)
-        except ValueError:
+        etype = _EVENT_TYPES.get(type_)
+        if etype is None or etype is EventType.SESSION_LOST:
             return  # watch-removed notifications and unknown types carry nothing for us
         event = WatchedEvent(etype, client_path)
-        for kind in _FIRES.get(etype, ()):
-            for watch in self._one_shot.pop((kind, server_path), []):
-                watch._fire(event)
-        for pwatch in self._persistent.get((WatchKind.PERSISTENT, server_path), []):
+        one_shot = self._one_shot
+        if one_shot:
+            for kind in _FIRES[etype]:
+                for watch in one_shot.pop((kind, server_path), ()):
+                    watch._fire(event)
+        persistent = self._persistent
+        if not persistent:
+            return
+        for pwatch in persistent.get((WatchKind.PERSISTENT, server_path), ()):
             pwatch._deliver(event)
-        if etype is not EventType.CHILDREN_CHANGED:
+        if self._recursive and etype is not EventType.CHILDREN_CHANGED:
             # A recursive watch sees events on its path and below (never children-changed).
-            node = server_path
-            while True:
-                for pwatch in self._persistent.get((WatchKind.PERSISTENT_RECURSIVE, node), []):
-                    pwatch._deliver(event)
-                if node == "/":
-                    break
-                node = node.rsplit("/", 1)[0] or "/"
+            for base in self._recursive:
+                if server_path == base or server_path.startswith(base.rstrip("/") + "/"):
+                    for pwatch in persistent.get((WatchKind.PERSISTENT_RECURSIVE, base), ()):
+                        pwatch._deliver(event)
 
     def persistent_keys(self) -> list[tuple[WatchKind, str]]:
         """(kind, server path) of every live persistent watch."""
@@ -219,3 +230,4 @@ class WatchRegistry:
             for pwatch in pwatches:
                 pwatch._close()
         self._persistent.clear()
+        self._recursive.clear()

@@ -314,10 +314,22 @@ def parse_body(opcode: int, body: bytes) -> Any:
     return value
 
 
+_WATCH_EVENT = struct.Struct("!iii")  # type, state, path length
+
+
 def parse_watch_event(body: bytes) -> tuple[int, int, str]:
-    """(type, state, server_path) of a notification packet."""
-    event, _ = proto.WatchEvent.parse(body, _HEADER.size)
-    return int(event.type), int(event.state), str(event.path)
+    """(type, state, server_path) of a notification packet (a null path reads as "").
+
+    Parsed here rather than with aiozk's `WatchEvent`: a hand-over brings
+    hundreds of notifications at once, and this is several times cheaper.
+    """
+    type_, state, size = _WATCH_EVENT.unpack_from(body, _HEADER.size)
+    if size <= 0:
+        return type_, state, ""
+    start = _HEADER.size + _WATCH_EVENT.size
+    if start + size > len(body):
+        raise ValueError("notification shorter than its path")
+    return type_, state, body[start : start + size].decode("utf-8")
 
 
 def parse_multi(body: bytes) -> list[tuple[int, Any]]:
