@@ -815,7 +815,7 @@ async def test_write_batcher_gathers_writes_and_keeps_each_outcome(
     writes = WriteBatcher(client)
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(writes.run)
+            await tg.start(writes.run)
             await client.create("/taken", b"other")
             results: dict[str, Any] = {}
 

@@ -15,8 +15,8 @@ These background tasks run in the recipe's task group:
   hand-over's notifications, to it and to the server) and adds it again when
   that changes, then looks at the leader nodes as after a reconnection;
   leadership starts only while the watch is live;
-- the write batcher (`WriteBatcher.run`), which turns the leader-node writes
-  of one moment into one transaction;
+- the write batcher's task (`WriteBatcher.run`), which hosts the recovery
+  of failed batches (the batches themselves go out from loop callbacks);
 - one loop per task (`TaskSlot.run`).
 
 The worker list is "current" while its child watch has not fired.  ZooKeeper
@@ -197,7 +197,7 @@ class TaskEngine:
         """Start everything in `tg`; return once registered with the worker list read."""
         self._tg = tg
         await tg.start(self._watch_leaders)  # first, so that no leader event is missed
-        tg.start_soon(self._writes.run)
+        await tg.start(self._writes.run)
         tg.start_soon(self._follow_connection)
         await tg.start(self._control)
         for slot in self.slots.values():

@@ -2,11 +2,12 @@
 
 When a newer worker joins, every old leader releases its share of the tasks
 at once and the newcomer creates them all as the deletions arrive: hundreds of
-single writes, each one a transaction the server must log.  The tasks' loops
-run independently, so their writes are gathered here instead: everything
-queued by the time the batcher runs (the tasks woken together have all run by
-then) goes out as one ``multi`` (several batches may be in flight at once).  Each caller gets exactly the outcome it
-would have had alone:
+single writes, each one a transaction the server must log.  So the writes are
+gathered here instead: everything queued in one step of the event loop (the
+tasks woken together, the callbacks of one burst of notifications) goes out
+as one ``multi`` from a loop callback at the end of that step, before any task
+runs again (several batches may be in flight at once).  Each caller gets
+exactly the outcome it would have had alone:
 
 - a create returns the new node's czxid (the fencing token) and owner.  A
   ``multi`` answers creates with their paths only, but every node it creates
@@ -17,7 +18,8 @@ would have had alone:
   whose parent is missing is retried alone, with its parents) and every other
   write is sent again on its own;
 - a lost connection fails every write of the batch with the same
-  `ConnectionLostError` (outcome unknown, as for a single write).
+  `ConnectionLostError` (outcome unknown, as for a single write); so does
+  having no connection when the batch is due (nothing waits for one).
 
 A write is either awaited (`create`, `delete`) or queued with a callback
 (`queue_create`, `queue_delete`): a task's hand-over steps run from the
@@ -27,14 +29,23 @@ waking the task's loop for each step.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import anyio
 import anyio.abc
 
-from aiocoord.errors import CoordError, NodeExistsError, NoNodeError, TransactionFailed
+from aiocoord.errors import (
+    ConnectionLostError,
+    CoordError,
+    NodeExistsError,
+    NoNodeError,
+    TransactionFailed,
+)
 from aiocoord.zk import CreateMode, CreateOp, DeleteOp, ZkClient
+from aiocoord.zk.client import SentMulti
 
 __all__ = ("Write", "WriteBatcher")
 
@@ -59,12 +70,13 @@ class Write:
 
 
 class WriteBatcher:
-    """Gathers ephemeral creates and deletes into multis; `run` is its background task."""
+    """Gathers ephemeral creates and deletes into multis; `run` hosts its recoveries."""
 
     def __init__(self, client: ZkClient) -> None:
         self._client = client
         self._queue: list[Write] = []
-        self._wake = anyio.Event()
+        self._flush_handle: asyncio.Handle | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
 
     async def create(self, path: str, data: bytes) -> tuple[int, int]:
         """Create an ephemeral node (parents as containers): ``(czxid, ephemeral owner)``.
@@ -89,7 +101,11 @@ class WriteBatcher:
 
     def _queue_write(self, write: Write) -> None:
         self._queue.append(write)
-        self._wake.set()
+        if self._flush_handle is None:
+            # A loop callback, due after everything that is running now: the writes
+            # queued in this step (the tasks woken together, all the callbacks of one
+            # notification burst) go out together, before any task runs again.
+            self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
 
     async def _submit(self, write: Write) -> Write:
         self._queue_write(write)
@@ -99,27 +115,39 @@ class WriteBatcher:
             raise write.error
         return write
 
-    async def run(self) -> None:
-        """Send what is queued, batch after batch; each batch in a task of its own."""
-        async with anyio.create_task_group() as tg:
-            while True:
-                # Woken by the first write of a moment, this task runs after every task
-                # that was ready with it: their writes have joined the queue by then.
-                await self._wake.wait()
-                self._wake = anyio.Event()
-                batch, self._queue = self._queue[:_MAX_BATCH], self._queue[_MAX_BATCH:]
-                if self._queue:
-                    self._wake.set()
-                if batch:
-                    tg.start_soon(self._send, batch)
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Host the tasks that sort out failed batches, until cancelled."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                task_status.started()
+                await anyio.sleep_forever()
+        finally:
+            self._tg = None
 
-    async def _send(self, batch: list[Write]) -> None:
-        if len(batch) == 1:
-            await self._alone(batch[0])
-            return
+    # --- sending ---------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        self._flush_handle = None
+        while self._queue:
+            batch, self._queue = self._queue[:_MAX_BATCH], self._queue[_MAX_BATCH:]
+            self._send(batch)
+
+    def _send(self, batch: list[Write]) -> None:
         session = self._client.session_id
         try:
-            results = await self._client.multi([w.op for w in batch])
+            sent = self._client.send_multi([w.op for w in batch])
+        except Exception as exc:  # not connected, closed, or an operation refused
+            for write in batch:
+                self._finish(write, error=exc)
+            return
+        sent.add_done_callback(lambda sent: self._on_reply(batch, sent, session))
+
+    def _on_reply(self, batch: list[Write], sent: SentMulti, session: int | None) -> None:
+        try:
+            results = sent.result()
         except TransactionFailed as exc:
             failed = batch[exc.failed_index]
             if isinstance(failed.op, CreateOp) and isinstance(exc.cause, NoNodeError):
@@ -127,41 +155,57 @@ class WriteBatcher:
             else:
                 self._finish(failed, error=exc.cause)
                 again = [w for w in batch if w is not failed]
-            async with anyio.create_task_group() as tg:
-                for write in again:
-                    tg.start_soon(self._alone, write)
+            for write in again:
+                self._spawn(self._alone, write, writes=[write])
             return
-        except CoordError as exc:
+        except Exception as exc:
             for write in batch:
                 self._finish(write, error=exc)
             return
         creates = [w for w in batch if isinstance(w.op, CreateOp)]
         created: tuple[int, int] | None = None
         if creates:
-            if session is not None and self._client.session_id == session and results.zxid:
-                # Session ids are never reused, so the same one before and after means
-                # the transaction ran in it: its nodes are ours, with its zxid as czxid.
-                created = results.zxid, session
-            else:
-                created = await self._created(creates, session)
+            if session is None or self._client.session_id != session:
+                self._spawn(self._read_back, batch, creates, session, writes=batch)
+                return
+            # Session ids are never reused, so the same one before and after means the
+            # transaction ran in it: its nodes are ours, with its zxid as czxid.
+            created = results.zxid, session
         for write in batch:
-            if created is None and write in creates:
+            self._finish(write, created=created if isinstance(write.op, CreateOp) else None)
+
+    def _spawn(
+        self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any, writes: list[Write]
+    ) -> None:
+        """Run `fn` in the batcher's task group; fail `writes` if it no longer runs."""
+        if self._tg is None:
+            for write in writes:
+                self._finish(write, error=ConnectionLostError("task leadership is closing"))
+            return
+        self._tg.start_soon(fn, *args)
+
+    async def _read_back(
+        self, batch: list[Write], creates: list[Write], session: int | None
+    ) -> None:
+        """The session changed while the batch was out: read whose its nodes are."""
+        created: tuple[int, int] | None = None
+        for write in creates:
+            try:
+                stat = await self._client.exists(write.op.path)
+            except CoordError:
+                break
+            if stat is not None and stat.ephemeral_owner == session and stat.version == 0:
+                created = stat.czxid, stat.ephemeral_owner
+                break
+        for write in batch:
+            if write not in creates:
+                self._finish(write)
+            elif created is None:
                 # Created, but no node of the batch could be read back as ours: let the
                 # task read its node itself (it adopts a node of its own session).
                 self._finish(write, error=NodeExistsError(path=write.op.path))
             else:
                 self._finish(write, created=created)
-
-    async def _created(self, creates: list[Write], session: int | None) -> tuple[int, int] | None:
-        """(czxid, owner) shared by the nodes one multi created, read from one still ours."""
-        for write in creates:
-            try:
-                stat = await self._client.exists(write.op.path)
-            except CoordError:
-                return None
-            if stat is not None and stat.ephemeral_owner == session and stat.version == 0:
-                return stat.czxid, stat.ephemeral_owner
-        return None
 
     async def _alone(self, write: Write) -> None:
         op = write.op

@@ -34,7 +34,7 @@ from ..errors import (
     ZooKeeperError,
 )
 from . import _wire
-from ._connection import Connection, wait_reply
+from ._connection import Connection, _Pending, wait_reply
 from ._watches import WatchKind, WatchRegistry
 from .paths import add_chroot, strip_chroot
 from .states import (
@@ -425,6 +425,20 @@ class SessionCore:
             return await wait_reply(conn.queue(build(xid), xid, opcode))
 
         return await self._call(send, path, timeout, check=False)
+
+    def queue_packet(self, build: Callable[[int], bytes], opcode: int) -> _Pending:
+        """Queue a prebuilt packet on the current connection now, without awaiting anything.
+
+        The entry's ``done`` future completes with the reply or the connection's
+        end.  Raises `ConnectionLostError` at once when there is no connection
+        (`call_packet` waits for one).
+        """
+        self._ensure_open()
+        conn = self._conn
+        if conn is None or conn.closed:
+            raise ConnectionLostError("not connected")
+        xid = conn.next_xid()
+        return conn.queue(build(xid), xid, opcode)
 
     async def call_pipelined(
         self,

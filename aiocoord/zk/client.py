@@ -32,7 +32,7 @@ from ..errors import (
     ZooKeeperError,
 )
 from . import _wire
-from ._connection import wait_reply
+from ._connection import _Pending, wait_reply
 from ._session import SessionCore
 from ._watches import PersistentWatch, Watch, WatchKind
 from .paths import basename, join, parent, validate_path
@@ -51,7 +51,7 @@ from .types import (
     Stat,
 )
 
-__all__ = ("MAX_DATA", "PROTECTED_PREFIX", "MultiResults", "ZkClient")
+__all__ = ("MAX_DATA", "PROTECTED_PREFIX", "MultiResults", "SentMulti", "ZkClient")
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +103,30 @@ class MultiResults(list[OpResult]):
     """
 
     zxid: int = 0
+
+
+class SentMulti:
+    """A `multi` already written (`ZkClient.send_multi`): its outcome once the reply is in."""
+
+    def __init__(self, pending: _Pending, parse: Callable[[int, bytes], MultiResults]) -> None:
+        self._pending = pending
+        self._parse = parse
+
+    def done(self) -> bool:
+        return self._pending.done.done()
+
+    def add_done_callback(self, callback: Callable[[SentMulti], None]) -> None:
+        """Call `callback(self)` from the event loop once the reply (or the connection's end) is in."""
+        self._pending.done.add_done_callback(lambda _future: callback(self))
+
+    def result(self) -> MultiResults:
+        """What `multi` would have returned or raised; only once `done()`."""
+        if not self.done():
+            raise RuntimeError("the multi has no reply yet")
+        pending = self._pending
+        if pending.error is not None:
+            raise pending.error
+        return self._parse(pending.header[1], pending.body)
 
 
 def _check_acl(acl: object) -> tuple[ACL, ...] | None:
@@ -463,6 +487,32 @@ class ZkClient(SessionCore):
         whose `results` carry each operation's error (the failing one's real
         error, the others "rolled back").
         """
+        pairs = self._multi_pairs(ops)
+        if not pairs:
+            return MultiResults()
+        err, body = await self.call_packet(
+            lambda xid: _wire.multi_packet(xid, pairs, self.default_acl), 14
+        )
+        return self._multi_results(ops, err, body)
+
+    def send_multi(self, ops: Sequence[Op]) -> SentMulti:
+        """Write `multi(ops)` to the connection now; the `SentMulti` gives its outcome.
+
+        For callers that gather writes in a loop callback: the request leaves
+        in that step, not when a task gets to run.  Raises `ConnectionLostError`
+        at once when there is no connection (`multi` waits for one), and what
+        `multi` raises for bad operations.
+        """
+        pairs = self._multi_pairs(ops)
+        if not pairs:
+            raise ValueError("ops must not be empty")
+        pending = self.queue_packet(
+            lambda xid: _wire.multi_packet(xid, pairs, self.default_acl), 14
+        )
+        return SentMulti(pending, lambda err, body: self._multi_results(ops, err, body))
+
+    def _multi_pairs(self, ops: Sequence[Op]) -> list[tuple[Op, str]]:
+        """Validated operations with their server paths."""
         if isinstance(ops, str | bytes) or not isinstance(ops, Sequence):
             raise TypeError("ops must be a sequence of CreateOp/DeleteOp/SetDataOp/CheckOp")
         pairs: list[tuple[Op, str]] = []
@@ -481,12 +531,11 @@ class ZkClient(SessionCore):
             else:
                 raise TypeError(f"not a multi operation: {op!r}")
             pairs.append((op, self.server_path(op.path)))
-        if not pairs:
-            return MultiResults()
-        err, body = await self.call_packet(
-            lambda xid: _wire.multi_packet(xid, pairs, self.default_acl), 14
-        )
-        if err and err not in (0,):
+        return pairs
+
+    def _multi_results(self, ops: Sequence[Op], err: int, body: bytes) -> MultiResults:
+        """The results of a multi reply, or the error it stands for."""
+        if err:
             # A whole-request error (connection, session) rather than an operation's.
             self._check(err, None)
         results = MultiResults(_wire.multi_results(_wire.parse_multi(body), self.client_path))
