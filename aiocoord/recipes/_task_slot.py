@@ -36,12 +36,14 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Protocol
 
 import anyio
+import anyio.lowlevel
 
 from aiocoord.errors import (
     BadVersionError,
@@ -58,7 +60,7 @@ from ._task_choice import Action, TaskState, decide
 from ._task_records import Worker, decode_leader
 from ._task_writes import Write, WriteBatcher
 
-__all__ = ("SlotHost", "TaskSlot", "TaskTerm")
+__all__ = ("Hold", "SlotHost", "TaskSlot", "TaskTerm")
 
 log = logging.getLogger("aiocoord.recipes.task_leadership")
 
@@ -100,6 +102,30 @@ class _Held:
     version: int
 
 
+class _Signal:
+    """Fires many times; `event()` is what the next `fire()` sets (made only for a waiter).
+
+    Take the event before looking at the state it guards, then wait on it: a
+    change in between has set it already.
+    """
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event: anyio.Event | None = None
+
+    def event(self) -> anyio.Event:
+        if self._event is None:
+            self._event = anyio.Event()
+        return self._event
+
+    def fire(self) -> None:
+        event = self._event
+        if event is not None:
+            self._event = None
+            event.set()
+
+
 class _Body:
     """One running ``lead()`` body: its cancel scope and why it was cancelled."""
 
@@ -124,6 +150,67 @@ def _cancel_soon(scopes: list[anyio.CancelScope]) -> None:
 def _cancel_all(scopes: list[anyio.CancelScope]) -> None:
     for scope in scopes:
         scope.cancel()
+
+
+class Hold:
+    """``lead()``: wait for leadership, run the block in a cancel scope, report the loss.
+
+    A class rather than a generator-based context manager: a hand-over enters
+    and leaves hundreds of these at once, and each generator layer costs as
+    much as the rest of the work.
+    """
+
+    __slots__ = ("_body", "_closing", "_slot")
+
+    def __init__(self, slot: TaskSlot, closing: Callable[[], bool]) -> None:
+        self._slot = slot
+        self._closing = closing
+        self._body: _Body | None = None
+
+    async def __aenter__(self) -> TaskTerm:
+        slot = self._slot
+        waited = False
+        while True:
+            changed = slot._granted_changed.event()
+            if self._closing():
+                raise LeadershipLost(slot.path, "closed")
+            if slot.stopping is not None:
+                raise LeadershipLost(slot.path, slot.stopping)
+            if slot.granted and slot.term is not None:
+                term = slot.term
+                break
+            await changed.wait()
+            waited = True
+        if not waited:
+            # Leader already: still a checkpoint, so that a loop around lead() whose
+            # block never awaits cannot starve the event loop.
+            await anyio.lowlevel.checkpoint()
+            if not slot.granted or slot.term is not term:
+                return await self.__aenter__()  # lost meanwhile: wait again
+        body = _Body()
+        slot.bodies.add(body)
+        body.scope.__enter__()
+        self._body = body
+        return term
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        body = self._body
+        assert body is not None
+        self._body = None
+        try:
+            swallowed = body.scope.__exit__(exc_type, exc, tb)
+        finally:
+            self._slot._body_exit(body)
+        if exc is not None and not swallowed:
+            return False  # the block's own exception goes on
+        if body.reason is not None:
+            raise LeadershipLost(self._slot.path, body.reason) from None
+        return swallowed
 
 
 class SlotHost(Protocol):
@@ -174,9 +261,9 @@ class TaskSlot:
         self._inspect_at: int | None = None  # a queued create found the node taken: read it
         self._when_drained: Callable[[], None] | None = None
         self.done = anyio.Event()
-        self._wake = anyio.Event()
-        self._granted_changed = anyio.Event()
-        self._body_exited = anyio.Event()
+        self._wake = _Signal()
+        self._granted_changed = _Signal()
+        self._body_exited = _Signal()
 
     def __repr__(self) -> str:
         state = "LEADING" if self.granted else ("held" if self.held else "not held")
@@ -190,18 +277,16 @@ class TaskSlot:
 
     def poke(self) -> None:
         """Wake the task's loop: something it decides on changed."""
-        self._wake.set()
-        self._wake = anyio.Event()
+        self._wake.fire()
 
     def notify_grant(self) -> None:
         """Wake ``lead()`` calls waiting for leadership (or for a reason to give up)."""
-        self._granted_changed.set()
-        self._granted_changed = anyio.Event()
+        self._granted_changed.fire()
 
     async def drained(self) -> None:
         """Wait until no ``lead()`` body of this task runs."""
         while self.bodies:
-            await self._body_exited.wait()
+            await self._body_exited.event().wait()
 
     def on_event(self, type_: EventType, host: SlotHost) -> None:
         """A watch event on the leader node's path (called in the order they arrive)."""
@@ -262,36 +347,16 @@ class TaskSlot:
         self.notify_grant()
         log.info("worker %s stopped leading task %s: %s", worker_id, self.task, reason)
 
-    @asynccontextmanager
-    async def hold(self, closing: Callable[[], bool]) -> AsyncIterator[TaskTerm]:
-        """``lead()``'s body: wait for leadership, run the block in a scope, report the loss.
+    def hold(self, closing: Callable[[], bool]) -> Hold:
+        """``lead()``'s context manager (see `Hold`); `closing()`: whether the recipe is closing."""
+        return Hold(self, closing)
 
-        `closing()` tells whether the recipe is closing (waiting then ends).
-        """
-        while True:
-            changed = self._granted_changed
-            if closing():
-                raise LeadershipLost(self.path, "closed")
-            if self.stopping is not None:
-                raise LeadershipLost(self.path, self.stopping)
-            if self.granted and self.term is not None:
-                term = self.term
-                break
-            await changed.wait()
-        body = _Body()
-        self.bodies.add(body)
-        try:
-            with body.scope:
-                yield term
-        finally:
-            self.bodies.discard(body)
-            self._body_exited.set()
-            self._body_exited = anyio.Event()
-            if not self.bodies and self._when_drained is not None:
-                when_drained, self._when_drained = self._when_drained, None
-                when_drained()
-        if body.reason is not None:
-            raise LeadershipLost(self.path, body.reason)
+    def _body_exit(self, body: _Body) -> None:
+        self.bodies.discard(body)
+        self._body_exited.fire()
+        if not self.bodies and self._when_drained is not None:
+            when_drained, self._when_drained = self._when_drained, None
+            when_drained()
 
     # --- steps taken from callbacks ---------------------------------------------------------
 
@@ -408,7 +473,7 @@ class TaskSlot:
         """Decide and act until the task is removed (or the recipe closes and cancels it)."""
         try:
             while True:
-                wake = self._wake
+                wake = self._wake.event()
                 if self.busy:  # a callback's step is under way; it wakes us if needed
                     await wake.wait()
                     continue

@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 
 import anyio
@@ -82,9 +82,44 @@ from ._task_changes import TaskChange, follow_changes
 from ._task_choice import Prefer, VersionKey
 from ._task_engine import TaskEngine
 from ._task_records import Worker, check_name, decode_leader
-from ._task_slot import TaskTerm
+from ._task_slot import Hold, TaskTerm
 
 __all__ = ("TaskChange", "TaskLeadership", "TaskTerm", "Worker", "task_leadership")
+
+
+class _Lead:
+    """`TaskLeadership.lead`'s context manager: checks on entry, then `Hold` does the rest."""
+
+    __slots__ = ("_hold", "_leadership", "_task")
+
+    def __init__(self, leadership: TaskLeadership, task: str) -> None:
+        self._leadership = leadership
+        self._task = task
+        self._hold: Hold | None = None
+
+    async def __aenter__(self) -> TaskTerm:
+        leadership, task = self._leadership, self._task
+        if not isinstance(task, str):
+            raise TypeError(f"task must be a str, not {type(task).__name__}")
+        if not leadership._entered or leadership._closed:
+            raise RuntimeError("lead() needs an entered TaskLeadership that is not closed")
+        engine = leadership._engine
+        slot = engine.slots.get(task)
+        if slot is None:
+            await anyio.lowlevel.checkpoint()
+            raise ValueError(f"task {task!r} is not one of this worker's tasks (add_task() it)")
+        self._hold = slot.hold(lambda: engine.closing)
+        return await self._hold.__aenter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        hold, self._hold = self._hold, None
+        assert hold is not None
+        return await hold.__aexit__(exc_type, exc, tb)
 
 
 class TaskLeadership:
@@ -243,8 +278,7 @@ class TaskLeadership:
 
     # --- leading ---------------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def lead(self, task: str) -> AsyncIterator[TaskTerm]:
+    def lead(self, task: str) -> AbstractAsyncContextManager[TaskTerm]:
         """Run the block while this worker leads `task`; yields the `TaskTerm`.
 
         Entering waits until this worker leads the task (bound it with
@@ -263,17 +297,7 @@ class TaskLeadership:
         `RuntimeError` once the recipe is closed, so a ``while True`` loop
         around ``lead()`` ends.
         """
-        if not isinstance(task, str):
-            raise TypeError(f"task must be a str, not {type(task).__name__}")
-        if not self._entered or self._closed:
-            raise RuntimeError("lead() needs an entered TaskLeadership that is not closed")
-        await anyio.lowlevel.checkpoint()
-        slot = self._engine.slots.get(task)
-        if slot is None:
-            raise ValueError(f"task {task!r} is not one of this worker's tasks (add_task() it)")
-        engine = self._engine
-        async with slot.hold(lambda: engine.closing) as term:
-            yield term
+        return _Lead(self, task)
 
     # --- reads -----------------------------------------------------------------------------
 
