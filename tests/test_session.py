@@ -433,6 +433,31 @@ async def test_persistent_watch_survives_a_cut(proxy: FaultProxy, zk_chroot: str
                 ]
 
 
+async def test_persistent_watch_callback_keeps_the_order(
+    coordinator: aiocoord.Coordinator,
+) -> None:
+    c = coordinator.client
+    await c.create("/cb")
+    got: list[tuple[EventType, str]] = []
+    with anyio.fail_after(10):
+        async with c.watch("/cb", recursive=True) as pw:
+            await c.create("/cb/a")  # waits in `events` until the callback is set
+            await c.sync("/cb")  # its notification has arrived by now
+            pw.set_callback(lambda e: got.append((e.type, e.path)))
+            await c.create("/cb/b")  # delivered to the callback where it is read
+            await c.delete("/cb/a")
+            await c.sync("/cb")
+            assert got == [
+                (EventType.CREATED, "/cb/a"),
+                (EventType.CREATED, "/cb/b"),
+                (EventType.DELETED, "/cb/a"),
+            ]
+            with pytest.raises(anyio.WouldBlock):
+                pw.events.receive_nowait()  # nothing went to the stream
+        with pytest.raises(anyio.EndOfStream):
+            pw.events.receive_nowait()  # it still ends with the watch
+
+
 async def test_containers_and_ttl_nodes_are_real(coordinator: aiocoord.Coordinator) -> None:
     c = coordinator.client
     await c.create("/box", mode=CreateMode.CONTAINER)

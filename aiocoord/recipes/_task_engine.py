@@ -434,25 +434,24 @@ class TaskEngine:
                 self._watch_live = False
 
     async def _follow_leader_events(self, pw: PersistentWatch) -> bool:
-        """Route events until the watch is no longer needed (False) or the stream ends (True)."""
+        """Route events until the watch is no longer needed (False) or the stream ends (True).
+
+        Events are routed where their notifications are read (one burst of
+        deletions queues its creates together, with no task to wake); the
+        stream only tells when the watch ends.
+        """
         ended = False
         async with anyio.create_task_group() as tg:
 
-            async def route() -> None:
+            async def follow() -> None:
                 nonlocal ended
-                async for event in pw.events:
+                pw.set_callback(self._on_leader_event)
+                async for event in pw.events:  # nothing comes here but the end
                     self._on_leader_event(event)
-                    # Take every event already queued, so the tasks they wake act
-                    # together (and their writes share one transaction).
-                    while True:
-                        try:
-                            self._on_leader_event(pw.events.receive_nowait())
-                        except (anyio.WouldBlock, anyio.EndOfStream):
-                            break
                 ended = True
                 tg.cancel_scope.cancel()
 
-            tg.start_soon(route)
+            tg.start_soon(follow)
             while True:
                 review = self._review
                 if not self._needs_leader_events():

@@ -100,14 +100,39 @@ class PersistentWatch:
         send, receive = anyio.create_memory_object_stream[WatchedEvent](math.inf)
         self._send = send
         self.events = receive
+        self._callback: Callable[[WatchedEvent], None] | None = None
 
     @property
     def kind(self) -> WatchKind:
         return WatchKind.PERSISTENT_RECURSIVE if self.recursive else WatchKind.PERSISTENT
 
+    def set_callback(self, callback: Callable[[WatchedEvent], None]) -> None:
+        """Hand every event to `callback(event)` where its notification is read, not to `events`.
+
+        Events already waiting in `events` go to it first, so the order is
+        kept; `events` then only ends when the watch does.  As for
+        `Watch.add_callback`: quick, no awaiting, an exception is logged and dropped.
+        """
+        while True:
+            try:
+                event = self.events.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+            self._call(callback, event)
+        self._callback = callback
+
     def _deliver(self, event: WatchedEvent) -> None:
+        if self._callback is not None:
+            self._call(self._callback, event)
+            return
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._send.send_nowait(event)
+
+    def _call(self, callback: Callable[[WatchedEvent], None], event: WatchedEvent) -> None:
+        try:
+            callback(event)
+        except Exception:
+            log.exception("watch callback %r on %s failed", callback, self.path)
 
     def _close(self) -> None:
         self._send.close()
