@@ -15,10 +15,14 @@ system-wide monotonic clock.  Measured, per run:
 - overlaps: pairs of bodies of one task that ran at the same time (must be 0).
 
 Peers measured in the same run: read and write round trips (aiocoord
-``exists`` and ``set``, one at a time), and a bare hand-over with kazoo (one
+``exists`` and ``set``, one at a time); a bare hand-over with kazoo (one
 client deletes the 200 ephemeral nodes one by one, as 200 independent
 leaders would; a second client watching them re-creates each on its deletion
-event): what a hand-over costs with no recipe at all.
+event): what a hand-over costs with no recipe at all; and the recipe's own
+protocol with nothing around it ("aiocoord bare": three processes delete
+their share in one multi each, a fourth re-creates the nodes one multi per
+burst of notifications, gap from the delete sent to the create answered):
+what this server and machine allow at the least.
 
 The issue's target: every task led again within 3 round trips of its
 release, and no task leaderless for more than 50 ms beyond its drain.
@@ -284,6 +288,125 @@ def kazoo_bare_hand_over(hosts: str, n_tasks: int) -> list[float]:
             c.close()
 
 
+# --- the same protocol without the recipe -----------------------------------------------------
+
+
+async def _bare_old(hosts: str, chroot: str, paths: list[str], go: Any, out: Any) -> None:
+    """Hold `paths` as ephemerals; on `go`, delete them all in one multi (as one old worker does)."""
+    async with aiocoord.connect(hosts, namespace=chroot, session_timeout=10.0) as coord:
+        client = coord.client
+        await client.multi([aiocoord.CreateOp(p, b"", CreateMode.EPHEMERAL) for p in paths])
+        out.put(("bare ready", paths[0], None))
+        await anyio.to_thread.run_sync(go.wait)
+        sent = time.monotonic()
+        await client.multi([aiocoord.DeleteOp(p) for p in paths])
+        out.put(("bare deleted", paths[0], sent))
+
+
+async def _bare_new(hosts: str, chroot: str, base: str, n: int, out: Any) -> None:
+    """Create each node as its deletion is read: one multi per burst, from a loop callback."""
+    import asyncio
+
+    async with aiocoord.connect(hosts, namespace=chroot, session_timeout=10.0) as coord:
+        client = coord.client
+        loop = asyncio.get_running_loop()
+        created: dict[str, float] = {}
+        queue: list[str] = []
+        done = anyio.Event()
+
+        def flush() -> None:
+            batch = queue[:]
+            queue.clear()
+            sent = client.send_multi(
+                [aiocoord.CreateOp(p, b"", CreateMode.EPHEMERAL) for p in batch]
+            )
+
+            def on_reply(reply: Any) -> None:
+                reply.result()
+                now = time.monotonic()
+                for path in batch:
+                    created[path] = now
+                if len(created) == n:
+                    done.set()
+
+            sent.add_done_callback(on_reply)
+
+        def on_event(event: Any) -> None:
+            if event.type is aiocoord.EventType.DELETED:
+                if not queue:
+                    loop.call_soon(flush)
+                queue.append(event.path)
+
+        async with client.watch(base, recursive=True) as pw:
+            pw.set_callback(on_event)
+            out.put(("bare watching", "new", None))
+            with anyio.fail_after(60):
+                await done.wait()
+        out.put(("bare created", "new", created))
+
+
+def _bare_main(role: str, *args: Any) -> None:
+    """Entry point of a process of the bare hand-over."""
+    main = _bare_old if role == "old" else _bare_new
+    anyio.run(main, *args, backend_options={"use_uvloop": True})
+
+
+def bare_hand_over(hosts: str, n_tasks: int) -> list[float]:
+    """3 processes (fewer for fewer nodes) delete their share in one multi each; a 4th re-creates.
+
+    The recipe's protocol with nothing else: no bodies, no choice, no
+    settle; what a hand-over costs on this server and machine at the least.
+    Gap per node: from its delete being sent to its create being answered.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    chroot = f"/bench-bare-{uuid.uuid4().hex[:8]}"
+    base = "/leaders"
+    paths = [f"{base}/task-{i:04d}" for i in range(n_tasks)]
+    shares = [share for share in (paths[i::3] for i in range(3)) if share]
+    go = ctx.Event()
+    out = ctx.Queue()
+    anyio.run(_ensure, hosts, chroot + base)
+    olds = len(shares)
+    procs = [
+        ctx.Process(target=_bare_main, args=("old", hosts, chroot, share, go, out))
+        for share in shares
+    ]
+    procs.append(ctx.Process(target=_bare_main, args=("new", hosts, chroot, base, n_tasks, out)))
+    got: dict[tuple[str, str], Any] = {}
+
+    def wait_for(kind: str, count: int) -> None:
+        while sum(1 for k in got if k[0] == kind) < count:
+            kind_, key, value = out.get(timeout=60)
+            got[(kind_, key)] = value
+
+    try:
+        for proc in procs[:olds]:
+            proc.start()
+        wait_for("bare ready", olds)
+        procs[olds].start()
+        wait_for("bare watching", 1)
+        go.set()
+        wait_for("bare deleted", olds)
+        wait_for("bare created", 1)
+    finally:
+        go.set()
+        for proc in procs:
+            proc.join(10)
+            if proc.is_alive():
+                proc.kill()
+    created = got[("bare created", "new")]
+    gaps = []
+    for share in shares:
+        sent = got[("bare deleted", share[0])]
+        gaps += [created[p] - sent for p in share]
+    return gaps
+
+
+async def _ensure(hosts: str, path: str) -> None:
+    async with aiocoord.connect(hosts, session_timeout=10.0) as coord:
+        await coord.client.ensure_path(path, mode=CreateMode.PERSISTENT)
+
+
 # --- report ---------------------------------------------------------------------------------
 
 
@@ -309,6 +432,8 @@ def main() -> None:
         read_rtt, write_rtt = anyio.run(_round_trips, hosts)
         results = run(hosts, tasks=args.tasks, runs=args.runs, settle=args.settle)
         singles = run(hosts, tasks=1, runs=args.single_runs, settle=args.settle)
+        bare = bare_hand_over(hosts, args.tasks)
+        bare_single = [bare_hand_over(hosts, 1)[0] for _ in range(args.single_runs)]
         kazoo = kazoo_bare_hand_over(hosts, args.tasks)
         kazoo_single = [kazoo_bare_hand_over(hosts, 1)[0] for _ in range(args.single_runs)]
     print(
@@ -339,6 +464,8 @@ def main() -> None:
         print(f"    overlapping bodies: {r.overlaps}")
     row(f"kazoo bare, {args.tasks} nodes: gap, median", k_med)
     row(f"kazoo bare, {args.tasks} nodes: gap, longest", k_max)
+    row(f"aiocoord bare, {args.tasks} nodes: gap, median", statistics.median(bare), k_med)
+    row(f"aiocoord bare, {args.tasks} nodes: gap, longest", max(bare), k_max)
     gaps = [r.gaps[0] for r in singles]
     ks_med = statistics.median(kazoo_single)
     print(f"\none task, {len(singles)} runs:")
@@ -347,6 +474,7 @@ def main() -> None:
     row("    gap, longest", max(gaps), max(kazoo_single))
     print(f"    overlapping bodies: {sum(r.overlaps for r in singles)}")
     row("kazoo bare, one node: gap, median", ks_med)
+    row("aiocoord bare, one node: gap, median", statistics.median(bare_single), ks_med)
 
 
 if __name__ == "__main__":
