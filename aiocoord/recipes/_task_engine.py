@@ -82,6 +82,10 @@ async def _first_of(*waits: Callable[[], Awaitable[object]]) -> None:
             tg.start_soon(one, wait)
 
 
+def _ignore(_event: WatchedEvent) -> None:
+    """The callback of a muted watch."""
+
+
 class TaskEngine:
     """Shared state of one worker's task leadership; the `SlotHost` of its task loops."""
 
@@ -119,6 +123,8 @@ class TaskEngine:
         self._conn_changed = anyio.Event()
         self._writes = WriteBatcher(coord.client)
         self._watch_live = False  # the leader watch is registered and nothing was missed
+        self._leader_watch: PersistentWatch | None = None  # while its events are routed
+        self._leader_muted = False  # its events are ignored from now on: it must go
         self._review = anyio.Event()  # set when the leader watch may have become (un)needed
         self.feed = ChangeFeed(self.review_watch)
         self._tg: anyio.abc.TaskGroup | None = None
@@ -381,6 +387,7 @@ class TaskEngine:
         for slot in self.slots.values():
             if (slot.held is not None or slot.granted) and slot.desired != me:
                 slot.advance(self)  # the ones the delay held back
+        self._mute_leader_events()
 
     async def _set_usable(self, session: int, changed: anyio.Event) -> None:
         """(Re)connected: leader events may have been missed, so look at the leader nodes.
@@ -441,6 +448,7 @@ class TaskEngine:
         stream only tells when the watch ends.
         """
         ended = False
+        self._leader_watch, self._leader_muted = pw, False
         async with anyio.create_task_group() as tg:
 
             async def follow() -> None:
@@ -454,12 +462,29 @@ class TaskEngine:
             tg.start_soon(follow)
             while True:
                 review = self._review
-                if not self._needs_leader_events():
+                if self._leader_muted or not self._needs_leader_events():
                     self._watch_live = False  # from now on, before the server forgets it
                     tg.cancel_scope.cancel()
                     break
                 await review.wait()
+        self._leader_watch = None
         return ended
+
+    def _mute_leader_events(self) -> None:
+        """Ignore the leader watch's events from now on if it is no longer needed.
+
+        An old leader that has just handed everything over would otherwise route
+        every event of the hand-over (the other old leaders' deletions, the new
+        leader's creations) until the server has processed the watch's removal,
+        in front of its own deletions.  A muted watch is dropped and, if needed
+        again, added again with a look at the leader nodes (events were missed).
+        """
+        pw = self._leader_watch
+        if pw is not None and not self._leader_muted and not self._needs_leader_events():
+            self._leader_muted = True
+            self._watch_live = False
+            pw.set_callback(_ignore)
+            self.review_watch()
 
     async def _resync(self) -> None:
         """The watch is back after a pause: events were missed, so look as after a reconnect.
