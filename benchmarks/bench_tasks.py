@@ -187,10 +187,7 @@ def hand_over(hosts: str, n_tasks: int, settle: float) -> Result:
             bodies += wait_for("bodies", wid)
     finally:
         stop.set()
-        for proc in procs:
-            proc.join(10)
-            if proc.is_alive():
-                proc.kill()
+        _join_all(procs)
     by_task: dict[str, list[Body]] = {t: [] for t in tasks}
     for body in bodies:
         by_task[body[0]].append(body)
@@ -204,6 +201,14 @@ def hand_over(hosts: str, n_tasks: int, settle: float) -> Result:
         old_end = max(b[3] for b in runs if b[1] != "new" and b[3] is not None)
         gaps.append(new_start - old_end)
     return Result(all_led - registered, gaps, overlaps, settle)
+
+
+def _join_all(procs: list[Any]) -> None:
+    """Wait for the worker processes to end; kill any still running after 10 s."""
+    for proc in procs:
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
 
 
 async def _read_leaders(coord: aiocoord.Coordinator) -> dict[str, str]:
@@ -390,10 +395,7 @@ def bare_hand_over(hosts: str, n_tasks: int) -> list[float]:
         wait_for("bare created", 1)
     finally:
         go.set()
-        for proc in procs:
-            proc.join(10)
-            if proc.is_alive():
-                proc.kill()
+        _join_all(procs)
     created = got[("bare created", "new")]
     gaps = []
     for share in shares:
