@@ -27,6 +27,7 @@ change that came before it, and acquires only once it has read the new list.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable
@@ -125,7 +126,9 @@ class TaskEngine:
         self._watch_live = False  # the leader watch is registered and nothing was missed
         self._leader_watch: PersistentWatch | None = None  # while its events are routed
         self._leader_muted = False  # its events are ignored from now on: it must go
-        self._review = anyio.Event()  # set when the leader watch may have become (un)needed
+        # Set when the leader watch may have become (un)needed; an asyncio.Event, as
+        # it is made again on every call of review_watch() (once per task in a hand-over).
+        self._review = asyncio.Event()
         self.feed = ChangeFeed(self.review_watch)
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = False
@@ -178,7 +181,7 @@ class TaskEngine:
     def review_watch(self) -> None:
         """Something the leader watch depends on changed: let its loop look again."""
         self._review.set()
-        self._review = anyio.Event()
+        self._review = asyncio.Event()
 
     def _needs_leader_events(self) -> bool:
         """Whether the leader watch must stay: anything but a settled worker with nothing to do.

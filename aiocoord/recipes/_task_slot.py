@@ -110,17 +110,19 @@ class _Signal:
     """Fires many times; `event()` is what the next `fire()` sets (made only for a waiter).
 
     Take the event before looking at the state it guards, then wait on it: a
-    change in between has set it already.
+    change in between has set it already.  A plain `asyncio.Event`: making an
+    `anyio.Event` looks up the async backend each time, and a hand-over makes
+    a few per task.
     """
 
     __slots__ = ("_event",)
 
     def __init__(self) -> None:
-        self._event: anyio.Event | None = None
+        self._event: asyncio.Event | None = None
 
-    def event(self) -> anyio.Event:
+    def event(self) -> asyncio.Event:
         if self._event is None:
-            self._event = anyio.Event()
+            self._event = asyncio.Event()
         return self._event
 
     def fire(self) -> None:
@@ -504,7 +506,7 @@ class TaskSlot:
         finally:
             self.done.set()
 
-    async def _step(self, wake: anyio.Event, name: str, perform: Awaitable[None]) -> None:
+    async def _step(self, wake: asyncio.Event, name: str, perform: Awaitable[None]) -> None:
         """Run one of the loop's steps; nothing else runs for the task meanwhile."""
         self.busy = True
         try:
