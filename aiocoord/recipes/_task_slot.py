@@ -417,6 +417,9 @@ class TaskSlot:
             error = write.error
             if error is None and write.created is not None:
                 self._created(host, write.created, deletions)
+                if self.granted:  # leading now: nothing for the loop to do
+                    self.busy = False
+                    return
             elif isinstance(error, NodeExistsError):
                 self._inspect_at = events  # the loop reads whose it is
             elif error is not None:
