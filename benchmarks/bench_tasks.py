@@ -29,17 +29,22 @@ release, and no task leaderless for more than 50 ms beyond its drain.
 
 The server runs without fsync (``forceSync=no``, as in the latch benchmark;
 ``--fsync`` keeps it), and one untimed hand-over warms it up first: the
-first hand-over on a fresh JVM is far slower than the ones after it.
+first hand-over on a fresh JVM is far slower than the ones after it.  Every
+process freezes its start-up heap (``gc.freeze()``; ``--no-gc-freeze`` does
+not), so that a full collection does not land in a hand-over by chance.
 
     python benchmarks/bench_tasks.py [--tasks 200] [--runs 3] [--settle 0.2] [--fsync]
+                                     [--no-gc-freeze]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import itertools
 import json
 import multiprocessing
+import os
 import statistics
 import threading
 import time
@@ -72,6 +77,21 @@ class Result:
 
 
 # --- one worker process ---------------------------------------------------------------------
+
+_GC_FREEZE = "AIOCOORD_BENCH_GC_FREEZE"  # set by main() for the processes it starts
+
+
+def _freeze_heap() -> None:
+    """Move what start-up allocated out of the collector's reach (`gc.freeze`).
+
+    Without it a full collection now and then lands in the middle of a
+    hand-over and stalls one process for 30-40 ms on a 2-core VM (seen in
+    traces), whatever the code does; latency-sensitive services freeze after
+    start-up for the same reason.  Every process of the run does it, peers
+    included, unless ``--no-gc-freeze``.
+    """
+    if os.environ.get(_GC_FREEZE) == "1":
+        gc.freeze()
 
 
 async def _worker(
@@ -119,6 +139,8 @@ async def _worker(
         out.put(("registered", wid, time.monotonic()))
         for task in tasks:
             tg.start_soon(lead_loop, tl, task)
+        await anyio.sleep(0.05)  # the lead() calls are waiting by then
+        _freeze_heap()
         await anyio.to_thread.run_sync(stop.wait)
         tg.cancel_scope.cancel()
     out.put(("bodies", wid, [tuple(b) for b in bodies]))
@@ -301,6 +323,7 @@ async def _bare_old(hosts: str, chroot: str, paths: list[str], go: Any, out: Any
     async with aiocoord.connect(hosts, namespace=chroot, session_timeout=10.0) as coord:
         client = coord.client
         await client.multi([aiocoord.CreateOp(p, b"", CreateMode.EPHEMERAL) for p in paths])
+        _freeze_heap()
         out.put(("bare ready", paths[0], None))
         await anyio.to_thread.run_sync(go.wait)
         sent = time.monotonic()
@@ -344,6 +367,7 @@ async def _bare_new(hosts: str, chroot: str, base: str, n: int, out: Any) -> Non
 
         async with client.watch(base, recursive=True) as pw:
             pw.set_callback(on_event)
+            _freeze_heap()
             out.put(("bare watching", "new", None))
             with anyio.fail_after(60):
                 await done.wait()
@@ -426,7 +450,13 @@ def main() -> None:
         "--fsync", action="store_true", help="let the server fsync its log (forceSync=yes)"
     )
     parser.add_argument("--warm-up", type=int, default=1, help="untimed hand-overs first")
+    parser.add_argument(
+        "--no-gc-freeze",
+        action="store_true",
+        help="leave the garbage collector as it is (see _freeze_heap)",
+    )
     args = parser.parse_args()
+    os.environ[_GC_FREEZE] = "0" if args.no_gc_freeze else "1"
     with ZooKeeperServer(extra_config={} if args.fsync else {"forceSync": "no"}) as server:
         hosts = server.connect_string
         for _ in range(args.warm_up):
@@ -436,6 +466,7 @@ def main() -> None:
         singles = run(hosts, tasks=1, runs=args.single_runs, settle=args.settle)
         bare = bare_hand_over(hosts, args.tasks)
         bare_single = [bare_hand_over(hosts, 1)[0] for _ in range(args.single_runs)]
+        _freeze_heap()  # the kazoo clients run in this process
         kazoo = kazoo_bare_hand_over(hosts, args.tasks)
         kazoo_single = [kazoo_bare_hand_over(hosts, 1)[0] for _ in range(args.single_runs)]
     print(
