@@ -371,10 +371,15 @@ class TaskSlot:
 
         Callbacks take the steps of a plain hand-over: acquire (create the
         node, grant from the answer), and revoke-then-delete (the delete queued
-        when the last body exits).  Everything else, and anything while a step
-        is under way, is the loop's.
+        when the last body exits).  Everything else is the loop's; nothing
+        happens while a step is under way (whoever runs it decides again after).
         """
-        if self.busy or self.stopping is not None or host.closing:
+        if self.busy:
+            # Whoever runs the step decides again when it ends (the loop at its next
+            # pass, a callback in `_settled`); waking the loop now would only show it
+            # the step.  (A new leader hears of its own creations before the answer.)
+            return
+        if self.stopping is not None or host.closing:
             self.poke()
             return
         action = decide(self.state(host), settle=host.settle).action
@@ -517,10 +522,14 @@ class TaskSlot:
         except ConnectionLostError as exc:  # outcome unknown: decide again later
             log.debug("task %s: %s failed: %s", self.task, name, exc)
             self.busy = False
+            # A callback may start a step meanwhile (and own `busy` until it ends).
             with anyio.move_on_after(RETRY_DELAY):
                 await wake.wait()
-        finally:
+            return
+        except BaseException:
             self.busy = False
+            raise
+        self.busy = False
 
     async def _perform(self, host: SlotHost, action: Action) -> None:
         if action is Action.ACQUIRE:
