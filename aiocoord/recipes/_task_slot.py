@@ -66,8 +66,10 @@ log = logging.getLogger("aiocoord.recipes.task_leadership")
 
 RETRY_DELAY = 0.2  # after a request failed while the connection looked fine
 # The loop's own settle timer fires this much after the engine's pass that hands
-# over every task whose delay ends at once; it only matters if that pass is late.
-_TIMER_SLACK = 0.005
+# over every task whose delay ends at once; it only matters if that pass is late
+# or missing.  Well after the pass, so that a hand-over's tasks do not all wake
+# their loops (to find their step under way) while their deletes are going out.
+_TIMER_SLACK = 0.05
 
 
 def clock() -> float:
