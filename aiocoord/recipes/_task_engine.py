@@ -381,9 +381,9 @@ class TaskEngine:
     async def _poke_after_settle(self, deadline: float) -> None:
         """Hand over every task whose settle delay ends at `deadline`, all in one pass.
 
-        Each task also has a timer of its own (a little later), but timers that
-        end at one moment may fire a millisecond apart; the tasks would then
-        hand over in bits, each bit waiting for the previous ones to finish.
+        Each task also has a timer of its own (a fallback, 50 ms later): timers
+        that end at one moment may fire a millisecond apart, and the tasks would
+        then hand over in bits, each bit waiting for the previous ones to finish.
         """
         await anyio.sleep_until(deadline)
         me = self._worker.id
@@ -452,25 +452,27 @@ class TaskEngine:
         """
         ended = False
         self._leader_watch, self._leader_muted = pw, False
-        async with anyio.create_task_group() as tg:
+        try:
+            async with anyio.create_task_group() as tg:
 
-            async def follow() -> None:
-                nonlocal ended
-                pw.set_callback(self._on_leader_event)
-                async for event in pw.events:  # nothing comes here but the end
-                    self._on_leader_event(event)
-                ended = True
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(follow)
-            while True:
-                review = self._review
-                if self._leader_muted or not self._needs_leader_events():
-                    self._watch_live = False  # from now on, before the server forgets it
+                async def follow() -> None:
+                    nonlocal ended
+                    pw.set_callback(self._on_leader_event)
+                    async for event in pw.events:  # nothing comes here but the end
+                        self._on_leader_event(event)
+                    ended = True
                     tg.cancel_scope.cancel()
-                    break
-                await review.wait()
-        self._leader_watch = None
+
+                tg.start_soon(follow)
+                while True:
+                    review = self._review
+                    if self._leader_muted or not self._needs_leader_events():
+                        self._watch_live = False  # from now on, before the server forgets it
+                        tg.cancel_scope.cancel()
+                        break
+                    await review.wait()
+        finally:
+            self._leader_watch = None
         return ended
 
     def _mute_leader_events(self) -> None:

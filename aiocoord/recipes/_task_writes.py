@@ -102,9 +102,9 @@ class WriteBatcher:
     def _queue_write(self, write: Write) -> None:
         self._queue.append(write)
         if self._flush_handle is None:
-            # A loop callback, due after everything that is running now: the writes
-            # queued in this step (the tasks woken together, all the callbacks of one
-            # notification burst) go out together, before any task runs again.
+            # A loop callback, run after the callbacks and task steps already due:
+            # the writes queued by those (the tasks woken together, the callbacks of
+            # one burst of notifications) go out together, in one step.
             self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
 
     async def _submit(self, write: Write) -> Write:
