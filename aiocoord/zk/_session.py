@@ -433,12 +433,21 @@ class SessionCore:
         end.  Raises `ConnectionLostError` at once when there is no connection
         (`call_packet` waits for one).
         """
+        conn = self.connection_now()
+        xid = conn.next_xid()
+        return conn.queue(build(xid), xid, opcode)
+
+    def connection_now(self) -> Connection:
+        """The current connection, for a request sent without awaiting anything.
+
+        Raises what a closed coordinator raises, and `ConnectionLostError` at
+        once when there is no connection (the awaiting calls wait for one).
+        """
         self._ensure_open()
         conn = self._conn
         if conn is None or conn.closed:
             raise ConnectionLostError("not connected")
-        xid = conn.next_xid()
-        return conn.queue(build(xid), xid, opcode)
+        return conn
 
     async def call_pipelined(
         self,

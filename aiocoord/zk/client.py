@@ -370,10 +370,7 @@ class ZkClient(SessionCore):
         there is no connection.
         """
         validate_path(path, allow_reserved=True)
-        self._ensure_open()
-        conn = self._conn
-        if conn is None or conn.closed:
-            raise ConnectionLostError("not connected")
+        conn = self.connection_now()
         names: list[str] = []
 
         def on_packet(err: int, _zxid: int, body: bytes) -> None:
