@@ -39,6 +39,14 @@ class WatchKind(enum.Enum):
     __hash__ = object.__hash__
 
 
+def _call_safely(callback: Callable[[WatchedEvent], None], event: WatchedEvent, path: str) -> None:
+    """Run a watch callback where the notification is read: its error is logged, not raised."""
+    try:
+        callback(event)
+    except Exception:
+        log.exception("watch callback %r on %s failed", callback, path)
+
+
 class Watch:
     """A one-shot watch: `await watch.wait()` returns the event that fired it."""
 
@@ -61,7 +69,7 @@ class Watch:
         is logged and dropped.  A watch that has already fired calls it at once.
         """
         if self.event is not None:
-            self._call(callback, self.event)
+            _call_safely(callback, self.event, self.path)
         else:
             self._callbacks.append(callback)
 
@@ -70,14 +78,8 @@ class Watch:
             self.event = event
             callbacks, self._callbacks = self._callbacks, []
             for callback in callbacks:
-                self._call(callback, event)
+                _call_safely(callback, event, self.path)
             self._fired.set()
-
-    def _call(self, callback: Callable[[WatchedEvent], None], event: WatchedEvent) -> None:
-        try:
-            callback(event)
-        except Exception:
-            log.exception("watch callback %r on %s failed", callback, self.path)
 
     async def wait(self) -> WatchedEvent:
         """Wait until the watch fires; returns the event (SESSION_LOST if the session ended)."""
@@ -118,21 +120,15 @@ class PersistentWatch:
                 event = self.events.receive_nowait()
             except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
                 break
-            self._call(callback, event)
+            _call_safely(callback, event, self.path)
         self._callback = callback
 
     def _deliver(self, event: WatchedEvent) -> None:
         if self._callback is not None:
-            self._call(self._callback, event)
+            _call_safely(self._callback, event, self.path)
             return
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._send.send_nowait(event)
-
-    def _call(self, callback: Callable[[WatchedEvent], None], event: WatchedEvent) -> None:
-        try:
-            callback(event)
-        except Exception:
-            log.exception("watch callback %r on %s failed", callback, self.path)
 
     def _close(self) -> None:
         self._send.close()
