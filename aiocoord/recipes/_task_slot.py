@@ -355,10 +355,6 @@ class TaskSlot:
         self.notify_grant()
         log.info("worker %s stopped leading task %s: %s", worker_id, self.task, reason)
 
-    def hold(self, closing: Callable[[], bool]) -> Hold:
-        """``lead()``'s context manager (see `Hold`); `closing()`: whether the recipe is closing."""
-        return Hold(self, closing)
-
     def _body_exit(self, body: _Body) -> None:
         self.bodies.discard(body)
         self._body_exited.fire()

@@ -88,15 +88,16 @@ from ._task_slot import Hold, TaskTerm
 __all__ = ("TaskChange", "TaskLeadership", "TaskTerm", "Worker", "task_leadership")
 
 
-class _Lead:
-    """`TaskLeadership.lead`'s context manager: checks on entry, then `Hold` does the rest."""
+class _Lead(Hold):
+    """`TaskLeadership.lead`'s context manager: `Hold`, for a task named and checked on entry."""
 
-    __slots__ = ("_hold", "_leadership", "_task")
+    __slots__ = ("_leadership", "_task")
 
     def __init__(self, leadership: TaskLeadership, task: str) -> None:
+        # The slot is looked up on entry (where lead() raises for a bad task).
         self._leadership = leadership
         self._task = task
-        self._hold: Hold | None = None
+        self._body = None
 
     async def __aenter__(self) -> TaskTerm:
         leadership, task = self._leadership, self._task
@@ -109,18 +110,8 @@ class _Lead:
         if slot is None:
             await anyio.lowlevel.checkpoint()
             raise ValueError(f"task {task!r} is not one of this worker's tasks (add_task() it)")
-        self._hold = slot.hold(lambda: engine.closing)
-        return await self._hold.__aenter__()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
-        hold, self._hold = self._hold, None
-        assert hold is not None
-        return await hold.__aexit__(exc_type, exc, tb)
+        self._slot, self._closing = slot, lambda: engine.closing
+        return await super().__aenter__()
 
 
 class TaskLeadership:
