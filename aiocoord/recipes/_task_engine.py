@@ -61,7 +61,7 @@ from ._task_records import (
     read_leader,
     register_worker,
 )
-from ._task_slot import RETRY_DELAY, TaskSlot, clock
+from ._task_slot import RETRY_DELAY, Signal, TaskSlot, clock
 from ._task_writes import WriteBatcher
 
 __all__ = ("TaskEngine",)
@@ -121,14 +121,12 @@ class TaskEngine:
         self._versions: frozenset[str] = frozenset()
         self.registered: int | None = None  # session our worker node belongs to
         self.usable_in: int | None = None  # session in which we may act (registered, list read)
-        self._conn_changed = anyio.Event()
+        self._conn_changed = Signal()
         self._writes = WriteBatcher(coord.client)
         self._watch_live = False  # the leader watch is registered and nothing was missed
         self._leader_watch: PersistentWatch | None = None  # while its events are routed
         self._leader_muted = False  # its events are ignored from now on: it must go
-        # Set when the leader watch may have become (un)needed; an asyncio.Event, as
-        # it is made again on every call of review_watch() (once per task in a hand-over).
-        self._review = asyncio.Event()
+        self._review = Signal()  # fires when the leader watch may have become (un)needed
         self.feed = ChangeFeed(self.review_watch)
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = False
@@ -180,8 +178,7 @@ class TaskEngine:
 
     def review_watch(self) -> None:
         """Something the leader watch depends on changed: let its loop look again."""
-        self._review.set()
-        self._review = asyncio.Event()
+        self._review.fire()
 
     def _needs_leader_events(self) -> bool:
         """Whether the leader watch must stay: anything but a settled worker with nothing to do.
@@ -278,8 +275,7 @@ class TaskEngine:
             if state is ConnectionState.LOST or event.new_session:
                 slot.forget_session(session)
             slot.poke()
-        self._conn_changed.set()
-        self._conn_changed = anyio.Event()
+        self._conn_changed.fire()
         self.review_watch()
 
     # --- registration and the worker list ----------------------------------------------------
@@ -288,7 +284,7 @@ class TaskEngine:
         """Register, read the worker list, keep it current; mark the session usable."""
         started = False
         while True:
-            changed = self._conn_changed
+            changed = self._conn_changed.event()
             session = self.coord.session_id
             if self.coord.state in _CONNECTED and session is not None:
                 try:
@@ -392,7 +388,7 @@ class TaskEngine:
                 slot.advance(self)  # the ones the delay held back
         self._mute_leader_events()
 
-    async def _set_usable(self, session: int, changed: anyio.Event) -> None:
+    async def _set_usable(self, session: int, changed: asyncio.Event) -> None:
         """(Re)connected: leader events may have been missed, so look at the leader nodes.
 
         Tasks whose node exists wait for an event on it instead of trying a
@@ -420,7 +416,7 @@ class TaskEngine:
         """One persistent recursive watch on the leader nodes while needed: wakes the tasks."""
         started = False
         while True:
-            review = self._review
+            review = self._review.event()
             if started and not self._needs_leader_events():
                 await review.wait()
                 continue
@@ -465,7 +461,7 @@ class TaskEngine:
 
                 tg.start_soon(follow)
                 while True:
-                    review = self._review
+                    review = self._review.event()
                     if self._leader_muted or not self._needs_leader_events():
                         self._watch_live = False  # from now on, before the server forgets it
                         tg.cancel_scope.cancel()

@@ -60,7 +60,7 @@ from ._task_choice import Action, TaskState, decide
 from ._task_records import Worker, decode_leader
 from ._task_writes import Write, WriteBatcher
 
-__all__ = ("Hold", "SlotHost", "TaskSlot", "TaskTerm")
+__all__ = ("Hold", "Signal", "SlotHost", "TaskSlot", "TaskTerm")
 
 log = logging.getLogger("aiocoord.recipes.task_leadership")
 
@@ -108,7 +108,7 @@ class _Held:
     version: int
 
 
-class _Signal:
+class Signal:
     """Fires many times; `event()` is what the next `fire()` sets (made only for a waiter).
 
     Take the event before looking at the state it guards, then wait on it: a
@@ -269,9 +269,9 @@ class TaskSlot:
         self._inspect_at: int | None = None  # a queued create found the node taken: read it
         self._when_drained: Callable[[], None] | None = None
         self.done = anyio.Event()
-        self._wake = _Signal()
-        self._granted_changed = _Signal()
-        self._body_exited = _Signal()
+        self._wake = Signal()
+        self._granted_changed = Signal()
+        self._body_exited = Signal()
 
     def __repr__(self) -> str:
         state = "LEADING" if self.granted else ("held" if self.held else "not held")
