@@ -4,11 +4,13 @@ Recipes batch hundreds of creates and deletes in one multi, so `multi_packet`
 packs plain creates and deletes itself; it must write exactly what aiozk's
 serializer writes for every kind of operation, mode and ACL.  Notifications
 come in hundreds at a hand-over too, and `parse_watch_event` must read them
-as aiozk does.
+as aiozk does; the connection cuts them from the byte stream by offset, which
+must give the same frames however the reads split it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import struct
 
@@ -81,3 +83,33 @@ def test_parse_watch_event_refuses_a_cut_path() -> None:
     body = struct.pack("!iqi", -1, 5, 0) + struct.pack("!iii", 2, 3, 10) + b"/short"
     with pytest.raises(ValueError, match="shorter"):
         _wire.parse_watch_event(body)
+
+
+def test_frames_are_cut_the_same_however_the_bytes_arrive() -> None:
+    """A read may hold many frames, or end inside a length or a body: same frames, same order."""
+    from aiocoord.zk._connection import _Protocol
+
+    rng = random.Random(5)
+    bodies = [
+        bytes(rng.randrange(256) for _ in range(rng.choice([0, 1, 3, 16, 300]))) for _ in range(40)
+    ]
+    stream = b"".join(struct.pack("!i", len(b)) + b for b in bodies)
+    cuts_by_name = {
+        "all at once": [len(stream)],
+        "byte by byte": list(range(1, len(stream) + 1)),
+        "random": sorted({*rng.sample(range(1, len(stream)), 60), len(stream)}),
+    }
+    loop = asyncio.new_event_loop()
+    try:
+        for name, cuts in cuts_by_name.items():
+            got: list[bytes] = []
+            protocol = _Protocol(loop)
+            protocol.on_frame = got.append
+            start = 0
+            for cut in cuts:
+                protocol.data_received(stream[start:cut])
+                start = cut
+            assert got == bodies, name
+            assert protocol.end_reason is None, name
+    finally:
+        loop.close()

@@ -46,7 +46,7 @@ from aiocoord.errors import (
 )
 from aiocoord.session import Coordinator
 from aiocoord.zk import DeleteOp, EventType, PersistentWatch, Watch, WatchedEvent, ZkClient
-from aiocoord.zk.paths import basename, join, parent
+from aiocoord.zk.paths import join, parent
 from aiocoord.zk.states import ConnectionEvent, ConnectionState
 
 from ._task_changes import ChangeFeed
@@ -507,12 +507,14 @@ class TaskEngine:
         self.feed.publish((None, None))
 
     def _on_leader_event(self, event: WatchedEvent) -> None:
-        if event.type is EventType.SESSION_LOST or parent(event.path) != self.leaders_path:
+        head, _, task = event.path.rpartition("/")
+        if head != self.leaders_path or event.type is EventType.SESSION_LOST:
             return
-        slot = self.slots.get(basename(event.path))
+        slot = self.slots.get(task)
         if slot is not None:
             slot.on_event(event.type, self)
-            self.feed.publish((slot.task, event.type))
+            if self.feed.subscribed:
+                self.feed.publish((task, event.type))
 
     # --- reads -----------------------------------------------------------------------------
 

@@ -149,7 +149,8 @@ class WatchRegistry:
     def __init__(self) -> None:
         self._one_shot: dict[tuple[WatchKind, str], list[Watch]] = defaultdict(list)
         self._persistent: dict[tuple[WatchKind, str], list[PersistentWatch]] = defaultdict(list)
-        self._recursive: set[str] = set()  # server paths with a live recursive watch
+        # Server paths with a live recursive watch, each with the prefix of the paths below it.
+        self._recursive: dict[str, str] = {}
 
     def watched(self, server_path: str) -> bool:
         """Whether any live watch (of any kind) is on `server_path`."""
@@ -176,7 +177,7 @@ class WatchRegistry:
         first = not self._persistent.get(key)
         self._persistent[key].append(watch)
         if watch.recursive:
-            self._recursive.add(server_path)
+            self._recursive[server_path] = server_path.rstrip("/") + "/"
         return first
 
     def remove_persistent(self, watch: PersistentWatch, server_path: str) -> bool:
@@ -189,7 +190,7 @@ class WatchRegistry:
         if not watches:
             self._persistent.pop(key, None)
             if watch.recursive:
-                self._recursive.discard(server_path)
+                self._recursive.pop(server_path, None)
             return True
         return False
 
@@ -211,8 +212,8 @@ class WatchRegistry:
             pwatch._deliver(event)
         if self._recursive and etype is not EventType.CHILDREN_CHANGED:
             # A recursive watch sees events on its path and below (never children-changed).
-            for base in self._recursive:
-                if server_path == base or server_path.startswith(base.rstrip("/") + "/"):
+            for base, below in self._recursive.items():
+                if server_path.startswith(below) or server_path == base:
                     for pwatch in persistent.get((WatchKind.PERSISTENT_RECURSIVE, base), ()):
                         pwatch._deliver(event)
 

@@ -302,7 +302,7 @@ class ConnectAnswer:
 def reply_header(body: bytes) -> tuple[int, int, int]:
     """(xid, zxid, err) of a reply packet."""
     xid, zxid, err = _HEADER.unpack_from(body, 0)
-    return int(xid), int(zxid), int(err)
+    return xid, zxid, err
 
 
 def parse_body(opcode: int, body: bytes) -> Any:
