@@ -12,7 +12,11 @@ system-wide monotonic clock.  Measured, per run:
 - gap per task: from the end of the old leader's body (drain done: the
   delete goes out next) to the start of the new leader's body, the time the
   task had no leader; in milliseconds and in round trips;
-- overlaps: pairs of bodies of one task that ran at the same time (must be 0).
+- overlaps: pairs of bodies of one task that ran at the same time (must be 0);
+- in the one-task runs, a fifth process watches the leader node as a
+  bystander and times the hand-over from the release (the old node's
+  deletion, as the server applied it) to the new node's creation, and to the
+  new body's start: the "round trips of the release" of the issue's target.
 
 Peers measured in the same run: read and write round trips (aiocoord
 ``exists`` and ``set``, one at a time); a bare hand-over with kazoo (one
@@ -50,7 +54,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -74,6 +78,10 @@ class Result:
     gaps: list[float]
     overlaps: int
     settle: float
+    # Seen by a bystander (runs with an observer): from each old leader node's
+    # deletion (the release) to the new one's creation, and to the new body's start.
+    released_to_created: list[float] = field(default_factory=list)
+    released_to_led: list[float] = field(default_factory=list)
 
 
 # --- one worker process ---------------------------------------------------------------------
@@ -151,6 +159,54 @@ def worker_main(*args: Any) -> None:
     anyio.run(_worker, *args, backend_options={"use_uvloop": True})
 
 
+async def _observer(hosts: str, chroot: str, stop: Any, out: Any) -> None:
+    """A bystander watching the leader nodes: when each was deleted and created.
+
+    Its notifications come from the server as each change is applied, by one
+    path for both changes, so the time between a deletion and the creation
+    that follows is the server's, give or take the jitter of one notification.
+    """
+    seen: list[tuple[str, str, float]] = []
+
+    def on_event(event: aiocoord.WatchedEvent) -> None:
+        if event.type in (aiocoord.EventType.DELETED, aiocoord.EventType.CREATED):
+            seen.append((event.path.rsplit("/", 1)[1], event.type.name, time.monotonic()))
+
+    async with (
+        aiocoord.connect(hosts, namespace=chroot, session_timeout=10.0) as coord,
+        coord.client.watch(f"{ROOT}/leaders", recursive=True) as watch,
+    ):
+        watch.set_callback(on_event)
+        _freeze_heap()
+        out.put(("watching", "observer", None))
+        await anyio.to_thread.run_sync(stop.wait)
+    out.put(("seen", "observer", seen))
+
+
+def observer_main(*args: Any) -> None:
+    """Entry point of the observer process."""
+    anyio.run(_observer, *args, backend_options={"use_uvloop": True})
+
+
+def _release_times(
+    seen: list[tuple[str, str, float]], started: dict[str, float]
+) -> tuple[list[float], list[float]]:
+    """Per task: first deletion seen -> next creation seen, and -> the new body's start."""
+    to_created, to_led = [], []
+    for task, new_start in started.items():
+        deleted = next((t for name, kind, t in seen if name == task and kind == "DELETED"), None)
+        if deleted is None:
+            continue
+        created = next(
+            (t for name, kind, t in seen if name == task and kind == "CREATED" and t > deleted),
+            None,
+        )
+        if created is not None:
+            to_created.append(created - deleted)
+        to_led.append(new_start - deleted)
+    return to_created, to_led
+
+
 # --- one run --------------------------------------------------------------------------------
 
 
@@ -164,8 +220,12 @@ async def _wait_for_leaders(
                 await anyio.sleep(0.02)
 
 
-def hand_over(hosts: str, n_tasks: int, settle: float) -> Result:
-    """3 worker processes of 1.0 lead `n_tasks`; a 1.1 process joins and takes them all."""
+def hand_over(hosts: str, n_tasks: int, settle: float, *, observe: bool = False) -> Result:
+    """3 worker processes of 1.0 lead `n_tasks`; a 1.1 process joins and takes them all.
+
+    With `observe`, a fifth process watches the leader nodes as a bystander,
+    to time each hand-over from the release (see `_observer`).
+    """
     ctx = multiprocessing.get_context("spawn")
     chroot = f"/bench-tasks-{uuid.uuid4().hex[:8]}"
     tasks = [f"task-{i:04d}" for i in range(n_tasks)]
@@ -200,6 +260,11 @@ def hand_over(hosts: str, n_tasks: int, settle: float) -> Result:
             wait_for("registered", wid)
 
         anyio.run(_wait_for_leaders, hosts, chroot, expected)
+        if observe:
+            proc = ctx.Process(target=observer_main, args=(hosts, chroot, stop, out))
+            proc.start()
+            procs.append(proc)
+            wait_for("watching", "observer")
         spawn("new", "1.1")
         registered = wait_for("registered", "new")
         all_led = wait_for("all led", "new")
@@ -207,6 +272,7 @@ def hand_over(hosts: str, n_tasks: int, settle: float) -> Result:
         bodies: list[Body] = []
         for wid in [*old, "new"]:
             bodies += wait_for("bodies", wid)
+        seen = wait_for("seen", "observer") if observe else []
     finally:
         stop.set()
         _join_all(procs)
@@ -214,7 +280,8 @@ def hand_over(hosts: str, n_tasks: int, settle: float) -> Result:
     for body in bodies:
         by_task[body[0]].append(body)
     gaps, overlaps = [], 0
-    for runs in by_task.values():
+    started: dict[str, float] = {}
+    for task, runs in by_task.items():
         runs.sort(key=lambda b: b[2])
         for a, b in itertools.pairwise(runs):
             if a[3] is None or a[3] > b[2]:
@@ -222,7 +289,8 @@ def hand_over(hosts: str, n_tasks: int, settle: float) -> Result:
         new_start = next(b[2] for b in runs if b[1] == "new")
         old_end = max(b[3] for b in runs if b[1] != "new" and b[3] is not None)
         gaps.append(new_start - old_end)
-    return Result(all_led - registered, gaps, overlaps, settle)
+        started[task] = new_start
+    return Result(all_led - registered, gaps, overlaps, settle, *_release_times(seen, started))
 
 
 def _join_all(procs: list[Any]) -> None:
@@ -436,8 +504,10 @@ async def _ensure(hosts: str, path: str) -> None:
 # --- report ---------------------------------------------------------------------------------
 
 
-def run(hosts: str, *, tasks: int = 200, runs: int = 3, settle: float = 0.2) -> list[Result]:
-    return [hand_over(hosts, tasks, settle) for _ in range(runs)]
+def run(
+    hosts: str, *, tasks: int = 200, runs: int = 3, settle: float = 0.2, observe: bool = False
+) -> list[Result]:
+    return [hand_over(hosts, tasks, settle, observe=observe) for _ in range(runs)]
 
 
 def main() -> None:
@@ -463,7 +533,7 @@ def main() -> None:
             hand_over(hosts, args.tasks, args.settle)
         read_rtt, write_rtt = anyio.run(_round_trips, hosts)
         results = run(hosts, tasks=args.tasks, runs=args.runs, settle=args.settle)
-        singles = run(hosts, tasks=1, runs=args.single_runs, settle=args.settle)
+        singles = run(hosts, tasks=1, runs=args.single_runs, settle=args.settle, observe=True)
         bare = bare_hand_over(hosts, args.tasks)
         bare_single = [bare_hand_over(hosts, 1)[0] for _ in range(args.single_runs)]
         _freeze_heap()  # the kazoo clients run in this process
@@ -505,6 +575,12 @@ def main() -> None:
     row("    join -> led, median", statistics.median(r.join_to_all_led for r in singles))
     row("    gap, median", statistics.median(gaps), ks_med)
     row("    gap, longest", max(gaps), max(kazoo_single))
+    created = [t for r in singles for t in r.released_to_created]
+    led = [t for r in singles for t in r.released_to_led]
+    if created and led:
+        row("    release -> new node, median", statistics.median(created))
+        row("    release -> new body, median", statistics.median(led))
+        row("    release -> new body, longest", max(led))
     print(f"    overlapping bodies: {sum(r.overlaps for r in singles)}")
     row("kazoo bare, one node: gap, median", ks_med)
     row("aiocoord bare, one node: gap, median", statistics.median(bare_single), ks_med)

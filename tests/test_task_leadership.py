@@ -727,17 +727,22 @@ async def f_wait(check: Callable[[], bool], timeout: float = 5.0) -> None:
 
 
 def test_benchmark_runs_with_tiny_parameters(zk_server: ZooKeeperServer) -> None:
-    """benchmarks/bench_tasks.py keeps working: one hand-over of three tasks, no overlap."""
+    """benchmarks/bench_tasks.py keeps working: one hand-over of three tasks, no overlap.
+
+    With its observer, which sees each task released and taken over.
+    """
     bench_dir = Path(__file__).resolve().parent.parent / "benchmarks"
     sys.path.insert(0, str(bench_dir))  # worker processes import the module by name
     try:
         bench = importlib.import_module("bench_tasks")
-        (result,) = bench.run(zk_server.connect_string, tasks=3, runs=1, settle=0.05)
+        (result,) = bench.run(zk_server.connect_string, tasks=3, runs=1, settle=0.05, observe=True)
     finally:
         sys.path.remove(str(bench_dir))
     assert result.overlaps == 0
     assert len(result.gaps) == 3
     assert all(0 <= gap < 5 for gap in result.gaps)
+    assert len(result.released_to_created) == len(result.released_to_led) == 3
+    assert all(0 < t < 5 for t in result.released_to_created + result.released_to_led)
 
 
 @pytest.mark.anyio
