@@ -467,18 +467,21 @@ class TaskSlot:
     # --- the loop --------------------------------------------------------------------------
 
     def state(self, host: SlotHost) -> TaskState:
+        # Built twice per task in a hand-over, so positionally (keywords cost three
+        # times as much), and without the clock where `decide` does not look at it.
+        desired = self.desired == host.worker.id
         return TaskState(
-            usable=host.usable(),
-            view_current=host.view_current(),
-            watching=host.watching(),
-            desired=self.desired == host.worker.id,
-            desired_for=clock() - self.desired_at,
-            held=self.held is not None,
-            granted=self.granted,
-            stale=self.stale is not None,
-            verify=self.verify,
-            blocked=self.blocked_at == self.events,
-            stopping=self.stopping is not None or host.closing,
+            host.usable(),  # usable
+            host.view_current(),  # view_current
+            host.watching(),  # watching
+            desired,
+            0.0 if desired else clock() - self.desired_at,  # desired_for
+            self.held is not None,  # held
+            self.granted,  # granted
+            self.stale is not None,  # stale
+            self.verify,  # verify
+            self.blocked_at == self.events,  # blocked
+            self.stopping is not None or host.closing,  # stopping
         )
 
     async def run(self, host: SlotHost) -> None:
