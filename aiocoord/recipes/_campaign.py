@@ -15,6 +15,7 @@ leader's own waiters are the first to wake; the campaign task then finds it done
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
@@ -50,6 +51,7 @@ from ._election import (
     may_lead,
 )
 from ._latch_node import Offer, OurNode
+from ._signal import Signal
 
 __all__ = ("Campaign", "Host")
 
@@ -105,7 +107,7 @@ class Campaign:
         self.tg = tg
         self.closing = False  # the latch is leaving: no more writes, no more grants
         self.writing = False  # a create or delete of ours is in flight
-        self._wake = anyio.Event()
+        self._wake = Signal()  # fired by `poke`
         self._waiting: anyio.CancelScope | None = None
         self._own: Watch | None = None
         self._following: str | None = None
@@ -118,8 +120,7 @@ class Campaign:
 
     def poke(self) -> None:
         """A connection state changed: look again (interrupts the current wait)."""
-        self._wake.set()
-        self._wake = anyio.Event()
+        self._wake.fire()
         self._interrupt()
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
@@ -142,7 +143,7 @@ class Campaign:
     async def _campaign(self, offer: Offer) -> None:
         failures = 0
         while not self.closing:
-            wake = self._wake
+            wake = self._wake.event()
             try:
                 await self.coord.wait_connected()
                 if self.coord.state is ConnectionState.READ_ONLY:
@@ -166,7 +167,7 @@ class Campaign:
                     await wake.wait()
         await anyio.sleep_forever()  # leaving: `_shutdown` owns the node now
 
-    async def _step(self, offer: Offer, wake: anyio.Event) -> None:
+    async def _step(self, offer: Offer, wake: asyncio.Event) -> None:
         """One pass: a live node of this session, a listing, then act and wait on it."""
         node = offer.node
         if node is None or node.owner != self.coord.session_id:
@@ -249,7 +250,7 @@ class Campaign:
         if self._waiting is not None:
             self._waiting.cancel()
 
-    async def _until(self, watch: Watch, own: Watch, wake: anyio.Event) -> WatchedEvent | None:
+    async def _until(self, watch: Watch, own: Watch, wake: asyncio.Event) -> WatchedEvent | None:
         """`watch`'s event; None if a connection state or our node changed first."""
         if wake.is_set() or (own.fired and watch is not own):
             return None
@@ -261,7 +262,7 @@ class Campaign:
                 self._waiting = None
         return None
 
-    def _grant(self, node: OurNode, own: Watch, wake: anyio.Event) -> bool:
+    def _grant(self, node: OurNode, own: Watch, wake: asyncio.Event) -> bool:
         """Lead now if allowed; synchronous, so nothing can change between check and grant."""
         if wake.is_set() or self.closing:
             return False
@@ -281,7 +282,7 @@ class Campaign:
         early: _Listing,
         node: OurNode,
         own: Watch,
-        wake: anyio.Event,
+        wake: asyncio.Event,
     ) -> None:
         """The node just ahead of ours changed (a watch callback: no await)."""
         if event.type is not EventType.DELETED or self._following != predecessor:
@@ -297,7 +298,7 @@ class Campaign:
             )
 
     def _listed(
-        self, names: list[str], early: _Listing, node: OurNode, own: Watch, wake: anyio.Event
+        self, names: list[str], early: _Listing, node: OurNode, own: Watch, wake: asyncio.Event
     ) -> None:
         """The listing sent by `_predecessor_gone` came back: lead now if we are first."""
         order = early.order = Ordering(names, self.layout)
@@ -305,7 +306,7 @@ class Campaign:
         if isinstance(decide(order, node.name, owner=node.owner, session_id=sid), Lead):
             self._grant(node, own, wake)
 
-    async def _lead(self, node: OurNode, own: Watch, wake: anyio.Event) -> None:
+    async def _lead(self, node: OurNode, own: Watch, wake: asyncio.Event) -> None:
         if self._grant(node, own, wake):
             await self._until(own, own, wake)  # hold until our node changes or a state does
 
@@ -316,7 +317,7 @@ class Campaign:
         own: Watch,
         order: Ordering,
         ahead: int,
-        wake: anyio.Event,
+        wake: asyncio.Event,
     ) -> Ordering | None:
         """Watch the node just ahead of ours until something happens.
 

@@ -178,11 +178,12 @@ class TaskState(NamedTuple):
     `usable`: connected and registered in the current session.  `view_current`:
     the worker list read last is still current (its watch has not fired).
     `desired`: the choice names this worker; `desired_for`: seconds since the
-    choice for this task last changed (only asked for when it names another).  `held`: we hold the leader node in the
-    current session; `granted`: lead() bodies may run.  `stale`: a leader node
-    of ours from an earlier session may still exist.  `verify`: a deletion was
-    seen on the path while we held it.  `blocked`: the last create found the
-    node held by someone else and no event has come since.  `stopping`: the
+    choice for this task last changed (only asked for when it names another).
+    `held`: we hold the leader node in the current session; `granted`: lead()
+    bodies may run.  `stale`: a leader node of ours from an earlier session may
+    still exist.  `verify`: a deletion was seen on the path while we held it.
+    `blocked`: the last create found the node held by someone else and no event
+    has come since.  `stopping`: the
     task is being removed (or the recipe closed).  `watching`: the leader
     watch is live (a worker that leads nothing and is chosen for nothing
     drops it); leadership starts only under it.

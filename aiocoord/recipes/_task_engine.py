@@ -49,6 +49,7 @@ from aiocoord.zk import DeleteOp, EventType, PersistentWatch, Watch, WatchedEven
 from aiocoord.zk.paths import join, parent
 from aiocoord.zk.states import ConnectionEvent, ConnectionState
 
+from ._signal import Signal
 from ._task_changes import ChangeFeed
 from ._task_choice import Prefer, VersionKey, assign
 from ._task_records import (
@@ -61,7 +62,7 @@ from ._task_records import (
     read_leader,
     register_worker,
 )
-from ._task_slot import RETRY_DELAY, Signal, TaskSlot, clock
+from ._task_slot import RETRY_DELAY, TaskSlot, clock
 from ._task_writes import WriteBatcher
 
 __all__ = ("TaskEngine",)

@@ -56,11 +56,12 @@ from aiocoord.errors import (
 )
 from aiocoord.zk import EventType, ZkClient
 
+from ._signal import Signal
 from ._task_choice import Action, TaskState, decide
 from ._task_records import Worker, decode_leader
 from ._task_writes import Write, WriteBatcher
 
-__all__ = ("Hold", "Signal", "SlotHost", "TaskSlot", "TaskTerm")
+__all__ = ("Hold", "SlotHost", "TaskSlot", "TaskTerm")
 
 log = logging.getLogger("aiocoord.recipes.task_leadership")
 
@@ -106,32 +107,6 @@ class _Held:
     czxid: int
     session: int
     version: int
-
-
-class Signal:
-    """Fires many times; `event()` is what the next `fire()` sets (made only for a waiter).
-
-    Take the event before looking at the state it guards, then wait on it: a
-    change in between has set it already.  A plain `asyncio.Event`: making an
-    `anyio.Event` looks up the async backend each time, and a hand-over makes
-    a few per task.
-    """
-
-    __slots__ = ("_event",)
-
-    def __init__(self) -> None:
-        self._event: asyncio.Event | None = None
-
-    def event(self) -> asyncio.Event:
-        if self._event is None:
-            self._event = asyncio.Event()
-        return self._event
-
-    def fire(self) -> None:
-        event = self._event
-        if event is not None:
-            self._event = None
-            event.set()
 
 
 class _Body:

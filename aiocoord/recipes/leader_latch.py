@@ -72,6 +72,7 @@ from ._election import (
     default_participant_id,
 )
 from ._latch_node import Offer, OurNode, SharedPath, leader_of, participants_of
+from ._signal import Signal
 
 __all__ = (
     "MAX_ID_BYTES",
@@ -127,7 +128,7 @@ class LeaderLatch:
         self._campaign: Campaign | None = None
         self._term: LeadershipTerm | None = None
         self._events: Broadcast[ElectionEvent] = Broadcast()
-        self._changed: anyio.Event | None = None  # made by a waiter, set by `_signal`
+        self._changed = Signal()  # fired by `_signal`
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
         self._closing = False
@@ -229,6 +230,7 @@ class LeaderLatch:
         its coordinator closes meanwhile.
         """
         while True:
+            changed = self._changed.event()
             if not self._entered or self._stopped:
                 raise CoordinatorClosedError(
                     f"leader latch {self._path} is not open: use `async with leader_latch(...)`"
@@ -237,9 +239,7 @@ class LeaderLatch:
                 raise CoordinatorClosedError(f"the coordinator of leader latch {self._path} closed")
             if self._term is not None:
                 return self._term
-            if self._changed is None:
-                self._changed = anyio.Event()
-            await self._changed.wait()
+            await changed.wait()
 
     @asynccontextmanager
     async def leadership(self) -> AsyncIterator[LeadershipTerm]:
@@ -343,9 +343,7 @@ class LeaderLatch:
 
     def _signal(self) -> None:
         """Leadership or the latch's life changed: wake `wait()`."""
-        changed, self._changed = self._changed, None
-        if changed is not None:
-            changed.set()
+        self._changed.fire()
 
     def __repr__(self) -> str:
         if self._stopped:
