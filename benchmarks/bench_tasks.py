@@ -44,6 +44,7 @@ not), so that a full collection does not land in a hand-over by chance.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import itertools
 import json
@@ -67,6 +68,7 @@ from aiocoord.recipes._maven_version import maven_version_key
 from aiocoord.recipes._task_choice import assign
 from aiocoord.recipes.task_leadership import TaskLeadership, Worker, task_leadership
 from aiocoord.testing import ZooKeeperServer
+from aiocoord.zk.paths import basename
 
 ROOT = "/bench"
 Body = tuple[str, str, float, float | None]  # task, worker, start, end
@@ -170,7 +172,7 @@ async def _observer(hosts: str, chroot: str, stop: Any, out: Any) -> None:
 
     def on_event(event: aiocoord.WatchedEvent) -> None:
         if event.type in (aiocoord.EventType.DELETED, aiocoord.EventType.CREATED):
-            seen.append((event.path.rsplit("/", 1)[1], event.type.name, time.monotonic()))
+            seen.append((basename(event.path), event.type.name, time.monotonic()))
 
     async with (
         aiocoord.connect(hosts, namespace=chroot, session_timeout=10.0) as coord,
@@ -401,8 +403,6 @@ async def _bare_old(hosts: str, chroot: str, paths: list[str], go: Any, out: Any
 
 async def _bare_new(hosts: str, chroot: str, base: str, n: int, out: Any) -> None:
     """Create each node as its deletion is read: one multi per burst, from a loop callback."""
-    import asyncio
-
     async with aiocoord.connect(hosts, namespace=chroot, session_timeout=10.0) as coord:
         client = coord.client
         loop = asyncio.get_running_loop()
