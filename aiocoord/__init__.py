@@ -25,8 +25,6 @@ from .errors import NotEmptyError as NotEmptyError
 from .errors import SessionExpiredError as SessionExpiredError
 from .errors import TransactionFailed as TransactionFailed
 from .errors import ZooKeeperError as ZooKeeperError
-from .recipes._maven_version import MavenVersion as MavenVersion
-from .recipes._maven_version import maven_version_key as maven_version_key
 from .recipes.cas_lock import CasLock as CasLock
 from .recipes.cas_lock import LockStatus as LockStatus
 from .recipes.cas_lock import Slot as Slot
@@ -43,6 +41,8 @@ from .recipes.task_leadership import TaskLeadership as TaskLeadership
 from .recipes.task_leadership import TaskTerm as TaskTerm
 from .recipes.task_leadership import Worker as Worker
 from .recipes.task_leadership import task_leadership as task_leadership
+from .recipes.task_leadership._versions import MavenVersion as MavenVersion
+from .recipes.task_leadership._versions import maven_version_key as maven_version_key
 from .scheduler import JobInfo as JobInfo
 from .scheduler import JobStatus as JobStatus
 from .scheduler import JobWorker as JobWorker

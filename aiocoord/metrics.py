@@ -45,8 +45,8 @@ import anyio
 import anyio.abc
 
 from .errors import LockNotAcquired
-from .recipes._election import ElectionState
 from .recipes.cas_lock import CasLock
+from .recipes.leader_latch._election import ElectionState
 from .session import Coordinator
 from .zk.states import ConnectionState
 

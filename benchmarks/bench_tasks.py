@@ -64,9 +64,9 @@ import anyio.to_thread
 
 import aiocoord
 from aiocoord import CreateMode, LeadershipLost
-from aiocoord.recipes._maven_version import maven_version_key
-from aiocoord.recipes._task_choice import assign
 from aiocoord.recipes.task_leadership import TaskLeadership, Worker, task_leadership
+from aiocoord.recipes.task_leadership._choice import assign
+from aiocoord.recipes.task_leadership._versions import maven_version_key
 from aiocoord.testing import ZooKeeperServer
 from aiocoord.zk.paths import basename
 

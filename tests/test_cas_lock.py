@@ -24,7 +24,8 @@ import pytest
 import aiocoord
 from aiocoord import ConfigError, ConnectionState, Coordinator, LockLost, LockNotAcquired
 from aiocoord.errors import NodeDataError
-from aiocoord.recipes._cas_record import (
+from aiocoord.recipes.cas_lock import CasLock, cas_lock, once_per
+from aiocoord.recipes.cas_lock._record import (
     FORMAT,
     LockRecord,
     RunInfo,
@@ -34,7 +35,6 @@ from aiocoord.recipes._cas_record import (
     encode,
     window_start,
 )
-from aiocoord.recipes.cas_lock import CasLock, cas_lock, once_per
 from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session
 from tests.helpers import eventually, recording
 

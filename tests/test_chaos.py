@@ -16,7 +16,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 import aiocoord
 from aiocoord import ConnectionState
-from aiocoord.recipes._cas_record import decode
+from aiocoord.recipes.cas_lock._record import decode
 from aiocoord.testing import FaultProxy, ZooKeeperServer
 from tests.chaos.campaign import CampaignConfig, run_campaign
 from tests.chaos.checker import Report, check

@@ -23,7 +23,8 @@ import anyio
 import pytest
 
 import aiocoord
-from aiocoord._demo_verdict import (
+from aiocoord.cli import main
+from aiocoord.cli.demo.verdict import (
     Term,
     WorkerLog,
     check_no_two_leaders,
@@ -31,7 +32,6 @@ from aiocoord._demo_verdict import (
     parse_log,
     terms_of,
 )
-from aiocoord.cli import main
 from aiocoord.recipes.cas_lock import CasLock, once_per
 from aiocoord.scheduler import Scheduler
 from aiocoord.testing import ZooKeeperServer

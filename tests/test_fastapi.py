@@ -30,7 +30,7 @@ from aiocoord.integrations.fastapi import (
     router,
 )
 from aiocoord.metrics import Metrics
-from aiocoord.recipes._election import LeadershipTerm
+from aiocoord.recipes.leader_latch._election import LeadershipTerm
 from aiocoord.testing import ZooKeeperServer, expire_session
 from tests.helpers import eventually
 

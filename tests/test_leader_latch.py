@@ -24,7 +24,15 @@ from aiocoord import (
     LeadershipLost,
     NodeDataError,
 )
-from aiocoord.recipes._election import (
+from aiocoord.recipes.leader_latch import (
+    MAX_ID_BYTES,
+    ElectionEvent,
+    ElectionState,
+    LeaderLatch,
+    Participant,
+    leader_latch,
+)
+from aiocoord.recipes.leader_latch._election import (
     CURATOR,
     ZOOKEEPER,
     Follow,
@@ -36,14 +44,6 @@ from aiocoord.recipes._election import (
     decide,
     may_lead,
     sort_children,
-)
-from aiocoord.recipes.leader_latch import (
-    MAX_ID_BYTES,
-    ElectionEvent,
-    ElectionState,
-    LeaderLatch,
-    Participant,
-    leader_latch,
 )
 from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, ZooKeeperServer, expire_session
 from tests.helpers import EventLog, eventually, recording

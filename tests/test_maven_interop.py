@@ -5,7 +5,7 @@ Java services that share the ZooKeeper tree order versions with Maven's
 small Java program (tests/interop/maven/VersionOrder.java) is compiled at test
 time against Maven's own ``maven-artifact`` jar and asked to compare a few
 thousand version pairs and to pick the preferred versions of a few hundred
-sets (the rule of ``aiocoord/recipes/_task_choice.py``, cycles included).
+sets (the rule of ``aiocoord/recipes/task_leadership/_choice.py``, cycles included).
 Skips, saying why, only where Java, javac or the jar is missing (Debian:
 ``apt-get install default-jdk-headless maven``).
 """
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from aiocoord.recipes._maven_version import maven_version_key
-from aiocoord.recipes._task_choice import java_text_order, preferred_versions
+from aiocoord.recipes.task_leadership._choice import java_text_order, preferred_versions
+from aiocoord.recipes.task_leadership._versions import maven_version_key
 
 HERE = Path(__file__).parent / "interop" / "maven"
 JAR_CANDIDATES = (

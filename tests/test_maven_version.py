@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from aiocoord.errors import ConfigError
-from aiocoord.recipes._maven_version import MavenVersion, maven_version_key
+from aiocoord.recipes.task_leadership._versions import MavenVersion, maven_version_key
 
 # Ascending order, from ComparableVersionTest.VERSIONS_QUALIFIER.
 VERSIONS_QUALIFIER = (

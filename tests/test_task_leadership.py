@@ -27,8 +27,13 @@ from packaging.version import Version
 
 import aiocoord
 from aiocoord import ConfigError, ConnectionState, CreateMode, LeadershipLost, NodeDataError
-from aiocoord.recipes._maven_version import maven_version_key
-from aiocoord.recipes._task_choice import (
+from aiocoord.recipes.task_leadership import (
+    TaskChange,
+    TaskLeadership,
+    Worker,
+    task_leadership,
+)
+from aiocoord.recipes.task_leadership._choice import (
     Action,
     TaskState,
     assign,
@@ -36,14 +41,9 @@ from aiocoord.recipes._task_choice import (
     preferred_versions,
     rendezvous_rank,
 )
-from aiocoord.recipes._task_records import decode_worker
-from aiocoord.recipes._task_writes import WriteBatcher
-from aiocoord.recipes.task_leadership import (
-    TaskChange,
-    TaskLeadership,
-    Worker,
-    task_leadership,
-)
+from aiocoord.recipes.task_leadership._records import decode_worker
+from aiocoord.recipes.task_leadership._versions import maven_version_key
+from aiocoord.recipes.task_leadership._writes import WriteBatcher
 from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session
 from tests.helpers import eventually, recording
 

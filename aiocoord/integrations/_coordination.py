@@ -31,9 +31,9 @@ import anyio
 import anyio.abc
 
 from ..errors import CoordError, CoordinatorClosedError, LeadershipLost, LockNotAcquired
-from ..recipes._election import LeadershipTerm, default_participant_id
 from ..recipes.cas_lock import CasLock, Slot, once_per
 from ..recipes.leader_latch import LeaderLatch
+from ..recipes.leader_latch._election import LeadershipTerm, default_participant_id
 from ..recipes.task_leadership import TaskLeadership
 from ..session import Coordinator
 from ..zk.paths import validate_path

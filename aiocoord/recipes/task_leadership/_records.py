@@ -33,8 +33,8 @@ from aiocoord.errors import (
 from aiocoord.zk import CreateMode, ZkClient
 from aiocoord.zk.paths import join, validate_path
 
-from ._maven_version import maven_version_key
-from ._task_choice import VersionKey
+from ._choice import VersionKey
+from ._versions import maven_version_key
 
 __all__ = (
     "Worker",

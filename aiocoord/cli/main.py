@@ -25,8 +25,8 @@ from typing import NoReturn, TypeVar
 
 import anyio
 
-from ._cli_zk import DEFAULT_DIR, UserError, local_zookeeper, resolve_hosts
-from .errors import ConfigError, ConnectionLostError, CoordError, InvalidPathError, NoNodeError
+from ..errors import ConfigError, ConnectionLostError, CoordError, InvalidPathError, NoNodeError
+from .zk import DEFAULT_DIR, UserError, local_zookeeper, resolve_hosts
 
 __all__ = ("UserError", "local_zookeeper", "main")
 
@@ -57,7 +57,7 @@ def _leaf(exc: BaseException) -> BaseException:
 
 
 def _cmd_zk(args: argparse.Namespace) -> int:
-    from ._cli_zk import server_status, start_server, stop_server
+    from .zk import server_status, start_server, stop_server
 
     directory = Path(args.dir)
     if args.action == "start":
@@ -92,9 +92,9 @@ def _cmd_zk(args: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from . import connect
-    from ._cli_inspect import inspect_path, render
-    from .zk.paths import validate_path
+    from .. import connect
+    from ..zk.paths import validate_path
+    from .inspect import inspect_path, render
 
     try:
         validate_path(args.path, allow_reserved=True)
@@ -130,19 +130,19 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from ._demo import run_demo
+    from .demo.run import run_demo
 
     return run_demo(args)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from ._cli_bench import run_bench
+    from .bench import run_bench
 
     return run_bench(args)
 
 
 def _cmd_demo_worker(args: argparse.Namespace) -> int:
-    from ._demo_worker import run_worker
+    from .demo.worker import run_worker
 
     return run_worker(args)
 

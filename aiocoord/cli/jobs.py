@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .errors import NodeDataError, NoNodeError
-from .recipes._election import CURATOR, sort_children
-from .scheduler._records import Layout, decode_job, decode_result, decode_worker
-from .session import Coordinator
+from ..errors import NodeDataError, NoNodeError
+from ..recipes.leader_latch._election import CURATOR, sort_children
+from ..scheduler._records import Layout, decode_job, decode_result, decode_worker
+from ..session import Coordinator
 
 __all__ = ("MAX_READS", "render_scheduler", "scheduler_info")
 

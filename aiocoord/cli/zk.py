@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .settings import Settings
+from ..settings import Settings
 
 __all__ = (
     "DEFAULT_DIR",
@@ -175,7 +175,7 @@ def start_server(
     `UserError` when ZooKeeper is not installed, the port is taken, or the
     server does not answer within `timeout` seconds.
     """
-    from .testing._server import ZooKeeperNotInstalledError, classpath
+    from ..testing._server import ZooKeeperNotInstalledError, classpath
 
     running = read_state(directory)
     if running is not None:
@@ -213,7 +213,7 @@ class _PortTaken(UserError):
 
 def _launch(directory: Path, cp: str, port: int, timeout: float) -> Started:
     """Start the JVM on `port` and wait until it answers as this folder's server."""
-    from .testing._expire import four_letter_word, probe_handshake
+    from ..testing._expire import four_letter_word, probe_handshake
 
     directory.mkdir(parents=True, exist_ok=True)
     config = _write_config(directory, port)
@@ -308,7 +308,7 @@ def _wait_gone(
 
 def server_status(directory: Path = DEFAULT_DIR) -> tuple[EmbeddedServer | None, str | None]:
     """The running server (or None) and its ``srvr`` mode (None if it does not answer)."""
-    from .testing._expire import server_mode
+    from ..testing._expire import server_mode
 
     server = read_state(directory)
     if server is None:

@@ -41,9 +41,13 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from ._cli_zk import UserError, local_zookeeper
-from ._demo_follow import NEW, OLD, Follower
-from ._demo_verdict import (
+from ...errors import CoordError, NoNodeError
+from ...session import Coordinator, connect
+from ...settings import Settings
+from ...zk.paths import join
+from ..zk import UserError, local_zookeeper
+from .follow import NEW, OLD, Follower
+from .verdict import (
     Check,
     WorkerLog,
     check_final_leaders,
@@ -52,12 +56,8 @@ from ._demo_verdict import (
     check_once_windows,
     parse_log,
 )
-from ._demo_view import View
-from ._demo_worker import ONCE_LEASE, checksum, demo_scheduler, task_names
-from .errors import CoordError, NoNodeError
-from .session import Coordinator, connect
-from .settings import Settings
-from .zk.paths import join
+from .view import View
+from .worker import ONCE_LEASE, checksum, demo_scheduler, task_names
 
 __all__ = ("run_demo",)
 

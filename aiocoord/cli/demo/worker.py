@@ -35,18 +35,18 @@ from typing import IO, Any
 import anyio
 import anyio.abc
 
-from .errors import (
+from ...errors import (
     ConnectionLostError,
     CoordError,
     LeadershipLost,
     LockLost,
     NodeExistsError,
 )
-from .recipes.cas_lock import once_per
-from .recipes.task_leadership import TaskLeadership, Worker, task_leadership
-from .scheduler import Scheduler
-from .session import Coordinator, connect
-from .zk.paths import join
+from ...recipes.cas_lock import once_per
+from ...recipes.task_leadership import TaskLeadership, Worker, task_leadership
+from ...scheduler import Scheduler
+from ...session import Coordinator, connect
+from ...zk.paths import join
 
 __all__ = ("TICK", "checksum", "demo_scheduler", "run_worker", "task_names", "window_name")
 

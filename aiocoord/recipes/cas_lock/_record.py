@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import ConfigError, NodeDataError
+from ...errors import ConfigError, NodeDataError
 
 __all__ = (
     "FORMAT",

@@ -1,7 +1,7 @@
 """One task of task leadership: what a worker knows about it, its ``lead()`` bodies, its loop.
 
 Each task has a small loop of its own: it builds a `TaskState`, asks
-`_task_choice.decide` for the next step and performs it, then sleeps until
+`_choice.decide` for the next step and performs it, then sleeps until
 something it depends on changes (`TaskSlot.poke`).  The steps:
 
 - acquire: create ``<root>/leaders/<task>`` (ephemeral, our id and version).
@@ -56,10 +56,10 @@ from aiocoord.errors import (
 )
 from aiocoord.zk import EventType, ZkClient
 
-from ._signal import Signal
-from ._task_choice import Action, TaskState, decide
-from ._task_records import Worker, decode_leader
-from ._task_writes import Write, WriteBatcher
+from .._signal import Signal
+from ._choice import Action, TaskState, decide
+from ._records import Worker, decode_leader
+from ._writes import Write, WriteBatcher
 
 __all__ = ("Hold", "SlotHost", "TaskSlot", "TaskTerm")
 

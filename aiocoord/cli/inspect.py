@@ -22,14 +22,14 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import NodeDataError, NoNodeError
-from .recipes._cas_record import decode as decode_lock
-from .recipes._cas_record import status_of
-from .recipes._election import LAYOUTS, sort_children
-from .recipes._maven_version import maven_version_key
-from .recipes._task_records import decode_leader, decode_worker
-from .session import Coordinator
-from .zk.paths import join
+from ..errors import NodeDataError, NoNodeError
+from ..recipes.cas_lock._record import decode as decode_lock
+from ..recipes.cas_lock._record import status_of
+from ..recipes.leader_latch._election import LAYOUTS, sort_children
+from ..recipes.task_leadership._records import decode_leader, decode_worker
+from ..recipes.task_leadership._versions import maven_version_key
+from ..session import Coordinator
+from ..zk.paths import join
 
 __all__ = ("inspect_path", "render")
 
@@ -176,7 +176,7 @@ async def _task_info(coord: Coordinator, path: str) -> Info:
 
 
 async def _scheduler_info(coord: Coordinator, path: str, children: list[str]) -> Info:
-    from ._cli_scheduler import scheduler_info
+    from .jobs import scheduler_info
 
     return await scheduler_info(coord, path, children)
 
@@ -274,7 +274,7 @@ def render(info: Info, indent: int = 0) -> list[str]:
                 )
         return lines
     if kind == "scheduler":
-        from ._cli_scheduler import render_scheduler
+        from .jobs import render_scheduler
 
         return render_scheduler(info, pad, name)
     return [f"{pad}{name}  [{kind}]"]

@@ -31,7 +31,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ._cli_zk import UserError
+from .zk import UserError
 
 __all__ = ("Row", "find_benchmarks", "format_table", "run_bench")
 
@@ -172,7 +172,7 @@ _ADAPTERS: tuple[tuple[str, str, Callable[[ModuleType, str, float], list[Row]]],
 
 def run_bench(args: argparse.Namespace) -> int:
     """The ``bench`` command."""
-    from .testing import ZooKeeperNotInstalledError, ZooKeeperServer
+    from ..testing import ZooKeeperNotInstalledError, ZooKeeperServer
 
     folder = find_benchmarks()
     seconds = args.seconds if args.seconds is not None else (1.0 if args.quick else 3.0)

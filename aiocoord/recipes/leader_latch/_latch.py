@@ -1,42 +1,4 @@
-"""Leader latch: one leader among the participants of a path, Curator-compatible.
-
-Each participant creates one EPHEMERAL_SEQUENTIAL node under the latch path; the
-first node in election order leads, every other one watches only the node just
-ahead of its own, so a change of leader wakes one participant, whatever their
-number.  Java processes running Curator's ``LeaderLatch`` (default layout) or
-ZooKeeper's ``LeaderElectionSupport`` (``layout="zookeeper"``) on the same path
-take part in the same election.
-
-Node layout::
-
-    <path>/                                  container, created as needed
-    <path>/_c_<uuid4>-latch-<seq>            curator layout, data: participant id (UTF-8)
-    <path>/n_<seq>                           zookeeper layout, data: participant id
-
-Failure handling:
-
-- A create cut off by a connection loss is not retried blindly: the node is
-  found again by its ``_c_<uuid>-`` name (Curator's protected create), or, in
-  the zookeeper layout, this session's unclaimed offers are swept first.
-- Leadership is granted only while connected, on a node that the current
-  session created (Curator's CURATOR-696 double-leader bug), and not reported
-  deleted.  Followers hold a data watch on their predecessor (not ``exists``,
-  which would leave a watch behind on a node already gone; any event on it
-  makes them look again) and on their own node: when the predecessor that was
-  the only node ahead goes, the follower leads at once, without listing the
-  children again; otherwise it lists them once.  Both happen in the watch's
-  callback, where the notification is read (and the listing's reply), before
-  any task wakes.  Concurrent listings of one session on one path are shared.
-- SUSPENDED (and READ_ONLY) drop leadership unless ``lose_on_suspend=False``
-  (then it is kept until LOST); the node is kept.  RECONNECTED on the same
-  session re-checks and leads again if still first; on a new session the stale
-  node is deleted and the latch joins again at the tail.  A node deleted by
-  someone else, or a container parent reaped, makes it join again.
-- Leaving drops leadership first (the body of ``leadership()`` is cancelled)
-  and forgets the watch on its own node (so the delete wakes nothing of its
-  own), then deletes the node, shielded from cancellation and bounded in time;
-  a create still in flight is cleaned up the same way.
-"""
+"""`LeaderLatch` and `leader_latch()`: joining, leading and leaving; see the package docstring."""
 
 from __future__ import annotations
 
@@ -49,17 +11,18 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from .._broadcast import Broadcast
-from ..errors import (
+from ..._broadcast import Broadcast
+from ...errors import (
     ConfigError,
     CoordinatorClosedError,
     InvalidPathError,
     LeadershipLost,
 )
-from ..session import Coordinator
-from ..zk.client import ZkClient
-from ..zk.paths import validate_path
-from ..zk.states import ConnectionEvent, ConnectionState
+from ...session import Coordinator
+from ...zk.client import ZkClient
+from ...zk.paths import validate_path
+from ...zk.states import ConnectionEvent, ConnectionState
+from .._signal import Signal
 from ._campaign import Campaign
 from ._election import (
     LAYOUTS,
@@ -71,8 +34,7 @@ from ._election import (
     check_participant_id,
     default_participant_id,
 )
-from ._latch_node import Offer, OurNode, SharedPath, leader_of, participants_of
-from ._signal import Signal
+from ._nodes import Offer, OurNode, SharedPath, leader_of, participants_of
 
 __all__ = (
     "MAX_ID_BYTES",
@@ -85,7 +47,7 @@ __all__ = (
     "leader_latch",
 )
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("aiocoord.recipes.leader_latch")
 
 
 class LeaderLatch:

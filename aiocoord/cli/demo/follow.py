@@ -15,14 +15,14 @@ import time
 import anyio
 import anyio.abc
 
-from ._demo_view import View
-from .errors import NodeDataError, NoNodeError
-from .recipes._maven_version import maven_version_key
-from .recipes._task_choice import assign
-from .recipes._task_records import decode_leader
-from .session import Coordinator
-from .zk.paths import join
-from .zk.types import EventType
+from ...errors import NodeDataError, NoNodeError
+from ...recipes.task_leadership._choice import assign
+from ...recipes.task_leadership._records import decode_leader
+from ...recipes.task_leadership._versions import maven_version_key
+from ...session import Coordinator
+from ...zk.paths import join
+from ...zk.types import EventType
+from .view import View
 
 __all__ = ("NEW", "OLD", "Follower")
 

@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..errors import ConnectionLostError, CoordError, LockLost
-from ..zk.states import ConnectionState
-from ._cas_record import RunInfo, error_text, to_datetime, window_start
+from ...errors import ConnectionLostError, CoordError, LockLost
+from ...zk.states import ConnectionState
+from ._record import RunInfo, error_text, to_datetime, window_start
 
 if TYPE_CHECKING:
-    from .cas_lock import CasLock
+    from ._lock import CasLock
 
 __all__ = ("Outcome", "Slot", "guard", "run_once")
 

@@ -24,10 +24,10 @@ from typing import ClassVar
 
 import anyio
 
-from ..errors import BadVersionError, CoordError, NodeDataError, NoNodeError
-from ..zk.client import PROTECTED_PREFIX, ZkClient
-from ..zk.paths import basename, join, parent
-from ..zk.types import CreateMode
+from ...errors import BadVersionError, CoordError, NodeDataError, NoNodeError
+from ...zk.client import PROTECTED_PREFIX, ZkClient
+from ...zk.paths import basename, join, parent
+from ...zk.types import CreateMode
 from ._election import Layout, Ordering, Participant, sort_children
 
 __all__ = ("Offer", "OurNode", "SharedPath", "leader_of", "participants_of", "read_all")

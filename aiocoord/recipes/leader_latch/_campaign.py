@@ -25,7 +25,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from ..errors import (
+from ...errors import (
     ConnectionLostError,
     CoordError,
     CoordinatorClosedError,
@@ -33,12 +33,13 @@ from ..errors import (
     NoNodeError,
     ZooKeeperError,
 )
-from ..session import Coordinator
-from ..zk import Watch, WatchedEvent
-from ..zk.client import ZkClient
-from ..zk.paths import join
-from ..zk.states import ConnectionState
-from ..zk.types import EventType
+from ...session import Coordinator
+from ...zk import Watch, WatchedEvent
+from ...zk.client import ZkClient
+from ...zk.paths import join
+from ...zk.states import ConnectionState
+from ...zk.types import EventType
+from .._signal import Signal
 from ._election import (
     ElectionEvent,
     ElectionState,
@@ -50,8 +51,7 @@ from ._election import (
     decide,
     may_lead,
 )
-from ._latch_node import Offer, OurNode
-from ._signal import Signal
+from ._nodes import Offer, OurNode
 
 __all__ = ("Campaign", "Host")
 

@@ -49,10 +49,10 @@ from aiocoord.zk import DeleteOp, EventType, PersistentWatch, Watch, WatchedEven
 from aiocoord.zk.paths import join, parent
 from aiocoord.zk.states import ConnectionEvent, ConnectionState
 
-from ._signal import Signal
-from ._task_changes import ChangeFeed
-from ._task_choice import Prefer, VersionKey, assign
-from ._task_records import (
+from .._signal import Signal
+from ._changes import ChangeFeed
+from ._choice import Prefer, VersionKey, assign
+from ._records import (
     Worker,
     decode_worker,
     encode_leader,
@@ -62,8 +62,8 @@ from ._task_records import (
     read_leader,
     register_worker,
 )
-from ._task_slot import RETRY_DELAY, TaskSlot, clock
-from ._task_writes import WriteBatcher
+from ._slot import RETRY_DELAY, TaskSlot, clock
+from ._writes import WriteBatcher
 
 __all__ = ("TaskEngine",)
 

@@ -1,0 +1,1 @@
+"""``aiocoord demo``: worker processes, a rolling upgrade, a kill, and a verdict."""
