@@ -37,6 +37,7 @@ import anyio
 
 from ...errors import ConnectionLostError, CoordError, LockLost
 from ...zk.states import ConnectionState
+from .._tenure import Tenure
 from ._record import RunInfo, error_text, to_datetime, window_start
 
 if TYPE_CHECKING:
@@ -59,19 +60,19 @@ async def guard(lock: CasLock, outcome: Outcome | None = None) -> AsyncIterator[
     With `outcome` (once_per), the release also records the run or failure,
     and a release that cannot be confirmed is raised rather than logged.
     """
-    body = anyio.CancelScope()
+    tenure = Tenure(lock.path, LockLost)
     failure: BaseException | None = None
 
     def lost(reason: str, *, taken: bool = False) -> None:
         lock._mark_lost(reason, taken=taken)
-        body.cancel()
+        tenure.end(reason)
 
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_watch_session, lock, lost)
             tg.start_soon(_keep, lock, lost)
             try:
-                with body:
+                async with tenure.body():
                     yield
             except GeneratorExit:
                 raise
@@ -87,6 +88,8 @@ async def guard(lock: CasLock, outcome: Outcome | None = None) -> AsyncIterator[
         if isinstance(failure, anyio.get_cancelled_exc_class()):
             raise failure  # cancelled from outside: never swallowed
         if lost_reason is not None:
+            if isinstance(failure, LockLost) and failure.path == lock.path:
+                failure = None  # the tenure's own report of the loss
             raise LockLost(lock.path, lost_reason) from failure
         if failure is not None:
             raise failure

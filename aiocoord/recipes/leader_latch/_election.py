@@ -28,9 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-import anyio
-
-from ...errors import ConfigError
+from ...errors import ConfigError, LeadershipLost
+from .._tenure import Tenure
 
 __all__ = (
     "CURATOR",
@@ -103,30 +102,21 @@ class LeadershipTerm:
 
     A later leader's token is larger than every earlier leader's, since its node
     was created later.  `lost` is None while the term lasts, then the reason.
+    `tenure` is what the latch's ``leadership()`` bodies run under.
     """
 
-    __slots__ = ("_scopes", "lost", "node", "participant_id", "started_at", "token")
+    __slots__ = ("node", "participant_id", "started_at", "tenure", "token")
 
-    def __init__(self, token: int, node: str, participant_id: str) -> None:
+    def __init__(self, token: int, node: str, participant_id: str, path: str) -> None:
         self.token = token
         self.node = node
         self.participant_id = participant_id
         self.started_at = time.monotonic()
-        self.lost: str | None = None
-        self._scopes: set[anyio.CancelScope] = set()
+        self.tenure = Tenure(path, LeadershipLost)
 
-    def _attach(self, scope: anyio.CancelScope) -> None:
-        self._scopes.add(scope)
-        if self.lost is not None:
-            scope.cancel()
-
-    def _detach(self, scope: anyio.CancelScope) -> None:
-        self._scopes.discard(scope)
-
-    def _end(self, reason: str) -> None:
-        self.lost = reason
-        for scope in self._scopes:
-            scope.cancel()
+    @property
+    def lost(self) -> str | None:
+        return self.tenure.lost
 
     def __repr__(self) -> str:
         state = "active" if self.lost is None else f"lost: {self.lost}"

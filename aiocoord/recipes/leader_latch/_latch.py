@@ -16,7 +16,6 @@ from ...errors import (
     ConfigError,
     CoordinatorClosedError,
     InvalidPathError,
-    LeadershipLost,
 )
 from ...session import Coordinator
 from ...zk.client import ZkClient
@@ -214,15 +213,8 @@ class LeaderLatch:
         exception from the body itself propagates unchanged.
         """
         term = await self.wait()
-        with anyio.CancelScope() as scope:
-            term._attach(scope)
-            try:
-                yield term
-            finally:
-                term._detach(scope)
-        if term.lost is not None:
-            await anyio.lowlevel.checkpoint_if_cancelled()  # an outer cancellation wins
-            raise LeadershipLost(self._path, term.lost)
+        async with term.tenure.body():
+            yield term
 
     # --- observing ---------------------------------------------------------------------------
 
@@ -283,7 +275,7 @@ class LeaderLatch:
     def _elect(self, node: OurNode) -> None:
         """The campaign found us first, on a node of this session: lead (once per term)."""
         if self._term is None and not self._closing:
-            self._term = LeadershipTerm(node.czxid, node.path, self._id)
+            self._term = LeadershipTerm(node.czxid, node.path, self._id, self._path)
             log.info("leader of %s as %s (token 0x%x)", self._path, self._id, node.czxid)
             self._publish(ElectionEvent(ElectionState.ELECTED, node.path, token=node.czxid))
             self._signal()
@@ -292,7 +284,7 @@ class LeaderLatch:
         term, self._term = self._term, None
         if term is None:
             return
-        term._end(reason)
+        term.tenure.end(reason)
         log.info("no longer leader of %s as %s: %s", self._path, self._id, reason)
         event = ElectionEvent(
             ElectionState.LOST_LEADERSHIP, term.node, token=term.token, reason=reason

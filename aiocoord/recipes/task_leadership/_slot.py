@@ -57,6 +57,7 @@ from aiocoord.errors import (
 from aiocoord.zk import EventType, ZkClient
 
 from .._signal import Signal
+from .._tenure import Body, Tenure
 from ._choice import Action, TaskState, decide
 from ._records import Worker, decode_leader
 from ._writes import Write, WriteBatcher
@@ -109,34 +110,8 @@ class _Held:
     version: int
 
 
-class _Body:
-    """One running ``lead()`` body: its cancel scope and why it was cancelled."""
-
-    __slots__ = ("reason", "scope")
-
-    def __init__(self) -> None:
-        self.scope = anyio.CancelScope()
-        self.reason: str | None = None
-
-
-def _cancel_soon(scopes: list[anyio.CancelScope]) -> None:
-    """Cancel `scopes` from a loop callback, before any task resumes.
-
-    anyio's `CancelScope.cancel()` puts the calling task's repr in its
-    message, which costs more than the rest of a revoke; a callback has no
-    calling task.  The bodies see the cancellation at their next checkpoint
-    either way, which comes after this callback.
-    """
-    asyncio.get_running_loop().call_soon(_cancel_all, scopes)
-
-
-def _cancel_all(scopes: list[anyio.CancelScope]) -> None:
-    for scope in scopes:
-        scope.cancel()
-
-
 class Hold:
-    """``lead()``: wait for leadership, run the block in a cancel scope, report the loss.
+    """``lead()``: wait for leadership, then run the block as a body of the term's tenure.
 
     A class rather than a generator-based context manager: a hand-over enters
     and leaves hundreds of these at once, and each generator layer costs as
@@ -148,7 +123,7 @@ class Hold:
     def __init__(self, slot: TaskSlot, closing: Callable[[], bool]) -> None:
         self._slot = slot
         self._closing = closing
-        self._body: _Body | None = None
+        self._body: Body | None = None
 
     async def __aenter__(self) -> TaskTerm:
         slot = self._slot
@@ -159,8 +134,8 @@ class Hold:
                 raise LeadershipLost(slot.path, "closed")
             if slot.stopping is not None:
                 raise LeadershipLost(slot.path, slot.stopping)
-            if slot.granted and slot.term is not None:
-                term = slot.term
+            if slot.granted and slot.term is not None and slot.tenure is not None:
+                term, tenure = slot.term, slot.tenure
                 break
             await changed.wait()
             waited = True
@@ -170,9 +145,8 @@ class Hold:
             await anyio.lowlevel.checkpoint()
             if not slot.granted or slot.term is not term:
                 return await self.__aenter__()  # lost meanwhile: wait again
-        body = _Body()
-        slot.bodies.add(body)
-        body.scope.__enter__()
+        body = tenure.body()
+        await body.__aenter__()
         self._body = body
         return term
 
@@ -185,15 +159,7 @@ class Hold:
         body = self._body
         assert body is not None
         self._body = None
-        try:
-            swallowed = body.scope.__exit__(exc_type, exc, tb)
-        finally:
-            self._slot._body_exit(body)
-        if exc is not None and not swallowed:
-            return False  # the block's own exception goes on
-        if body.reason is not None:
-            raise LeadershipLost(self._slot.path, body.reason) from None
-        return swallowed
+        return await body.__aexit__(exc_type, exc, tb)
 
 
 class SlotHost(Protocol):
@@ -239,7 +205,8 @@ class TaskSlot:
         self.holder: str | None = None  # last known leader id
         self.stopping: str | None = None  # why the task is being removed
         self.bad_czxid: int | None = None  # last invalid leader node reported
-        self.bodies: set[_Body] = set()
+        self.bodies = 0  # lead() bodies running, of this term or earlier ones
+        self.tenure: Tenure | None = None  # what lead() bodies run under while granted
         self.busy = False  # a step is under way (the loop's or a callback's): nothing else runs
         self._inspect_at: int | None = None  # a queued create found the node taken: read it
         self._when_drained: Callable[[], None] | None = None
@@ -253,7 +220,7 @@ class TaskSlot:
         token = f" token=0x{self.held.czxid:x}" if self.held else ""
         return (
             f"<TaskSlot {self.task} {state}{token} leader={self.holder} "
-            f"chosen={self.desired} bodies={len(self.bodies)}>"
+            f"chosen={self.desired} bodies={self.bodies}>"
         )
 
     # --- signals ---------------------------------------------------------------------------
@@ -311,27 +278,26 @@ class TaskSlot:
         self.granted = True
         self.holder = worker.id
         self.term = TaskTerm(self.task, self.held.czxid, worker.id, worker.version)
+        self.tenure = Tenure(self.path, LeadershipLost, on_body=self._count_body)
         self.notify_grant()
         log.info("worker %s leads task %s (token 0x%x)", worker.id, self.task, self.held.czxid)
 
     def revoke(self, reason: str, worker_id: str) -> None:
-        """Stop leading now: cancel the bodies (they raise `LeadershipLost(reason)`)."""
+        """Stop leading now: end the tenure (its bodies are cancelled, then raise `LeadershipLost`)."""
         if not self.granted:
             return
         self.granted = False
         self.term = None
-        scopes = []
-        for body in self.bodies:
-            if body.reason is None:
-                body.reason = reason
-                scopes.append(body.scope)
-        if scopes:
-            _cancel_soon(scopes)
+        tenure, self.tenure = self.tenure, None
+        if tenure is not None:
+            tenure.end(reason, soon=True)
         self.notify_grant()
         log.info("worker %s stopped leading task %s: %s", worker_id, self.task, reason)
 
-    def _body_exit(self, body: _Body) -> None:
-        self.bodies.discard(body)
+    def _count_body(self, delta: int) -> None:
+        self.bodies += delta
+        if delta > 0:
+            return
         self._body_exited.fire()
         if not self.bodies and self._when_drained is not None:
             when_drained, self._when_drained = self._when_drained, None
