@@ -241,13 +241,14 @@ def _parser() -> argparse.ArgumentParser:
         "bench",
         help="run the benchmarks: aiocoord against kazoo and aiozk, with ratios",
         description=(
-            "Run the benchmarks in benchmarks/ against one embedded server and print one "
-            "table of aiocoord against kazoo and aiozk's recipes, with ratios."
+            "Run the benchmarks (aiocoord.bench) against one embedded server and print one "
+            "table of aiocoord against kazoo and aiozk's recipes, with ratios. kazoo is "
+            "optional (pip install 'aiocoord[bench]'): without it, its columns stay empty."
         ),
     )
     bench.add_argument("--quick", action="store_true", help="a short run (1 s per measurement)")
     bench.add_argument(
-        "--all", action="store_true", help="then run every script in benchmarks/ in full"
+        "--all", action="store_true", help="then run every benchmark in full, one by one"
     )
     bench.add_argument(
         "--seconds", type=float, default=None, help="seconds per measurement (overrides --quick)"
