@@ -25,6 +25,7 @@ from typing import NoReturn, TypeVar
 
 import anyio
 
+from .. import __version__
 from ..errors import ConfigError, ConnectionLostError, CoordError, InvalidPathError, NoNodeError
 from .zk import DEFAULT_DIR, UserError, local_zookeeper, resolve_hosts
 
@@ -163,6 +164,7 @@ def _parser() -> argparse.ArgumentParser:
         help="event loop (default uvloop)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log aiocoord's transitions")
+    parser.add_argument("--version", action="version", version=f"aiocoord {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser(
