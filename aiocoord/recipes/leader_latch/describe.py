@@ -24,7 +24,7 @@ from ...zk import ZkClient
 from ...zk.paths import join
 from ._election import LAYOUTS, sort_children
 
-__all__ = ("LatchParticipant", "LatchView", "describe_latch", "latch_layout")
+__all__ = ("LatchParticipant", "LatchView", "LayoutName", "describe_latch", "latch_layout")
 
 LayoutName = Literal["curator", "zookeeper"]
 
