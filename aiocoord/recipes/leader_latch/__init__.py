@@ -48,6 +48,10 @@ from ._latch import LeadershipTerm as LeadershipTerm
 from ._latch import Participant as Participant
 from ._latch import default_participant_id as default_participant_id
 from ._latch import leader_latch as leader_latch
+from .describe import LatchParticipant as LatchParticipant
+from .describe import LatchView as LatchView
+from .describe import describe_latch as describe_latch
+from .describe import latch_layout as latch_layout
 
 __all__ = (
     "ElectionEvent",
@@ -58,4 +62,8 @@ __all__ = (
     "Participant",
     "default_participant_id",
     "leader_latch",
+    "LatchParticipant",
+    "LatchView",
+    "describe_latch",
+    "latch_layout",
 )
