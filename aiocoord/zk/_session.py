@@ -1,4 +1,4 @@
-"""`ZkSession`: the session loop (connect, prime, serve, notice loss, reconnect) and its requests.
+"""`ZkSession`: the session loop: connect, prime, serve, notice loss, reconnect, renew.
 
 This is the I/O half of the session manager; `states.ConnectionMachine` is the
 pure half that decides which Curator state to publish, and `_timing.SessionTiming`
@@ -10,7 +10,7 @@ from; after LOST a new session is opened by itself; auth is replayed and every
 watch restored (`_priming`) before any queued request is sent.
 
 The session is plumbing: its owner (the `Coordinator`) runs and closes it, and
-`ZkClient` sends the typed ZooKeeper requests through it.
+`ZkClient` sends the typed ZooKeeper requests through its `Sender`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -34,12 +34,12 @@ from ..errors import (
     SessionExpiredError,
     ZooKeeperError,
 )
-from . import _errors, _wire
-from ._connection import Connection, _Pending, wait_reply
+from . import _wire
+from ._connection import Connection
 from ._priming import close_session, prime
+from ._sending import Sender
 from ._timing import SessionTiming
 from ._watches import WatchRegistry
-from ._wire import OpCode, WireRequest
 from .paths import add_chroot, strip_chroot
 from .states import (
     Closed,
@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 log = logging.getLogger("aiocoord.session")
-T = TypeVar("T")
 
 _STATE_NOTICE = -1  # a notification's event type "None": the connection's state changed
 
@@ -71,7 +70,7 @@ class ZkSession:
     """One ZooKeeper session kept alive across connections; `run()` is its loop.
 
     Its owner starts `run` in a task group and calls `close()`; `ZkClient`
-    sends requests with `call` and its friends.  Nothing else needs it.
+    sends its requests through `sender`.  Nothing else needs it.
     """
 
     def __init__(self, settings: Settings) -> None:
@@ -109,6 +108,8 @@ class ZkSession:
         self._run_scope: anyio.CancelScope | None = None
         self._started = False
         self._ssl = settings.ssl_context()
+        self.sender = Sender(self)
+        """Sends requests on the current connection, waiting for one within the deadline."""
         # With credentials, nodes are writable only by the identities that made them
         # (others may read); without, ZooKeeper's open default.
         self.default_acl: tuple[ACL, ...] = (
@@ -138,12 +139,6 @@ class ZkSession:
     def connected_address(self) -> tuple[str, int] | None:
         conn = self._conn
         return conn.address if conn is not None and not conn.closed else None
-
-    @property
-    def connected(self) -> bool:
-        """Whether a connection is up now (requests go out at once)."""
-        conn = self._conn
-        return conn is not None and not conn.closed
 
     @property
     def last_zxid(self) -> int:
@@ -362,52 +357,6 @@ class ZkSession:
         if self._fatal is not None:
             raise self._fatal
 
-    def request_timeout(self) -> float:
-        return self.timing.request_timeout
-
-    async def call(
-        self,
-        request: WireRequest,
-        *,
-        path: str | None = None,
-        on_reply: Callable[[int, int, bytes], None] | None = None,
-        timeout: float | None = None,
-    ) -> tuple[int, bytes]:
-        """Send one request on the current connection, waiting for one if needed.
-
-        Returns ``(zxid, body)``; raises the `CoordError` for a non-zero error
-        code, `ConnectionLostError` if no connection came within the deadline or
-        the connection dropped with the request in flight (outcome unknown).
-        """
-        return await self._call(lambda conn: conn.call(request, on_reply=on_reply), path, timeout)
-
-    async def call_packet(
-        self,
-        build: Callable[[int], bytes],
-        opcode: OpCode,
-        *,
-        path: str | None = None,
-        timeout: float | None = None,
-    ) -> tuple[int, bytes]:
-        """Like `call`, for a prebuilt packet (multi): `build(xid)` returns the framed bytes."""
-
-        async def send(conn: Connection) -> tuple[int, int, bytes]:
-            xid = conn.next_xid()
-            return await wait_reply(conn.queue(build(xid), xid, opcode))
-
-        return await self._call(send, path, timeout, check=False)
-
-    def queue_packet(self, build: Callable[[int], bytes], opcode: OpCode) -> _Pending:
-        """Queue a prebuilt packet on the current connection now, without awaiting anything.
-
-        The entry's ``done`` future completes with the reply or the connection's
-        end.  Raises `ConnectionLostError` at once when there is no connection
-        (`call_packet` waits for one).
-        """
-        conn = self.connection_now()
-        xid = conn.next_xid()
-        return conn.queue(build(xid), xid, opcode)
-
     def connection_now(self) -> Connection:
         """The current connection, for a request sent without awaiting anything.
 
@@ -420,69 +369,6 @@ class ZkSession:
             raise ConnectionLostError("not connected")
         return conn
 
-    async def call_pipelined(
-        self,
-        requests: list[tuple[WireRequest, Callable[[int, int, bytes], None] | None]],
-        *,
-        path: str | None = None,
-        timeout: float | None = None,
-    ) -> list[tuple[int, int, bytes]]:
-        """Send `requests` back to back on one connection; ``(err, zxid, body)`` of each.
-
-        They leave in one write and the server answers them in order, so a
-        write followed by a read costs one round trip and one wake-up.  Error
-        codes are returned, not raised; `ConnectionLostError` as in `call`.
-        """
-
-        async def send(conn: Connection) -> list[tuple[int, int, bytes]]:
-            pendings = [conn.submit(request, on_reply=on_reply) for request, on_reply in requests]
-            return [await wait_reply(pending) for pending in pendings]
-
-        return await self._on_connection(send, timeout)
-
-    async def _call(
-        self,
-        send: Callable[[Connection], Awaitable[tuple[int, int, bytes]]],
-        path: str | None,
-        timeout: float | None,
-        check: bool = True,
-    ) -> tuple[int, bytes]:
-        err, zxid, body = await self._on_connection(send, timeout)
-        if check:
-            _errors.check(err, path)
-            return zxid, body
-        return err, body
-
-    async def _on_connection(
-        self, send: Callable[[Connection], Awaitable[T]], timeout: float | None
-    ) -> T:
-        """`send` on the current connection, waiting for one within the request deadline."""
-        self.ensure_open()
-        conn = self._conn
-        if (
-            conn is not None
-            and not conn.closed
-            and timeout is None
-            and self.settings.request_timeout is None
-        ):
-            # Fast path: connected, default deadline.  A request in flight is bounded
-            # by the connection's read timeout (2/3 of the session timeout), after
-            # which the connection drops and the request fails with ConnectionLostError.
-            return await send(conn)
-        limit = timeout if timeout is not None else self.request_timeout()
-        with anyio.move_on_after(limit):
-            while True:
-                conn = self._conn
-                if conn is None or conn.closed:
-                    await self.wait_usable()
-                    continue
-                return await send(conn)
-        self.ensure_open()
-        raise ConnectionLostError(
-            f"no answer from ZooKeeper within {limit:.2f}s"
-            + (f" (last error: {self.last_error})" if self.last_error else "")
-        )
-
     async def wait_usable(self) -> None:
         """Return once a connection is up; raises `CoordinatorClosedError` if closed meanwhile."""
         # Every transition (and close) sets `_changed`; `_conn` is set before it fires.
@@ -492,6 +378,12 @@ class ZkSession:
             if conn is not None and not conn.closed:
                 return
             await self._changed.wait()
+
+    @property
+    def connection(self) -> Connection | None:
+        """The current connection, if one is up (requests on it go out at once)."""
+        conn = self._conn
+        return conn if conn is not None and not conn.closed else None
 
     def server_path(self, path: str) -> str:
         return add_chroot(self.chroot, path)

@@ -32,8 +32,9 @@ close_bound = min(2 s, request_timeout)
 discard_bound = min(2 s, T)
     Ending, on the server, a session declared LOST that a reconnect would
     otherwise revive.
-read_retry_window = 2 request_timeout
-    An idempotent read is tried again after a connection loss within this.
+retry_window = 2 request_timeout
+    An operation that may span a reconnect: an idempotent read tried again
+    after a connection loss, a write whose outcome must be learned, a release.
 protected_create_window = 4 request_timeout
     A protected create looks for its node across reconnects within this.
 drain_bound = max(T, 1 s)
@@ -100,7 +101,7 @@ class SessionTiming:
         return min(2.0, self.session_timeout)
 
     @property
-    def read_retry_window(self) -> float:
+    def retry_window(self) -> float:
         return self.request_timeout * 2
 
     @property

@@ -32,6 +32,7 @@ class SessionView:
 
     def __init__(self, session: ZkSession) -> None:
         self._session = session
+        self._sender = session.sender
 
     @property
     def session(self) -> ZkSession:
@@ -104,7 +105,7 @@ class SessionView:
 
     async def _retrying(self, op: Callable[[], Awaitable[T]]) -> T:
         """Run an idempotent read, again after a connection loss, within one deadline."""
-        deadline = time.monotonic() + self._session.timing.read_retry_window
+        deadline = time.monotonic() + self._session.timing.retry_window
         while True:
             try:
                 return await op()

@@ -85,7 +85,7 @@ class ZkClient(SessionView):
         )
         for _ in range(5):
             try:
-                _zxid, body = await session.call(request, path=path)
+                _zxid, body = await self._sender.call(request, path=path)
             except NoNodeError:
                 if not make_parents or parent(path) == "/":
                     raise
@@ -140,7 +140,7 @@ class ZkClient(SessionView):
         req = _wire.get_data_request(session.server_path(path), False)
 
         async def op() -> Node:
-            _zxid, body = await session.call(req, path=path)
+            _zxid, body = await self._sender.call(req, path=path)
             return _wire.parse_node(body)
 
         return await self._retrying(op)
@@ -155,7 +155,7 @@ class ZkClient(SessionView):
         async def op() -> tuple[Node, Watch]:
             watch = Watch(WatchKind.DATA, path)
             on_reply = self._watch_registrar(watch, sp, {0: WatchKind.DATA})
-            _zxid, body = await session.call(req, path=path, on_reply=on_reply)
+            _zxid, body = await self._sender.call(req, path=path, on_reply=on_reply)
             return _wire.parse_node(body), watch
 
         return await self._retrying(op)
@@ -168,7 +168,7 @@ class ZkClient(SessionView):
 
         async def op() -> Stat | None:
             try:
-                _zxid, body = await session.call(req, path=path)
+                _zxid, body = await self._sender.call(req, path=path)
             except NoNodeError:
                 return None
             return _wire.parse_stat(body)
@@ -188,7 +188,7 @@ class ZkClient(SessionView):
                 watch, sp, {0: WatchKind.DATA, NoNodeError.code: WatchKind.EXIST}
             )
             try:
-                _zxid, body = await session.call(req, path=path, on_reply=on_reply)
+                _zxid, body = await self._sender.call(req, path=path, on_reply=on_reply)
             except NoNodeError:
                 return None, watch
             return _wire.parse_stat(body), watch
@@ -202,7 +202,7 @@ class ZkClient(SessionView):
         req = _wire.get_children_request(session.server_path(path), False)
 
         async def op() -> list[str]:
-            _zxid, body = await session.call(req, path=path)
+            _zxid, body = await self._sender.call(req, path=path)
             return _wire.parse_children(body)
 
         return await self._retrying(op)
@@ -253,7 +253,7 @@ class ZkClient(SessionView):
         async def op() -> tuple[list[str], Watch]:
             watch = Watch(WatchKind.CHILD, path)
             on_reply = self._watch_registrar(watch, sp, {0: WatchKind.CHILD})
-            _zxid, body = await session.call(req, path=path, on_reply=on_reply)
+            _zxid, body = await self._sender.call(req, path=path, on_reply=on_reply)
             return _wire.parse_children(body), watch
 
         return await self._retrying(op)
@@ -270,7 +270,7 @@ class ZkClient(SessionView):
         version = check_version(version)
         session = self._session
         req = _wire.set_data_request(session.server_path(path), raw, version)
-        _zxid, body = await session.call(req, path=path)
+        _zxid, body = await self._sender.call(req, path=path)
         return _wire.parse_stat(body)
 
     async def set_and_get(
@@ -292,7 +292,7 @@ class ZkClient(SessionView):
         sp = session.server_path(path)
         watcher = Watch(WatchKind.DATA, path) if watch else None
         on_reply = self._watch_registrar(watcher, sp, {0: WatchKind.DATA}) if watcher else None
-        (set_err, _, set_body), (get_err, _, get_body) = await session.call_pipelined(
+        (set_err, _, set_body), (get_err, _, get_body) = await self._sender.call_pipelined(
             [
                 (_wire.set_data_request(sp, raw, version), None),
                 (_wire.get_data_request(sp, watch), on_reply),
@@ -314,7 +314,7 @@ class ZkClient(SessionView):
         validate_path(path)
         version = check_version(version)
         session = self._session
-        await session.call(_wire.delete_request(session.server_path(path), version), path=path)
+        await self._sender.call(_wire.delete_request(session.server_path(path), version), path=path)
 
     async def delete_all(self, path: str) -> None:
         """Delete a node and everything below it; a missing node is fine."""
@@ -343,7 +343,7 @@ class ZkClient(SessionView):
         if not pairs:
             return MultiResults()
         acl = session.default_acl
-        err, body = await session.call_packet(
+        err, body = await self._sender.call_packet(
             lambda xid: multi_packet(xid, pairs, acl), OpCode.MULTI
         )
         return results_of(ops, err, body, session.client_path)
@@ -361,7 +361,7 @@ class ZkClient(SessionView):
         if not pairs:
             raise ValueError("ops must not be empty")
         acl = session.default_acl
-        pending = session.queue_packet(lambda xid: multi_packet(xid, pairs, acl), OpCode.MULTI)
+        pending = self._sender.queue_packet(lambda xid: multi_packet(xid, pairs, acl), OpCode.MULTI)
         client_path = session.client_path
         return SentMulti(pending, lambda err, body: results_of(ops, err, body, client_path))
 
@@ -384,7 +384,7 @@ class ZkClient(SessionView):
         pwatch = PersistentWatch(path, recursive)
         if watches.add_persistent(pwatch, sp):
             try:
-                await session.call(_wire.add_watch_request(sp, recursive), path=path)
+                await self._sender.call(_wire.add_watch_request(sp, recursive), path=path)
             except BaseException:
                 watches.remove_persistent(pwatch, sp)
                 raise
@@ -393,7 +393,7 @@ class ZkClient(SessionView):
         finally:
             # Waiting for a connection to remove a watch the server no longer has would hold
             # up the caller (a leader's body leaving on SUSPENDED) for a request timeout.
-            connected = session.connected
+            connected = session.connection is not None
             last = watches.remove_persistent(pwatch, sp)
             # ZooKeeper 3.8 knows no persistent WatcherType in removeWatches, only Any,
             # which would also drop our one-shot watches on the path: send it only when
@@ -401,7 +401,7 @@ class ZkClient(SessionView):
             if last and connected and not session.closed and not watches.watched(sp):
                 with anyio.CancelScope(shield=True), anyio.move_on_after(self.request_timeout()):
                     with suppress(ZooKeeperError, ConnectionLostError):
-                        await session.call(_wire.remove_watches_request(sp), path=path)
+                        await self._sender.call(_wire.remove_watches_request(sp), path=path)
 
     def forget_watch(self, watch: Watch) -> None:
         """Stop tracking a one-shot watch that is no longer wanted: it will not fire.
@@ -420,13 +420,12 @@ class ZkClient(SessionView):
         validate_path(path, allow_reserved=True)
         session = self._session
         req = _wire.sync_request(session.server_path(path))
-        await self._retrying(lambda: session.call(req, path=path))
+        await self._retrying(lambda: self._sender.call(req, path=path))
 
     async def whoami(self) -> list[tuple[str, str]]:
         """The (scheme, id) pairs the server authenticated this session as."""
-        session = self._session
         req = _wire.who_am_i_request()
-        _zxid, body = await self._retrying(lambda: session.call(req))
+        _zxid, body = await self._retrying(lambda: self._sender.call(req))
         return _wire.parse_who_am_i(body)
 
     async def ephemerals(self, prefix: str = "/") -> list[str]:
@@ -434,5 +433,5 @@ class ZkClient(SessionView):
         validate_path(prefix, allow_reserved=True)
         session = self._session
         req = _wire.get_ephemerals_request(session.server_path(prefix))
-        _zxid, body = await self._retrying(lambda: session.call(req, path=prefix))
+        _zxid, body = await self._retrying(lambda: self._sender.call(req, path=prefix))
         return [session.client_path(p) for p in _wire.parse_ephemerals(body)]

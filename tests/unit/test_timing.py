@@ -38,7 +38,7 @@ def test_the_table(
     assert timing.lost_after == t
     assert timing.request_timeout == t
     assert timing.close_bound == min(2.0, t)
-    assert timing.read_retry_window == 2 * t
+    assert timing.retry_window == 2 * t
     assert timing.protected_create_window == 4 * t
 
 
@@ -61,7 +61,9 @@ def test_values_are_exactly_the_expressions_they_replace() -> None:
         assert timing.request_timeout == (configured or t)  # the request deadline's fallback
         assert timing.close_bound == min(2.0, configured or t)  # close()
         assert timing.discard_bound == min(2.0, t)  # closing a session declared LOST
-        assert timing.read_retry_window == (configured or t) * 2  # reads across a reconnect
+        assert (
+            timing.retry_window == (configured or t) * 2
+        )  # reads, writes, releases across a reconnect
         assert timing.protected_create_window == (configured or t) * 4
         assert timing.drain_bound == max(t, 1.0)  # task leadership's cleanup
         for rounds in range(12):
