@@ -19,7 +19,7 @@ import anyio.abc
 
 from .errors import ConnectionLostError, CoordinatorClosedError
 from .settings import Settings
-from .zk.client import ZkClient
+from .zk import ZkClient, ZkSession
 from .zk.states import ConnectionEvent, ConnectionState
 
 __all__ = ("ConnectionEvent", "ConnectionState", "Coordinator", "connect")
@@ -38,7 +38,7 @@ class Coordinator:
         if not isinstance(settings, Settings):
             raise TypeError(f"settings must be aiocoord.Settings, not {type(settings).__name__}")
         self.settings = settings
-        self.client = ZkClient(settings)
+        self.client = ZkClient(ZkSession(settings))
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
 
@@ -54,10 +54,10 @@ class Coordinator:
         await tg.__aenter__()
         self._tg = tg
         try:
-            await tg.start(self.client.run)
+            await tg.start(self.client.session.run)
             limit = self.settings.connect_timeout
             with anyio.move_on_after(limit):
-                await self.client._wait_usable()
+                await self.client.wait_connected()
             if self.client.state is None:
                 last = self.client.last_error
                 raise ConnectionLostError(
@@ -65,7 +65,7 @@ class Coordinator:
                     + (f": {last}" if last else "")
                 )
         except BaseException:
-            await self.client.close()
+            await self.client.session.close()
             tg.cancel_scope.cancel()
             self._tg = None
             await tg.__aexit__(None, None, None)
@@ -83,7 +83,7 @@ class Coordinator:
 
     async def close(self) -> None:
         """Close the session and stop the background tasks.  Safe to call twice."""
-        await self.client.close()
+        await self.client.session.close()
         tg, self._tg = self._tg, None
         if tg is not None:
             tg.cancel_scope.cancel()
@@ -125,7 +125,7 @@ class Coordinator:
 
         Raises `CoordinatorClosedError` if the coordinator closes meanwhile.
         """
-        await self.client._wait_usable()
+        await self.client.wait_connected()
 
     def connection_events(self) -> AsyncIterator[ConnectionEvent]:
         """Your own stream of `ConnectionEvent`: the current state first, then every transition.

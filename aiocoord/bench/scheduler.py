@@ -8,7 +8,7 @@ coordinator that submits.  Measured:
   result (submit -> result end to end), in jobs per second;
 - latency of one job at a time (submit -> result): p50 and p99;
 - ZooKeeper requests per job, counted by wrapping every coordinator's
-  ``client.call``/``call_packet`` (the assigner's and the workers' included),
+  ``client.session.sender``'s ``call``/``call_packet`` (the assigner's and the workers' included),
   with W workers and again with 2W, to show it does not grow with them.
 
 No peer library has a scheduler to compare with, so the references are raw
@@ -49,16 +49,16 @@ class Counter:
         self.requests = 0
 
     def wrap(self, coord: aiocoord.Coordinator) -> None:
-        client: Any = coord.client
+        sender: Any = coord.client.session.sender
         for name in ("call", "call_packet"):
-            original = getattr(client, name)
+            original = getattr(sender, name)
 
             def counted(*args: Any, _original: Any = original, **kwargs: Any) -> Awaitable[Any]:
                 self.requests += 1
                 result: Awaitable[Any] = _original(*args, **kwargs)
                 return result
 
-            setattr(client, name, counted)
+            setattr(sender, name, counted)
 
 
 def percentile(values: list[float], q: float) -> float:

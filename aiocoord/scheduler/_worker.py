@@ -200,7 +200,7 @@ class JobWorker:
         if not sess.registered or self._coord.closed or self._coord.session_id != sess.sid:
             return  # the session is gone: its node went with it and the assigner reclaims
         queue, node = self._layout.queue(sess.worker), self._layout.worker(sess.worker)
-        with anyio.move_on_after(self._client.request_timeout() * 2):
+        with anyio.move_on_after(self._client.timing.retry_window):
             try:
                 for _ in range(3):
                     for job_id in await self._client.children(queue):

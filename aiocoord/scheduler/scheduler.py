@@ -232,7 +232,7 @@ class Scheduler:
                 raise
             except ConnectionLostError:
                 careful = True  # the job may have been created and run meanwhile
-                with anyio.move_on_after(self._client.request_timeout() * 2) as waited:
+                with anyio.move_on_after(self._client.timing.retry_window) as waited:
                     await self._coord.wait_connected()
                 if waited.cancelled_caught:
                     break  # no connection in time: not a bare TimeoutError, as documented

@@ -132,7 +132,8 @@ async def _release_after(
     error: CoordError | None = None
     # After a loss the release is only a courtesy (the lease frees the lock anyway),
     # so it gets one request deadline; a normal release gets two.
-    limit = lock.coord.client.request_timeout() * (1 if lost else 2)
+    timing = lock.coord.client.timing
+    limit = timing.request_timeout if lost else timing.retry_window
     with anyio.CancelScope(shield=True), anyio.move_on_after(limit) as scope:
         try:
             await lock.release(run, failed)

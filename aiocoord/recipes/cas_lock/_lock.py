@@ -229,7 +229,7 @@ class CasLock:
         )
         # Shielded (and bounded): once the write is sent, we must learn its outcome,
         # or a cancelled acquire could leave a lock nobody knows it holds.
-        limit = self._coord.client.request_timeout() * 2
+        limit = self._coord.client.timing.retry_window
         after: View | None = None
         with anyio.CancelScope(shield=True), anyio.move_on_after(limit) as scope:
             if node is None:

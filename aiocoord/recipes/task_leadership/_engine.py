@@ -224,7 +224,7 @@ class TaskEngine:
 
     async def cleanup(self) -> None:
         """Delete our leader nodes and worker node in one transaction, after the bodies drained."""
-        bound = max(self.coord.session_timeout, 1.0)
+        bound = self.client.timing.drain_bound
         with anyio.move_on_after(bound) as scope:
             for slot in self.slots.values():
                 await slot.drained()
