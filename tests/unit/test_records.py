@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import aiocoord
 from aiocoord import ConfigError, NodeDataError, Worker, maven_version_key
 from aiocoord.recipes import _records as records
 from aiocoord.recipes._records import MAX_DEPTH, RecordEncodeError, dump, load, load_record
@@ -556,3 +559,22 @@ def test_encoders_refuse_what_decoders_would_refuse() -> None:
     assert cas.decode(
         PATH, cas.encode(cas.LockRecord(last_failure=cas.RunInfo(1, 2, "p", 3, error)))
     )
+
+
+def test_only_the_codec_parses_json() -> None:
+    """No module but the codec parses JSON: node data has one strict decoder.
+
+    The command line (``aiocoord/cli``) reads files and its own output as well;
+    it reads recipe nodes through the recipes' decoders.
+    """
+    package = Path(aiocoord.__file__).parent
+    codec = package / "recipes" / "_records.py"
+    parsing = re.compile(r"\bjson\.(loads?|JSONDecoder)\b|\bfrom json import\b")
+    offenders = [
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if path != codec
+        and "cli" not in path.relative_to(package).parts
+        and parsing.search(path.read_text())
+    ]
+    assert offenders == []
