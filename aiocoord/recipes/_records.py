@@ -307,9 +307,6 @@ class Record:
     def __contains__(self, name: object) -> bool:
         return name in self._fields
 
-    def __repr__(self) -> str:
-        return f"<Record {self.path} {self._prefix}{show(self._fields, 60)}>"
-
     def error(self, reason: str) -> NodeDataError:
         """The error to raise for a check across fields."""
         return NodeDataError(self.path, reason)
@@ -339,8 +336,7 @@ class Record:
 
     def record(self, name: str) -> Record:
         """Field `name`, a nested JSON object, as a `Record`."""
-        fields = self.get(name, _object)
-        return Record(self.path, fields, f"{self._prefix}{name}.")
+        return Record(self.path, self.get(name, _object), f"{self._prefix}{name}.")
 
     def maybe_record(self, name: str) -> Record | None:
         """Field `name` as a `Record`, or None when it is missing or null."""
