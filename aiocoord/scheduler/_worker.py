@@ -40,6 +40,7 @@ from ..errors import (
     NotEmptyError,
     TransactionFailed,
 )
+from ..recipes._records import show
 from ..recipes.leader_latch import LeaderLatch
 from ..session import Coordinator
 from ..zk.states import ConnectionState
@@ -48,6 +49,7 @@ from ._assigner import Assigner
 from ._jobs import JobType
 from ._ops import Retention, ensure_layout, move_back
 from ._records import (
+    MAX_CAPACITY,
     Layout,
     check_job_name,
     encode_worker,
@@ -86,8 +88,14 @@ class JobWorker:
         worker_id: str | None,
         drain_timeout: float,
     ) -> None:
-        if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
-            raise ConfigError("capacity", f"must be an int >= 1, not {capacity!r}")
+        if (
+            not isinstance(capacity, int)
+            or isinstance(capacity, bool)
+            or not 1 <= capacity <= MAX_CAPACITY  # what a worker record holds
+        ):
+            raise ConfigError(
+                "capacity", f"must be an int from 1 to {MAX_CAPACITY}, not {show(capacity)}"
+            )
         if isinstance(drain_timeout, bool) or not isinstance(drain_timeout, int | float):
             raise TypeError(f"drain_timeout must be a number, not {type(drain_timeout).__name__}")
         if not drain_timeout >= 0:
