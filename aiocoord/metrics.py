@@ -46,7 +46,7 @@ import anyio.abc
 
 from .errors import LockNotAcquired
 from .recipes.cas_lock import CasLock
-from .recipes.leader_latch._election import ElectionState
+from .recipes.leader_latch import ElectionState
 from .session import Coordinator
 from .zk.states import ConnectionState
 

@@ -17,13 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "aiocoord"
 # Imports that cross a folder's boundary today, outside aiocoord/cli, while the
 # restructuring moves them behind public names.  This list must shrink to empty;
 # aiocoord/cli may never appear in it.  Each entry: (importing module, private module).
-ALLOWED: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("aiocoord.integrations._coordination", "aiocoord.recipes.leader_latch._election"),
-        ("aiocoord.integrations.fastapi", "aiocoord.recipes.leader_latch._election"),
-        ("aiocoord.metrics", "aiocoord.recipes.leader_latch._election"),
-    }
-)
+ALLOWED: frozenset[tuple[str, str]] = frozenset({})
 
 
 def _module_name(path: Path) -> str:

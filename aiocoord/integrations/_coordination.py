@@ -32,8 +32,7 @@ import anyio.abc
 
 from ..errors import CoordError, CoordinatorClosedError, LeadershipLost, LockNotAcquired
 from ..recipes.cas_lock import CasLock, Slot, once_per
-from ..recipes.leader_latch import LeaderLatch
-from ..recipes.leader_latch._election import LeadershipTerm, default_participant_id
+from ..recipes.leader_latch import LeaderLatch, LeadershipTerm, default_participant_id
 from ..recipes.task_leadership import TaskLeadership
 from ..session import Coordinator
 from ..zk.paths import validate_path

@@ -54,7 +54,7 @@ from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from ..errors import CoordError
-from ..recipes.leader_latch._election import LeadershipTerm, check_participant_id
+from ..recipes.leader_latch import LeadershipTerm, check_participant_id
 from ..session import Coordinator, connect
 from ..settings import Settings
 from ..zk.paths import validate_path

@@ -40,6 +40,7 @@ Failure handling:
 
 from __future__ import annotations
 
+from ._election import check_participant_id as check_participant_id
 from ._latch import MAX_ID_BYTES as MAX_ID_BYTES
 from ._latch import ElectionEvent as ElectionEvent
 from ._latch import ElectionState as ElectionState
@@ -54,6 +55,7 @@ from .describe import describe_latch as describe_latch
 from .describe import latch_layout as latch_layout
 
 __all__ = (
+    "check_participant_id",
     "ElectionEvent",
     "ElectionState",
     "LeaderLatch",
