@@ -89,14 +89,14 @@ class Lifecycle:
         name: str,
         setup: Callable[[anyio.abc.TaskGroup], Awaitable[None]],
         *,
-        stopping: Hook = _nothing,
-        stopped: Hook = _nothing,
+        stopping: Hook | None = None,
+        stopped: Hook | None = None,
         hurry: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
         self._setup = setup
-        self._stopping = stopping
-        self._stopped = stopped
+        self._stopping = stopping or _nothing
+        self._stopped = stopped or _nothing
         self._hurry = hurry
         self.phase = Phase.NEW
         self._owner: asyncio.Task[None] | None = None
