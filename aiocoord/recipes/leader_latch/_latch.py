@@ -54,9 +54,11 @@ log = logging.getLogger("aiocoord.recipes.leader_latch")
 class LeaderLatch:
     """A participant in the election at `path`; see the module docstring.
 
-    Use it as ``async with``: entering joins (returns once our node exists, not
-    once we lead; bound it with ``anyio.fail_after``), leaving withdraws.  The
-    observers (`leader`, `participants`) also work on a latch not entered.
+    Use it as ``async with`` (or ``await latch.start()`` ... ``await
+    latch.aclose()``): entering joins (returns once our node exists, not once
+    we lead; bound it with ``anyio.fail_after``), leaving withdraws; it may be
+    left from another task than the one that entered it.  The observers
+    (`leader`, `participants`) also work on a latch not entered.
     Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 
