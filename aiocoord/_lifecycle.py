@@ -62,6 +62,10 @@ _owners: contextvars.ContextVar[tuple[Lifecycle, ...]] = contextvars.ContextVar(
 )
 
 
+# The owner tasks alive: the event loop keeps only weak references to tasks.
+_alive: set[asyncio.Task[None]] = set()
+
+
 class Phase(enum.Enum):
     NEW = "NEW"
     STARTING = "STARTING"
@@ -132,6 +136,8 @@ class Lifecycle:
         self._begin(Phase.STARTING)
         owner = asyncio.get_running_loop().create_task(self._own(), name=f"aiocoord: {self.name}")
         self._owner = owner
+        _alive.add(owner)
+        owner.add_done_callback(_alive.discard)
         try:
             await self._settled.wait()
         except BaseException:
