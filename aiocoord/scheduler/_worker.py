@@ -32,6 +32,7 @@ from types import TracebackType
 import anyio
 import anyio.abc
 
+from .._lifecycle import Lifecycle
 from ..errors import (
     ConfigError,
     CoordError,
@@ -73,7 +74,8 @@ class JobWorker:
     for up to `drain_timeout` seconds, cancels the rest and hands them back to
     the pending jobs, deletes its nodes and leaves the election.  Leaving with
     an exception (or cancelled) skips the drain and hands back at once.
-    Exit in the task that entered.
+    ``await w.start()`` / ``await w.aclose()`` do the same without ``async
+    with``; it may be left from another task than the one that entered it.
     """
 
     def __init__(
@@ -116,7 +118,14 @@ class JobWorker:
         self.drain_timeout = float(drain_timeout)
         self._slots = anyio.Semaphore(capacity)
         self._session: WorkerSession | None = None
-        self._tg: anyio.abc.TaskGroup | None = None
+        self._life = Lifecycle(
+            f"job worker {self._base} of {layout.root}",
+            self._run,
+            stopping=self._leave_cleanly,
+            hurry=self._hurry,
+        )
+        self._drain_wanted = True
+        self._draining = anyio.CancelScope()
         self._entered = False
         self._closing = False
         self._assigning = False
@@ -141,26 +150,38 @@ class JobWorker:
         """Jobs of the current session being run (or waiting for a free slot)."""
         return len(self._session.running) if self._session is not None else 0
 
-    # --- lifecycle ---------------------------------------------------------------------------
+    # --- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> JobWorker:
-        if self._entered:
+    async def start(self) -> None:
+        """Register this worker: block until registered (bound it with ``anyio.fail_after``).
+
+        Raises `CoordinatorClosedError` if the coordinator is not open (or
+        closes first) or this worker was started before.
+        """
+        if self._life.started:
             raise CoordinatorClosedError("a JobWorker can be entered only once; make a new one")
         if self._coord.state is None:
             raise CoordinatorClosedError("the coordinator is not open")
         self._entered = True
+        await self._life.start()
+
+    async def _run(self, tg: anyio.abc.TaskGroup) -> None:
         await ensure_layout(self._client, self._layout)
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        try:
-            await tg.start(self._follow_connection)
-            await tg.start(self._serve)
-            tg.start_soon(self._assign_loop)
-        except BaseException:
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
-            raise
+        await tg.start(self._follow_connection)
+        await tg.start(self._serve)
+        tg.start_soon(self._assign_loop)
+
+    async def aclose(self) -> None:
+        """Leave: drain, hand back what is left, delete our nodes; from any task.
+
+        Blocks while it drains (up to `drain_timeout`); cancelling the caller
+        skips the rest of the drain, as leaving with an exception does.  Safe
+        to call twice.
+        """
+        await self._life.aclose()
+
+    async def __aenter__(self) -> JobWorker:
+        await self.start()
         return self
 
     async def __aexit__(
@@ -169,17 +190,22 @@ class JobWorker:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if exc_type is not None:
+            self._hurry()
+        await self.aclose()
+
+    def _hurry(self) -> None:
+        """Skip the drain (leaving with an exception, or cancelled)."""
+        self._drain_wanted = False
+        self._draining.cancel()
+
+    async def _leave_cleanly(self) -> None:
+        """Leaving, while the session's tasks still run: drain, then hand back and delete."""
         self._closing = True
-        tg, self._tg = self._tg, None
-        try:
-            with anyio.CancelScope(shield=True):
-                if exc_type is None:
-                    await self._drain()
-                await self._leave()
-        finally:
-            if tg is not None:
-                tg.cancel_scope.cancel()
-                await tg.__aexit__(None, None, None)
+        if self._drain_wanted:
+            with self._draining:
+                await self._drain()
+        await self._leave()
 
     async def _drain(self) -> None:
         sess = self._session

@@ -167,6 +167,9 @@ class Scheduler:
     ) -> JobWorker:
         """This process as a worker: ``async with sched.worker(capacity=8):`` (see `JobWorker`).
 
+        Without ``async with``: ``w = sched.worker(); await w.start()`` ...
+        ``await w.aclose()``, from any task.
+
         `worker_id` names it (default: host, pid and a random suffix; the node
         name adds the session id); `drain_timeout` bounds how long leaving
         waits for running jobs before handing them back.

@@ -9,9 +9,9 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 
 import anyio
-import anyio.abc
 import anyio.lowlevel
 
+from aiocoord._lifecycle import Lifecycle
 from aiocoord.errors import ConfigError, InvalidPathError, NodeDataError
 from aiocoord.session import Coordinator
 from aiocoord.zk.paths import join, validate_path
@@ -63,7 +63,8 @@ class TaskLeadership:
     SUSPENDED (unless ``lose_on_suspend=False``) and LOST stop leading every
     task at once, cancelling the bodies; on the same session leadership comes
     back with the same tokens, on a new one the worker registers again.
-    Exit in the task that entered (an anyio task group lives inside).
+    ``await tl.start()`` / ``await tl.aclose()`` do the same without ``async
+    with``; it may be left from another task than the one that entered it.
     """
 
     def __init__(
@@ -120,7 +121,12 @@ class TaskLeadership:
             settle=float(settle),
             lose_on_suspend=lose_on_suspend,
         )
-        self._tg: anyio.abc.TaskGroup | None = None
+        self._life = Lifecycle(
+            f"task leadership {self._engine.root} ({worker.id})",
+            self._engine.start,
+            stopping=self._begin_close,
+            stopped=self._cleanup,
+        )
         self._entered = False
         self._closed = False
 
@@ -158,26 +164,33 @@ class TaskLeadership:
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> TaskLeadership:
-        if self._entered:
+    async def start(self) -> None:
+        """Register this worker: block until registered with the worker list read.
+
+        Bound it with `anyio.fail_after`; cancelled meanwhile, it leaves no
+        node behind.  Raises `RuntimeError` if started before.
+        """
+        if self._life.started:
             raise RuntimeError("a TaskLeadership can be entered only once")
         self._entered = True
         # A freshly started process has its first full garbage collection at its
         # first burst of activity, which for a worker that has just joined is the
-        # hand-over of its tasks: 35-50 ms on a 2-core VM, every task it takes
-        # leaderless meanwhile.  One collection now, before it registers, puts the
+        # hand-over of its tasks, every task it takes leaderless meanwhile.  One collection now, before it registers, puts the
         # next one far away.  (Services that call gc.freeze() after start-up make
         # this cheap.)
         gc.collect()
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        try:
-            await self._engine.start(tg)
-        except BaseException as exc:
-            # Exit the group here, in this task and scope (its node cleanup is shielded).
-            await self._shutdown(type(exc), exc, exc.__traceback__)
-            raise
+        await self._life.start()
+
+    async def aclose(self) -> None:
+        """Stop leading, let ``lead()`` bodies drain, delete this worker's nodes; from any task.
+
+        Blocks until done (the drain is bounded by the session timeout, the
+        deletes by the request timeout).  Safe to call twice.
+        """
+        await self._life.aclose()
+
+    async def __aenter__(self) -> TaskLeadership:
+        await self.start()
         return self
 
     async def __aexit__(
@@ -185,33 +198,22 @@ class TaskLeadership:
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> bool | None:
-        return await self._shutdown(exc_type, exc, tb)
+    ) -> None:
+        await self.aclose()
 
-    async def _shutdown(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        if self._closed:
-            return None
+    async def _begin_close(self) -> None:
+        """Leaving, while the tasks still run: bodies cancelled ("closed"), waiters give up."""
         self._closed = True
+        self._engine.begin_close()
+
+    async def _cleanup(self) -> None:
+        """Left: the tasks have ended; delete our nodes once the bodies drained."""
         engine = self._engine
-        engine.begin_close()  # bodies cancelled ("closed"), waiting lead() calls give up
-        tg, self._tg = self._tg, None
-        swallowed: bool | None = None
         try:
-            if tg is not None:
-                tg.cancel_scope.cancel()
-                # Hand the block's exception on, so the group's scope absorbs its own cancel.
-                swallowed = await tg.__aexit__(exc_type, exc, tb)
+            await engine.cleanup()
         finally:
-            with anyio.CancelScope(shield=True):
-                await engine.cleanup()
             for slot in engine.slots.values():
                 slot.done.set()
-        return swallowed
 
     # --- leading ---------------------------------------------------------------------------
 
@@ -293,7 +295,8 @@ class TaskLeadership:
         while a newer version is present: the newest version decides.
         """
         name = check_name("task", task)
-        if self._tg is None:
+        tg = self._life.task_group
+        if tg is None or self._closed:
             raise RuntimeError("add_task() needs an entered TaskLeadership that is not closed")
         engine = self._engine
         slot = engine.slots.get(name)
@@ -303,7 +306,7 @@ class TaskLeadership:
             await slot.done.wait()  # being removed: let that finish first
         slot = engine.slots[name] = engine.new_slot(name)
         engine.recompute()
-        self._tg.start_soon(slot.run, engine)
+        tg.start_soon(slot.run, engine)
         engine.feed.publish((name, None))
 
     async def remove_task(self, task: str) -> None:
