@@ -296,6 +296,46 @@ async def test_recipes_left_from_another_task(coordinator: aiocoord.Coordinator)
         assert await ephemerals(coordinator) == []
 
 
+@pytest_asyncio.fixture
+async def lock(coord: aiocoord.Coordinator) -> AsyncIterator[aiocoord.CasLock]:
+    async with aiocoord.cas_lock(coord, "/pa/lock", owner="t", lease=5.0) as held:
+        yield held
+
+
+@pytest.mark.asyncio
+async def test_fixture_cas_lock(lock: aiocoord.CasLock, coord: aiocoord.Coordinator) -> None:
+    assert lock.held
+    status = await aiocoord.CasLock(coord, "/pa/lock").status()
+    assert status.held and status.owner == "t"
+
+
+@pytest.mark.anyio
+async def test_cas_lock_and_once_per_left_from_another_task(
+    coordinator: aiocoord.Coordinator,
+) -> None:
+    """The renewer and the session watcher run in a task the hold owns."""
+    with anyio.fail_after(20):
+        before = aiocoord_tasks()
+        hold = aiocoord.cas_lock(coordinator, "/pa/lock", owner="t", lease=5.0)
+        lock = await in_task(hold.__aenter__)
+        assert lock.held
+        assert aiocoord_tasks() > before  # the keepers run
+        await in_task(leaving(hold))
+        assert not lock.held
+        status = await aiocoord.CasLock(coordinator, "/pa/lock").status()
+        assert not status.held
+        assert aiocoord_tasks() <= before
+
+        once = aiocoord.once_per(coordinator, "/pa/once", interval=3600.0, owner="t")
+        slot = await in_task(once.__aenter__)
+        assert slot.acquired
+        await in_task(leaving(once))
+        assert aiocoord_tasks() <= before
+        async with aiocoord.once_per(coordinator, "/pa/once", interval=3600.0) as again:
+            assert not again.acquired  # the run was recorded by the other task's exit
+            assert again.last_run is not None
+
+
 @pytest.mark.anyio
 async def test_coordination_started_and_closed_from_other_tasks(
     coordinator: aiocoord.Coordinator,

@@ -1,7 +1,7 @@
 """Running a body under a held `CasLock`: renewal, loss, cancellation, release; once_per's slot.
 
 `guard()` is the half of `cas_lock()` / `CasLock.hold()` / `once_per()` that
-runs after the acquiring write: two tasks in a task group (the renewer, which
+runs after the acquiring write: two tasks (the renewer, which
 also enforces the holder's own ``lease - skew`` deadline, and the session
 watcher) and a cancel scope around the body that either task cancels when the
 lock is lost.  The shielded, bounded release runs after both are gone, and
@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import anyio
+import anyio.abc
 
+from ..._lifecycle import Lifecycle
 from ...errors import ConnectionLostError, CoordError, LockLost
 from ...session import Coordinator
 from ...zk.states import ConnectionState
@@ -89,36 +91,50 @@ async def guard(lock: Lease, outcome: Outcome | None = None) -> AsyncIterator[No
         lock.mark_lost(reason, taken=taken)
         tenure.end(reason)
 
+    async def keeper(task: Callable[[Lease, Callable[..., None]], Awaitable[None]]) -> None:
+        try:
+            await task(lock, lost)
+        except Exception as exc:  # the hold can no longer be kept: the body must not go on
+            lost(f"the lock's keeper failed: {exc!r}")
+            raise
+
+    async def setup(tg: anyio.abc.TaskGroup) -> None:
+        tg.start_soon(keeper, _watch_session)
+        tg.start_soon(keeper, _keep)
+
+    # The renewer and the session watcher run in a task of their own, so that the
+    # hold may be left from another task than the one that entered it.
+    keepers = Lifecycle(f"lock {lock.path}", setup)
+    await keepers.start()
+    keeper_error: BaseException | None = None
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_watch_session, lock, lost)
-            tg.start_soon(_keep, lock, lost)
-            try:
-                async with tenure.body():
-                    yield
-            except GeneratorExit:
-                raise
-            except BaseException as exc:  # re-raised below, after the release
-                failure = exc
-            finally:
-                tg.cancel_scope.cancel()
-                # Released at once (shielded), without waiting for the two tasks to
-                # wind down: a renewal still in flight only makes the release CAS
-                # re-read and find the record still ours.
-                lost_reason = lock.lost()
-                release_error = await _release_after(lock, failure, outcome)
+        try:
+            async with tenure.body():
+                yield
+        except GeneratorExit:
+            raise
+        except BaseException as exc:  # re-raised below, after the release
+            failure = exc
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await keepers.aclose()  # a renewal in flight is abandoned: the release re-reads
+                except Exception as exc:
+                    keeper_error = exc
+            lost_reason = lock.lost()
+            release_error = await _release_after(lock, failure, outcome)
         if isinstance(failure, anyio.get_cancelled_exc_class()):
             raise failure  # cancelled from outside: never swallowed
         if lost_reason is not None:
             if isinstance(failure, LockLost) and failure.path == lock.path:
                 failure = None  # the tenure's own report of the loss
-            raise LockLost(lock.path, lost_reason) from failure
+            raise LockLost(lock.path, lost_reason) from (failure or keeper_error)
         if failure is not None:
             raise failure
         if release_error is not None:
             raise release_error
     finally:
-        failure = None  # no reference cycle through the traceback
+        failure = keeper_error = None  # no reference cycle through the traceback
 
 
 async def _release_after(
