@@ -94,6 +94,8 @@ class Settings(BaseSettings):
     """A chroot applied to every path (created on first connect, as Curator does)."""
     auth: SecretStr | None = None
     """Digest credentials ``user:password``, sent again on every new connection (never shown)."""
+    world_readable: bool = False
+    """With `auth`, let every client read (never change) the nodes this session creates."""
     read_only: bool = False
     """Accept a read-only server when no read-write one is reachable (READ_ONLY state)."""
     session_lost_fraction: float = 1.0
@@ -189,6 +191,10 @@ class Settings(BaseSettings):
         _, chroot = parse_hosts(self.hosts)
         if chroot is not None and self.namespace is not None:
             raise ValueError("give the chroot either in hosts or as namespace, not both")
+        if self.world_readable and self.auth is None:
+            raise ConfigError(
+                "world_readable", "needs auth: without credentials every node is open to all"
+            )
         # Half-set TLS would silently connect in plain text.
         if not self.use_tls and self.tls_server_name is not None:
             raise ConfigError("tls_server_name", f"is set but TLS is off: {_TLS_ON}")

@@ -26,7 +26,14 @@ from typing import NoReturn, TypeVar
 import anyio
 
 from .. import __version__
-from ..errors import ConfigError, ConnectionLostError, CoordError, InvalidPathError, NoNodeError
+from ..errors import (
+    ConfigError,
+    ConnectionLostError,
+    CoordError,
+    InvalidPathError,
+    NoAuthError,
+    NoNodeError,
+)
 from .zk import DEFAULT_DIR, UserError, local_zookeeper, resolve_hosts
 
 __all__ = ("UserError", "local_zookeeper", "main")
@@ -118,6 +125,11 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
             ) from None
         except NoNodeError:
             raise UserError(f"{args.path} does not exist on {settings.hosts}") from None
+        except NoAuthError:
+            raise UserError(
+                f"{args.path} on {settings.hosts} is not readable with these credentials "
+                "(set AIOCOORD_AUTH to those that created it)"
+            ) from None
 
     info = run_async(run, args.loop)
     if args.json:

@@ -110,10 +110,12 @@ class ZkSession:
         self._ssl = settings.ssl_context()
         self.sender = Sender(self)
         """Sends requests on the current connection, waiting for one within the deadline."""
-        # With credentials, nodes are writable only by the identities that made them
-        # (others may read); without, ZooKeeper's open default.
+        # With credentials, nodes belong to the identities that made them (others may
+        # read them only with world_readable); without, ZooKeeper's open default.
         self.default_acl: tuple[ACL, ...] = (
-            CREATOR_ALL_ACL + READ_ACL_UNSAFE if settings.auth else OPEN_ACL_UNSAFE
+            OPEN_ACL_UNSAFE
+            if settings.auth is None
+            else CREATOR_ALL_ACL + (READ_ACL_UNSAFE if settings.world_readable else ())
         )
 
     # --- state ------------------------------------------------------------------------------
