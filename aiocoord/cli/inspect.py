@@ -186,9 +186,14 @@ def render(info: Info, indent: int = 0) -> list[str]:
             lines.append(f"{pad}  {role} {p['id']:<28} token 0x{p['token']:x}  {p['node']}")
         return lines
     if kind == "cas_lock":
-        state = "held" if info["held"] else "free"
         token = f"0x{info['token']:x}" if info["token"] is not None else "-"
-        lines = [f"{pad}{name}  [CAS lock] {state}, owner {info['owner']}, token {token}"]
+        if info["held"]:
+            state = f"held, owner {info['owner']}, token {token}"
+        elif info["owner"] is not None:  # a free lock's owner is its last holder
+            state = f"free, last held by {info['owner']}, token {token}"
+        else:
+            state = "free, never held"
+        lines = [f"{pad}{name}  [CAS lock] {state}"]
         if info["held"]:
             lines.append(f"{pad}  lease expires {info['lease_expires']}")
         if info["last_run"]:
