@@ -97,8 +97,8 @@ class Scheduler:
     `strategy` picks the worker for each job when this process is the
     assigner: ``"round-robin"`` (default), ``"random"``, ``"least-loaded"``, or
     any object with ``choose(job, workers)`` (`Strategy`).  `result_ttl` is how
-    long results are kept, in seconds.  Raises `ConfigError`/`TypeError` for
-    bad arguments.
+    long results are kept, in seconds.  Raises `InvalidPathError` for a bad
+    `root`, `ConfigError`/`TypeError` for other bad arguments.
     """
 
     def __init__(
@@ -114,9 +114,9 @@ class Scheduler:
         try:
             root = validate_path(root)
         except InvalidPathError as exc:
-            raise ConfigError("root", f"{root!r} is not a valid path: {exc.reason}") from None
+            raise InvalidPathError(root, f"root {exc.reason}") from None
         if root == "/":
-            raise ConfigError("root", "the scheduler needs a node of its own, not '/'")
+            raise InvalidPathError(root, "root: the scheduler needs a node of its own, not '/'")
         if isinstance(result_ttl, bool) or not isinstance(result_ttl, int | float):
             raise TypeError(f"result_ttl must be a number of seconds, not {result_ttl!r}")
         if not 0.001 <= result_ttl <= 10 * 365 * 86400:

@@ -110,10 +110,12 @@ class ZkSession:
         self._ssl = settings.ssl_context()
         self.sender = Sender(self)
         """Sends requests on the current connection, waiting for one within the deadline."""
-        # With credentials, nodes are writable only by the identities that made them
-        # (others may read); without, ZooKeeper's open default.
+        # With credentials, nodes belong to the identities that made them (others may
+        # read them only with world_readable); without, ZooKeeper's open default.
         self.default_acl: tuple[ACL, ...] = (
-            CREATOR_ALL_ACL + READ_ACL_UNSAFE if settings.auth else OPEN_ACL_UNSAFE
+            OPEN_ACL_UNSAFE
+            if settings.auth is None
+            else CREATOR_ALL_ACL + (READ_ACL_UNSAFE if settings.world_readable else ())
         )
 
     # --- state ------------------------------------------------------------------------------
@@ -254,11 +256,14 @@ class ZkSession:
         answer = conn.answer
         self._conn = conn
         self._last_heard = conn.last_recv
-        log.info(
-            "session 0x%x on %s:%s (timeout %.1fs%s)",
+        lowered = answer.timeout_ms < self._requested_ms  # the server's maxSessionTimeout
+        log.log(
+            logging.WARNING if lowered else logging.INFO,
+            "session 0x%x on %s:%s (timeout %.1fs%s%s)",
             answer.session_id,
             *conn.address,
             self.timing.session_timeout,
+            f", lowered by the server from {self._requested_ms / 1000:g}s" if lowered else "",
             ", read-only" if answer.read_only else "",
         )
         self._feed(Established(answer.session_id, new_session, answer.read_only))
@@ -272,7 +277,7 @@ class ZkSession:
         namespace = self.chroot if new_session or not self._namespace_ready else None
         await prime(
             conn,
-            auth=self.settings.auth,
+            auth=None if self.settings.auth is None else self.settings.auth.get_secret_value(),
             watches=self.watches,
             new_session=new_session,
             last_zxid=self._last_zxid,

@@ -84,7 +84,7 @@ class TaskLeadership:
         try:
             root = validate_path(root)
         except InvalidPathError as exc:
-            raise ConfigError("root", f"{root!r} is not a valid path: {exc.reason}") from None
+            raise InvalidPathError(root, f"root {exc.reason}") from None
         if not isinstance(worker, Worker):
             raise TypeError(f"worker must be an aiocoord.Worker, not {type(worker).__name__}")
         if isinstance(tasks, str | bytes) or not isinstance(tasks, Iterable):
@@ -359,7 +359,8 @@ def task_leadership(
     for PEP 440, say).  `settle` is how long (seconds) a leader waits after the
     choice moved a task away before it hands the task over.
     `lose_on_suspend=False` keeps leading through SUSPENDED until LOST.  Bad
-    arguments raise `TypeError` or `ConfigError` (a `ValueError`) naming them.
+    arguments raise `TypeError`, `InvalidPathError` (a bad `root`) or
+    `ConfigError` (both `ValueError`s) naming them.
     Entering runs one full garbage collection before the worker registers, so
     that a new process does not have its first one in its first hand-over.
     """
