@@ -19,6 +19,9 @@ These background tasks run in the recipe's task group:
   of failed batches (the batches themselves go out from loop callbacks);
 - one loop per task (`TaskSlot.run`).
 
+The engine owns the set of tasks (`add_task`, `remove_task`); each task's
+state is its `TaskSlot`'s, changed only by the slot's own methods.
+
 The worker list is "current" while its child watch has not fired.  ZooKeeper
 delivers a session's notifications in zxid order, so a worker that sees a
 leader node deleted has already seen (as a fired watch) every worker-list
@@ -89,7 +92,7 @@ def _ignore(_event: WatchedEvent) -> None:
 
 
 class TaskEngine:
-    """Shared state of one worker's task leadership; the `SlotHost` of its task loops."""
+    """Shared state of one worker's task leadership; the `Engine` its task slots run in."""
 
     def __init__(
         self,
@@ -132,7 +135,7 @@ class TaskEngine:
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = False
 
-    # --- SlotHost --------------------------------------------------------------------------
+    # --- what a slot needs (`_slot.Engine`) ---------------------------------------------------
 
     @property
     def client(self) -> ZkClient:
@@ -200,6 +203,16 @@ class TaskEngine:
     def new_slot(self, task: str) -> TaskSlot:
         return TaskSlot(task, join(self.leaders_path, task))
 
+    @property
+    def open(self) -> bool:
+        """Started and not closing: ``lead()`` and `add_task` may be used."""
+        return self._tg is not None and not self._closing
+
+    def check_open(self, what: str) -> None:
+        """Raise `RuntimeError` naming `what` unless `open`."""
+        if not self.open:
+            raise RuntimeError(f"{what} needs an entered TaskLeadership that is not closed")
+
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Start everything in `tg`; return once registered with the worker list read."""
         self._tg = tg
@@ -223,7 +236,17 @@ class TaskEngine:
             slot.revoke(reason, self._worker.id)
 
     async def cleanup(self) -> None:
-        """Delete our leader nodes and worker node in one transaction, after the bodies drained."""
+        """Delete our leader nodes and worker node in one transaction, after the bodies drained.
+
+        Then nobody waits for a task's loop any longer (`add_task`, `remove_task`).
+        """
+        try:
+            await self._delete_nodes()
+        finally:
+            for slot in self.slots.values():
+                slot.close()
+
+    async def _delete_nodes(self) -> None:
         bound = max(self.coord.session_timeout, 1.0)
         with anyio.move_on_after(bound) as scope:
             for slot in self.slots.values():
@@ -366,11 +389,8 @@ class TaskEngine:
         now = clock()
         moved = False
         for slot in self.slots.values():
-            desired = choice.leaders.get(slot.task)
-            if desired != slot.desired:
-                slot.desired, slot.desired_at = desired, now
+            if slot.choose(choice.leaders.get(slot.task), now):
                 moved = True
-            slot.poke()
         self.review_watch()
         if moved and self._tg is not None:
             self._tg.start_soon(self._poke_after_settle, now + self._settle)
@@ -396,20 +416,28 @@ class TaskEngine:
         create that would fail (a newcomer would otherwise send one failing
         write per task); a task that saw an event meanwhile tries anyway.
         """
+        seen, taken = await self._read_leader_nodes()
+        if self.coord.session_id != session or changed.is_set():
+            return
+        self.usable_in = session
+        self._look_again(seen, taken)
+        self.review_watch()
+
+    async def _read_leader_nodes(self) -> tuple[dict[str, int], set[str]]:
+        """Each task's event count, then the tasks whose leader node exists (read after)."""
         seen = {task: slot.events for task, slot in self.slots.items()}
         try:
             taken = set(await self.client.children(self.leaders_path))
         except NoNodeError:
             taken = set()
-        if self.coord.session_id != session or changed.is_set():
-            return
-        self.usable_in = session
+        return seen, taken
+
+    def _look_again(self, seen: dict[str, int], taken: set[str]) -> None:
+        """Leader events may have been missed: every task looks again (`TaskSlot.look_again`)."""
+        session = self.coord.session_id
         for task, slot in self.slots.items():
-            slot.after_reconnect(session)
-            if task in taken and slot.held is None and slot.stale is None:
-                slot.blocked_at = seen.get(task)
+            slot.look_again(session, taken=task in taken, seen=seen.get(task))
         self.feed.publish((None, None))
-        self.review_watch()
 
     # --- leader events ---------------------------------------------------------------------
 
@@ -494,18 +522,8 @@ class TaskEngine:
         Held nodes are checked (by czxid) before leadership is granted on them;
         tasks whose node exists wait for an event on it, the others try a create.
         """
-        seen = {task: slot.events for task, slot in self.slots.items()}
-        try:
-            taken = set(await self.client.children(self.leaders_path))
-        except NoNodeError:
-            taken = set()
-        for task, slot in self.slots.items():
-            slot.verify = slot.held is not None and not slot.deleting
-            slot.blocked_at = None
-            if task in taken and slot.held is None and slot.stale is None:
-                slot.blocked_at = seen.get(task)
-            slot.poke()
-        self.feed.publish((None, None))
+        seen, taken = await self._read_leader_nodes()
+        self._look_again(seen, taken)
 
     def _on_leader_event(self, event: WatchedEvent) -> None:
         head, _, task = event.path.rpartition("/")
@@ -516,6 +534,33 @@ class TaskEngine:
             slot.on_event(event.type, self)
             if self.feed.subscribed:
                 self.feed.publish((task, event.type))
+
+    # --- tasks at run time -----------------------------------------------------------------
+
+    async def add_task(self, name: str) -> None:
+        """Take part in leading task `name` (see `TaskLeadership.add_task`)."""
+        self.check_open("add_task()")
+        slot = self.slots.get(name)
+        if slot is not None:
+            if slot.stopping is None:
+                return
+            await slot.done.wait()  # being removed: let that finish first
+            self.check_open("add_task()")  # the recipe may have closed meanwhile
+        slot = self.slots[name] = self.new_slot(name)
+        self.recompute()
+        assert self._tg is not None
+        self._tg.start_soon(slot.run, self)
+        self.feed.publish((name, None))
+
+    async def remove_task(self, name: str) -> None:
+        """Stop leading task `name` and forget it (see `TaskLeadership.remove_task`)."""
+        slot = self.slots.get(name)
+        if slot is None:
+            return
+        slot.stop("task removed")
+        await slot.done.wait()
+        if self.slots.get(name) is slot:
+            del self.slots[name]
 
     # --- reads -----------------------------------------------------------------------------
 
