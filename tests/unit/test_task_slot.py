@@ -27,7 +27,8 @@ from aiocoord.errors import (
     NoNodeError,
 )
 from aiocoord.recipes.task_leadership._records import Worker, encode_leader
-from aiocoord.recipes.task_leadership._slot import RETRY_DELAY, TaskSlot, clock
+from aiocoord.recipes.task_leadership._slot import RETRY_DELAY, TaskSlot
+from aiocoord.recipes.task_leadership._state import clock
 from aiocoord.recipes.task_leadership._writes import Write, WriteBatcher
 from aiocoord.zk import CreateMode, CreateOp, DeleteOp, EventType, ZkClient
 from aiocoord.zk.types import Node, Stat

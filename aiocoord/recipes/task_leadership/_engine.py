@@ -60,7 +60,8 @@ from ._records import (
     read_leader,
     register_worker,
 )
-from ._slot import RETRY_DELAY, TaskSlot, clock
+from ._slot import RETRY_DELAY, TaskSlot
+from ._state import clock
 from ._writes import WriteBatcher
 
 __all__ = ("TaskEngine",)
@@ -373,13 +374,12 @@ class TaskEngine:
     ) -> None:
         """Leader events may have been missed: read which leader nodes exist; every task looks again.
 
-        After a (re)connection (`usable_in`: the session) and when the leader
-        watch is back after a pause.  Held nodes are checked (by czxid) before
-        leadership is granted on them; tasks whose node exists wait for an event
-        on it instead of trying a create that would fail (a newcomer would
-        otherwise send one failing write per task); a task that saw an event
-        meanwhile tries anyway.  After a (re)connection the session becomes
-        usable, unless it or the connection changed (`changed`) meanwhile.
+        After a (re)connection (`usable_in`: the session), which then makes the
+        session usable unless it or the connection changed (`changed`)
+        meanwhile, and when the leader watch is back after a pause.  Tasks
+        whose node exists wait for an event on it instead of trying a create
+        that would fail (a newcomer would otherwise send one failing write per
+        task); see `TaskSlot.look_again`.
         """
         seen = {task: slot.events for task, slot in self.slots.items()}
         try:

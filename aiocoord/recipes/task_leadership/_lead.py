@@ -16,7 +16,8 @@ from aiocoord.errors import LeadershipLost
 
 from .._tenure import Body
 from ._engine import TaskEngine
-from ._slot import TaskSlot, TaskTerm
+from ._slot import TaskSlot
+from ._state import TaskTerm
 
 __all__ = ("LeadBlock",)
 

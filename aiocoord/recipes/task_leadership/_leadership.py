@@ -20,7 +20,7 @@ from ._choice import Prefer, VersionKey
 from ._engine import TaskEngine
 from ._lead import LeadBlock
 from ._records import Worker, check_name, decode_leader
-from ._slot import TaskTerm
+from ._state import TaskTerm
 from ._versions import maven_version_key
 
 __all__ = ("TaskChange", "TaskLeadership", "TaskTerm", "Worker", "task_leadership")
