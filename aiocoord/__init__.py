@@ -36,13 +36,13 @@ from .recipes.leader_latch import LeaderLatch as LeaderLatch
 from .recipes.leader_latch import LeadershipTerm as LeadershipTerm
 from .recipes.leader_latch import Participant as Participant
 from .recipes.leader_latch import leader_latch as leader_latch
+from .recipes.task_leadership import MavenVersion as MavenVersion
 from .recipes.task_leadership import TaskChange as TaskChange
 from .recipes.task_leadership import TaskLeadership as TaskLeadership
 from .recipes.task_leadership import TaskTerm as TaskTerm
 from .recipes.task_leadership import Worker as Worker
+from .recipes.task_leadership import maven_version_key as maven_version_key
 from .recipes.task_leadership import task_leadership as task_leadership
-from .recipes.task_leadership._versions import MavenVersion as MavenVersion
-from .recipes.task_leadership._versions import maven_version_key as maven_version_key
 from .scheduler import JobInfo as JobInfo
 from .scheduler import JobStatus as JobStatus
 from .scheduler import JobWorker as JobWorker

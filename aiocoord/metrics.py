@@ -39,14 +39,16 @@ import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from types import TracebackType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import anyio
 import anyio.abc
 
+from ._lifecycle import Lifecycle
 from .errors import LockNotAcquired
 from .recipes.cas_lock import CasLock
-from .recipes.leader_latch._election import ElectionState
+from .recipes.leader_latch import ElectionState
 from .session import Coordinator
 from .zk.states import ConnectionState
 
@@ -55,12 +57,52 @@ if TYPE_CHECKING:
 
     from .recipes.leader_latch import LeaderLatch
 
-__all__ = ("Metrics",)
+__all__ = ("Metrics", "Watcher")
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 _STATES = [s.value for s in ConnectionState]
+
+
+class Watcher:
+    """What `Metrics.watch_session` and `Metrics.watch_latch` return: it measures while open.
+
+    Use it as ``async with`` (entering returns None), or ``await w.start()``
+    ... ``await w.aclose()``; it may be left from another task than the one
+    that entered it.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        run: Callable[[anyio.abc.TaskGroup], Awaitable[None]],
+        *,
+        stopped: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self._life = Lifecycle(name, run, stopped=stopped)
+
+    async def start(self) -> None:
+        """Start measuring (returns at once: the first state is recorded first)."""
+        await self._life.start()
+
+    async def aclose(self) -> None:
+        """Stop measuring; from any task.  Safe to call twice."""
+        await self._life.aclose()
+
+    async def __aenter__(self) -> None:
+        await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<Watcher {self._life.name} {self._life.phase.value}>"
 
 
 class Metrics:
@@ -154,15 +196,13 @@ class Metrics:
 
     # --- watchers ---------------------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def watch_session(self, coord: Coordinator) -> AsyncIterator[None]:
-        """Measure `coord`'s connection states while the block runs."""
-        async with anyio.create_task_group() as tg:
+    def watch_session(self, coord: Coordinator) -> Watcher:
+        """Measure `coord`'s connection states while the block runs (a `Watcher`)."""
+
+        async def run(tg: anyio.abc.TaskGroup) -> None:
             await tg.start(self._follow_session, coord)
-            try:
-                yield
-            finally:
-                tg.cancel_scope.cancel()
+
+        return Watcher(f"metrics of {coord.settings.hosts}", run)
 
     async def _follow_session(
         self, coord: Coordinator, *, task_status: anyio.abc.TaskStatus[None]
@@ -176,17 +216,17 @@ class Metrics:
         if not started:
             task_status.started()
 
-    @asynccontextmanager
-    async def watch_latch(self, latch: LeaderLatch) -> AsyncIterator[None]:
-        """Measure an entered latch's leadership while the block runs."""
-        self.leader.labels(path=latch.path).set(1 if latch.has_leadership else 0)
-        async with anyio.create_task_group() as tg:
+    def watch_latch(self, latch: LeaderLatch) -> Watcher:
+        """Measure an entered latch's leadership while the block runs (a `Watcher`)."""
+
+        async def run(tg: anyio.abc.TaskGroup) -> None:
+            self.leader.labels(path=latch.path).set(1 if latch.has_leadership else 0)
             tg.start_soon(self._follow_latch, latch)
-            try:
-                yield
-            finally:
-                tg.cancel_scope.cancel()
-                self.leader.labels(path=latch.path).set(0)
+
+        async def stopped() -> None:
+            self.leader.labels(path=latch.path).set(0)
+
+        return Watcher(f"metrics of leader latch {latch.path}", run, stopped=stopped)
 
     async def _follow_latch(self, latch: LeaderLatch) -> None:
         async for event in latch.changes():

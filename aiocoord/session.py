@@ -17,9 +17,10 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from ._lifecycle import Lifecycle
 from .errors import ConnectionLostError, CoordinatorClosedError
 from .settings import Settings
-from .zk.client import ZkClient
+from .zk import ZkClient, ZkSession
 from .zk.states import ConnectionEvent, ConnectionState
 
 __all__ = ("ConnectionEvent", "ConnectionState", "Coordinator", "connect")
@@ -30,46 +31,63 @@ log = logging.getLogger(__name__)
 class Coordinator:
     """One ZooKeeper session and its connection-state stream; recipes take it first.
 
-    Use it as ``async with``: entering blocks until the first session is
-    established; leaving closes the session and cancels everything it runs.
+    Use it as ``async with`` (or ``await coord.start()`` ... ``await
+    coord.aclose()``): entering blocks until the first session is
+    established; leaving closes the session and stops everything it runs.
+    It may be left from another task than the one that entered it.
     """
 
     def __init__(self, settings: Settings) -> None:
         if not isinstance(settings, Settings):
             raise TypeError(f"settings must be aiocoord.Settings, not {type(settings).__name__}")
         self.settings = settings
-        self.client = ZkClient(settings)
-        self._tg: anyio.abc.TaskGroup | None = None
-        self._entered = False
+        self.client = ZkClient(ZkSession(settings))
+        self._life = Lifecycle(
+            f"coordinator {settings.hosts}", self._run_session, stopping=self.client.session.close
+        )
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Coordinator:
-        if self._entered:
+    async def start(self) -> None:
+        """Connect: block until the first session is established.
+
+        Raises `ConnectionLostError` if none is within the connect timeout, and
+        `CoordinatorClosedError` if this coordinator was started or closed
+        before.  Cancelled while connecting, it closes what it opened.
+        """
+        if self._life.started:
             raise CoordinatorClosedError(
                 "a Coordinator can be entered only once; call connect() again"
             )
-        self._entered = True
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        try:
-            await tg.start(self.client.run)
-            limit = self.settings.connect_timeout
-            with anyio.move_on_after(limit):
-                await self.client._wait_usable()
-            if self.client.state is None:
-                last = self.client.last_error
-                raise ConnectionLostError(
-                    f"could not establish a session with {self.settings.hosts!r} within {limit:.1f}s"
-                    + (f": {last}" if last else "")
-                )
-        except BaseException:
-            await self.client.close()
-            tg.cancel_scope.cancel()
-            self._tg = None
-            await tg.__aexit__(None, None, None)
-            raise
+        await self._life.start()
+
+    async def _run_session(self, tg: anyio.abc.TaskGroup) -> None:
+        await tg.start(self.client.session.run)
+        limit = self.settings.connect_timeout
+        with anyio.move_on_after(limit):
+            await self.client.wait_connected()
+        if self.client.state is None:
+            last = self.client.last_error
+            raise ConnectionLostError(
+                f"could not establish a session with {self.settings.hosts!r} within {limit:.1f}s"
+                + (f": {last}" if last else "")
+            )
+
+    async def aclose(self) -> None:
+        """Close the session on the server and stop the background tasks; from any task.
+
+        Blocks until done (bounded by the request timeout).  Safe to call
+        twice, and before `start()`.
+        """
+        await self._life.aclose()
+        await self.client.session.close()
+
+    async def close(self) -> None:
+        """The same as `aclose()`."""
+        await self.aclose()
+
+    async def __aenter__(self) -> Coordinator:
+        await self.start()
         return self
 
     async def __aexit__(
@@ -77,17 +95,8 @@ class Coordinator:
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> bool | None:
-        await self.close()
-        return None
-
-    async def close(self) -> None:
-        """Close the session and stop the background tasks.  Safe to call twice."""
-        await self.client.close()
-        tg, self._tg = self._tg, None
-        if tg is not None:
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
+    ) -> None:
+        await self.aclose()
 
     # --- state -----------------------------------------------------------------------------
 
@@ -125,7 +134,7 @@ class Coordinator:
 
         Raises `CoordinatorClosedError` if the coordinator closes meanwhile.
         """
-        await self.client._wait_usable()
+        await self.client.wait_connected()
 
     def connection_events(self) -> AsyncIterator[ConnectionEvent]:
         """Your own stream of `ConnectionEvent`: the current state first, then every transition.

@@ -1,7 +1,8 @@
-"""Small test helpers: record a coordinator's connection events and wait for one."""
+"""Small test helpers: record a coordinator's connection events, wait for one, list our tasks."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Generic, Protocol, TypeVar
@@ -82,3 +83,8 @@ async def eventually(
     with anyio.fail_after(timeout):
         while not await check():  # noqa: ASYNC110 - server state has no local event
             await anyio.sleep(every)
+
+
+def aiocoord_tasks() -> set[asyncio.Task[Any]]:
+    """The running tasks of aiocoord: owners ("aiocoord: ...") and their background tasks."""
+    return {t for t in asyncio.all_tasks() if t.get_name().startswith("aiocoord") and not t.done()}

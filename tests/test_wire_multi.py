@@ -17,7 +17,7 @@ import struct
 import pytest
 from aiozk import protocol as proto
 
-from aiocoord.zk import ACL, CheckOp, CreateMode, CreateOp, DeleteOp, SetDataOp, _wire
+from aiocoord.zk import ACL, CheckOp, CreateMode, CreateOp, DeleteOp, SetDataOp, _multi, _wire
 from aiocoord.zk.types import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, Op
 
 
@@ -48,7 +48,7 @@ def test_multi_packet_writes_what_aiozk_writes() -> None:
         ops = _random_ops(rng)
         acl = rng.choice([OPEN_ACL_UNSAFE, CREATOR_ALL_ACL])
         xid = rng.randint(1, 2**31 - 1)
-        assert _wire.multi_packet(xid, ops, acl) == _wire.multi_packet_aiozk(xid, ops, acl)
+        assert _multi.multi_packet(xid, ops, acl) == _wire.multi_packet_aiozk(xid, ops, acl)
 
 
 def test_parse_multi_reads_paths_errors_and_the_end() -> None:
@@ -62,7 +62,7 @@ def test_parse_multi_reads_paths_errors_and_the_end() -> None:
     body += struct.pack("!i?i", -1, False, -101) + struct.pack("!i", -101)
     body += struct.pack("!i?i", 13, False, 0)
     body += struct.pack("!i?i", -1, True, -1)
-    assert _wire.parse_multi(body) == [(1, ("/a/ünï", None)), (2, None), (-1, -101), (13, None)]
+    assert _multi.parse_multi(body) == [(1, ("/a/ünï", None)), (2, None), (-1, -101), (13, None)]
 
 
 def test_parse_watch_event_reads_what_aiozk_reads() -> None:

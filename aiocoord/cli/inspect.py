@@ -4,12 +4,14 @@ Recognised, in this order, at a node:
 
 - a CAS lock (also once_per): the node's data is an ``aiocoord.cas-lock/N`` record;
 - task leadership: children named ``workers`` and ``leaders``;
-- a job scheduler: children named ``jobs`` and ``assignments`` (see `_cli_scheduler`);
+- a job scheduler: children named ``jobs`` and ``assignments`` (see `jobs`);
 - a leader latch: every child is an election node (Curator ``_c_<uuid>-latch-<seq>``,
   or ZooKeeper's ``n_<seq>``);
 - otherwise a plain node, whose children are inspected the same way, down to
   ``--depth`` levels.
 
+Each recipe is read through its public describe API (``describe_latch``,
+``lock_view``, ``describe_task_leadership``, ``describe_scheduler``).
 `inspect_path` returns plain dicts (the ``--json`` output); `render` turns them
 into text.  Foreign or corrupt data never crashes the command: it is shown as
 an error next to the node.
@@ -17,47 +19,32 @@ an error next to the node.
 
 from __future__ import annotations
 
-import re
-import time
 from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import NodeDataError, NoNodeError
-from ..recipes.cas_lock._record import decode as decode_lock
-from ..recipes.cas_lock._record import status_of
-from ..recipes.leader_latch._election import LAYOUTS, sort_children
-from ..recipes.task_leadership._records import decode_leader, decode_worker
-from ..recipes.task_leadership._versions import maven_version_key
+from ..recipes.cas_lock import LockRun, is_lock_record, lock_view
+from ..recipes.leader_latch import describe_latch, latch_layout
+from ..recipes.task_leadership import describe_task_leadership, is_task_leadership
+from ..scheduler import is_scheduler
 from ..session import Coordinator
 from ..zk.paths import join
 
 __all__ = ("inspect_path", "render")
 
-_CURATOR_NODE = re.compile(r"_c_[0-9a-fA-F-]{32,36}-latch-\d{10}|.*latch-\d{10}")
-_ZK_NODE = re.compile(r"n_\d{10}")
 MAX_NODES = 500  # a plain tree stops being walked after this many nodes
 
 Info = dict[str, Any]
 
 
-def _iso(ts: float | None) -> str | None:
-    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+def iso(when: datetime | None) -> str | None:
+    """A UTC time as ISO 8601 to the second, as the JSON output shows times."""
+    return None if when is None else when.isoformat(timespec="seconds")
 
 
 def _text(data: bytes, limit: int = 80) -> str:
     text = data.decode("utf-8", "replace")
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def latch_layout(children: list[str]) -> str | None:
-    """'curator' or 'zookeeper' when every child is an election node of that layout."""
-    if not children:
-        return None
-    if all(_CURATOR_NODE.fullmatch(c) for c in children):
-        return "curator"
-    if all(_ZK_NODE.fullmatch(c) for c in children):
-        return "zookeeper"
-    return None
 
 
 async def inspect_path(coord: Coordinator, path: str, *, depth: int = 4) -> Info:
@@ -75,16 +62,16 @@ async def _inspect(coord: Coordinator, path: str, depth: int, budget: list[int])
         children = []
     budget[0] -= 1
     base: Info = {"path": path}
-    if node.data.startswith(b"{") and b'"aiocoord.cas-lock/' in node.data:
+    if is_lock_record(node.data):
         return base | _lock_info(path, node.data, node.stat.mzxid)
-    names = set(children)
-    if {"workers", "leaders"} <= names:
+    if is_task_leadership(children):
         return base | await _task_info(coord, path)
-    if {"jobs", "assignments"} <= names:
-        return base | await _scheduler_info(coord, path, children)
-    layout = latch_layout(children)
-    if layout is not None:
-        return base | await _latch_info(coord, path, children, layout)
+    if is_scheduler(children):
+        from .jobs import scheduler_info
+
+        return base | await scheduler_info(coord, path)
+    if latch_layout(children) is not None:
+        return base | await _latch_info(coord, path)
     info: Info = base | {
         "kind": "node",
         "data": _text(node.data) if node.data else None,
@@ -105,112 +92,65 @@ async def _inspect(coord: Coordinator, path: str, depth: int, budget: list[int])
     return info
 
 
+def _run_info(run: LockRun) -> Info:
+    return {"window": iso(run.window), "at": iso(run.at), "owner": run.owner, "token": run.token}
+
+
 def _lock_info(path: str, data: bytes, mzxid: int) -> Info:
     try:
-        record = decode_lock(path, data)
+        view = lock_view(path, data, mzxid)
     except NodeDataError as exc:
         return {"kind": "cas_lock", "error": exc.reason}
-    status = status_of(record, mzxid, now=time.time(), skew=0.0)
-    info: Info = {
+    fail = view.last_failure
+    return {
         "kind": "cas_lock",
-        "held": status.held,
-        "owner": status.owner,
-        "token": status.token,
-        "lease_expires": status.lease_expires.isoformat(timespec="seconds")
-        if status.lease_expires
+        "held": view.held,
+        "owner": view.owner,
+        "token": view.token,
+        "lease_expires": iso(view.lease_expires),
+        "last_run": _run_info(view.last_run) if view.last_run else None,
+        "last_failure": {"at": iso(fail.at), "owner": fail.owner, "error": fail.error}
+        if fail
         else None,
-        "last_run": None,
-        "last_failure": None,
     }
-    if record is not None and record.last_run is not None:
-        run = record.last_run
-        info["last_run"] = {
-            "window": _iso(run.window),
-            "at": _iso(run.at),
-            "owner": run.owner,
-            "token": run.token,
-        }
-    if record is not None and record.last_failure is not None:
-        fail = record.last_failure
-        info["last_failure"] = {"at": _iso(fail.at), "owner": fail.owner, "error": fail.error}
-    return info
 
 
 async def _task_info(coord: Coordinator, path: str) -> Info:
-    client = coord.client
-    workers: list[Info] = []
-    base = join(path, "workers")
-    for name in sorted(await _children(coord, base)):
-        try:
-            node = await client.get(join(base, name))
-        except NoNodeError:
-            continue
-        try:
-            w = decode_worker(join(base, name), name, node.data, maven_version_key)
-        except NodeDataError as exc:
-            workers.append({"id": name, "error": exc.reason})
-            continue
-        workers.append(
-            {
-                "id": w.id,
-                "version": w.version,
-                "host": w.host,
-                "pid": w.pid,
-                "started": _iso(w.started),
-            }
-        )
-    leaders: dict[str, Info] = {}
-    base = join(path, "leaders")
-    for task in sorted(await _children(coord, base)):
-        try:
-            node = await client.get(join(base, task))
-        except NoNodeError:
-            continue
-        try:
-            holder, version = decode_leader(join(base, task), node.data)
-        except NodeDataError as exc:
-            leaders[task] = {"error": exc.reason}
-            continue
-        leaders[task] = {"leader": holder, "version": version, "token": node.stat.czxid}
-    return {"kind": "task_leadership", "workers": workers, "leaders": leaders}
-
-
-async def _scheduler_info(coord: Coordinator, path: str, children: list[str]) -> Info:
-    from .jobs import scheduler_info
-
-    return await scheduler_info(coord, path, children)
-
-
-async def _latch_info(coord: Coordinator, path: str, children: list[str], layout: str) -> Info:
-    client = coord.client
-    participants: list[Info] = []
-    for name in sort_children(children, LAYOUTS[layout]):
-        try:
-            node = await client.get(join(path, name))
-        except NoNodeError:
-            continue
-        participants.append(
-            {
-                "id": node.data.decode("utf-8", "replace"),
-                "node": name,
-                "token": node.stat.czxid,
-                "session": f"0x{node.stat.ephemeral_owner:x}",
-            }
-        )
-    leader = participants[0]["id"] if participants else None
+    view = await describe_task_leadership(coord, path)
+    workers: dict[str, Info] = {
+        w.id: {
+            "id": w.id,
+            "version": w.version,
+            "host": w.host,
+            "pid": w.pid,
+            "started": iso(datetime.fromtimestamp(w.started, UTC)),
+        }
+        for w in view.workers
+    }
+    workers |= {name: {"id": name, "error": e.reason} for name, e in view.invalid_workers.items()}
+    leaders: dict[str, Info] = {
+        task: {"leader": lead.worker, "version": lead.version, "token": lead.token}
+        for task, lead in view.leaders.items()
+    }
+    leaders |= {task: {"error": e.reason} for task, e in view.invalid_leaders.items()}
     return {
-        "kind": "leader_latch",
-        "layout": layout,
-        "leader": leader,
-        "participants": participants,
+        "kind": "task_leadership",
+        "workers": [workers[name] for name in sorted(workers)],
+        "leaders": {task: leaders[task] for task in sorted(leaders)},
     }
 
 
-async def _children(coord: Coordinator, path: str) -> list[str]:
-    try:
-        return await coord.client.children(path)
-    except NoNodeError:
-        return []
+async def _latch_info(coord: Coordinator, path: str) -> Info:
+    view = await describe_latch(coord, path)
+    return {
+        "kind": "leader_latch",
+        "layout": view.layout,
+        "leader": view.leader,
+        "participants": [
+            {"id": p.id, "node": p.node, "token": p.token, "session": f"0x{p.session:x}"}
+            for p in view.participants
+        ],
+    }
 
 
 # --- text ------------------------------------------------------------------------------------

@@ -1,9 +1,8 @@
 """The scheduler's part of ``aiocoord inspect``: workers, pending, assigned, results, assigner.
 
-Reads the layout of `aiocoord.scheduler` (``jobs/``, ``workers/``,
-``assignments/<worker>/``, ``results/``, ``assigner/``) with its own decoders;
-a record that does not decode is reported, never fatal.  Results are counted
-by outcome; at most `MAX_READS` result nodes are read.
+Read through `aiocoord.scheduler.describe_scheduler`; a record that does not
+decode is reported next to the others, never fatal.  Results are counted by
+outcome; at most `MAX_READS` pending jobs and result nodes are read.
 """
 
 from __future__ import annotations
@@ -11,89 +10,44 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..errors import NodeDataError, NoNodeError
-from ..recipes.leader_latch._election import CURATOR, sort_children
-from ..scheduler._records import Layout, decode_job, decode_result, decode_worker
+from ..scheduler import describe_scheduler
+from ..scheduler.describe import MAX_READS
 from ..session import Coordinator
 
 __all__ = ("MAX_READS", "render_scheduler", "scheduler_info")
 
-MAX_READS = 200
 
-
-async def _names(coord: Coordinator, path: str) -> list[str]:
-    try:
-        return sorted(await coord.client.children(path))
-    except NoNodeError:
-        return []
-
-
-async def _data(coord: Coordinator, path: str) -> bytes | None:
-    try:
-        return (await coord.client.get(path)).data
-    except NoNodeError:
-        return None
-
-
-async def scheduler_info(coord: Coordinator, path: str, children: list[str]) -> dict[str, Any]:
-    """A summary of the scheduler rooted at `path`."""
-    layout = Layout(path)
-    workers: list[dict[str, Any]] = []
-    for name in await _names(coord, layout.workers):
-        data = await _data(coord, layout.worker(name))
-        if data is None:
-            continue
-        try:
-            w = decode_worker(layout.worker(name), data)
-        except NodeDataError as exc:
-            workers.append({"node": name, "error": exc.reason})
-            continue
-        workers.append(
-            {
-                "node": name,
-                "id": w.id,
-                "capacity": w.capacity,
-                "jobs": sorted(w.jobs),
-                "draining": w.draining,
-                "host": w.host,
-                "pid": w.pid,
-            }
-        )
-    pending: list[dict[str, Any]] = []
-    for job_id in (await _names(coord, layout.jobs))[:MAX_READS]:
-        data = await _data(coord, layout.job(job_id))
-        if data is None:
-            continue
-        try:
-            pending.append({"id": job_id, "name": decode_job(layout.job(job_id), data).name})
-        except NodeDataError as exc:
-            pending.append({"id": job_id, "error": exc.reason})
-    assigned = {
-        q: await _names(coord, layout.queue(q)) for q in await _names(coord, layout.assignments)
+async def scheduler_info(coord: Coordinator, path: str) -> dict[str, Any]:
+    """A summary of the scheduler rooted at `path` (the ``--json`` shape)."""
+    view = await describe_scheduler(coord, path, max_reads=MAX_READS)
+    workers: dict[str, dict[str, Any]] = {
+        w.node: {
+            "node": w.node,
+            "id": w.id,
+            "capacity": w.capacity,
+            "jobs": list(w.jobs),
+            "draining": w.draining,
+            "host": w.host,
+            "pid": w.pid,
+        }
+        for w in view.workers
     }
-    outcomes: Counter[str] = Counter()
-    results = await _names(coord, layout.results)
-    for job_id in results[:MAX_READS]:
-        data = await _data(coord, layout.result(job_id))
-        if data is None:
-            continue
-        try:
-            outcomes["done" if decode_result(layout.result(job_id), data).ok else "failed"] += 1
-        except NodeDataError:
-            outcomes["unreadable"] += 1
-    assigner = None
-    for node in sort_children(await _names(coord, layout.assigner), CURATOR):
-        data = await _data(coord, f"{layout.assigner}/{node}")
-        if data is not None:
-            assigner = data.decode("utf-8", "replace")
-            break
+    workers |= {name: {"node": name, "error": e.reason} for name, e in view.invalid_workers.items()}
+    pending: dict[str, dict[str, Any]] = {j.id: {"id": j.id, "name": j.name} for j in view.pending}
+    pending |= {job: {"id": job, "error": e.reason} for job, e in view.invalid_jobs.items()}
+    results = view.results
+    outcomes = {"done": results.done, "failed": results.failed, "unreadable": results.unreadable}
     return {
         "kind": "scheduler",
-        "assigner": assigner,
-        "workers": workers,
-        "pending": pending,
-        "assigned": {q: jobs for q, jobs in assigned.items() if jobs},
-        "results": {"count": len(results), "read": sum(outcomes.values()), **outcomes},
+        "assigner": view.assigner,
+        "workers": [workers[name] for name in sorted(workers)],
+        "pending": [pending[job] for job in sorted(pending)],
+        "assigned": {queue: list(jobs) for queue, jobs in view.assigned.items()},
+        "results": {
+            "count": results.count,
+            "read": results.read,
+            **{k: v for k, v in outcomes.items() if v},
+        },
     }
 
 

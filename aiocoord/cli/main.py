@@ -25,6 +25,7 @@ from typing import NoReturn, TypeVar
 
 import anyio
 
+from .. import __version__
 from ..errors import ConfigError, ConnectionLostError, CoordError, InvalidPathError, NoNodeError
 from .zk import DEFAULT_DIR, UserError, local_zookeeper, resolve_hosts
 
@@ -163,6 +164,7 @@ def _parser() -> argparse.ArgumentParser:
         help="event loop (default uvloop)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log aiocoord's transitions")
+    parser.add_argument("--version", action="version", version=f"aiocoord {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser(
@@ -241,13 +243,14 @@ def _parser() -> argparse.ArgumentParser:
         "bench",
         help="run the benchmarks: aiocoord against kazoo and aiozk, with ratios",
         description=(
-            "Run the benchmarks in benchmarks/ against one embedded server and print one "
-            "table of aiocoord against kazoo and aiozk's recipes, with ratios."
+            "Run the benchmarks (aiocoord.bench) against one embedded server and print one "
+            "table of aiocoord against kazoo and aiozk's recipes, with ratios. kazoo is "
+            "optional (pip install 'aiocoord[bench]'): without it, its columns stay empty."
         ),
     )
     bench.add_argument("--quick", action="store_true", help="a short run (1 s per measurement)")
     bench.add_argument(
-        "--all", action="store_true", help="then run every script in benchmarks/ in full"
+        "--all", action="store_true", help="then run every benchmark in full, one by one"
     )
     bench.add_argument(
         "--seconds", type=float, default=None, help="seconds per measurement (overrides --quick)"

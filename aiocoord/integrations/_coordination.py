@@ -25,15 +25,16 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
+from .._lifecycle import Lifecycle
 from ..errors import CoordError, CoordinatorClosedError, LeadershipLost, LockNotAcquired
 from ..recipes.cas_lock import CasLock, Slot, once_per
-from ..recipes.leader_latch import LeaderLatch
-from ..recipes.leader_latch._election import LeadershipTerm, default_participant_id
+from ..recipes.leader_latch import LeaderLatch, LeadershipTerm, default_participant_id
 from ..recipes.task_leadership import TaskLeadership
 from ..session import Coordinator
 from ..zk.paths import validate_path
@@ -117,7 +118,10 @@ class Coordination:
     """A coordinator plus the latches, leader tasks and holds an application runs on it.
 
     Made and run by `aiocoord.integrations.fastapi.lifespan`; handlers get it
-    with the ``coordination`` dependency (or ``request.state.aiocoord``).
+    with the ``coordination`` dependency (or ``request.state.aiocoord``).  Run
+    on its own as ``async with coordination.running():`` or ``await
+    coordination.start()`` ... ``await coordination.aclose()``; it may be left
+    from another task than the one that started it.
     """
 
     def __init__(
@@ -143,6 +147,10 @@ class Coordination:
         self.transitions: dict[str, int] = {}
         self._lost_at: dict[int, float] = {}  # session id -> when it was seen LOST
         self._holds: list[_Hold] = []
+        self._stack = AsyncExitStack()  # the latches (and their metrics), left in reverse
+        self._life = Lifecycle(
+            f"coordination {self.participant_id}", self._run, stopped=self._stack.aclose
+        )
 
     def __repr__(self) -> str:
         state = self.coord.state.value if self.coord.state else "CLOSED"
@@ -155,31 +163,50 @@ class Coordination:
 
     # --- running ---------------------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[Coordination]:
-        """Join the latches and start the leader tasks; leaving stops them, then leaves the latches.
+    def running(self) -> Coordination:
+        """This `Coordination`, to run as ``async with coordination.running():``."""
+        return self
 
-        Entering returns once every latch has its node (not once it leads).
+    async def start(self) -> None:
+        """Join the latches and start the leader tasks; from any task.
+
+        Blocks until every latch has its node (not until it leads).  Raises
+        what a latch's start raises, once the latches joined so far are left;
+        `CoordinatorClosedError` if started before.
         """
-        async with AsyncExitStack() as stack:
-            for path in self._paths:
-                latch = LeaderLatch(
-                    self.coord,
-                    path,
-                    participant_id=self.participant_id,
-                    lose_on_suspend=self._lose_on_suspend,
-                )
-                self.latches[path] = await stack.enter_async_context(latch)
-                if self.metrics is not None:
-                    await stack.enter_async_context(self.metrics.watch_latch(latch))
-            async with anyio.create_task_group() as tg:
-                await tg.start(self._follow_session)
-                for path, task in self.tasks.items():
-                    tg.start_soon(self._run_leader_task, self.latches[path], task)
-                try:
-                    yield self
-                finally:
-                    tg.cancel_scope.cancel()
+        await self._life.start()
+
+    async def _run(self, tg: anyio.abc.TaskGroup) -> None:
+        stack = self._stack
+        for path in self._paths:
+            latch = LeaderLatch(
+                self.coord,
+                path,
+                participant_id=self.participant_id,
+                lose_on_suspend=self._lose_on_suspend,
+            )
+            self.latches[path] = await stack.enter_async_context(latch)
+            if self.metrics is not None:
+                await stack.enter_async_context(self.metrics.watch_latch(latch))
+        await tg.start(self._follow_session)
+        for path, task in self.tasks.items():
+            tg.start_soon(self._run_leader_task, self.latches[path], task)
+
+    async def aclose(self) -> None:
+        """Stop the leader tasks, then leave the latches; from any task.  Safe to call twice."""
+        await self._life.aclose()
+
+    async def __aenter__(self) -> Coordination:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
     async def _follow_session(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         started = False

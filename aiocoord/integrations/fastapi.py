@@ -19,7 +19,9 @@ Install with the ``fastapi`` extra (``pip install 'aiocoord[fastapi]'``)::
 if no session is established within the connect timeout) and closes the
 session on shutdown.  It wraps the application's own lifespan
 (``app_lifespan=``), which runs inside it: connected on entry, still
-connected on exit.  Each ``leader_tasks`` entry joins a leader latch on its
+connected on exit.  The lifespan may be left from another task than the one
+that entered it (a test fixture's teardown, say), as long as the app's own
+lifespan allows it.  Each ``leader_tasks`` entry joins a leader latch on its
 path with participant id ``<host>-<pid>`` (so ``uvicorn --workers N`` gives N
 participants and the task runs once across all workers and pods) and runs the
 coroutine function only while this process leads: cancelled when leadership
@@ -54,7 +56,7 @@ from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from ..errors import CoordError
-from ..recipes.leader_latch._election import LeadershipTerm, check_participant_id
+from ..recipes.leader_latch import LeadershipTerm, check_participant_id
 from ..session import Coordinator, connect
 from ..settings import Settings
 from ..zk.paths import validate_path

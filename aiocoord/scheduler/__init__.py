@@ -13,6 +13,12 @@ from ._strategies import RoundRobin as RoundRobin
 from ._strategies import Strategy as Strategy
 from ._strategies import WorkerLoad as WorkerLoad
 from ._worker import JobWorker as JobWorker
+from .describe import PendingJob as PendingJob
+from .describe import ResultSummary as ResultSummary
+from .describe import SchedulerView as SchedulerView
+from .describe import SchedulerWorker as SchedulerWorker
+from .describe import describe_scheduler as describe_scheduler
+from .describe import is_scheduler as is_scheduler
 from .scheduler import JobStatus as JobStatus
 from .scheduler import Scheduler as Scheduler
 
@@ -27,4 +33,10 @@ __all__ = (
     "Scheduler",
     "Strategy",
     "WorkerLoad",
+    "PendingJob",
+    "ResultSummary",
+    "SchedulerView",
+    "SchedulerWorker",
+    "describe_scheduler",
+    "is_scheduler",
 )

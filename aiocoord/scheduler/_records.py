@@ -1,9 +1,10 @@
 """The scheduler's node layout and JSON record formats, with strict decoding.
 
 Every node the scheduler writes holds one JSON object with a format version
-``"v": 1``; decoding checks each field and raises `NodeDataError` for anything
-else (foreign data, corruption, a newer format), so one bad node fails only
-the job it belongs to.  Nothing is ever pickled.
+``"v": 1``, read and written by the one record codec (`aiocoord.recipes._records`);
+decoding checks each field and raises `NodeDataError` for anything else
+(foreign data, corruption, a newer format), so one bad node fails only the job
+it belongs to.  Nothing is ever pickled.
 
     <root>/jobs/<id>                 PERSISTENT  JobRecord      a pending job
     <root>/workers/<worker>          EPHEMERAL   WorkerRecord   a live worker
@@ -16,7 +17,6 @@ the job it belongs to.  Nothing is ever pickled.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -25,7 +25,20 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import NodeDataError
+from ..recipes._records import (
+    FLAG,
+    INT64,
+    TEXT,
+    TIMESTAMP,
+    Record,
+    RecordEncodeError,
+    dump,
+    integer,
+    list_of,
+    load_record,
+    one_of,
+    show,
+)
 from ..zk.client import MAX_DATA
 from ..zk.paths import join
 
@@ -50,13 +63,13 @@ __all__ = (
 )
 
 FORMAT = 1
+MAX_CAPACITY = 2**31 - 1
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@=+-]{0,199}")
-_SEP = (",", ":")
 
 
 def dumps(value: object) -> bytes:
-    """Compact, strict JSON (no NaN or infinity, which JSON does not have)."""
-    return json.dumps(value, separators=_SEP, ensure_ascii=False, allow_nan=False).encode()
+    """Compact, strict JSON: `RecordEncodeError` (a `ValueError`) for what `load` would refuse."""
+    return dump(value, ensure_ascii=False)
 
 
 def _check_name(kind: str, value: object) -> str:
@@ -130,24 +143,12 @@ class Layout:
         return join(self.results, job_id)
 
 
-def _object(path: str, data: bytes) -> dict[str, Any]:
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise NodeDataError(path, f"not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise NodeDataError(path, f"expected a JSON object, got {type(value).__name__}")
-    version = value.get("v")
-    if version != FORMAT:
-        raise NodeDataError(path, f"unknown record format {version!r} (this code reads {FORMAT})")
-    return value
-
-
-def _field(path: str, record: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
-    value = record.get(key)
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise NodeDataError(path, f"field {key!r} is missing or not a {kind}")
-    return value
+def _load(path: str, data: bytes) -> Record:
+    record = load_record(path, data)
+    version = record.value("v") if "v" in record else None
+    if type(version) is not int or version != FORMAT:
+        raise record.error(f"unknown record format {show(version)} (this code reads {FORMAT})")
+    return record
 
 
 # --- jobs --------------------------------------------------------------------------------------
@@ -185,7 +186,10 @@ def job_limit(layout: Layout) -> int:
 
 def encode_job(name: str, payload: Any, limit: int = MAX_DATA) -> bytes:
     """The job node's bytes; `ValueError` naming `payload` if over `limit` (see `job_limit`)."""
-    data = dumps({"v": FORMAT, "name": name, "payload": payload, "submitted": time.time()})
+    try:
+        data = dumps({"v": FORMAT, "name": name, "payload": payload, "submitted": time.time()})
+    except RecordEncodeError as exc:
+        raise RecordEncodeError(f"payload: {exc}") from exc
     if len(data) > limit:
         raise ValueError(
             f"payload: the job is {len(data)} bytes as JSON; a job holds at most "
@@ -196,13 +200,11 @@ def encode_job(name: str, payload: Any, limit: int = MAX_DATA) -> bytes:
 
 
 def decode_job(path: str, data: bytes) -> JobRecord:
-    record = _object(path, data)
-    if "payload" not in record:
-        raise NodeDataError(path, "field 'payload' is missing")
+    record = _load(path, data)
     return JobRecord(
-        name=_field(path, record, "name", str),
-        payload=record["payload"],
-        submitted=float(_field(path, record, "submitted", (int, float))),
+        name=record.get("name", TEXT),
+        payload=record.value("payload"),
+        submitted=record.get("submitted", TIMESTAMP),
     )
 
 
@@ -233,25 +235,19 @@ def encode_result(result: ResultRecord) -> bytes:
 
 
 def decode_result(path: str, data: bytes) -> ResultRecord:
-    record = _object(path, data)
-    status = record.get("status")
-    common = {
-        "name": _field(path, record, "name", str),
-        "worker": _field(path, record, "worker", str),
-        "finished": float(_field(path, record, "finished", (int, float))),
-    }
-    if status == "done":
-        if "value" not in record:
-            raise NodeDataError(path, "field 'value' is missing")
-        return ResultRecord(ok=True, value=record["value"], **common)
-    if status == "failed":
-        return ResultRecord(
-            ok=False,
-            type=_field(path, record, "type", str),
-            message=_field(path, record, "message", str),
-            **common,
-        )
-    raise NodeDataError(path, f"unknown status {status!r}")
+    record = _load(path, data)
+    name, worker = record.get("name", TEXT), record.get("worker", TEXT)
+    finished = record.get("finished", TIMESTAMP)
+    if record.get("status", one_of("done", "failed")) == "done":
+        return ResultRecord(name, True, record.value("value"), worker=worker, finished=finished)
+    return ResultRecord(
+        name,
+        False,
+        type=record.get("type", TEXT),
+        message=record.get("message", TEXT),
+        worker=worker,
+        finished=finished,
+    )
 
 
 # --- workers -----------------------------------------------------------------------------------
@@ -288,21 +284,12 @@ def encode_worker(worker: WorkerRecord) -> bytes:
 
 
 def decode_worker(path: str, data: bytes) -> WorkerRecord:
-    record = _object(path, data)
-    capacity = _field(path, record, "capacity", int)
-    if capacity < 1:
-        raise NodeDataError(path, f"capacity must be >= 1, not {capacity}")
-    jobs = _field(path, record, "jobs", list)
-    if not all(isinstance(j, str) for j in jobs):
-        raise NodeDataError(path, "field 'jobs' must be a list of names")
-    draining = record.get("draining", False)
-    if not isinstance(draining, bool):
-        raise NodeDataError(path, "field 'draining' must be a bool")
+    record = _load(path, data)
     return WorkerRecord(
-        id=_field(path, record, "id", str),
-        capacity=capacity,
-        jobs=frozenset(jobs),
-        draining=draining,
-        host=str(record.get("host", "")),
-        pid=int(record["pid"]) if isinstance(record.get("pid"), int) else 0,
+        id=record.get("id", TEXT),
+        capacity=record.get("capacity", integer(1, MAX_CAPACITY)),
+        jobs=frozenset(record.get("jobs", list_of(TEXT))),
+        draining=record.get("draining", FLAG, False),
+        host=record.get("host", TEXT, ""),
+        pid=record.get("pid", INT64, 0),
     )

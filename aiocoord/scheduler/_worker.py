@@ -32,6 +32,7 @@ from types import TracebackType
 import anyio
 import anyio.abc
 
+from .._lifecycle import Lifecycle
 from ..errors import (
     ConfigError,
     CoordError,
@@ -40,6 +41,7 @@ from ..errors import (
     NotEmptyError,
     TransactionFailed,
 )
+from ..recipes._records import show
 from ..recipes.leader_latch import LeaderLatch
 from ..session import Coordinator
 from ..zk.states import ConnectionState
@@ -48,6 +50,7 @@ from ._assigner import Assigner
 from ._jobs import JobType
 from ._ops import Retention, ensure_layout, move_back
 from ._records import (
+    MAX_CAPACITY,
     Layout,
     check_job_name,
     encode_worker,
@@ -71,7 +74,8 @@ class JobWorker:
     for up to `drain_timeout` seconds, cancels the rest and hands them back to
     the pending jobs, deletes its nodes and leaves the election.  Leaving with
     an exception (or cancelled) skips the drain and hands back at once.
-    Exit in the task that entered.
+    ``await w.start()`` / ``await w.aclose()`` do the same without ``async
+    with``; it may be left from another task than the one that entered it.
     """
 
     def __init__(
@@ -86,8 +90,14 @@ class JobWorker:
         worker_id: str | None,
         drain_timeout: float,
     ) -> None:
-        if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
-            raise ConfigError("capacity", f"must be an int >= 1, not {capacity!r}")
+        if (
+            not isinstance(capacity, int)
+            or isinstance(capacity, bool)
+            or not 1 <= capacity <= MAX_CAPACITY  # what a worker record holds
+        ):
+            raise ConfigError(
+                "capacity", f"must be an int from 1 to {MAX_CAPACITY}, not {show(capacity)}"
+            )
         if isinstance(drain_timeout, bool) or not isinstance(drain_timeout, int | float):
             raise TypeError(f"drain_timeout must be a number, not {type(drain_timeout).__name__}")
         if not drain_timeout >= 0:
@@ -108,7 +118,14 @@ class JobWorker:
         self.drain_timeout = float(drain_timeout)
         self._slots = anyio.Semaphore(capacity)
         self._session: WorkerSession | None = None
-        self._tg: anyio.abc.TaskGroup | None = None
+        self._life = Lifecycle(
+            f"job worker {self._base} of {layout.root}",
+            self._run,
+            stopping=self._leave_cleanly,
+            hurry=self._hurry,
+        )
+        self._drain_wanted = True
+        self._draining = anyio.CancelScope()
         self._entered = False
         self._closing = False
         self._assigning = False
@@ -133,26 +150,38 @@ class JobWorker:
         """Jobs of the current session being run (or waiting for a free slot)."""
         return len(self._session.running) if self._session is not None else 0
 
-    # --- lifecycle ---------------------------------------------------------------------------
+    # --- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> JobWorker:
-        if self._entered:
+    async def start(self) -> None:
+        """Register this worker: block until registered (bound it with ``anyio.fail_after``).
+
+        Raises `CoordinatorClosedError` if the coordinator is not open (or
+        closes first) or this worker was started before.
+        """
+        if self._life.started:
             raise CoordinatorClosedError("a JobWorker can be entered only once; make a new one")
         if self._coord.state is None:
             raise CoordinatorClosedError("the coordinator is not open")
         self._entered = True
+        await self._life.start()
+
+    async def _run(self, tg: anyio.abc.TaskGroup) -> None:
         await ensure_layout(self._client, self._layout)
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        try:
-            await tg.start(self._follow_connection)
-            await tg.start(self._serve)
-            tg.start_soon(self._assign_loop)
-        except BaseException:
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
-            raise
+        await tg.start(self._follow_connection)
+        await tg.start(self._serve)
+        tg.start_soon(self._assign_loop)
+
+    async def aclose(self) -> None:
+        """Leave: drain, hand back what is left, delete our nodes; from any task.
+
+        Blocks while it drains (up to `drain_timeout`); cancelling the caller
+        skips the rest of the drain, as leaving with an exception does.  Safe
+        to call twice.
+        """
+        await self._life.aclose()
+
+    async def __aenter__(self) -> JobWorker:
+        await self.start()
         return self
 
     async def __aexit__(
@@ -161,17 +190,22 @@ class JobWorker:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if exc_type is not None:
+            self._hurry()
+        await self.aclose()
+
+    def _hurry(self) -> None:
+        """Skip the drain (leaving with an exception, or cancelled)."""
+        self._drain_wanted = False
+        self._draining.cancel()
+
+    async def _leave_cleanly(self) -> None:
+        """Leaving, while the session's tasks still run: drain, then hand back and delete."""
         self._closing = True
-        tg, self._tg = self._tg, None
-        try:
-            with anyio.CancelScope(shield=True):
-                if exc_type is None:
-                    await self._drain()
-                await self._leave()
-        finally:
-            if tg is not None:
-                tg.cancel_scope.cancel()
-                await tg.__aexit__(None, None, None)
+        if self._drain_wanted:
+            with self._draining:
+                await self._drain()
+        await self._leave()
 
     async def _drain(self) -> None:
         sess = self._session
@@ -200,7 +234,7 @@ class JobWorker:
         if not sess.registered or self._coord.closed or self._coord.session_id != sess.sid:
             return  # the session is gone: its node went with it and the assigner reclaims
         queue, node = self._layout.queue(sess.worker), self._layout.worker(sess.worker)
-        with anyio.move_on_after(self._client.request_timeout() * 2):
+        with anyio.move_on_after(self._client.timing.retry_window):
             try:
                 for _ in range(3):
                     for job_id in await self._client.children(queue):

@@ -167,6 +167,9 @@ class Scheduler:
     ) -> JobWorker:
         """This process as a worker: ``async with sched.worker(capacity=8):`` (see `JobWorker`).
 
+        Without ``async with``: ``w = sched.worker(); await w.start()`` ...
+        ``await w.aclose()``, from any task.
+
         `worker_id` names it (default: host, pid and a random suffix; the node
         name adds the session id); `drain_timeout` bounds how long leaving
         waits for running jobs before handing them back.
@@ -232,7 +235,7 @@ class Scheduler:
                 raise
             except ConnectionLostError:
                 careful = True  # the job may have been created and run meanwhile
-                with anyio.move_on_after(self._client.request_timeout() * 2) as waited:
+                with anyio.move_on_after(self._client.timing.retry_window) as waited:
                     await self._coord.wait_connected()
                 if waited.cancelled_caught:
                     break  # no connection in time: not a bare TimeoutError, as documented

@@ -1,10 +1,14 @@
 """The ZooKeeper session layer: connection, handshake, heartbeats, watches, requests, paths.
 
-The only package that imports aiozk (for its wire types).
+Only `_wire` imports aiozk (for its wire types).  `ZkClient` is the public
+client; `ZkSession` is the session it sends on, run and closed by its owner;
+`SessionTiming` holds every timer derived from the session timeout.
 """
 
 from __future__ import annotations
 
+from ._session import ZkSession as ZkSession
+from ._timing import SessionTiming as SessionTiming
 from ._watches import PersistentWatch as PersistentWatch
 from ._watches import Watch as Watch
 from ._watches import WatchKind as WatchKind
@@ -55,6 +59,7 @@ __all__ = (
     "Op",
     "OpResult",
     "PersistentWatch",
+    "SessionTiming",
     "SetDataOp",
     "SetDataResult",
     "Stat",
@@ -62,5 +67,6 @@ __all__ = (
     "WatchKind",
     "WatchedEvent",
     "ZkClient",
+    "ZkSession",
     "protected_name",
 )

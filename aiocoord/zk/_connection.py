@@ -22,14 +22,15 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 import anyio
 import anyio.lowlevel
 
 from ..errors import ConnectionLostError, SessionExpiredError
 from . import _wire
-from ._wire import ConnectAnswer
+from ._timing import SessionTiming
+from ._wire import ConnectAnswer, OpCode, WireRequest
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ class _Pending:
     """A request waiting for its reply (replies come in request order)."""
 
     xid: int
-    opcode: int
+    opcode: OpCode
     done: asyncio.Future[None]
     on_reply: Callable[[int, int, bytes], None] | None = None
     header: tuple[int, int] = (0, 0)  # zxid, err
@@ -132,12 +133,14 @@ class Connection:
         protocol: _Protocol,
         address: tuple[str, int],
         answer: ConnectAnswer,
+        timing: SessionTiming,
         on_notification: Callable[[bytes], None],
         on_zxid: Callable[[int], None],
     ) -> None:
         assert protocol.transport is not None
         self.address = address
         self.answer = answer
+        self.timing = timing
         self._loop = asyncio.get_running_loop()
         self._protocol = protocol
         self._transport = protocol.transport
@@ -151,7 +154,7 @@ class Connection:
         self.closed = False
         self.close_reason = ""
         self.last_send = time.monotonic()
-        self.read_timeout = answer.timeout_ms / 1000.0 * 2 / 3
+        self.read_timeout = timing.read_timeout
         protocol.on_end = self._lost
         protocol.on_frame = self._dispatch_safely
         early, protocol.early = protocol.early, []
@@ -172,7 +175,7 @@ class Connection:
         cls,
         address: tuple[str, int],
         *,
-        timeout: float,
+        timing: SessionTiming,
         last_zxid: int,
         timeout_ms: int,
         session_id: int,
@@ -183,7 +186,7 @@ class Connection:
         on_notification: Callable[[bytes], None],
         on_zxid: Callable[[int], None],
     ) -> Connection:
-        """Connect and handshake within `timeout` seconds, or raise `ConnectionLostError`.
+        """Connect and handshake within `timing.connect_attempt`, or raise `ConnectionLostError`.
 
         Raises `SessionExpiredError` when the server says the session is gone.
         The deadline covers the TCP connect and the ConnectResponse: a server
@@ -191,6 +194,7 @@ class Connection:
         database) costs one attempt, not the whole session.
         """
         host, port = address
+        timeout = timing.connect_attempt
         loop = asyncio.get_running_loop()
         protocol = _Protocol(loop)
         try:
@@ -221,7 +225,14 @@ class Connection:
         if answer.expired:
             _abort(protocol)
             raise SessionExpiredError(f"session 0x{session_id:x} expired (told by {host}:{port})")
-        return cls(protocol, address, answer, on_notification, on_zxid)
+        return cls(
+            protocol,
+            address,
+            answer,
+            timing.negotiated(answer.timeout_ms),
+            on_notification,
+            on_zxid,
+        )
 
     # --- running ---------------------------------------------------------------------------
 
@@ -247,7 +258,7 @@ class Connection:
             self._transport.close()
 
     async def _keepalive(self) -> None:
-        ping_after = self.answer.timeout_ms / 1000.0 / 3
+        ping_after = self.timing.ping_interval
         while True:
             now = time.monotonic()
             last_recv = self._protocol.last_recv
@@ -256,7 +267,7 @@ class Connection:
                     f"no answer from {self.address[0]}:{self.address[1]} for {self.read_timeout:.2f}s"
                 )
             if now - self.last_send >= ping_after and not self._outbox:
-                self.queue(_PING_PACKET, _wire.PING_XID, 11)
+                self.queue(_PING_PACKET, _wire.PING_XID, OpCode.PING)
                 self.last_send = now  # the flush refreshes it; don't ping twice meanwhile
             wake = min(last_recv + self.read_timeout, self.last_send + ping_after)
             await anyio.sleep(max(0.005, wake - now))
@@ -329,7 +340,7 @@ class Connection:
         self,
         packet: bytes,
         xid: int,
-        opcode: int,
+        opcode: OpCode,
         on_reply: Callable[[int, int, bytes], None] | None = None,
     ) -> _Pending:
         """Queue a framed request; the entry completes with its reply.
@@ -377,7 +388,7 @@ class Connection:
 
     def submit(
         self,
-        request: Any,
+        request: WireRequest,
         xid: int | None = None,
         on_reply: Callable[[int, int, bytes], None] | None = None,
     ) -> _Pending:
@@ -387,7 +398,7 @@ class Connection:
 
     async def call(
         self,
-        request: Any,
+        request: WireRequest,
         xid: int | None = None,
         on_reply: Callable[[int, int, bytes], None] | None = None,
     ) -> tuple[int, int, bytes]:
@@ -395,7 +406,7 @@ class Connection:
         return await wait_reply(self.submit(request, xid, on_reply))
 
 
-_PING_PACKET = _wire.request_packet(_wire.PING_XID, _wire.proto.PingRequest())
+_PING_PACKET = _wire.request_packet(_wire.PING_XID, _wire.ping_request())
 
 
 async def wait_reply(pending: _Pending) -> tuple[int, int, bytes]:

@@ -1,14 +1,16 @@
-"""The session loop: connect, prime, serve, notice loss, reconnect, renew the session.
+"""`ZkSession`: the session loop: connect, prime, serve, notice loss, reconnect, renew.
 
 This is the I/O half of the session manager; `states.ConnectionMachine` is the
-pure half that decides which Curator state to publish.  Differences from
-aiozk that matter (see shared notes): every connect attempt has its own
-deadline (session timeout / number of hosts) and moves on to the next host;
-silence for 2/3 of the session timeout drops the connection (SUSPENDED); a
-SUSPENDED connection becomes LOST once `session_lost_fraction` of the timeout
-has passed since the server was last heard from; after LOST a new session is
-opened by itself; auth is replayed and every watch restored (SetWatches2 with
-the last zxid seen) before any queued request is sent.
+pure half that decides which Curator state to publish, and `_timing.SessionTiming`
+gives every timer.  Differences from aiozk that matter (see shared notes): every
+connect attempt has its own deadline and moves on to the next host; silence for
+the read timeout drops the connection (SUSPENDED); a SUSPENDED connection
+becomes LOST once `lost_after` has passed since the server was last heard
+from; after LOST a new session is opened by itself; auth is replayed and every
+watch restored (`_priming`) before any queued request is sent.
+
+The session is plumbing: its owner (the `Coordinator`) runs and closes it, and
+`ZkClient` sends the typed ZooKeeper requests through its `Sender`.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -29,13 +31,15 @@ from ..errors import (
     ConnectionLostError,
     CoordError,
     CoordinatorClosedError,
-    NodeExistsError,
     SessionExpiredError,
     ZooKeeperError,
 )
 from . import _wire
-from ._connection import Connection, _Pending, wait_reply
-from ._watches import WatchKind, WatchRegistry
+from ._connection import Connection
+from ._priming import close_session, prime
+from ._sending import Sender
+from ._timing import SessionTiming
+from ._watches import WatchRegistry
 from .paths import add_chroot, strip_chroot
 from .states import (
     Closed,
@@ -48,20 +52,26 @@ from .states import (
     LostTimeout,
     Observation,
 )
-from .types import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, CreateMode
+from .types import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
 log = logging.getLogger("aiocoord.session")
-T = TypeVar("T")
+
+_STATE_NOTICE = -1  # a notification's event type "None": the connection's state changed
 
 _NO_PASSWORD = b"\x00" * 16
-_SET_WATCHES_CHUNK = 128 * 1024  # the Java client splits SetWatches the same way
+
+__all__ = ("ZkSession",)
 
 
-class SessionCore:
-    """Owns the ZooKeeper session; `run()` is its loop, `call()` its request primitive."""
+class ZkSession:
+    """One ZooKeeper session kept alive across connections; `run()` is its loop.
+
+    Its owner starts `run` in a task group and calls `close()`; `ZkClient`
+    sends its requests through `sender`.  Nothing else needs it.
+    """
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -73,13 +83,20 @@ class SessionCore:
             )  # spread clients over the ensemble, as the Java client does
         self._next_host = 0
         self._machine = ConnectionMachine()
-        self._registry = WatchRegistry()
+        self.watches = WatchRegistry()
+        """Every live watch of this session, restored after a reconnect."""
         self._conn: Connection | None = None
         self._changed = anyio.Event()
         self._session_id = 0
         self._password = _NO_PASSWORD
         self._requested_ms = int(settings.session_timeout * 1000)
-        self._negotiated = settings.session_timeout
+        self.timing = SessionTiming(
+            settings.session_timeout,
+            hosts=len(self._addresses),
+            lost_fraction=settings.session_lost_fraction,
+            configured_request_timeout=settings.request_timeout,
+        )
+        """The timers of the session, for the timeout negotiated last (requested before)."""
         self._last_zxid = 0
         self._last_heard = time.monotonic()
         self._events: Broadcast[ConnectionEvent] = Broadcast()
@@ -91,13 +108,15 @@ class SessionCore:
         self._run_scope: anyio.CancelScope | None = None
         self._started = False
         self._ssl = settings.ssl_context()
+        self.sender = Sender(self)
+        """Sends requests on the current connection, waiting for one within the deadline."""
         # With credentials, nodes are writable only by the identities that made them
         # (others may read); without, ZooKeeper's open default.
         self.default_acl: tuple[ACL, ...] = (
             CREATOR_ALL_ACL + READ_ACL_UNSAFE if settings.auth else OPEN_ACL_UNSAFE
         )
 
-    # --- public-ish state ------------------------------------------------------------------
+    # --- state ------------------------------------------------------------------------------
 
     @property
     def state(self) -> ConnectionState | None:
@@ -114,7 +133,7 @@ class SessionCore:
     @property
     def session_timeout(self) -> float:
         """The negotiated session timeout in seconds (the requested one before connecting)."""
-        return self._negotiated
+        return self.timing.session_timeout
 
     @property
     def connected_address(self) -> tuple[str, int] | None:
@@ -156,14 +175,10 @@ class SessionCore:
             address = self._addresses[self._next_host % len(self._addresses)]
             self._next_host += 1
             attempt_id, attempt_pw = self._session_id, self._password
-            # The Java client's timeout / number of hosts, but never the whole session on one
-            # host: a server that accepts and never answers (3.8.0 while it loads its
-            # database) must cost a fraction of the session, not all of it.
-            per_attempt = max(0.25, self._negotiated / max(3, len(self._addresses)))
             try:
                 conn = await Connection.open(
                     address,
-                    timeout=per_attempt,
+                    timing=self.timing,
                     last_zxid=self._last_zxid,
                     timeout_ms=self._requested_ms,
                     session_id=attempt_id,
@@ -195,16 +210,15 @@ class SessionCore:
             await self._serve(conn, new_session=attempt_id == 0)
 
     def _backoff(self, rounds: int) -> float:
-        # Short, jittered, and bounded by a fraction of the session timeout while the
-        # session may still live (aiozk slept up to 60 s and let sessions expire).
-        cap = self._negotiated / 4 if self._session_id else 1.0
-        return random.uniform(0, min(cap, 0.05 * 2 ** min(rounds, 8)))
+        # Jittered, so that a fleet cut off together does not come back together.
+        bound = self.timing.backoff_bound(rounds, session_alive=bool(self._session_id))
+        return random.uniform(0, bound)
 
     async def _serve(self, conn: Connection, *, new_session: bool) -> None:
         answer = conn.answer
         self._session_id = answer.session_id
         self._password = answer.password
-        self._negotiated = answer.timeout_ms / 1000.0
+        self.timing = conn.timing
         # The handshake's answer is word from the server: the session lives, so the
         # SUSPENDED-to-LOST timer restarts from it rather than firing while we prime.
         self._last_heard = max(self._last_heard, conn.last_recv)
@@ -244,7 +258,7 @@ class SessionCore:
             "session 0x%x on %s:%s (timeout %.1fs%s)",
             answer.session_id,
             *conn.address,
-            self._negotiated,
+            self.timing.session_timeout,
             ", read-only" if answer.read_only else "",
         )
         self._feed(Established(answer.session_id, new_session, answer.read_only))
@@ -255,56 +269,18 @@ class SessionCore:
 
     async def _prime(self, conn: Connection, new_session: bool) -> None:
         """Before anything else on a new connection: auth, watches, namespace."""
-        if self.settings.auth:
-            req = _wire.proto.AuthRequest(type=0, scheme="digest", auth=self.settings.auth.encode())
-            err, _, _ = await conn.call(req, xid=_wire.AUTH_XID)
-            if err:
-                raise AuthFailedError("digest credentials rejected")
-        if new_session:
-            for kind, path in list(self._registry.persistent_keys()):
-                mode = 1 if kind is WatchKind.PERSISTENT_RECURSIVE else 0
-                err, _, _ = await conn.call(_wire.AddWatchRequest(path=path, mode=mode))
-                self._check(err, path)
-        else:
-            await self._restore_watches(conn)
-        if self.chroot and (new_session or not self._namespace_ready):
-            # Again on every new session: the server may have been replaced by an empty one.
-            await self._ensure_namespace(conn)
+        namespace = self.chroot if new_session or not self._namespace_ready else None
+        await prime(
+            conn,
+            auth=self.settings.auth,
+            watches=self.watches,
+            new_session=new_session,
+            last_zxid=self._last_zxid,
+            namespace=namespace,
+            acl=self.default_acl,
+        )
+        if self.chroot:
             self._namespace_ready = True
-
-    async def _restore_watches(self, conn: Connection) -> None:
-        snap = self._registry.snapshot()
-        if not any(snap.values()):
-            return
-        batch: dict[WatchKind, list[str]] = {k: [] for k in WatchKind}
-        size = 0
-        items = [(kind, path) for kind, paths in snap.items() for path in paths]
-        for i, (kind, path) in enumerate(items):
-            batch[kind].append(path)
-            size += len(path) + 4
-            if size >= _SET_WATCHES_CHUNK or i == len(items) - 1:
-                req = _wire.SetWatches2Request(
-                    relative_zxid=self._last_zxid,
-                    data_watches=batch[WatchKind.DATA],
-                    exist_watches=batch[WatchKind.EXIST],
-                    child_watches=batch[WatchKind.CHILD],
-                    persistent_watches=batch[WatchKind.PERSISTENT],
-                    persistent_recursive_watches=batch[WatchKind.PERSISTENT_RECURSIVE],
-                )
-                err, _, _ = await conn.call(req, xid=_wire.SET_WATCHES_XID)
-                self._check(err, None)
-                batch = {k: [] for k in WatchKind}
-                size = 0
-
-    async def _ensure_namespace(self, conn: Connection) -> None:
-        assert self.chroot is not None
-        node = ""
-        for part in self.chroot.strip("/").split("/"):
-            node += "/" + part
-            req = _wire.create_request(node, b"", CreateMode.PERSISTENT, None, self.default_acl)
-            err, _, _ = await conn.call(req)
-            if err and err != NodeExistsError.code:
-                self._check(err, node)
 
     async def _discard(self, conn: Connection) -> None:
         async with anyio.create_task_group() as tg:
@@ -314,15 +290,13 @@ class SessionCore:
 
     async def _close_session(self, conn: Connection) -> None:
         """End the connection's session on the server (its reader must be running)."""
-        with anyio.move_on_after(min(2.0, self._negotiated)):
-            with contextlib.suppress(ConnectionLostError):
-                await conn.call(_wire.proto.CloseRequest())
+        await close_session(conn, self.timing.discard_bound)
 
     async def _lost_watchdog(self) -> None:
         while True:
             changed = self._changed
             if self._machine.state is ConnectionState.SUSPENDED:
-                deadline = self._last_heard + self.settings.session_lost_fraction * self._negotiated
+                deadline = self._last_heard + self.timing.lost_after
                 delay = deadline - time.monotonic()
                 if delay <= 0:
                     self._feed(LostTimeout())
@@ -343,7 +317,7 @@ class SessionCore:
                 # A new session claims no history, as a new Java handle does: a server that
                 # lost its data (replaced, restored) refuses a client that "has seen" more.
                 self._last_zxid = 0
-                self._registry.session_lost()
+                self.watches.session_lost()
             log.info(
                 "connection %s (session 0x%x%s)",
                 event.state.value,
@@ -362,9 +336,9 @@ class SessionCore:
 
     def _on_notification(self, body: bytes) -> None:
         type_, _state, server_path = _wire.parse_watch_event(body)
-        if type_ == -1:
+        if type_ == _STATE_NOTICE:
             return  # state-change notices; our states come from the machine
-        self._registry.dispatch(type_, server_path, strip_chroot(self.chroot, server_path))
+        self.watches.dispatch(type_, server_path, strip_chroot(self.chroot, server_path))
 
     def _on_zxid(self, zxid: int) -> None:
         if zxid > self._last_zxid:
@@ -372,16 +346,8 @@ class SessionCore:
 
     # --- requests --------------------------------------------------------------------------
 
-    def _check(self, err: int, path: str | None) -> None:
-        if err == 0:
-            return
-        if err == -112:
-            raise SessionExpiredError("session expired with the request in flight")
-        if err == -4:
-            raise ConnectionLostError("connection lost with the request in flight")
-        raise _wire.error_for(err, path)
-
-    def _ensure_open(self) -> None:
+    def ensure_open(self) -> None:
+        """Raise what a request on this session would: not open yet, closed, or failed for good."""
         if not self._started:
             raise CoordinatorClosedError(
                 "the coordinator is not open: use `async with aiocoord.connect(...)`"
@@ -391,135 +357,33 @@ class SessionCore:
         if self._fatal is not None:
             raise self._fatal
 
-    def request_timeout(self) -> float:
-        return self.settings.request_timeout or self._negotiated
-
-    async def call(
-        self,
-        request: Any,
-        *,
-        path: str | None = None,
-        on_reply: Callable[[int, int, bytes], None] | None = None,
-        timeout: float | None = None,
-    ) -> tuple[int, bytes]:
-        """Send one request on the current connection, waiting for one if needed.
-
-        Returns ``(zxid, body)``; raises the `CoordError` for a non-zero error
-        code, `ConnectionLostError` if no connection came within the deadline or
-        the connection dropped with the request in flight (outcome unknown).
-        """
-        return await self._call(lambda conn: conn.call(request, on_reply=on_reply), path, timeout)
-
-    async def call_packet(
-        self,
-        build: Callable[[int], bytes],
-        opcode: int,
-        *,
-        path: str | None = None,
-        timeout: float | None = None,
-    ) -> tuple[int, bytes]:
-        """Like `call`, for a prebuilt packet (multi): `build(xid)` returns the framed bytes."""
-
-        async def send(conn: Connection) -> tuple[int, int, bytes]:
-            xid = conn.next_xid()
-            return await wait_reply(conn.queue(build(xid), xid, opcode))
-
-        return await self._call(send, path, timeout, check=False)
-
-    def queue_packet(self, build: Callable[[int], bytes], opcode: int) -> _Pending:
-        """Queue a prebuilt packet on the current connection now, without awaiting anything.
-
-        The entry's ``done`` future completes with the reply or the connection's
-        end.  Raises `ConnectionLostError` at once when there is no connection
-        (`call_packet` waits for one).
-        """
-        conn = self.connection_now()
-        xid = conn.next_xid()
-        return conn.queue(build(xid), xid, opcode)
-
     def connection_now(self) -> Connection:
         """The current connection, for a request sent without awaiting anything.
 
         Raises what a closed coordinator raises, and `ConnectionLostError` at
         once when there is no connection (the awaiting calls wait for one).
         """
-        self._ensure_open()
+        self.ensure_open()
         conn = self._conn
         if conn is None or conn.closed:
             raise ConnectionLostError("not connected")
         return conn
 
-    async def call_pipelined(
-        self,
-        requests: list[tuple[Any, Callable[[int, int, bytes], None] | None]],
-        *,
-        path: str | None = None,
-        timeout: float | None = None,
-    ) -> list[tuple[int, int, bytes]]:
-        """Send `requests` back to back on one connection; ``(err, zxid, body)`` of each.
-
-        They leave in one write and the server answers them in order, so a
-        write followed by a read costs one round trip and one wake-up.  Error
-        codes are returned, not raised; `ConnectionLostError` as in `call`.
-        """
-
-        async def send(conn: Connection) -> list[tuple[int, int, bytes]]:
-            pendings = [conn.submit(request, on_reply=on_reply) for request, on_reply in requests]
-            return [await wait_reply(pending) for pending in pendings]
-
-        return await self._on_connection(send, timeout)
-
-    async def _call(
-        self,
-        send: Callable[[Connection], Any],
-        path: str | None,
-        timeout: float | None,
-        check: bool = True,
-    ) -> tuple[int, bytes]:
-        err, zxid, body = await self._on_connection(send, timeout)
-        if check:
-            self._check(err, path)
-            return zxid, body
-        return err, body
-
-    async def _on_connection(
-        self, send: Callable[[Connection], Awaitable[T]], timeout: float | None
-    ) -> T:
-        """`send` on the current connection, waiting for one within the request deadline."""
-        self._ensure_open()
-        conn = self._conn
-        if (
-            conn is not None
-            and not conn.closed
-            and timeout is None
-            and self.settings.request_timeout is None
-        ):
-            # Fast path: connected, default deadline.  A request in flight is bounded
-            # by the connection's read timeout (2/3 of the session timeout), after
-            # which the connection drops and the request fails with ConnectionLostError.
-            return await send(conn)
-        limit = timeout if timeout is not None else self.request_timeout()
-        with anyio.move_on_after(limit):
-            while True:
-                conn = self._conn
-                if conn is None or conn.closed:
-                    await self._wait_usable()
-                    continue
-                return await send(conn)
-        self._ensure_open()
-        raise ConnectionLostError(
-            f"no answer from ZooKeeper within {limit:.2f}s"
-            + (f" (last error: {self.last_error})" if self.last_error else "")
-        )
-
-    async def _wait_usable(self) -> None:
+    async def wait_usable(self) -> None:
+        """Return once a connection is up; raises `CoordinatorClosedError` if closed meanwhile."""
         # Every transition (and close) sets `_changed`; `_conn` is set before it fires.
         while True:
-            self._ensure_open()
+            self.ensure_open()
             conn = self._conn
             if conn is not None and not conn.closed:
                 return
             await self._changed.wait()
+
+    @property
+    def connection(self) -> Connection | None:
+        """The current connection, if one is up (requests on it go out at once)."""
+        conn = self._conn
+        return conn if conn is not None and not conn.closed else None
 
     def server_path(self, path: str) -> str:
         return add_chroot(self.chroot, path)
@@ -541,13 +405,13 @@ class SessionCore:
         with anyio.CancelScope(shield=True):
             conn = self._conn
             if conn is not None and not conn.closed:
-                with anyio.move_on_after(min(2.0, self.request_timeout())):
+                with anyio.move_on_after(self.timing.close_bound):
                     with contextlib.suppress(CoordError):
-                        await conn.call(_wire.proto.CloseRequest())
+                        await conn.call(_wire.close_request())
                 await conn.abort("closed by the owner")
             self._closed = True
             self._machine.feed(Closed())
-            self._registry.close()
+            self.watches.close()
             self._events.close()
             self._changed.set()
             if self._run_scope is not None:

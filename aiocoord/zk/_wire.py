@@ -1,14 +1,15 @@
-"""Wire format: aiozk's jute request/response types, plus the requests aiozk lacks.
+"""Wire format: the one module that imports aiozk, for its jute request and response types.
 
-Only this module and the rest of `aiocoord.zk` touch aiozk.  It frames and
-parses packets and maps ZooKeeper error codes to `CoordError` subclasses in
-one place.  Added here: createContainer (19), createTTL (21), addWatch (106),
-setWatches2 (105), removeWatches with persistent kinds, whoAmI (107),
-getEphemerals (103), and a ConnectResponse that reads the readOnly flag.
+Everything else in aiocoord sees typed values: `OpCode`, a `WireRequest`
+(opcode and serialized body) built by the small functions below, and the
+parsed replies (`Node`, `Stat`, paths).  Added to aiozk's types here:
+createContainer, createTTL, addWatch, setWatches2, whoAmI, getEphemerals,
+and a ConnectResponse that reads the readOnly flag.
 """
 
 from __future__ import annotations
 
+import enum
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,62 +18,87 @@ from typing import Any
 from aiozk import protocol as proto
 from aiozk.protocol.primitives import Buffer, Int, Long, UString, Vector
 from aiozk.protocol.request import Request
-from aiozk.protocol.response import Response, response_xref
+from aiozk.protocol.response import Response
 from aiozk.protocol.stat import Stat as _WireStat
 
-from .. import errors
 from .types import (
     ACL,
     OPEN_ACL_UNSAFE,
     CheckOp,
-    CheckResult,
     CreateMode,
     CreateOp,
-    CreateResult,
     DeleteOp,
-    DeleteResult,
-    ErrorResult,
+    Node,
     Op,
-    OpResult,
     SetDataOp,
-    SetDataResult,
     Stat,
 )
 
 __all__ = (
-    "proto",
+    "AUTH_XID",
     "NOTIFICATION_XID",
     "PING_XID",
-    "AUTH_XID",
     "SET_WATCHES_XID",
+    "WATCHER_ANY",
     "ConnectAnswer",
-    "error_for",
+    "OpCode",
+    "WireRequest",
     "frame",
+    "reply_header",
 )
+
+
+class OpCode(enum.IntEnum):
+    """ZooKeeper's request types (``ZooDefs.OpCode``), as written in request and multi headers."""
+
+    ERROR = -1  # a multi's per-operation error result
+    CLOSE_SESSION = -11
+    CREATE = 1
+    DELETE = 2
+    EXISTS = 3
+    GET_DATA = 4
+    SET_DATA = 5
+    GET_CHILDREN = 8
+    SYNC = 9
+    PING = 11
+    CHECK = 13
+    MULTI = 14
+    CREATE2 = 15
+    REMOVE_WATCHES = 18
+    CREATE_CONTAINER = 19
+    CREATE_TTL = 21
+    AUTH = 100
+    GET_EPHEMERALS = 103
+    SET_WATCHES2 = 105
+    ADD_WATCH = 106
+    WHO_AM_I = 107
+
 
 NOTIFICATION_XID = -1
 PING_XID = -2
 AUTH_XID = -4
 SET_WATCHES_XID = -8
 
+# WatcherType values used by removeWatches.
+WATCHER_ANY = 3  # ZooKeeper 3.8 has no persistent WatcherType for removeWatches (4/5 are 3.9+)
+# AddWatchMode values.
+_ADD_WATCH_PERSISTENT = 0
+_ADD_WATCH_PERSISTENT_RECURSIVE = 1
+
 _INT = struct.Struct("!i")
 _HEADER = struct.Struct("!iqi")  # reply header: xid, zxid, err
+_REQUEST_HEAD = struct.Struct("!iii")  # length, xid, opcode
 
 
 # --- requests aiozk does not have ----------------------------------------------------------
 
 
-class CreateContainerRequest(proto.CreateRequest):  # type: ignore[misc]
-    opcode = 19
+class _CreateContainerRequest(proto.CreateRequest):  # type: ignore[misc]
+    opcode = OpCode.CREATE_CONTAINER
 
 
-class CreateContainerResponse(Response):  # type: ignore[misc]
-    opcode = 19
-    parts = (("path", UString), ("stat", _WireStat))
-
-
-class CreateTTLRequest(Request):  # type: ignore[misc]
-    opcode = 21
+class _CreateTTLRequest(Request):  # type: ignore[misc]
+    opcode = OpCode.CREATE_TTL
     writes_data = True
     parts = (
         ("path", UString),
@@ -83,13 +109,8 @@ class CreateTTLRequest(Request):  # type: ignore[misc]
     )
 
 
-class CreateTTLResponse(Response):  # type: ignore[misc]
-    opcode = 21
-    parts = (("path", UString), ("stat", _WireStat))
-
-
-class SetWatches2Request(Request):  # type: ignore[misc]
-    opcode = 105
+class _SetWatches2Request(Request):  # type: ignore[misc]
+    opcode = OpCode.SET_WATCHES2
     parts = (
         ("relative_zxid", Long),
         ("data_watches", Vector.of(UString)),
@@ -100,69 +121,158 @@ class SetWatches2Request(Request):  # type: ignore[misc]
     )
 
 
-class SetWatches2Response(Response):  # type: ignore[misc]
-    opcode = 105
-    parts = ()
-
-
-class AddWatchRequest(Request):  # type: ignore[misc]
-    opcode = 106
+class _AddWatchRequest(Request):  # type: ignore[misc]
+    opcode = OpCode.ADD_WATCH
     parts = (("path", UString), ("mode", Int))
-
-
-class AddWatchResponse(Response):  # type: ignore[misc]
-    opcode = 106
-    parts = ()
 
 
 class _ClientInfo(proto.part.Part):  # type: ignore[misc]
     parts = (("auth_scheme", UString), ("user", UString))
 
 
-class WhoAmIRequest(Request):  # type: ignore[misc]
-    opcode = 107
+class _WhoAmIRequest(Request):  # type: ignore[misc]
+    opcode = OpCode.WHO_AM_I
     parts = ()
 
 
-class WhoAmIResponse(Response):  # type: ignore[misc]
-    opcode = 107
+class _WhoAmIResponse(Response):  # type: ignore[misc]
+    opcode = OpCode.WHO_AM_I
     parts = (("client_info", Vector.of(_ClientInfo)),)
 
 
-class GetEphemeralsRequest(Request):  # type: ignore[misc]
-    opcode = 103
+class _GetEphemeralsRequest(Request):  # type: ignore[misc]
+    opcode = OpCode.GET_EPHEMERALS
     parts = (("prefix_path", UString),)
 
 
-class GetEphemeralsResponse(Response):  # type: ignore[misc]
-    opcode = 103
+class _GetEphemeralsResponse(Response):  # type: ignore[misc]
+    opcode = OpCode.GET_EPHEMERALS
     parts = (("ephemerals", Vector.of(UString)),)
-
-
-# WatcherType values used by removeWatches.
-WATCHER_ANY = 3  # ZooKeeper 3.8 has no persistent WatcherType for removeWatches (4/5 are 3.9+)
 
 
 # --- building requests ---------------------------------------------------------------------
 
 
-def wire_acl(acl: Sequence[ACL]) -> list[Any]:
+@dataclass(frozen=True, slots=True)
+class WireRequest:
+    """One request ready to send: its opcode and serialized body (the xid comes at sending)."""
+
+    opcode: OpCode
+    body: bytes
+
+
+def _render(opcode: OpCode, request: Any) -> WireRequest:
+    fmt, values = request.render()
+    return WireRequest(opcode, struct.pack("!" + fmt, *values))
+
+
+def request_packet(xid: int, request: WireRequest) -> bytes:
+    """A framed request: length, xid, opcode, body."""
+    body = request.body
+    return _REQUEST_HEAD.pack(8 + len(body), xid, request.opcode) + body
+
+
+def _wire_acl(acl: Sequence[ACL]) -> list[Any]:
     """aiozk's ACL parts for ours."""
     return [proto.acl.ACL(perms=a.perms, id=proto.acl.ID(scheme=a.scheme, id=a.id)) for a in acl]
 
 
+def _create_object(
+    path: str, data: bytes, mode: CreateMode, ttl: int | None, acl: Sequence[ACL]
+) -> Any:
+    wire = _wire_acl(acl)
+    if mode is CreateMode.CONTAINER:
+        return _CreateContainerRequest(path=path, data=data, acl=wire, flags=int(mode))
+    if mode.ttl:
+        return _CreateTTLRequest(path=path, data=data, acl=wire, flags=int(mode), ttl=ttl)
+    return proto.Create2Request(path=path, data=data, acl=wire, flags=int(mode))
+
+
 def create_request(
     path: str, data: bytes, mode: CreateMode, ttl: int | None, acl: Sequence[ACL] = OPEN_ACL_UNSAFE
-) -> Any:
-    """The right create request for `mode`: create2, createContainer or createTTL."""
-    wire = wire_acl(acl)
-    if mode is CreateMode.CONTAINER:
-        req: Any = CreateContainerRequest(path=path, data=data, acl=wire, flags=int(mode))
-    elif mode.ttl:
-        req = CreateTTLRequest(path=path, data=data, acl=wire, flags=int(mode), ttl=ttl)
-    else:
-        req = proto.Create2Request(path=path, data=data, acl=wire, flags=int(mode))
-    return req
+) -> WireRequest:
+    """The right create for `mode`: create2, createContainer or createTTL."""
+    request = _create_object(path, data, mode, ttl, acl)
+    return _render(OpCode(request.opcode), request)
+
+
+def get_data_request(path: str, watch: bool) -> WireRequest:
+    return _render(OpCode.GET_DATA, proto.GetDataRequest(path=path, watch=watch))
+
+
+def exists_request(path: str, watch: bool) -> WireRequest:
+    return _render(OpCode.EXISTS, proto.ExistsRequest(path=path, watch=watch))
+
+
+def get_children_request(path: str, watch: bool) -> WireRequest:
+    return _render(OpCode.GET_CHILDREN, proto.GetChildrenRequest(path=path, watch=watch))
+
+
+def set_data_request(path: str, data: bytes, version: int) -> WireRequest:
+    return _render(OpCode.SET_DATA, proto.SetDataRequest(path=path, data=data, version=version))
+
+
+def delete_request(path: str, version: int) -> WireRequest:
+    return _render(OpCode.DELETE, proto.DeleteRequest(path=path, version=version))
+
+
+def check_request(path: str, version: int) -> WireRequest:
+    return _render(OpCode.CHECK, proto.CheckVersionRequest(path=path, version=version))
+
+
+def sync_request(path: str) -> WireRequest:
+    return _render(OpCode.SYNC, proto.SyncRequest(path=path))
+
+
+def add_watch_request(path: str, recursive: bool) -> WireRequest:
+    mode = _ADD_WATCH_PERSISTENT_RECURSIVE if recursive else _ADD_WATCH_PERSISTENT
+    return _render(OpCode.ADD_WATCH, _AddWatchRequest(path=path, mode=mode))
+
+
+def remove_watches_request(path: str, watcher_type: int = WATCHER_ANY) -> WireRequest:
+    return _render(OpCode.REMOVE_WATCHES, proto.RemoveWatchesRequest(path=path, type=watcher_type))
+
+
+def set_watches2_request(
+    relative_zxid: int,
+    data: list[str],
+    exist: list[str],
+    child: list[str],
+    persistent: list[str],
+    persistent_recursive: list[str],
+) -> WireRequest:
+    """Restore watches on a new connection: each kind with the last zxid the client saw."""
+    return _render(
+        OpCode.SET_WATCHES2,
+        _SetWatches2Request(
+            relative_zxid=relative_zxid,
+            data_watches=data,
+            exist_watches=exist,
+            child_watches=child,
+            persistent_watches=persistent,
+            persistent_recursive_watches=persistent_recursive,
+        ),
+    )
+
+
+def auth_request(scheme: str, auth: bytes) -> WireRequest:
+    return _render(OpCode.AUTH, proto.AuthRequest(type=0, scheme=scheme, auth=auth))
+
+
+def close_request() -> WireRequest:
+    return _render(OpCode.CLOSE_SESSION, proto.CloseRequest())
+
+
+def ping_request() -> WireRequest:
+    return _render(OpCode.PING, proto.PingRequest())
+
+
+def who_am_i_request() -> WireRequest:
+    return _render(OpCode.WHO_AM_I, _WhoAmIRequest())
+
+
+def get_ephemerals_request(prefix: str) -> WireRequest:
+    return _render(OpCode.GET_EPHEMERALS, _GetEphemeralsRequest(prefix_path=prefix))
 
 
 def connect_request(
@@ -185,80 +295,14 @@ def frame(body: bytes) -> bytes:
     return _INT.pack(len(body)) + body
 
 
-def request_packet(xid: int, request: Any) -> bytes:
-    """A framed request: xid, opcode, body."""
-    return frame(request.serialize(xid))
-
-
-_MULTI_HEADER = struct.Struct("!i?i")  # a multi's per-operation header: type, done, err
-_MULTI_END = _MULTI_HEADER.pack(-1, True, -1)
-
-
-def _ustring(text: str) -> bytes:
-    raw = text.encode("utf-8")
-    return _INT.pack(len(raw)) + raw
-
-
-def _acl_bytes(acl: Sequence[ACL]) -> bytes:
-    return _INT.pack(len(acl)) + b"".join(
-        _INT.pack(a.perms) + _ustring(a.scheme) + _ustring(a.id) for a in acl
-    )
-
-
-def _multi_op(op: Op, path: str, acl: Sequence[ACL], acls: dict[tuple[ACL, ...], bytes]) -> bytes:
-    """One operation of a multi: its header and body, as aiozk's serializer writes them.
-
-    Plain creates and deletes (what recipes batch by the hundred) are packed
-    directly, which is about ten times faster; the rest goes through aiozk.
-    """
-    if isinstance(op, DeleteOp):
-        return _MULTI_HEADER.pack(2, False, -1) + _ustring(path) + _INT.pack(op.version)
-    if isinstance(op, CreateOp) and op.mode is not CreateMode.CONTAINER and not op.mode.ttl:
-        use = tuple(op.acl or acl)
-        wire_acls = acls.get(use)
-        if wire_acls is None:
-            wire_acls = acls[use] = _acl_bytes(use)
-        return b"".join(
-            (
-                _MULTI_HEADER.pack(15, False, -1),
-                _ustring(path),
-                _INT.pack(len(op.data)),
-                op.data,
-                wire_acls,
-                _INT.pack(int(op.mode)),
-            )
-        )
-    if isinstance(op, CreateOp):
-        request: Any = create_request(path, op.data, op.mode, op.ttl, op.acl or acl)
-    elif isinstance(op, SetDataOp):
-        request = proto.SetDataRequest(path=path, data=op.data, version=op.version)
-    elif isinstance(op, CheckOp):
-        request = proto.CheckVersionRequest(path=path, version=op.version)
-    else:  # pragma: no cover - guarded by the caller
-        raise TypeError(f"not a multi operation: {op!r}")
-    fmt, values = request.render()
-    return _MULTI_HEADER.pack(request.opcode, False, -1) + struct.pack("!" + fmt, *values)
-
-
-def multi_packet(
-    xid: int, ops: list[tuple[Op, str]], acl: Sequence[ACL] = OPEN_ACL_UNSAFE
-) -> bytes:
-    """A framed multi (opcode 14) of `(op, server_path)` pairs."""
-    acls: dict[tuple[ACL, ...], bytes] = {}
-    body = [_INT.pack(xid), _INT.pack(14)]
-    body.extend(_multi_op(op, path, acl, acls) for op, path in ops)
-    body.append(_MULTI_END)
-    return frame(b"".join(body))
-
-
 def multi_packet_aiozk(
     xid: int, ops: list[tuple[Op, str]], acl: Sequence[ACL] = OPEN_ACL_UNSAFE
 ) -> bytes:
-    """`multi_packet` through aiozk's serializer alone (the reference the fast one must match)."""
+    """A framed multi through aiozk's serializer alone (the reference `_multi.multi_packet` must match)."""
     txn = proto.TransactionRequest()
     for op, path in ops:
         if isinstance(op, CreateOp):
-            txn.add(create_request(path, op.data, op.mode, op.ttl, op.acl or acl))
+            txn.add(_create_object(path, op.data, op.mode, op.ttl, op.acl or acl))
         elif isinstance(op, DeleteOp):
             txn.add(proto.DeleteRequest(path=path, version=op.version))
         elif isinstance(op, SetDataOp):
@@ -305,13 +349,61 @@ def reply_header(body: bytes) -> tuple[int, int, int]:
     return xid, zxid, err
 
 
-def parse_body(opcode: int, body: bytes) -> Any:
-    """Parse the body after the reply header for a request of `opcode`."""
-    cls = response_xref.get(opcode)
-    if cls is None or not cls.parts:
-        return None
-    value, _ = cls.parse(body, _HEADER.size)
-    return value
+def _stat(raw: Any) -> Stat:
+    return Stat(
+        czxid=raw.created_zxid,
+        mzxid=raw.last_modified_zxid,
+        ctime=raw.created,
+        mtime=raw.modified,
+        version=raw.version,
+        cversion=raw.child_version,
+        aversion=raw.acl_version,
+        ephemeral_owner=raw.ephemeral_owner,
+        data_length=raw.data_length,
+        num_children=raw.num_children,
+        pzxid=raw.last_modified_children,
+    )
+
+
+def read_stat(body: bytes, offset: int) -> tuple[Stat, int]:
+    """A `Stat` at `offset`, and the offset after it."""
+    raw, offset = _WireStat.parse(body, offset)
+    return _stat(raw), offset
+
+
+def parse_stat(body: bytes) -> Stat:
+    """The stat of an exists or setData reply."""
+    return read_stat(body, _HEADER.size)[0]
+
+
+def parse_node(body: bytes) -> Node:
+    """The data and stat of a getData reply."""
+    resp, _ = proto.GetDataResponse.parse(body, _HEADER.size)
+    return Node(resp.data or b"", _stat(resp.stat))
+
+
+def parse_children(body: bytes) -> list[str]:
+    """The child names of a getChildren reply."""
+    resp, _ = proto.GetChildrenResponse.parse(body, _HEADER.size)
+    return list(resp.children)
+
+
+def parse_created(body: bytes) -> tuple[str, Stat]:
+    """The server path and stat of a create2, createContainer or createTTL reply."""
+    resp, _ = proto.Create2Response.parse(body, _HEADER.size)
+    return str(resp.path), _stat(resp.stat)
+
+
+def parse_who_am_i(body: bytes) -> list[tuple[str, str]]:
+    """The (scheme, id) pairs of a whoAmI reply."""
+    resp, _ = _WhoAmIResponse.parse(body, _HEADER.size)
+    return [(str(i.auth_scheme), str(i.user)) for i in resp.client_info]
+
+
+def parse_ephemerals(body: bytes) -> list[str]:
+    """The server paths of a getEphemerals reply."""
+    resp, _ = _GetEphemeralsResponse.parse(body, _HEADER.size)
+    return [str(p) for p in resp.ephemerals]
 
 
 _WATCH_EVENT = struct.Struct("!iii")  # type, state, path length
@@ -330,108 +422,3 @@ def parse_watch_event(body: bytes) -> tuple[int, int, str]:
     if start + size > len(body):
         raise ValueError("notification shorter than its path")
     return type_, state, body[start : start + size].decode("utf-8")
-
-
-def parse_multi(body: bytes) -> list[tuple[int, Any]]:
-    """Per-operation results of a multi reply: ``(type, value)``, type -1 carries an error code."""
-    offset = _HEADER.size
-    out: list[tuple[int, Any]] = []
-    while True:
-        type_, done, _err = _MULTI_HEADER.unpack_from(body, offset)
-        offset += _MULTI_HEADER.size
-        if done:
-            return out
-        if type_ == -1:
-            code = _INT.unpack_from(body, offset)[0]
-            offset += _INT.size
-            out.append((-1, int(code)))
-        elif type_ == 1:
-            path, offset = _parse_ustring(body, offset)
-            out.append((1, (path, None)))
-        elif type_ in (15, 19, 21):
-            path, offset = _parse_ustring(body, offset)
-            stat, offset = _WireStat.parse(body, offset)
-            out.append((15, (path, Stat._from_wire(stat))))
-        elif type_ == 5:
-            stat, offset = _WireStat.parse(body, offset)
-            out.append((5, Stat._from_wire(stat)))
-        else:
-            out.append((int(type_), None))
-
-
-def _parse_ustring(body: bytes, offset: int) -> tuple[str | None, int]:
-    """A length-prefixed UTF-8 string (length -1: None), as aiozk's `UString.parse`."""
-    size = _INT.unpack_from(body, offset)[0]
-    offset += _INT.size
-    if size == -1:
-        return None, offset
-    return body[offset : offset + size].decode("utf-8"), offset + size
-
-
-def multi_results(raw: list[tuple[int, Any]], strip: Any) -> list[OpResult]:
-    """Typed results of a multi; `strip` turns a server path into a client path."""
-    results: list[OpResult] = []
-    for kind, value in raw:
-        if kind == -1:
-            results.append(ErrorResult(error_for(value, None), value))
-        elif kind in (1, 15):
-            path, stat = value
-            results.append(CreateResult(strip(path), stat))
-        elif kind == 5:
-            results.append(SetDataResult(value))
-        elif kind == 2:
-            results.append(DeleteResult())
-        else:
-            results.append(CheckResult())
-    return results
-
-
-# --- errors --------------------------------------------------------------------------------
-
-_ERRORS: dict[int, type[errors.ZooKeeperError]] = {
-    cls.code: cls
-    for cls in (
-        errors.NoNodeError,
-        errors.NoAuthError,
-        errors.BadVersionError,
-        errors.NoChildrenForEphemeralsError,
-        errors.NodeExistsError,
-        errors.NotEmptyError,
-        errors.AuthFailedError,
-        errors.NotReadOnlyError,
-    )
-}
-
-_NAMES = {
-    0: "rolled back",
-    -1: "system error",
-    -2: "runtime inconsistency",
-    -3: "data inconsistency",
-    -5: "marshalling error",
-    -6: "unimplemented (does the server enable this feature?)",
-    -7: "operation timeout",
-    -8: "bad arguments",
-    -13: "new config has no quorum",
-    -14: "reconfig in progress",
-    -100: "API error",
-    -113: "invalid callback",
-    -114: "invalid ACL",
-    -118: "session moved",
-    -120: "ephemeral on local session",
-    -121: "no watcher",
-    -122: "request timeout",
-    -123: "reconfig disabled",
-    -124: "session closed because client failed to authenticate",
-    -125: "quota exceeded",
-    -127: "throttled",
-}
-
-
-def error_for(code: int, path: str | None) -> errors.ZooKeeperError:
-    """The `CoordError` for a ZooKeeper error code, carrying the client path."""
-    cls = _ERRORS.get(code)
-    if cls is not None:
-        return cls(path=path)
-    return errors.ZooKeeperError(
-        f"ZooKeeper error {code}: {_NAMES.get(code, 'unknown')}", path=path, code=code
-    )

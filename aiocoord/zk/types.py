@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import ZooKeeperError
 
@@ -72,22 +71,6 @@ class Stat:
     data_length: int
     num_children: int
     pzxid: int
-
-    @classmethod
-    def _from_wire(cls, raw: Any) -> Stat:
-        return cls(
-            czxid=raw.created_zxid,
-            mzxid=raw.last_modified_zxid,
-            ctime=raw.created,
-            mtime=raw.modified,
-            version=raw.version,
-            cversion=raw.child_version,
-            aversion=raw.acl_version,
-            ephemeral_owner=raw.ephemeral_owner,
-            data_length=raw.data_length,
-            num_children=raw.num_children,
-            pzxid=raw.last_modified_children,
-        )
 
 
 @dataclass(frozen=True, slots=True)

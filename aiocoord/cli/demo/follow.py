@@ -9,16 +9,13 @@ the leaders are exactly those the recipe's rendezvous choice names.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 
 import anyio
 import anyio.abc
 
 from ...errors import NodeDataError, NoNodeError
-from ...recipes.task_leadership._choice import assign
-from ...recipes.task_leadership._records import decode_leader
-from ...recipes.task_leadership._versions import maven_version_key
+from ...recipes.task_leadership import choose_leaders, read_task_leader, read_task_worker
 from ...session import Coordinator
 from ...zk.paths import join
 from ...zk.types import EventType
@@ -79,20 +76,18 @@ class Follower:
         self._notify()
 
     async def read_leader(self, coord: Coordinator, task: str) -> tuple[str, str, int] | None:
-        path = join(self.root, "tasks", "leaders", task)
         try:
-            node = await coord.client.get(path)
-            worker, version = decode_leader(path, node.data)
-        except (NoNodeError, NodeDataError):
+            lead = await read_task_leader(coord, join(self.root, "tasks"), task)
+        except NodeDataError:
             return None
-        return worker, version, node.stat.czxid
+        return None if lead is None else (lead.worker, lead.version, lead.token)
 
     def settled(self, workers: list[str]) -> bool:
         """Exactly `workers` are registered and each task is led by the worker the
         recipe's rendezvous choice names for it."""
         if set(self.workers) != set(workers):
             return False
-        want = assign(self.tasks, self.workers, version_key=maven_version_key).leaders
+        want = choose_leaders(self.tasks, self.workers)
         return all((v := self.leaders[t]) is not None and v[0] == want[t] for t in self.tasks)
 
     async def _leader_event(self, coord: Coordinator, task: str, etype: EventType) -> None:
@@ -128,11 +123,12 @@ class Follower:
         if etype is not EventType.CREATED:
             return
         try:
-            node = await coord.client.get(join(self.root, "tasks", "workers", name))
-            version = str(json.loads(node.data)["version"])
-        except (NoNodeError, ValueError, KeyError, TypeError):
+            worker = await read_task_worker(coord, join(self.root, "tasks"), name)
+        except NodeDataError:
             return
-        self.workers[name] = version
+        if worker is None:
+            return
+        version = self.workers[name] = worker.version
         if not self.quiet:
             self.view.say(f"  worker {name} ({version}) registered")
 

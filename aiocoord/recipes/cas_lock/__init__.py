@@ -60,6 +60,11 @@ from ._lock import LockStatus as LockStatus
 from ._lock import Slot as Slot
 from ._lock import cas_lock as cas_lock
 from ._lock import once_per as once_per
+from .describe import LockRun as LockRun
+from .describe import LockView as LockView
+from .describe import describe_lock as describe_lock
+from .describe import is_lock_record as is_lock_record
+from .describe import lock_view as lock_view
 
 __all__ = (
     "CasLock",
@@ -67,4 +72,9 @@ __all__ = (
     "Slot",
     "cas_lock",
     "once_per",
+    "LockRun",
+    "LockView",
+    "describe_lock",
+    "is_lock_record",
+    "lock_view",
 )

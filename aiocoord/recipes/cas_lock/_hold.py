@@ -1,7 +1,7 @@
 """Running a body under a held `CasLock`: renewal, loss, cancellation, release; once_per's slot.
 
 `guard()` is the half of `cas_lock()` / `CasLock.hold()` / `once_per()` that
-runs after the acquiring write: two tasks in a task group (the renewer, which
+runs after the acquiring write: two tasks (the renewer, which
 also enforces the holder's own ``lease - skew`` deadline, and the session
 watcher) and a cancel scope around the body that either task cancels when the
 lock is lost.  The shielded, bounded release runs after both are gone, and
@@ -27,21 +27,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 import anyio
+import anyio.abc
 
+from ..._lifecycle import Lifecycle
 from ...errors import ConnectionLostError, CoordError, LockLost
+from ...session import Coordinator
 from ...zk.states import ConnectionState
 from .._tenure import Tenure
-from ._record import RunInfo, error_text, to_datetime, window_start
-
-if TYPE_CHECKING:
-    from ._lock import CasLock
+from ._record import LockRecord, RunInfo, error_text, to_datetime, window_start
 
 __all__ = ("Outcome", "Slot", "guard", "run_once")
 
@@ -53,9 +52,34 @@ Outcome = Callable[[BaseException | None], tuple[RunInfo | None, RunInfo | None]
 """once_per's recorder: from the body's exception (None: success) to (run, failure)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """What holding one acquisition needs from its `CasLock`, handed over by the lock itself.
+
+    `confirmed()` is the monotonic time just before the last landed write was
+    built (the holder's own deadline counts from it); `lost()` the loss reason
+    or None; `mark_lost(reason, taken=...)` records a loss (`taken`: someone
+    else wrote the record, never touch it again); `release(run, failure)`
+    frees the lock, recording once_per's outcome; `forget()` drops the
+    acquisition, whatever the release did.
+    """
+
+    path: str
+    coord: Coordinator
+    session: int | None
+    lease: float
+    skew: float
+    confirmed: Callable[[], float]
+    lost: Callable[[], str | None]
+    mark_lost: Callable[..., None]
+    renew: Callable[[], Awaitable[None]]
+    release: Callable[[RunInfo | None, RunInfo | None], Awaitable[None]]
+    forget: Callable[[], None]
+
+
 @asynccontextmanager
-async def guard(lock: CasLock, outcome: Outcome | None = None) -> AsyncIterator[None]:
-    """Run the body of a held `lock`; see the module docstring.
+async def guard(lock: Lease, outcome: Outcome | None = None) -> AsyncIterator[None]:
+    """Run the body of a held lock (its `Lease`); see the module docstring.
 
     With `outcome` (once_per), the release also records the run or failure,
     and a release that cannot be confirmed is raised rather than logged.
@@ -64,56 +88,71 @@ async def guard(lock: CasLock, outcome: Outcome | None = None) -> AsyncIterator[
     failure: BaseException | None = None
 
     def lost(reason: str, *, taken: bool = False) -> None:
-        lock._mark_lost(reason, taken=taken)
+        lock.mark_lost(reason, taken=taken)
         tenure.end(reason)
 
+    async def keeper(task: Callable[[Lease, Callable[..., None]], Awaitable[None]]) -> None:
+        try:
+            await task(lock, lost)
+        except Exception as exc:  # the hold can no longer be kept: the body must not go on
+            lost(f"the lock's keeper failed: {exc!r}")
+            raise
+
+    async def setup(tg: anyio.abc.TaskGroup) -> None:
+        tg.start_soon(keeper, _watch_session)
+        tg.start_soon(keeper, _keep)
+
+    # The renewer and the session watcher run in a task of their own, so that the
+    # hold may be left from another task than the one that entered it.
+    keepers = Lifecycle(f"lock {lock.path}", setup)
+    await keepers.start()
+    keeper_error: BaseException | None = None
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_watch_session, lock, lost)
-            tg.start_soon(_keep, lock, lost)
-            try:
-                async with tenure.body():
-                    yield
-            except GeneratorExit:
-                raise
-            except BaseException as exc:  # re-raised below, after the release
-                failure = exc
-            finally:
-                tg.cancel_scope.cancel()
-                # Released at once (shielded), without waiting for the two tasks to
-                # wind down: a renewal still in flight only makes the release CAS
-                # re-read and find the record still ours.
-                lost_reason = lock._lost
-                release_error = await _release_after(lock, failure, outcome)
+        try:
+            async with tenure.body():
+                yield
+        except GeneratorExit:
+            raise
+        except BaseException as exc:  # re-raised below, after the release
+            failure = exc
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await keepers.aclose()  # a renewal in flight is abandoned: the release re-reads
+                except Exception as exc:
+                    keeper_error = exc
+            lost_reason = lock.lost()
+            release_error = await _release_after(lock, failure, outcome)
         if isinstance(failure, anyio.get_cancelled_exc_class()):
             raise failure  # cancelled from outside: never swallowed
         if lost_reason is not None:
             if isinstance(failure, LockLost) and failure.path == lock.path:
                 failure = None  # the tenure's own report of the loss
-            raise LockLost(lock.path, lost_reason) from failure
+            raise LockLost(lock.path, lost_reason) from (failure or keeper_error)
         if failure is not None:
             raise failure
         if release_error is not None:
             raise release_error
     finally:
-        failure = None  # no reference cycle through the traceback
+        failure = keeper_error = None  # no reference cycle through the traceback
 
 
 async def _release_after(
-    lock: CasLock, failure: BaseException | None, outcome: Outcome | None
+    lock: Lease, failure: BaseException | None, outcome: Outcome | None
 ) -> CoordError | None:
     """Release after the body (shielded, bounded); the error to raise, if any."""
-    lost = lock._lost
+    lost = lock.lost()
     run = failed = None
     if outcome is not None:
         run, failed = outcome(failure if lost is None else LockLost(lock.path, lost))
     error: CoordError | None = None
     # After a loss the release is only a courtesy (the lease frees the lock anyway),
     # so it gets one request deadline; a normal release gets two.
-    limit = lock._coord.client.request_timeout() * (1 if lost else 2)
+    timing = lock.coord.client.timing
+    limit = timing.request_timeout if lost else timing.retry_window
     with anyio.CancelScope(shield=True), anyio.move_on_after(limit) as scope:
         try:
-            await lock._release(run, failed)
+            await lock.release(run, failed)
         except LockLost as exc:
             error = exc if lost is None else None
         except CoordError as exc:
@@ -123,34 +162,34 @@ async def _release_after(
         log.warning("lock %s: release timed out; its lease frees it", lock.path)
         if outcome is not None:
             error = ConnectionLostError(f"the run in {lock.path} could not be recorded in time")
-    lock._forget()
+    lock.forget()
     return error
 
 
-async def _watch_session(lock: CasLock, lost: Callable[[str], None]) -> None:
+async def _watch_session(lock: Lease, lost: Callable[[str], None]) -> None:
     """LOST (or a new session) ends the hold; SUSPENDED is only logged (the lease holds)."""
-    coord = lock._coord
-    if coord.session_id != lock._session:
+    coord = lock.coord
+    if coord.session_id != lock.session:
         lost("session lost")  # between the acquiring write and this subscription
     async for event in coord.connection_events():
         if event.state is ConnectionState.LOST or (
-            event.state is ConnectionState.RECONNECTED and event.session_id != lock._session
+            event.state is ConnectionState.RECONNECTED and event.session_id != lock.session
         ):
             lost("session lost")
-        elif event.state is ConnectionState.SUSPENDED and lock._lost is None:
+        elif event.state is ConnectionState.SUSPENDED and lock.lost() is None:
             log.info("lock %s: connection suspended; the lease still holds", lock.path)
     lost("coordinator closed")
 
 
-async def _keep(lock: CasLock, lost: Callable[..., None]) -> None:
+async def _keep(lock: Lease, lost: Callable[..., None]) -> None:
     """Renew after a third of the lease; the lease running out first loses the lock."""
-    while lock._lost is None:
+    while lock.lost() is None:
         now = time.monotonic()
-        deadline = lock._confirmed + lock.lease - lock.skew
+        deadline = lock.confirmed() + lock.lease - lock.skew
         if now >= deadline:
             lost("lease ran out before a renewal succeeded")
             return
-        due = lock._confirmed + lock.lease * RENEW_FRACTION
+        due = lock.confirmed() + lock.lease * RENEW_FRACTION
         if now < due:
             await anyio.sleep(due - now)
             continue
@@ -167,7 +206,7 @@ async def _keep(lock: CasLock, lost: Callable[..., None]) -> None:
                 lost(f"renewal failed: {exc}")
             if retry:
                 try:
-                    await lock._coord.wait_connected()
+                    await lock.coord.wait_connected()
                 except CoordError as exc:
                     lost(str(exc))
 
@@ -191,16 +230,26 @@ class Slot:
 
 
 @asynccontextmanager
-async def run_once(lock: CasLock, interval: float) -> AsyncIterator[Slot]:
-    """The body of `once_per()` for an unheld `lock`; see the module docstring."""
+async def run_once(
+    try_window: Callable[[float], Awaitable[tuple[bool, LockRecord | None]]],
+    lease: Callable[[], Lease],
+    owner: str,
+    token: Callable[[], int | None],
+    interval: float,
+) -> AsyncIterator[Slot]:
+    """The body of `once_per()`, given an unheld lock's parts; see the module docstring.
+
+    `try_window(window)` acquires unless the window already ran, returning
+    the record read; `lease()` is the acquisition's `Lease`; `token()` its token.
+    """
     window = window_start(time.time(), interval)
-    acquired, record = await lock._try_window(window)
+    acquired, record = await try_window(window)
     last = record.last_run if record is not None else None
     slot = Slot(
         acquired,
         datetime.fromtimestamp(window, UTC),
         to_datetime(last.at if last else None),
-        lock.token if acquired else None,
+        token() if acquired else None,
     )
     if not acquired:
         yield slot
@@ -208,12 +257,12 @@ async def run_once(lock: CasLock, interval: float) -> AsyncIterator[Slot]:
     ended: list[float] = []
 
     def outcome(failure: BaseException | None) -> tuple[RunInfo | None, RunInfo | None]:
-        info = RunInfo(window=window, at=time.time(), owner=lock.owner, token=lock.token)
+        info = RunInfo(window=window, at=time.time(), owner=owner, token=token())
         if failure is None:
             ended.append(info.at)
             return info, None
         return None, RunInfo(window, info.at, info.owner, info.token, error_text(failure))
 
-    async with guard(lock, outcome):
+    async with guard(lease(), outcome):
         yield slot
     slot.last_run = to_datetime(ended[0])  # recorded: the release carried it

@@ -12,17 +12,15 @@ from dataclasses import dataclass
 import anyio
 
 from ...errors import (
-    BadVersionError,
     ConnectionLostError,
     LockLost,
     LockNotAcquired,
-    NodeExistsError,
     NoNodeError,
 )
 from ...session import Coordinator
 from ...zk import EventType, Node, Stat, Watch
 from ...zk.paths import validate_path
-from ._hold import Slot, guard, run_once
+from ._hold import Lease, Slot, guard, run_once
 from ._record import (
     Decision,
     LockRecord,
@@ -38,32 +36,11 @@ from ._record import (
     encode,
     status_of,
 )
+from ._writes import NodeWriter, View
 
 __all__ = ("CasLock", "LockStatus", "Slot", "cas_lock", "once_per")
 
 log = logging.getLogger("aiocoord.recipes.cas_lock")
-
-WRITE_ATTEMPTS = 3  # resends of a write whose reply was lost and that did not land
-
-
-class _Resend:
-    """`_read_back`'s answer when the write did not land and the version is unchanged."""
-
-
-_RESEND = _Resend()
-
-
-@dataclass(slots=True)
-class _View:
-    """What a contender knows of the node: its content (None: no node) and maybe a watch.
-
-    `known`: not read but remembered from our own last write, so possibly
-    stale; it is only ever used for a CAS, which fails if it is.
-    """
-
-    node: Node | None
-    watch: Watch | None = None
-    known: bool = False
 
 
 @dataclass(slots=True)
@@ -72,7 +49,7 @@ class _Round:
     decision: Decision | None = None
     record: LockRecord | None = None
     watch: Watch | None = None
-    after: _View | None = None  # what a lost CAS found (no need to read again)
+    after: View | None = None  # what a lost CAS found (no need to read again)
 
 
 class CasLock:
@@ -97,6 +74,7 @@ class CasLock:
             raise TypeError(f"coord must be an aiocoord Coordinator, not {type(coord).__name__}")
         self._coord = coord
         self.path = validate_path(path)
+        self._writer = NodeWriter(coord.client, self.path)
         self._owner = check_owner(owner)
         self.lease = check_lease(lease)
         self.skew = check_skew(skew, self.lease)
@@ -207,7 +185,7 @@ class CasLock:
         if self._record is not None:
             raise RuntimeError(f"{self!r} is already held (CasLock is not reentrant)")
 
-    def _remembered(self) -> _View | None:
+    def _remembered(self) -> View | None:
         """What our last release wrote, if anything: a free record worth a CAS without a read.
 
         Taking the lock again right after releasing it then costs one round
@@ -215,19 +193,19 @@ class CasLock:
         tells what they wrote.
         """
         node, self._released = self._released, None
-        return _View(node, known=True) if node is not None else None
+        return View(node, known=True) if node is not None else None
 
-    async def _look(self, *, watch: bool) -> _View:
+    async def _look(self, *, watch: bool) -> View:
         client = self._coord.client
         try:
             if watch:
                 node, watcher = await client.get_watch(self.path)
-                return _View(node, watcher)
-            return _View(await client.get(self.path))
+                return View(node, watcher)
+            return View(await client.get(self.path))
         except NoNodeError:
-            return _View(None)
+            return View(None)
 
-    async def _round(self, view: _View, *, watch: bool, window: float | None) -> _Round:
+    async def _round(self, view: View, *, watch: bool, window: float | None) -> _Round:
         """Decide from `view`, and write if we may: acquired, a decision to wait, or neither."""
         node = view.node
         record = decode(self.path, node.data) if node is not None else None
@@ -251,13 +229,13 @@ class CasLock:
         )
         # Shielded (and bounded): once the write is sent, we must learn its outcome,
         # or a cancelled acquire could leave a lock nobody knows it holds.
-        limit = self._coord.client.request_timeout() * 2
-        after: _View | None = None
+        limit = self._coord.client.timing.retry_window
+        after: View | None = None
         with anyio.CancelScope(shield=True), anyio.move_on_after(limit) as scope:
             if node is None:
-                stat = await self._create(new)
+                stat = await self._writer.create(new)
             else:
-                stat, after = await self._cas(new, node.stat.version, watch=watch)
+                stat, after = await self._writer.cas(new, node.stat.version, watch=watch)
         if scope.cancelled_caught:
             raise ConnectionLostError(f"the outcome of acquiring {self.path} is unknown")
         if stat is None:
@@ -273,98 +251,6 @@ class CasLock:
         over = f", taking over the expired lease of {expired.owner}" if expired else ""
         log.info("lock %s acquired by %s (token 0x%x%s)", self.path, self._owner, self._token, over)
 
-    # --- writes ----------------------------------------------------------------------------
-
-    async def _create(self, record: LockRecord) -> Stat | None:
-        """Create the node holding `record`; None if someone else created it first."""
-        data = encode(record)
-        try:
-            return (await self._coord.client.create(self.path, data, make_parents=True)).stat
-        except NodeExistsError:
-            return None
-        except ConnectionLostError:
-            pass  # outcome unknown: look
-        try:
-            node = await self._coord.client.get(self.path)
-        except NoNodeError:
-            return None
-        return node.stat if node.data == data else None
-
-    async def _cas(
-        self, record: LockRecord, version: int, *, watch: bool
-    ) -> tuple[Stat | None, _View | None]:
-        """The acquiring CAS, pipelined with a read of what is there after it.
-
-        Returns the write's stat (None: the CAS lost) and, when it lost, the
-        node that won (with a watch if asked), so that losing costs no extra
-        round trip.  A lost reply is resolved as in `_write`.
-        """
-        data = encode(record)
-        try:
-            stat, node, watcher = await self._coord.client.set_and_get(
-                self.path, data, version, watch=watch
-            )
-        except ConnectionLostError as exc:
-            log.debug("write to %s interrupted (%s); reading it back", self.path, exc)
-            outcome = await self._read_back(data, version)
-            if isinstance(outcome, _Resend):
-                return await self._write(record, version), None
-            return outcome, None
-        return stat, (None if stat is not None else _View(node, watcher))
-
-    async def _write(self, record: LockRecord, version: int) -> Stat | None:
-        """``setData`` conditional on `version`; None when the CAS lost.
-
-        A write whose reply was lost is resolved by reading the node back:
-        our exact bytes at ``version + 1`` mean it landed; the old version
-        means it did not (and it is sent again); anything else is a lost CAS.
-        Raises `ConnectionLostError` if the read cannot be done either.
-        """
-        client = self._coord.client
-        data = encode(record)
-        for _ in range(WRITE_ATTEMPTS):
-            try:
-                return await client.set(self.path, data, version=version)
-            except (BadVersionError, NoNodeError):
-                return None
-            except ConnectionLostError as exc:
-                log.debug("write to %s interrupted (%s); reading it back", self.path, exc)
-            outcome = await self._read_back(data, version)
-            if not isinstance(outcome, _Resend):
-                return outcome
-        raise ConnectionLostError(f"could not write {self.path}: the connection keeps dropping")
-
-    async def _read_back(self, data: bytes, version: int) -> Stat | _Resend | None:
-        """After a write with a lost reply: its stat if it landed, None if another won, or resend."""
-        try:
-            node = await self._coord.client.get(self.path)
-        except NoNodeError:
-            return None
-        if node.stat.version == version + 1 and node.data == data:
-            return node.stat
-        if node.stat.version != version:
-            return None
-        return _RESEND
-
-    async def _write_ours(self, new: LockRecord) -> Stat | None:
-        """CAS on our version; after a lost CAS, adopt the record if it is still ours.
-
-        A renewal whose outcome stayed unknown may have landed: the record then
-        carries our holder id at a later version, and we simply continue from it.
-        """
-        while True:
-            stat = await self._write(new, self._version)
-            if stat is not None:
-                return stat
-            try:
-                node = await self._coord.client.get(self.path)
-            except NoNodeError:
-                return None
-            current = decode(self.path, node.data)
-            if current is None or not current.held or current.holder != self._id:
-                return None
-            self._version = node.stat.version
-
     async def renew(self) -> None:
         """Extend the lease to `lease` from now, by CAS on the version we last wrote.
 
@@ -378,7 +264,7 @@ class CasLock:
         assert self._token is not None
         started = time.monotonic()  # before the expiry is computed, as in acquiring
         new = self._record.renewed(expires=time.time() + self.lease, token=self._token)
-        stat = await self._write_ours(new)
+        stat = await self._writer.write_ours(new, self._version, self._id)
         if stat is None:
             reason = "renewal lost its CAS: another client changed the record"
             self._mark_lost(reason, taken=True)
@@ -403,7 +289,7 @@ class CasLock:
             raise LockLost(self.path, reason)
         assert self._token is not None
         released = self._record.released(token=self._token, run=run, failure=failure)
-        stat = await self._write_ours(released)
+        stat = await self._writer.write_ours(released, self._version, self._id)
         self._forget()
         if stat is not None:
             self._released = Node(encode(released), stat)
@@ -424,6 +310,22 @@ class CasLock:
 
     # --- holding ---------------------------------------------------------------------------
 
+    def _lease(self) -> Lease:
+        """What `guard` needs of this acquisition (see `Lease`)."""
+        return Lease(
+            path=self.path,
+            coord=self._coord,
+            session=self._session,
+            lease=self.lease,
+            skew=self.skew,
+            confirmed=lambda: self._confirmed,
+            lost=lambda: self._lost,
+            mark_lost=self._mark_lost,
+            renew=self.renew,
+            release=self._release,
+            forget=self._forget,
+        )
+
     @asynccontextmanager
     async def hold(self, *, blocking: bool = True) -> AsyncIterator[CasLock]:
         """Acquire, run the body with the lease renewed, release on exit.
@@ -440,7 +342,7 @@ class CasLock:
             await self.acquire()
         elif not await self.try_acquire():
             raise LockNotAcquired(self.path, self._seen_owner)
-        async with guard(self):
+        async with guard(self._lease()):
             yield self
 
 
@@ -490,4 +392,5 @@ def once_per(
     raises (`ConnectionLostError` or `LockLost`): the window may run again.
     """
     interval = check_interval(interval)
-    return run_once(CasLock(coord, path, owner=owner, lease=lease, skew=skew), interval)
+    lock = CasLock(coord, path, owner=owner, lease=lease, skew=skew)
+    return run_once(lock._try_window, lock._lease, lock.owner, lambda: lock.token, interval)

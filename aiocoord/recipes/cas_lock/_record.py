@@ -17,21 +17,25 @@ that write is done; the acquiring write therefore carries ``"token": null``
 release fills it in.  An empty node is read as a free lock with no history, so
 a node created by hand (``create /locks/x``) is fine; anything else that is not
 a record of a format this code knows raises `NodeDataError` and is never
-overwritten.
+overwritten.  Records are read and written by the one record codec
+(`aiocoord.recipes._records`): every time in them is a Unix time `datetime`
+can hold, so `status()` and `once_per()` can always convert what they read.
 """
 
 from __future__ import annotations
 
 import enum
-import json
 import math
 import os
+import re
 import socket
+import sys
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from ...errors import ConfigError, NodeDataError
+from ...errors import ConfigError
+from .._records import TEXT, TIMESTAMP, Record, dump, integer, load_record, one_of, show
 
 __all__ = (
     "FORMAT",
@@ -58,6 +62,9 @@ FORMAT_VERSION = 1
 FORMAT = f"{FORMAT_NAME}/{FORMAT_VERSION}"
 MAX_OWNER = 256
 MAX_ERROR = 300
+MAX_LEASE = 10 * 365 * 86400.0
+TOKEN = integer(0, 2**63 - 1)  # a zxid
+_DIGITS = re.compile("[0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,76 +138,53 @@ def encode(record: LockRecord) -> bytes:
         "last_run": record.last_run._to_json() if record.last_run else None,
         "last_failure": record.last_failure._to_json() if record.last_failure else None,
     }
-    return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
+    return dump(obj)
 
 
-def _field(path: str, obj: dict[str, Any], name: str, kinds: tuple[type, ...]) -> Any:
-    value = obj.get(name)
-    if value is None:
+def _run(record: Record | None) -> RunInfo | None:
+    if record is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, kinds):
-        wanted = " or ".join(k.__name__ for k in kinds)
-        raise NodeDataError(path, f"field {name!r} must be {wanted} or null, not {value!r}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise NodeDataError(path, f"field {name!r} is not finite")
-    return value
-
-
-def _run(path: str, obj: dict[str, Any], name: str) -> RunInfo | None:
-    raw = obj.get(name)
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise NodeDataError(path, f"field {name!r} must be an object or null")
-    where = f"{path} ({name})"
-    window = _field(where, raw, "window", (int, float))
-    at = _field(where, raw, "at", (int, float))
-    owner = _field(where, raw, "owner", (str,))
-    if window is None or at is None or owner is None:
-        raise NodeDataError(path, f"field {name!r} needs 'window', 'at' and 'owner'")
     return RunInfo(
-        window=float(window),
-        at=float(at),
-        owner=owner,
-        token=_field(where, raw, "token", (int,)),
-        error=_field(where, raw, "error", (str,)),
+        window=record.get("window", TIMESTAMP),
+        at=record.get("at", TIMESTAMP),
+        owner=record.get("owner", TEXT),
+        token=record.maybe("token", TOKEN),
+        error=record.maybe("error", TEXT),
     )
+
+
+def _check_format(record: Record) -> None:
+    if "format" not in record:
+        raise record.error("not a lock record: no 'format' field")
+    fmt = record.get("format", TEXT)
+    name, _, version = fmt.partition("/")
+    if name != FORMAT_NAME or not _DIGITS.fullmatch(version):
+        raise record.error(f"foreign record format {show(fmt)}")
+    digits = version.lstrip("0") or "0"
+    if len(digits) > 9 or int(digits) > FORMAT_VERSION:
+        raise record.error(
+            f"record format {show(version)} is newer than this aiocoord reads ({FORMAT_VERSION})"
+        )
 
 
 def decode(path: str, data: bytes) -> LockRecord | None:
     """The record in `data`; None for an empty node; `NodeDataError` for anything else."""
     if not data:
         return None
-    try:
-        obj = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise NodeDataError(path, f"not a JSON lock record ({exc})") from exc
-    if not isinstance(obj, dict) or not isinstance(obj.get("format"), str):
-        raise NodeDataError(path, "not a lock record: no 'format' field")
-    name, _, version = obj["format"].partition("/")
-    if name != FORMAT_NAME or not version.isdigit():
-        raise NodeDataError(path, f"foreign record format {obj['format']!r}")
-    if int(version) > FORMAT_VERSION:
-        raise NodeDataError(
-            path, f"record format {version} is newer than this aiocoord reads ({FORMAT_VERSION})"
-        )
-    state = obj.get("state")
-    if state not in ("held", "free"):
-        raise NodeDataError(path, f"field 'state' must be 'held' or 'free', not {state!r}")
-    record = LockRecord(
-        held=state == "held",
-        owner=_field(path, obj, "owner", (str,)),
-        holder=_field(path, obj, "holder", (str,)),
-        lease_expires=_field(path, obj, "lease_expires", (int, float)),
-        token=_field(path, obj, "token", (int,)),
-        last_run=_run(path, obj, "last_run"),
-        last_failure=_run(path, obj, "last_failure"),
+    record = load_record(path, data)
+    _check_format(record)
+    lock = LockRecord(
+        held=record.get("state", one_of("held", "free")) == "held",
+        owner=record.maybe("owner", TEXT),
+        holder=record.maybe("holder", TEXT),
+        lease_expires=record.maybe("lease_expires", TIMESTAMP),
+        token=record.maybe("token", TOKEN),
+        last_run=_run(record.maybe_record("last_run")),
+        last_failure=_run(record.maybe_record("last_failure")),
     )
-    if record.held and (record.holder is None or record.lease_expires is None):
-        raise NodeDataError(path, "a held record needs 'holder' and 'lease_expires'")
-    if record.lease_expires is not None:
-        record = replace(record, lease_expires=float(record.lease_expires))
-    return record
+    if lock.held and (lock.holder is None or lock.lease_expires is None):
+        raise record.error("a held record needs 'holder' and 'lease_expires'")
+    return lock
 
 
 # --- decisions -----------------------------------------------------------------------------
@@ -302,17 +286,20 @@ def to_datetime(ts: float | None) -> datetime | None:
 # --- argument checks -----------------------------------------------------------------------
 
 
-def _seconds(name: str, value: object) -> float:
+def _seconds(name: str, value: object, most: float = sys.float_info.max) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError(name, f"must be a positive, finite number of seconds, not {value!r}")
-    return value
+    if not 0 < value <= most:  # refuses NaN and infinity too; no float() of a huge int first
+        limit = f" up to {most:g}" if most < sys.float_info.max else ""
+        raise ConfigError(
+            name, f"must be a positive, finite number of seconds{limit}, not {show(value)}"
+        )
+    return float(value)
 
 
 def check_lease(lease: object) -> float:
-    return _seconds("lease", lease)
+    """The lease; at most `MAX_LEASE`, so that its expiry stays a time the record can hold."""
+    return _seconds("lease", lease, MAX_LEASE)
 
 
 def check_interval(interval: object) -> float:
@@ -325,10 +312,11 @@ def check_skew(skew: object, lease: float) -> float:
         return min(1.0, lease / 10)
     if isinstance(skew, bool) or not isinstance(skew, int | float):
         raise TypeError(f"skew must be a number of seconds, not {type(skew).__name__}")
-    value = float(skew)
-    if not math.isfinite(value) or value < 0 or value >= lease / 2:
-        raise ConfigError("skew", f"must be >= 0 and below lease/2 ({lease / 2:g}s), not {skew!r}")
-    return value
+    if not 0 <= skew < lease / 2:
+        raise ConfigError(
+            "skew", f"must be >= 0 and below lease/2 ({lease / 2:g}s), not {show(skew)}"
+        )
+    return float(skew)
 
 
 def check_owner(owner: object) -> str:
@@ -339,10 +327,15 @@ def check_owner(owner: object) -> str:
         raise TypeError(f"owner must be a str, not {type(owner).__name__}")
     if not owner or len(owner) > MAX_OWNER:
         raise ConfigError("owner", f"must be 1 to {MAX_OWNER} characters, not {len(owner)}")
+    try:
+        owner.encode("utf-8")  # a lone surrogate would make the record unwritable
+    except UnicodeEncodeError:
+        raise ConfigError("owner", f"{owner!r} is not valid Unicode text") from None
     return owner
 
 
 def error_text(exc: BaseException) -> str:
     """A short description of why a once_per body failed, for the record."""
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return text[:MAX_ERROR]
+    # A lone surrogate (an os.fsdecode'd file name, say) is spelled out: records hold only UTF-8.
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")[:MAX_ERROR]

@@ -40,6 +40,7 @@ Failure handling:
 
 from __future__ import annotations
 
+from ._election import check_participant_id as check_participant_id
 from ._latch import MAX_ID_BYTES as MAX_ID_BYTES
 from ._latch import ElectionEvent as ElectionEvent
 from ._latch import ElectionState as ElectionState
@@ -48,8 +49,13 @@ from ._latch import LeadershipTerm as LeadershipTerm
 from ._latch import Participant as Participant
 from ._latch import default_participant_id as default_participant_id
 from ._latch import leader_latch as leader_latch
+from .describe import LatchParticipant as LatchParticipant
+from .describe import LatchView as LatchView
+from .describe import describe_latch as describe_latch
+from .describe import latch_layout as latch_layout
 
 __all__ = (
+    "check_participant_id",
     "ElectionEvent",
     "ElectionState",
     "LeaderLatch",
@@ -58,4 +64,8 @@ __all__ = (
     "Participant",
     "default_participant_id",
     "leader_latch",
+    "LatchParticipant",
+    "LatchView",
+    "describe_latch",
+    "latch_layout",
 )

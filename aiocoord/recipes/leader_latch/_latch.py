@@ -12,6 +12,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from ..._broadcast import Broadcast
+from ..._lifecycle import Lifecycle
 from ...errors import (
     ConfigError,
     CoordinatorClosedError,
@@ -52,9 +53,11 @@ log = logging.getLogger("aiocoord.recipes.leader_latch")
 class LeaderLatch:
     """A participant in the election at `path`; see the module docstring.
 
-    Use it as ``async with``: entering joins (returns once our node exists, not
-    once we lead; bound it with ``anyio.fail_after``), leaving withdraws.  The
-    observers (`leader`, `participants`) also work on a latch not entered.
+    Use it as ``async with`` (or ``await latch.start()`` ... ``await
+    latch.aclose()``): entering joins (returns once our node exists, not once
+    we lead; bound it with ``anyio.fail_after``), leaving withdraws; it may be
+    left from another task than the one that entered it.  The observers
+    (`leader`, `participants`) also work on a latch not entered.
     Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 
@@ -90,7 +93,12 @@ class LeaderLatch:
         self._term: LeadershipTerm | None = None
         self._events: Broadcast[ElectionEvent] = Broadcast()
         self._changed = Signal()  # fired by `_signal`
-        self._tg: anyio.abc.TaskGroup | None = None
+        self._life = Lifecycle(
+            f"leader latch {path} ({self._id})",
+            self._run,
+            stopping=self._withdraw,
+            stopped=self._shutdown,
+        )
         self._entered = False
         self._closing = False
         self._stopped = False
@@ -123,8 +131,14 @@ class LeaderLatch:
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> LeaderLatch:
-        if self._entered:
+    async def start(self) -> None:
+        """Join the election: block until our node exists (not until we lead).
+
+        Bound it with ``anyio.fail_after``; cancelled meanwhile, it leaves no
+        node behind.  Raises `CoordinatorClosedError` if the coordinator is not
+        open or this latch was started before.
+        """
+        if self._life.started:
             raise CoordinatorClosedError("a LeaderLatch can be entered only once; make a new one")
         if self._coord.state is None:
             raise CoordinatorClosedError(
@@ -132,16 +146,25 @@ class LeaderLatch:
             )
         self._entered = True
         self._offer = Offer(SharedPath.acquire(self._client, self._path), self._layout, self._data)
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
+        await self._life.start()
+
+    async def _run(self, tg: anyio.abc.TaskGroup) -> None:
+        assert self._offer is not None
         self._campaign = Campaign(self, self._coord, self._offer, self._layout, tg)
-        try:
-            await tg.start(self._follow_connection)
-            await tg.start(self._campaign.run)
-        except BaseException:
-            await self._shutdown()
-            raise
+        await tg.start(self._follow_connection)
+        await tg.start(self._campaign.run)
+
+    async def aclose(self) -> None:
+        """Withdraw: delete our node and stop; from any task, blocking until done.
+
+        Leadership ends first (a `leadership()` body is cancelled), then the
+        node is deleted (shielded, bounded by the request timeout).  Safe to
+        call twice.
+        """
+        await self._life.aclose()
+
+    async def __aenter__(self) -> LeaderLatch:
+        await self.start()
         return self
 
     async def __aexit__(
@@ -150,37 +173,35 @@ class LeaderLatch:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self._shutdown()
+        await self.aclose()
 
-    async def _shutdown(self) -> None:
+    async def _withdraw(self) -> None:
+        """Leaving, while the tasks still run: stop leading, then delete our node."""
         self._closing = True
         campaign = self._campaign
         if campaign is not None:
             campaign.closing = True
             campaign.unwatch()
         self._lose("closed")  # before the node goes, so no two leaders overlap
-        tg, self._tg = self._tg, None
-        try:
-            # From `closing` on, the campaign starts no write.  Unless one is in flight
-            # (then it is cancelled first), our node goes before the tasks unwind, so
-            # the next leader need not wait for them.
-            if tg is not None and campaign is not None and campaign.writing:
-                tg.cancel_scope.cancel()
-            if self._offer is not None:
-                # Shielded and bounded (one scope: its deadline is the bound).
-                limit = self._client.request_timeout()
-                with anyio.CancelScope(shield=True, deadline=anyio.current_time() + limit):
-                    await self._offer.withdraw(self._coord.session_id)
-            if tg is not None:
-                tg.cancel_scope.cancel()
-                await tg.__aexit__(None, None, None)
-        finally:
-            self._stopped = True
-            self._publish(ElectionEvent(ElectionState.STOPPED))
-            self._events.close()
-            self._signal()
-            if self._offer is not None:
-                self._offer.shared.release()
+        # From `closing` on, the campaign starts no write.  Unless one is in flight
+        # (then it is cancelled first), our node goes before the tasks unwind, so
+        # the next leader need not wait for them.
+        tg = self._life.task_group
+        if tg is not None and campaign is not None and campaign.writing:
+            tg.cancel_scope.cancel()
+        if self._offer is not None:
+            # Bounded (the owner shields it): the deadline is the bound.
+            with anyio.move_on_after(self._client.request_timeout()):
+                await self._offer.withdraw(self._coord.session_id)
+
+    async def _shutdown(self) -> None:
+        """Left: the tasks have ended."""
+        self._stopped = True
+        self._publish(ElectionEvent(ElectionState.STOPPED))
+        self._events.close()
+        self._signal()
+        if self._offer is not None:
+            self._offer.shared.release()
 
     # --- waiting for leadership --------------------------------------------------------------
 

@@ -24,10 +24,11 @@ from typing import ClassVar
 
 import anyio
 
-from ...errors import BadVersionError, CoordError, NodeDataError, NoNodeError
+from ...errors import BadVersionError, CoordError, NoNodeError
 from ...zk.client import PROTECTED_PREFIX, ZkClient
 from ...zk.paths import basename, join, parent
 from ...zk.types import CreateMode
+from .._records import load_text
 from ._election import Layout, Ordering, Participant, sort_children
 
 __all__ = ("Offer", "OurNode", "SharedPath", "leader_of", "participants_of", "read_all")
@@ -286,10 +287,8 @@ async def _ordered_children(client: ZkClient, path: str, layout: Layout) -> list
 
 
 def _decode(path: str, name: str, data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise NodeDataError(join(path, name), "participant id is not UTF-8") from exc
+    """A participant id: the node's raw UTF-8 bytes, as Curator writes them (not JSON)."""
+    return load_text(join(path, name), data, "participant id")
 
 
 async def read_all(client: ZkClient, paths: list[str]) -> list[bytes | None]:

@@ -78,6 +78,13 @@ from ._leadership import Worker as Worker
 from ._leadership import task_leadership as task_leadership
 from ._versions import MavenVersion as MavenVersion
 from ._versions import maven_version_key as maven_version_key
+from .describe import TaskLeader as TaskLeader
+from .describe import TaskLeadershipView as TaskLeadershipView
+from .describe import choose_leaders as choose_leaders
+from .describe import describe_task_leadership as describe_task_leadership
+from .describe import is_task_leadership as is_task_leadership
+from .describe import read_task_leader as read_task_leader
+from .describe import read_task_worker as read_task_worker
 
 __all__ = (
     "MavenVersion",
@@ -87,4 +94,11 @@ __all__ = (
     "Worker",
     "maven_version_key",
     "task_leadership",
+    "TaskLeader",
+    "TaskLeadershipView",
+    "choose_leaders",
+    "describe_task_leadership",
+    "is_task_leadership",
+    "read_task_leader",
+    "read_task_worker",
 )

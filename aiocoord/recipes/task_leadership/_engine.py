@@ -220,7 +220,7 @@ class TaskEngine:
                 slot.close()
 
     async def _leave(self) -> None:
-        bound = max(self.coord.session_timeout, 1.0)
+        bound = self.client.timing.drain_bound
         if not await drain(list(self.slots.values()), bound):
             log.warning("lead() bodies of %s did not finish within %.1fs", self.root, bound)
         session = self.coord.session_id

@@ -8,6 +8,7 @@ revoked), so it is cancelled when leadership ends and raises
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
 
 import anyio.lowlevel
@@ -26,16 +27,18 @@ class LeadBlock:
     """``async with tl.lead(task) as term``: wait to lead `task`, then run the block under its term.
 
     The task is looked up on entry, where a task this worker does not have
-    raises.  A class rather than a generator-based context manager: a
+    raises, and so does `check` if the recipe may not lead (not entered, or
+    closed).  A class rather than a generator-based context manager: a
     hand-over enters and leaves hundreds of these at once, and each generator
     layer costs as much as the rest of the work.
     """
 
-    __slots__ = ("_body", "_engine", "_task")
+    __slots__ = ("_body", "_check", "_engine", "_task")
 
-    def __init__(self, engine: TaskEngine, task: str) -> None:
+    def __init__(self, engine: TaskEngine, task: str, check: Callable[[], None]) -> None:
         self._engine = engine
         self._task = task
+        self._check = check  # raises `RuntimeError` unless the recipe is entered and not closed
         self._body: Body | None = None
 
     async def _slot(self) -> TaskSlot:
@@ -43,7 +46,7 @@ class LeadBlock:
         task, engine = self._task, self._engine
         if not isinstance(task, str):
             raise TypeError(f"task must be a str, not {type(task).__name__}")
-        engine.check_open("lead()")
+        self._check()
         slot = engine.slots.get(task)
         if slot is None:
             await anyio.lowlevel.checkpoint()

@@ -8,9 +8,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 
-import anyio
-import anyio.abc
-
+from aiocoord._lifecycle import Lifecycle
 from aiocoord.errors import ConfigError, InvalidPathError, NodeDataError
 from aiocoord.session import Coordinator
 from aiocoord.zk.paths import join, validate_path
@@ -37,7 +35,8 @@ class TaskLeadership:
     SUSPENDED (unless ``lose_on_suspend=False``) and LOST stop leading every
     task at once, cancelling the bodies; on the same session leadership comes
     back with the same tokens, on a new one the worker registers again.
-    Exit in the task that entered (an anyio task group lives inside).
+    ``await tl.start()`` / ``await tl.aclose()`` do the same without ``async
+    with``; it may be left from another task than the one that entered it.
     """
 
     def __init__(
@@ -94,7 +93,12 @@ class TaskLeadership:
             settle=float(settle),
             lose_on_suspend=lose_on_suspend,
         )
-        self._tg: anyio.abc.TaskGroup | None = None
+        self._life = Lifecycle(
+            f"task leadership {self._engine.root} ({worker.id})",
+            self._engine.start,
+            stopping=self._begin_close,
+            stopped=self._cleanup,
+        )
         self._entered = False
         self._closed = False
 
@@ -132,8 +136,13 @@ class TaskLeadership:
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> TaskLeadership:
-        if self._entered:
+    async def start(self) -> None:
+        """Register this worker: block until registered with the worker list read.
+
+        Bound it with `anyio.fail_after`; cancelled meanwhile, it leaves no
+        node behind.  Raises `RuntimeError` if started before.
+        """
+        if self._life.started:
             raise RuntimeError("a TaskLeadership can be entered only once")
         self._entered = True
         # A fresh process has its first full garbage collection at its first burst
@@ -141,15 +150,18 @@ class TaskLeadership:
         # which stay leaderless meanwhile.  One collection now, before it registers,
         # puts the next one far away (docs/task-leadership.md has the figures).
         gc.collect()
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        try:
-            await self._engine.start(tg)
-        except BaseException as exc:
-            # Exit the group here, in this task and scope (its node cleanup is shielded).
-            await self._shutdown(type(exc), exc, exc.__traceback__)
-            raise
+        await self._life.start()
+
+    async def aclose(self) -> None:
+        """Stop leading, let ``lead()`` bodies drain, delete this worker's nodes; from any task.
+
+        Blocks until done (the drain is bounded by the session timeout, the
+        deletes by the request timeout).  Safe to call twice.
+        """
+        await self._life.aclose()
+
+    async def __aenter__(self) -> TaskLeadership:
+        await self.start()
         return self
 
     async def __aexit__(
@@ -157,31 +169,17 @@ class TaskLeadership:
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> bool | None:
-        return await self._shutdown(exc_type, exc, tb)
+    ) -> None:
+        await self.aclose()
 
-    async def _shutdown(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        if self._closed:
-            return None
+    async def _begin_close(self) -> None:
+        """Leaving, while the tasks still run: bodies cancelled ("closed"), waiters give up."""
         self._closed = True
-        engine = self._engine
-        engine.begin_close()  # bodies cancelled ("closed"), waiting lead() calls give up
-        tg, self._tg = self._tg, None
-        swallowed: bool | None = None
-        try:
-            if tg is not None:
-                tg.cancel_scope.cancel()
-                # Hand the block's exception on, so the group's scope absorbs its own cancel.
-                swallowed = await tg.__aexit__(exc_type, exc, tb)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await engine.cleanup()
-        return swallowed
+        self._engine.begin_close()
+
+    async def _cleanup(self) -> None:
+        """Left: the tasks have ended; delete our nodes once the bodies drained."""
+        await self._engine.cleanup()
 
     # --- leading ---------------------------------------------------------------------------
 
@@ -204,7 +202,11 @@ class TaskLeadership:
         `RuntimeError` once the recipe is closed, so a ``while True`` loop
         around ``lead()`` ends.
         """
-        return LeadBlock(self._engine, task)
+        return LeadBlock(self._engine, task, self._check_lead)
+
+    def _check_lead(self) -> None:
+        if not self._entered or self._closed:
+            raise RuntimeError("lead() needs an entered TaskLeadership that is not closed")
 
     # --- reads -----------------------------------------------------------------------------
 

@@ -2,22 +2,20 @@
 
 A worker node holds ``{"id", "version", "host", "pid", "started"}``; a leader
 node ``{"id", "version"}`` of the worker that leads the task.  Both are UTF-8
-JSON objects; extra keys are allowed (newer writers may add some), missing or
-ill-typed ones make the node's data invalid: `NodeDataError`, never a crash.
+JSON objects, read and written by the record codec (`aiocoord.recipes._records`);
+extra keys are allowed (newer writers may add some), missing or ill-typed ones
+make the node's data invalid: `NodeDataError`, never a crash.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import os
 import socket
 import time
 import uuid
 from collections.abc import Iterable
 from contextlib import suppress
-from typing import Any
 
 import anyio
 
@@ -29,6 +27,16 @@ from aiocoord.errors import (
     NodeDataError,
     NodeExistsError,
     NoNodeError,
+)
+from aiocoord.recipes._records import (
+    INT64,
+    TEXT,
+    TIMESTAMP,
+    Invalid,
+    Reader,
+    dump,
+    load_record,
+    show,
 )
 from aiocoord.zk import CreateMode, ZkClient
 from aiocoord.zk.paths import join, validate_path
@@ -93,6 +101,11 @@ class Worker:
             host = socket.gethostname()
         elif not isinstance(host, str):
             raise ConfigError("host", f"must be a str, not {type(host).__name__}")
+        elif not host.isascii():
+            try:
+                host.encode("utf-8")  # a lone surrogate would make the record unreadable
+            except UnicodeEncodeError:
+                raise ConfigError("host", f"{host!r} is not valid Unicode text") from None
         self.host = host
         self.pid = os.getpid()
         self.started = time.time()
@@ -125,8 +138,8 @@ class Worker:
         return f"<Worker {self.id} version={self.version} host={self.host} pid={self.pid}>"
 
 
-def _dumps(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8")
+def _dumps(record: dict[str, object]) -> bytes:
+    return dump(record, sort_keys=True)
 
 
 def encode_worker(worker: Worker) -> bytes:
@@ -147,56 +160,37 @@ def encode_leader(worker: Worker) -> bytes:
     return _dumps({"id": worker.id, "version": worker.version})
 
 
-def _load(path: str, data: bytes) -> dict[str, Any]:
-    try:
-        record = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise NodeDataError(path, f"not UTF-8 JSON ({exc})") from None
-    if not isinstance(record, dict):
-        raise NodeDataError(path, f"a JSON {type(record).__name__}, not an object")
-    return record
+def _orderable(version_key: VersionKey) -> Reader[str]:
+    def read(value: object) -> str:
+        version = TEXT(value)
+        try:
+            version_key(version)
+        except Exception as exc:
+            raise Invalid(f"{show(version)} cannot be ordered: {exc}") from None
+        return version
 
-
-def _field(path: str, record: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
-    value = record.get(name)
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise NodeDataError(path, f"field {name!r} is missing or not {_kind_name(kind)}")
-    return value
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join(k.__name__ for k in kinds)
-
-
-def _version(path: str, record: dict[str, Any], version_key: VersionKey) -> str:
-    version: str = _field(path, record, "version", str)
-    try:
-        version_key(version)
-    except Exception as exc:
-        raise NodeDataError(path, f"version {version!r} cannot be ordered: {exc}") from None
-    return version
+    return read
 
 
 def decode_worker(path: str, name: str, data: bytes, version_key: VersionKey) -> Worker:
     """The `Worker` recorded at `path` (node `name`); `NodeDataError` if the record is invalid."""
-    record = _load(path, data)
-    worker_id = _field(path, record, "id", str)
+    record = load_record(path, data)
+    worker_id = record.get("id", TEXT)
     if worker_id != name:
-        raise NodeDataError(path, f"id {worker_id!r} does not match the node name {name!r}")
-    version = _version(path, record, version_key)
-    host = _field(path, record, "host", str)
-    pid = _field(path, record, "pid", int)
-    started = float(_field(path, record, "started", (int, float)))
-    if not math.isfinite(started):
-        raise NodeDataError(path, "field 'started' is not a finite number")
-    return Worker._restore(worker_id, version, host, pid, started)
+        raise record.error(f"id {show(worker_id)} does not match the node name {name!r}")
+    return Worker._restore(
+        worker_id,
+        record.get("version", _orderable(version_key)),
+        record.get("host", TEXT),
+        record.get("pid", INT64),
+        record.get("started", TIMESTAMP),
+    )
 
 
 def decode_leader(path: str, data: bytes) -> tuple[str, str]:
     """``(worker id, version)`` recorded in a leader node; `NodeDataError` if invalid."""
-    record = _load(path, data)
-    return _field(path, record, "id", str), _field(path, record, "version", str)
+    record = load_record(path, data)
+    return record.get("id", TEXT), record.get("version", TEXT)
 
 
 # --- reads ----------------------------------------------------------------------------------

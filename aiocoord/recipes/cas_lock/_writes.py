@@ -1,0 +1,140 @@
+"""The CAS lock's writes to its node: create, conditional set, and learning a lost reply's outcome.
+
+Pure I/O on one node, with no lock state: the lock passes the record, the
+version it read and its holder id.  A write whose reply was lost is never
+assumed to have failed: the node is read back, and our exact bytes at the
+next version mean it landed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from ...errors import BadVersionError, ConnectionLostError, NodeExistsError, NoNodeError
+from ...zk import Node, Stat, Watch, ZkClient
+from ._record import LockRecord, decode, encode
+
+__all__ = ("WRITE_ATTEMPTS", "NodeWriter", "View")
+
+log = logging.getLogger("aiocoord.recipes.cas_lock")
+
+WRITE_ATTEMPTS = 3  # resends of a write whose reply was lost and that did not land
+
+
+@dataclass(slots=True)
+class View:
+    """What a contender knows of the node: its content (None: no node) and maybe a watch.
+
+    `known`: not read but remembered from our own last write, so possibly
+    stale; it is only ever used for a CAS, which fails if it is.
+    """
+
+    node: Node | None
+    watch: Watch | None = None
+    known: bool = False
+
+
+class _Resend:
+    """`read_back`'s answer when the write did not land and the version is unchanged."""
+
+
+_RESEND = _Resend()
+
+
+class NodeWriter:
+    """Writes lock records to `path` through `client`; see the module docstring."""
+
+    def __init__(self, client: ZkClient, path: str) -> None:
+        self._client = client
+        self.path = path
+
+    async def create(self, record: LockRecord) -> Stat | None:
+        """Create the node holding `record`; None if someone else created it first."""
+        data = encode(record)
+        try:
+            return (await self._client.create(self.path, data, make_parents=True)).stat
+        except NodeExistsError:
+            return None
+        except ConnectionLostError:
+            pass  # outcome unknown: look
+        try:
+            node = await self._client.get(self.path)
+        except NoNodeError:
+            return None
+        return node.stat if node.data == data else None
+
+    async def cas(
+        self, record: LockRecord, version: int, *, watch: bool
+    ) -> tuple[Stat | None, View | None]:
+        """The acquiring CAS, pipelined with a read of what is there after it.
+
+        Returns the write's stat (None: the CAS lost) and, when it lost, the
+        node that won (with a watch if asked), so that losing costs no extra
+        round trip.  A lost reply is resolved as in `write`.
+        """
+        data = encode(record)
+        try:
+            stat, node, watcher = await self._client.set_and_get(
+                self.path, data, version, watch=watch
+            )
+        except ConnectionLostError as exc:
+            log.debug("write to %s interrupted (%s); reading it back", self.path, exc)
+            outcome = await self.read_back(data, version)
+            if isinstance(outcome, _Resend):
+                return await self.write(record, version), None
+            return outcome, None
+        return stat, (None if stat is not None else View(node, watcher))
+
+    async def write(self, record: LockRecord, version: int) -> Stat | None:
+        """``setData`` conditional on `version`; None when the CAS lost.
+
+        A write whose reply was lost is resolved by reading the node back:
+        our exact bytes at ``version + 1`` mean it landed; the old version
+        means it did not (and it is sent again); anything else is a lost CAS.
+        Raises `ConnectionLostError` if the read cannot be done either.
+        """
+        client = self._client
+        data = encode(record)
+        for _ in range(WRITE_ATTEMPTS):
+            try:
+                return await client.set(self.path, data, version=version)
+            except (BadVersionError, NoNodeError):
+                return None
+            except ConnectionLostError as exc:
+                log.debug("write to %s interrupted (%s); reading it back", self.path, exc)
+            outcome = await self.read_back(data, version)
+            if not isinstance(outcome, _Resend):
+                return outcome
+        raise ConnectionLostError(f"could not write {self.path}: the connection keeps dropping")
+
+    async def read_back(self, data: bytes, version: int) -> Stat | _Resend | None:
+        """After a write with a lost reply: its stat if it landed, None if another won, or resend."""
+        try:
+            node = await self._client.get(self.path)
+        except NoNodeError:
+            return None
+        if node.stat.version == version + 1 and node.data == data:
+            return node.stat
+        if node.stat.version != version:
+            return None
+        return _RESEND
+
+    async def write_ours(self, new: LockRecord, version: int, holder: str) -> Stat | None:
+        """CAS on `version`; after a lost CAS, write again if the record is still `holder`'s.
+
+        A renewal whose outcome stayed unknown may have landed: the record then
+        carries our holder id at a later version, and we simply continue from it.
+        """
+        while True:
+            stat = await self.write(new, version)
+            if stat is not None:
+                return stat
+            try:
+                node = await self._client.get(self.path)
+            except NoNodeError:
+                return None
+            current = decode(self.path, node.data)
+            if current is None or not current.held or current.holder != holder:
+                return None
+            version = node.stat.version

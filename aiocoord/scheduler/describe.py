@@ -1,0 +1,194 @@
+"""A read-only look at a scheduler's queues: workers, pending, assigned per worker, results.
+
+For tools that watch a cluster rather than take part (``aiocoord inspect``,
+dashboards): `describe_scheduler` reads the layout under a scheduler's root
+(``jobs/``, ``workers/``, ``assignments/<worker>/``, ``results/``,
+``assigner/``) and returns a `SchedulerView`.  Nothing here writes or
+watches.  A record that does not decode is reported (`NodeDataError`), never
+raised.  At most `max_reads` pending jobs and results are read, so a large
+backlog costs a bounded number of requests; the totals are still counted.
+
+    view = await describe_scheduler(coord, "/app/jobs")
+    view.assigner, len(view.pending), view.assigned, view.results.failed
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from ..errors import NodeDataError, NoNodeError
+from ..recipes.leader_latch import describe_latch
+from ..session import Coordinator
+from ..zk import ZkClient
+from ._records import Layout, decode_job, decode_result, decode_worker
+
+__all__ = (
+    "MAX_READS",
+    "PendingJob",
+    "ResultSummary",
+    "SchedulerView",
+    "SchedulerWorker",
+    "describe_scheduler",
+    "is_scheduler",
+)
+
+MAX_READS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerWorker:
+    """A live worker: its `node` name, `id`, `capacity`, the job names it runs, whether
+    it is `draining` (leaving: takes no new jobs), and where it runs."""
+
+    node: str
+    id: str
+    capacity: int
+    jobs: tuple[str, ...]
+    draining: bool
+    host: str
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingJob:
+    """A job waiting for a worker: its `id` and the handler `name` it was submitted for."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResultSummary:
+    """The kept results: `count` nodes, of which `read` were read; their outcomes, and the
+    ids of the `failed_jobs` among those read."""
+
+    count: int
+    read: int
+    done: int
+    failed: int
+    unreadable: int
+    failed_jobs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerView:
+    """A scheduler under `path`.
+
+    `assigner` is the id of the elected assigner (None: none elected);
+    `pending` the first `MAX_READS` pending jobs by id, of `pending_count`;
+    `assigned` maps each worker's node name to the job ids in its queue (only
+    non-empty queues).  Records that do not decode are in `invalid_workers`
+    (by node name) and `invalid_jobs` (by job id).
+    """
+
+    path: str
+    assigner: str | None
+    workers: tuple[SchedulerWorker, ...]
+    pending: tuple[PendingJob, ...]
+    pending_count: int
+    assigned: Mapping[str, tuple[str, ...]]
+    results: ResultSummary
+    invalid_workers: Mapping[str, NodeDataError]
+    invalid_jobs: Mapping[str, NodeDataError]
+
+
+def is_scheduler(children: Iterable[str]) -> bool:
+    """Whether a node with these children is the root of a scheduler."""
+    return {"jobs", "assignments"} <= set(children)
+
+
+async def _names(client: ZkClient, path: str) -> list[str]:
+    try:
+        return sorted(await client.children(path))
+    except NoNodeError:
+        return []
+
+
+async def _data(client: ZkClient, path: str) -> bytes | None:
+    try:
+        return (await client.get(path)).data
+    except NoNodeError:
+        return None
+
+
+async def _workers(
+    client: ZkClient, layout: Layout
+) -> tuple[list[SchedulerWorker], dict[str, NodeDataError]]:
+    workers: list[SchedulerWorker] = []
+    invalid: dict[str, NodeDataError] = {}
+    for name in await _names(client, layout.workers):
+        data = await _data(client, layout.worker(name))
+        if data is None:
+            continue
+        try:
+            w = decode_worker(layout.worker(name), data)
+        except NodeDataError as exc:
+            invalid[name] = exc
+            continue
+        workers.append(
+            SchedulerWorker(
+                name, w.id, w.capacity, tuple(sorted(w.jobs)), w.draining, w.host, w.pid
+            )
+        )
+    return workers, invalid
+
+
+async def _results(client: ZkClient, layout: Layout, max_reads: int) -> ResultSummary:
+    names = await _names(client, layout.results)
+    done = failed = unreadable = 0
+    failed_jobs: list[str] = []
+    for job_id in names[:max_reads]:
+        data = await _data(client, layout.result(job_id))
+        if data is None:
+            continue
+        try:
+            ok = decode_result(layout.result(job_id), data).ok
+        except NodeDataError:
+            unreadable += 1
+            continue
+        if ok:
+            done += 1
+        else:
+            failed += 1
+            failed_jobs.append(job_id)
+    return ResultSummary(
+        len(names), done + failed + unreadable, done, failed, unreadable, tuple(failed_jobs)
+    )
+
+
+async def describe_scheduler(
+    target: Coordinator | ZkClient, root: str, *, max_reads: int = MAX_READS
+) -> SchedulerView:
+    """The scheduler under `root` as its nodes say (one read per node, in turn)."""
+    client = target.client if isinstance(target, Coordinator) else target
+    layout = Layout(root)
+    workers, invalid_workers = await _workers(client, layout)
+    job_ids = await _names(client, layout.jobs)
+    pending: list[PendingJob] = []
+    invalid_jobs: dict[str, NodeDataError] = {}
+    for job_id in job_ids[:max_reads]:
+        data = await _data(client, layout.job(job_id))
+        if data is None:
+            continue
+        try:
+            pending.append(PendingJob(job_id, decode_job(layout.job(job_id), data).name))
+        except NodeDataError as exc:
+            invalid_jobs[job_id] = exc
+    assigned: dict[str, tuple[str, ...]] = {}
+    for queue in await _names(client, layout.assignments):
+        jobs = await _names(client, layout.queue(queue))
+        if jobs:
+            assigned[queue] = tuple(jobs)
+    assigner = (await describe_latch(client, layout.assigner, layout="curator")).leader
+    return SchedulerView(
+        path=root,
+        assigner=assigner,
+        workers=tuple(workers),
+        pending=tuple(pending),
+        pending_count=len(job_ids),
+        assigned=assigned,
+        results=await _results(client, layout, max_reads),
+        invalid_workers=invalid_workers,
+        invalid_jobs=invalid_jobs,
+    )

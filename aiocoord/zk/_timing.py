@@ -1,0 +1,113 @@
+"""`SessionTiming`: every timer derived from the session timeout, in one place.
+
+T is the negotiated session timeout (the requested one until the first
+handshake).  Nothing else in aiocoord multiplies or divides it; code that
+needs one of these timers reads it here (outside `aiocoord.zk`, through
+`ZkClient.timing`).
+
+read_timeout = 2/3 T
+    The Java client's read timeout: a server silent that long has dropped us
+    or is gone (TN14: the server drops a connection after about 2/3 T without
+    a heartbeat).  It also bounds every request in flight.
+ping_interval = 1/3 T
+    Ping after that long without sending, so the server hears from us twice
+    per read timeout and one lost ping does not cost the connection.
+connect_attempt = max(0.25 s, T / max(3, hosts))
+    The Java client's T / number of hosts per attempt, but never the whole
+    session on one host: a server that accepts and never answers (3.8.0
+    loading its database) must cost a fraction of the session, not all of it.
+backoff_bound(rounds) = min(cap, 0.05 s * 2^min(rounds, 8)); cap = 1/4 T, or 1 s without a session
+    Reconnect sleeps are jittered below this: short enough that a session
+    that may still live survives the reconnect (aiozk slept up to 60 s and
+    let sessions expire; kazoo's default did too).
+lost_after = session_lost_fraction * T
+    Curator's simulated session expiration: SUSPENDED becomes LOST that long
+    after the server was last heard from, without waiting for the server to
+    say so (Curator 3.x, TN12; TN14 discusses fractions below 1).
+request_timeout = Settings.request_timeout, else T
+    The deadline of one request, waiting for a connection included.
+close_bound = min(2 s, request_timeout)
+    The courteous closeSession when the owner closes: if it arrives the
+    ephemerals go at once, if not they go with the session timeout.
+discard_bound = min(2 s, T)
+    Ending, on the server, a session declared LOST that a reconnect would
+    otherwise revive.
+retry_window = 2 request_timeout
+    An operation that may span a reconnect: an idempotent read tried again
+    after a connection loss, a write whose outcome must be learned, a release.
+protected_create_window = 4 request_timeout
+    A protected create looks for its node across reconnects within this.
+drain_bound = max(T, 1 s)
+    How long a recipe waits for the bodies it cancelled before deleting its
+    nodes: past T a silent session would be gone anyway.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+__all__ = ("SessionTiming",)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTiming:
+    """The timers of one session, computed from its timeout; see the module docstring."""
+
+    session_timeout: float
+    """T, in seconds: negotiated, or the requested one before the first handshake."""
+    hosts: int = 1
+    """How many servers the client may try."""
+    lost_fraction: float = 1.0
+    """`Settings.session_lost_fraction`."""
+    configured_request_timeout: float | None = None
+    """`Settings.request_timeout`: None falls back to T."""
+
+    def negotiated(self, timeout_ms: int) -> SessionTiming:
+        """The same policy for the timeout a server granted (milliseconds, as on the wire)."""
+        return replace(self, session_timeout=timeout_ms / 1000.0)
+
+    @property
+    def read_timeout(self) -> float:
+        return self.session_timeout * 2 / 3
+
+    @property
+    def ping_interval(self) -> float:
+        return self.session_timeout / 3
+
+    @property
+    def connect_attempt(self) -> float:
+        return max(0.25, self.session_timeout / max(3, self.hosts))
+
+    def backoff_bound(self, rounds: int, *, session_alive: bool) -> float:
+        """The longest reconnect sleep after `rounds` failed rounds over every host."""
+        cap = self.session_timeout / 4 if session_alive else 1.0
+        growth: float = 2 ** min(rounds, 8)
+        return min(cap, 0.05 * growth)
+
+    @property
+    def lost_after(self) -> float:
+        return self.lost_fraction * self.session_timeout
+
+    @property
+    def request_timeout(self) -> float:
+        return self.configured_request_timeout or self.session_timeout
+
+    @property
+    def close_bound(self) -> float:
+        return min(2.0, self.request_timeout)
+
+    @property
+    def discard_bound(self) -> float:
+        return min(2.0, self.session_timeout)
+
+    @property
+    def retry_window(self) -> float:
+        return self.request_timeout * 2
+
+    @property
+    def protected_create_window(self) -> float:
+        return self.request_timeout * 4
+
+    @property
+    def drain_bound(self) -> float:
+        return max(self.session_timeout, 1.0)

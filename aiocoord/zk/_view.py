@@ -1,0 +1,129 @@
+"""`SessionView`: what a `ZkClient` shows of its session, and the helpers its requests share.
+
+Read-only state (connection state, ids, timers), the wait for a usable
+connection, the retry of idempotent reads and the registration of one-shot
+watches.  The session itself (`ZkSession`) stays plumbing: its owner runs and
+closes it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
+
+import anyio
+import anyio.lowlevel
+
+from ..errors import ConnectionLostError, SessionExpiredError
+from ._session import ZkSession
+from ._timing import SessionTiming
+from ._watches import Watch, WatchKind
+from .states import ConnectionEvent, ConnectionState
+from .types import ACL
+
+__all__ = ("SessionView",)
+
+T = TypeVar("T")
+
+
+class SessionView:
+    """The state of the session a client sends on (`ZkClient` is one)."""
+
+    def __init__(self, session: ZkSession) -> None:
+        self._session = session
+        self._sender = session.sender
+
+    @property
+    def session(self) -> ZkSession:
+        """The session this client sends on.
+
+        Its owner (the `Coordinator`) starts ``session.run`` in a task group
+        and calls ``session.close()``; tools may instrument it.  Requests go
+        through the methods of this client, never through the session.
+        """
+        return self._session
+
+    # --- state -----------------------------------------------------------------------------
+
+    @property
+    def state(self) -> ConnectionState | None:
+        """The current connection state (None before the first session or after close)."""
+        return self._session.state
+
+    @property
+    def session_id(self) -> int | None:
+        """The current session id, or None while there is none."""
+        return self._session.session_id
+
+    @property
+    def session_password(self) -> bytes | None:
+        return self._session.session_password
+
+    @property
+    def session_timeout(self) -> float:
+        """The negotiated session timeout in seconds (the requested one before connecting)."""
+        return self._session.session_timeout
+
+    @property
+    def timing(self) -> SessionTiming:
+        """Every timer derived from the session timeout (`SessionTiming`)."""
+        return self._session.timing
+
+    @property
+    def connected_address(self) -> tuple[str, int] | None:
+        """The (host, port) of the current connection, or None."""
+        return self._session.connected_address
+
+    @property
+    def closed(self) -> bool:
+        return self._session.closed
+
+    @property
+    def last_error(self) -> BaseException | None:
+        """Why the last connect attempt or connection failed, if one did."""
+        return self._session.last_error
+
+    @property
+    def default_acl(self) -> tuple[ACL, ...]:
+        """The ACL of nodes created without one: creator-only with credentials, else open."""
+        return self._session.default_acl
+
+    def request_timeout(self) -> float:
+        """The deadline of one request, waiting for a connection included."""
+        return self._session.timing.request_timeout
+
+    def connection_events(self) -> AsyncIterator[ConnectionEvent]:
+        """Each subscriber's own unbounded stream: the current state, then every transition."""
+        return self._session.connection_events()
+
+    async def wait_connected(self) -> None:
+        """Return once a connection is usable; raises `CoordinatorClosedError` if closed meanwhile."""
+        await self._session.wait_usable()
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    async def _retrying(self, op: Callable[[], Awaitable[T]]) -> T:
+        """Run an idempotent read, again after a connection loss, within one deadline."""
+        deadline = time.monotonic() + self._session.timing.retry_window
+        while True:
+            try:
+                return await op()
+            except SessionExpiredError:
+                raise
+            except ConnectionLostError:
+                self._session.ensure_open()
+                if time.monotonic() >= deadline:
+                    raise
+                await anyio.lowlevel.checkpoint()
+
+    def _watch_registrar(
+        self, watch: Watch, server_path: str, kinds: dict[int, WatchKind]
+    ) -> Callable[[int, int, bytes], None]:
+        def on_reply(err: int, _zxid: int, _body: bytes) -> None:
+            kind = kinds.get(err)
+            if kind is not None:
+                watch.kind = kind
+                self._session.watches.add(watch, server_path)
+
+        return on_reply
