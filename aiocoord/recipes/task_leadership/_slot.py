@@ -167,20 +167,34 @@ class TaskSlot(SlotState):
         if action is Action.ACQUIRE:
             self._create(engine)
         elif action is Action.REVOKE:
-            reason = self.stopping or ("closed" if engine.closing else None)
-            self.revoke(
-                reason or ("handed over" if self.held else "node deleted"), engine.worker.id
-            )
-            engine.review_watch()  # maybe the last task we led: the leader watch may go
-            self._after_drain(engine)
-        elif self.bodies:  # grant, delete: the bodies of an earlier term finish first
-            self._after_drain(engine)
-        elif action is Action.GRANT:
-            self.grant(engine.worker)
+            self._revoke_step(engine)
         elif action is Action.DELETE:
-            self._delete(engine)
+            self._delete_step(engine)
+        elif action is Action.GRANT:
+            if self.bodies:  # the bodies of an earlier term finish first
+                self._after_drain(engine)
+            else:
+                self.grant(engine.worker)
         else:
             raise AssertionError(f"not a hand-over step: {action}")
+
+    def _revoke_step(self, engine: Engine) -> None:
+        """Revoke: end the term (bodies cancelled); a hand-over goes on to its delete."""
+        reason = self.stopping or ("closed" if engine.closing else None)
+        reason = reason or ("handed over" if self.held else "node deleted")
+        self.revoke(reason, engine.worker.id)
+        engine.review_watch()  # maybe the last task we led: the leader watch may go
+        if reason == "handed over":
+            self._delete_step(engine)  # the hand-over's second half, once drained
+        else:
+            self._after_drain(engine)
+
+    def _delete_step(self, engine: Engine) -> None:
+        """Delete, once the bodies have drained (deciding again then: the choice may be back)."""
+        if self.bodies:
+            self._after_drain(engine)
+        else:
+            self._delete(engine)
 
     def _after_drain(self, engine: Engine) -> None:
         """Decide again once no body runs (now, if none does); nothing else runs until then."""
@@ -284,19 +298,22 @@ class TaskSlot(SlotState):
         verify = self.verify
         blocked = self.blocked_at == self.events
         stopping = self.stopping is not None or engine.closing
-        # In field order, positionally: built for every task at each step of a hand-over.
-        return TaskState(
-            usable,
-            view_current,
-            watching,
-            desired,
-            desired_for,
-            held,
-            granted,
-            stale,
-            verify,
-            blocked,
-            stopping,
+        # `_make` takes the fields in order (and checks their count) without the
+        # keyword-capable constructor: this is built for every task at each step.
+        return TaskState._make(
+            (
+                usable,
+                view_current,
+                watching,
+                desired,
+                desired_for,
+                held,
+                granted,
+                stale,
+                verify,
+                blocked,
+                stopping,
+            )
         )
 
     async def run(self, engine: Engine) -> None:
