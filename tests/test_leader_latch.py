@@ -214,7 +214,12 @@ async def latches(
 
 
 async def leftovers(coord: Coordinator, path: str) -> list[str]:
-    """The children still under `path` (none if the container parent is already gone)."""
+    """The children still under `path` (none if the container parent is already gone).
+
+    `coord` may be on another ensemble member than the sessions that deleted
+    their nodes: `sync` first, so that it has applied their writes.
+    """
+    await coord.client.sync()
     try:
         return await coord.client.children(path)
     except aiocoord.NoNodeError:
