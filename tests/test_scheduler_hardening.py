@@ -2,6 +2,8 @@
 
 - A handler's result (or error text) that cannot be stored as a record fails
   its own job with a reason; the worker, and the jobs it runs meanwhile, go on.
+- A `result()` wait that is given up (cancelled, timed out) leaves no watch
+  behind: none in the client's registry, none on the server (``wchc``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import aiocoord
 from aiocoord import JobFailed
 from aiocoord.scheduler import Scheduler
 from aiocoord.testing import ZooKeeperServer
+from tests.test_watch_removal import server_watches
 
 ROOT = "/sched"
 NOT_UTF8 = os.fsdecode(b"report-\xff.csv")  # what os.listdir gives for a non-UTF-8 name
@@ -84,3 +87,38 @@ async def test_a_result_that_cannot_be_stored_fails_its_job_and_the_worker_goes_
                 assert await sched.result(running) == 1
                 assert worker.id is not None
                 assert await sched.result(await sched.submit("slow")) == 1
+
+
+@pytest.mark.anyio
+async def test_given_up_result_waits_leave_no_watch_on_client_or_server(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(60):
+        async with process(zk_server, zk_chroot) as (coord, sched):
+
+            @sched.job("noop")
+            async def noop() -> None:
+                return None
+
+            client = coord.client
+            session = client.session
+            ids = [f"never-{i}" for i in range(20)]
+            paths = [session.server_path(f"{ROOT}/results/{job_id}") for job_id in ids]
+            await client.ensure_path(f"{ROOT}/results")
+            for round_ in range(10):  # 200 waits given up, at every moment of the wait
+                for job_id in ids:
+                    with anyio.move_on_after(0.002 * round_):
+                        await sched.result(job_id)
+            assert not any(session.watches.watched(p) for p in paths)
+            await client.exists("/")  # sent after the removals: answered after them
+            assert not set(paths) & set(server_watches(zk_server, coord.session_id))
+
+            # A finished job's result: read, its watch not kept either.
+            done = await sched.submit("noop")
+            async with sched.worker(capacity=1, worker_id="w"):
+                await sched.result(done)
+            path = session.server_path(f"{ROOT}/results/{done}")
+            assert await sched.result(done) is None  # already there: no wait at all
+            assert not session.watches.watched(path)
+            await client.exists("/")
+            assert path not in server_watches(zk_server, coord.session_id)

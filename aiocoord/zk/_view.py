@@ -9,13 +9,15 @@ closes it.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager, suppress
 from typing import TypeVar
 
 import anyio
 import anyio.lowlevel
 
-from ..errors import ConnectionLostError, SessionExpiredError
+from ..errors import ConnectionLostError, CoordError, SessionExpiredError
+from . import _wire
 from ._session import ZkSession
 from ._timing import SessionTiming
 from ._watches import Watch, WatchKind
@@ -117,13 +119,54 @@ class SessionView:
                     raise
                 await anyio.lowlevel.checkpoint()
 
-    def _watch_registrar(
+    @contextmanager
+    def _arming(
         self, watch: Watch, server_path: str, kinds: dict[int, WatchKind]
-    ) -> Callable[[int, int, bytes], None]:
+    ) -> Iterator[Callable[[int, int, bytes], None]]:
+        """Around a request that sets a one-shot watch; yields the reply callback to send with it.
+
+        The reply registers `watch` (as ``kinds[error code]``; no watch for other
+        codes) before any notification that follows it is read.  A request given
+        up (cancelled, or failing) leaves no watch: registered already, it is
+        removed; still in flight, its reply does not register it, and the watch
+        the server set is removed then.
+        """
+        watches = self._session.watches
+        abandoned = False
+
         def on_reply(err: int, _zxid: int, _body: bytes) -> None:
             kind = kinds.get(err)
-            if kind is not None:
-                watch.kind = kind
-                self._session.watches.add(watch, server_path)
+            if kind is None:
+                return
+            watch.kind = kind
+            if abandoned:
+                self._unwatch_on_server(server_path)
+            else:
+                watches.add(watch, server_path)
 
-        return on_reply
+        watches.arm(server_path)
+        try:
+            yield on_reply
+        except BaseException:
+            watches.disarm(server_path)
+            abandoned = True
+            if watches.discard(watch, server_path):
+                self._unwatch_on_server(server_path)
+            raise
+        watches.disarm(server_path)
+
+    def _unwatch_on_server(self, server_path: str) -> None:
+        """Ask the server to drop our watches on `server_path`, if nothing of ours watches there.
+
+        The server keeps one watch per path and connection, whatever the number
+        of requests that set it, so it is removed only once no watch (or request
+        setting one) of this client is left on the path.  Sent without waiting
+        for the answer (a server without one to remove says so; nothing to do);
+        while disconnected there is nothing to send: the server's watches went
+        with the connection, and a forgotten watch is not restored.
+        """
+        session = self._session
+        if session.closed or session.watches.watched(server_path):
+            return
+        with suppress(CoordError, ValueError):
+            session.connection_now().submit(_wire.remove_watches_request(server_path))
