@@ -103,6 +103,17 @@ class SessionView:
         """Return once a connection is usable; raises `CoordinatorClosedError` if closed meanwhile."""
         await self._session.wait_usable()
 
+    def start_chore(self, chore: Callable[[], Awaitable[None]], name: str) -> bool:
+        """Run `chore()` in the background, owned by the session rather than by the caller.
+
+        For cleanup that must outlive the recipe that needs it (a latch left while
+        disconnected deletes its node once the connection is back).  `name`
+        names the task and its log lines.  The chore is cancelled when the
+        coordinator closes; what it raises is logged.  Returns False (nothing
+        started) if the session is not running.
+        """
+        return self._session.start_chore(chore, name)
+
     # --- helpers ---------------------------------------------------------------------------
 
     async def _retrying(self, op: Callable[[], Awaitable[T]]) -> T:
