@@ -246,6 +246,8 @@ class Offer:
         """
         try:
             await self._remove(session_id)
+        except CoordinatorClosedError:
+            pass  # the session is being closed: its ephemeral nodes go with it
         except CoordError as exc:
             self._remove_later(session_id, str(exc))
         except anyio.get_cancelled_exc_class():
@@ -262,7 +264,7 @@ class Offer:
                     await self._sweep()
 
     def _remove_later(self, session_id: int | None, why: str) -> None:
-        if self.node is None and self._pending is None:
+        if (self.node is None and self._pending is None) or self.client.closed:
             return
         what = self.node.path if self.node is not None else f"a node under {self.path}"
         if session_id is None or self.client.session_id != session_id:
