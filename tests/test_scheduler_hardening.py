@@ -2,6 +2,7 @@
 
 - A handler's result (or error text) that cannot be stored as a record fails
   its own job with a reason; the worker, and the jobs it runs meanwhile, go on.
+- The assigner keeps nothing of workers that are gone (per-session state).
 - A `result()` wait that is given up (cancelled, timed out) leaves no watch
   behind: none in the client's registry, none on the server (``wchc``).
 """
@@ -11,14 +12,19 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 import anyio
 import pytest
 
 import aiocoord
 from aiocoord import JobFailed
-from aiocoord.scheduler import Scheduler
+from aiocoord.scheduler import RoundRobin, Scheduler
+from aiocoord.scheduler._assigner import Assigner
+from aiocoord.scheduler._ops import Retention, ensure_layout
+from aiocoord.scheduler._records import Layout, WorkerRecord, encode_worker
 from aiocoord.testing import ZooKeeperServer
+from tests.helpers import eventually
 from tests.test_watch_removal import server_watches
 
 ROOT = "/sched"
@@ -122,3 +128,31 @@ async def test_given_up_result_waits_leave_no_watch_on_client_or_server(
             assert not session.watches.watched(path)
             await client.exists("/")
             assert path not in server_watches(zk_server, coord.session_id)
+
+
+@pytest.mark.anyio
+async def test_the_assigner_keeps_nothing_of_workers_that_are_gone(
+    coordinator: aiocoord.Coordinator,
+) -> None:
+    layout = Layout(ROOT)
+    client = coordinator.client
+    await ensure_layout(client, layout)
+    assigner = Assigner(coordinator, layout, RoundRobin(), Retention(3600.0))
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(assigner.run)
+            for i in range(50):  # workers of sessions that come and go
+                record = WorkerRecord(f"w-{i}", 1, frozenset({"noop"}))
+                await client.create(layout.worker(record.id), encode_worker(record))
+                await eventually(partial(_knows, assigner, record.id))
+                await client.delete(layout.worker(record.id))
+            await eventually(lambda: _true(not assigner.state.workers and not assigner._worker_gen))
+            tg.cancel_scope.cancel()
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def _knows(assigner: Assigner, worker: str) -> bool:
+    return worker in assigner.state.workers

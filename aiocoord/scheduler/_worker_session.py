@@ -157,10 +157,14 @@ class WorkerSession:
         self.registered = True
 
     async def _relist(self) -> None:
+        finished = set(self.done)
         try:
             names = await self._client.children(self._layout.queue(self.worker))
         except NoNodeError:
             return
+        # Finished before the listing and no longer queued: their deletes happened while
+        # the watch was not looking (disconnected), so no event will clear them.
+        self.done -= finished.difference(names)
         for job_id in names:
             self._start(job_id)
 

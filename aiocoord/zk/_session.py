@@ -355,7 +355,7 @@ class ZkSession:
         self._changed = anyio.Event()
 
     def connection_events(self) -> AsyncIterator[ConnectionEvent]:
-        """Each subscriber's own unbounded stream: the current state, then every transition."""
+        """Each subscriber's own bounded stream: the current state, then every transition."""
         return self._events.subscribe()
 
     # --- notifications ---------------------------------------------------------------------

@@ -96,7 +96,7 @@ class SessionView:
         return self._session.timing.request_timeout
 
     def connection_events(self) -> AsyncIterator[ConnectionEvent]:
-        """Each subscriber's own unbounded stream: the current state, then every transition."""
+        """Each subscriber's own bounded stream: the current state, then every transition."""
         return self._session.connection_events()
 
     async def wait_connected(self) -> None:
