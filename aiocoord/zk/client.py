@@ -425,7 +425,8 @@ class ZkClient(SessionView):
 
         Nothing is sent (no round trip, nothing in front of the caller's next
         request): the server keeps its side until the node changes, and that
-        notification is then ignored, or until the session ends.  A recipe
+        notification is then ignored, or until the connection ends
+        (`remove_watch` asks the server to drop it as well).  A recipe
         about to delete a node it watches calls this first, so that the delete
         wakes nothing of its own.
         """
