@@ -1,8 +1,8 @@
 """`SessionView`: what a `ZkClient` shows of its session, and the helpers its requests share.
 
 Read-only state (connection state, ids, timers), the wait for a usable
-connection, the retry of idempotent reads and the registration of one-shot
-watches.  The session itself (`ZkSession`) stays plumbing: its owner runs and
+connection, chores the session runs for its recipes, the retry of idempotent
+reads, and the registration and removal of one-shot watches.  The session itself (`ZkSession`) stays plumbing: its owner runs and
 closes it.
 """
 
@@ -113,6 +113,36 @@ class SessionView:
         started) if the session is not running.
         """
         return self._session.start_chore(chore, name)
+
+    # --- watches no longer wanted -----------------------------------------------------------
+
+    def remove_watch(self, watch: Watch) -> None:
+        """Stop a one-shot watch that is no longer wanted, here and on the server.
+
+        For a wait given up (cancelled, timed out) or a watch set with a read
+        whose answer made it moot.  It will not fire; the server is asked to
+        drop its side (ZooKeeper 3.5+ removeWatches) once no other watch of
+        this client is on the path, without waiting for the answer, so it is
+        safe in a cancelled task's cleanup.  A fired watch is left alone.
+        """
+        if watch.fired:
+            return
+        server_path = self._session.server_path(watch.path)
+        if self._session.watches.discard(watch, server_path):
+            self._unwatch_on_server(server_path)
+
+    def forget_watch(self, watch: Watch) -> None:
+        """Stop tracking a one-shot watch that is no longer wanted: it will not fire.
+
+        Nothing is sent (no round trip, nothing in front of the caller's next
+        request): the server keeps its side until the node changes, and that
+        notification is then ignored, or until the connection ends
+        (`remove_watch` asks the server to drop it as well).  A recipe
+        about to delete a node it watches calls this first, so that the delete
+        wakes nothing of its own.
+        """
+        if not watch.fired:
+            self._session.watches.discard(watch, self._session.server_path(watch.path))
 
     # --- helpers ---------------------------------------------------------------------------
 

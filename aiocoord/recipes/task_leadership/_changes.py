@@ -2,12 +2,12 @@
 
 The leader watch hands every event on a leader node to a `ChangeFeed`, which
 copies it to each subscriber's own bounded stream (nothing is read from
-ZooKeeper while nobody subscribes); a subscriber that falls behind gets a
-"read everything again" in place of what it missed.  A subscriber reads the current leader of
+ZooKeeper while nobody subscribes).  A subscriber reads the current leader of
 each task once, then turns events into `TaskChange`s: a deletion means "no
 leader" at once; a creation is read to learn who leads (a leader that comes
 and goes before the read is skipped).  After a reconnection, when events may
-have been missed, everything is read again.
+have been missed, everything is read again; so too when the subscriber fell
+so far behind that its stream skipped events.
 """
 
 from __future__ import annotations
