@@ -250,18 +250,23 @@ class Scheduler:
         result (or does not fit the handler's return type registered here).
         The result is validated against the return annotation when the job's
         handler is registered in this process.  A result is kept `result_ttl`
-        seconds: waiting for an older job waits forever.
+        seconds: waiting for an older job waits forever.  A wait given up
+        (cancelled, timed out) leaves no watch behind, here or on the server.
         """
         job_id = check_job_id(job_id)
         path = self._layout.result(job_id)
         while True:
             try:
                 stat, watch = await self._client.exists_watch(path)
-                if stat is None:
-                    event = await watch.wait()
-                    if event.type is EventType.SESSION_LOST:
-                        await self._coord.wait_connected()
-                        continue
+                try:
+                    if stat is None:
+                        event = await watch.wait()
+                        if event.type is EventType.SESSION_LOST:
+                            await self._coord.wait_connected()
+                            continue
+                finally:
+                    # Given up, or the result was already there: the watch is not needed.
+                    self._client.remove_watch(watch)
                 node = await self._client.get(path)
             except NoNodeError:
                 continue  # a transient node (a careful submit) or removed: wait again

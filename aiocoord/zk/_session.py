@@ -19,7 +19,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import anyio
@@ -106,6 +106,7 @@ class ZkSession:
         self._fatal: CoordError | None = None
         self.last_error: BaseException | None = None
         self._run_scope: anyio.CancelScope | None = None
+        self._chores: anyio.abc.TaskGroup | None = None  # the loop's task group, while it runs
         self._started = False
         self._ssl = settings.ssl_context()
         self.sender = Sender(self)
@@ -166,10 +167,35 @@ class ZkSession:
         with anyio.CancelScope(shield=True) as scope:
             self._run_scope = scope
             async with anyio.create_task_group() as tg:
+                self._chores = tg
                 tg.start_soon(self._lost_watchdog)
                 task_status.started()
-                await self._connect_loop()
-                tg.cancel_scope.cancel()
+                try:
+                    await self._connect_loop()
+                finally:
+                    self._chores = None
+                    tg.cancel_scope.cancel()
+
+    def start_chore(self, chore: Callable[[], Awaitable[None]], name: str) -> bool:
+        """Run `chore()` in the session loop's task group, which outlives every recipe.
+
+        For cleanup that must go on after its caller has left (a node to delete
+        once the connection is back).  It is cancelled when the session is
+        closed; an exception it raises is logged, never raised.  False (and
+        nothing started) if the session is not running.
+        """
+        tg = self._chores
+        if tg is None or self.closed:
+            return False
+        tg.start_soon(self._run_chore, chore, name, name=f"aiocoord: {name}")
+        return True
+
+    @staticmethod
+    async def _run_chore(chore: Callable[[], Awaitable[None]], name: str) -> None:
+        try:
+            await chore()
+        except Exception:
+            log.exception("%s failed", name)
 
     async def _connect_loop(self) -> None:
         failures = 0
@@ -334,7 +360,7 @@ class ZkSession:
         self._changed = anyio.Event()
 
     def connection_events(self) -> AsyncIterator[ConnectionEvent]:
-        """Each subscriber's own unbounded stream: the current state, then every transition."""
+        """Each subscriber's own bounded stream: the current state, then every transition."""
         return self._events.subscribe()
 
     # --- notifications ---------------------------------------------------------------------
