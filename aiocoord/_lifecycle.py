@@ -46,6 +46,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import sniffio
 
 from .errors import CoordinatorClosedError
 
@@ -213,6 +214,10 @@ class Lifecycle:
 
     async def _own(self) -> None:
         _owners.set((*_owners.get(), self))
+        # The background tasks' loop callbacks (replies, notifications, batched
+        # writes) run in copies of their context and call anyio there, where anyio
+        # learns the library only from this variable; `asyncio.run()` never sets it.
+        sniffio.current_async_library_cvar.set("asyncio")
         failure: BaseException | None = None
         try:
             try:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
+import sniffio
 
 from .._broadcast import Broadcast
 from ..errors import (
@@ -164,6 +165,11 @@ class ZkSession:
         stops it.
         """
         self._started = True
+        # Replies and notifications are handled in the transport's callbacks, which
+        # run in a copy of this task's context: recipes call anyio from them (spawn
+        # a task, cancel a scope), and outside a task anyio learns the library only
+        # from this variable, which `asyncio.run()` (unlike `anyio.run()`) never sets.
+        sniffio.current_async_library_cvar.set("asyncio")
         with anyio.CancelScope(shield=True) as scope:
             self._run_scope = scope
             async with anyio.create_task_group() as tg:
