@@ -1,0 +1,145 @@
+"""While ZooKeeper is away: every wait is bounded, says how long it waited and why.
+
+ZooKeeper is taken away by a door in front of the shared server: a fault proxy
+that is stopped (the client's connection drops and every new one is refused,
+as when the server is stopped) and opened again on the same port.  Times are
+asserted as bounds with generous margins.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+
+import anyio
+import pytest
+
+import aiocoord
+from aiocoord import ConnectionLostError, ConnectionState, Scheduler
+from aiocoord.testing import FaultProxy, ZooKeeperServer
+from tests.helpers import recording
+
+S = ConnectionState
+pytestmark = pytest.mark.anyio
+
+REQUEST_TIMEOUT = 2.0
+MARGIN = 1.0  # on top of a deadline, for scheduling on a busy machine
+
+
+class Door:
+    """A way to ZooKeeper that can be closed (connections refused) and opened again."""
+
+    def __init__(self, server: ZooKeeperServer) -> None:
+        self._target = server.address
+        self._proxy = FaultProxy(*self._target).start()
+        self.port = self._proxy.port
+        self.connect_string = self._proxy.connect_string
+
+    def close(self) -> None:
+        self._proxy.stop()
+
+    def open(self) -> None:
+        self._proxy.stop()
+        self._proxy = FaultProxy(*self._target, port=self.port).start()
+
+
+@pytest.fixture
+def door(zk_server: ZooKeeperServer) -> Iterator[Door]:
+    d = Door(zk_server)
+    try:
+        yield d
+    finally:
+        d.close()
+
+
+@asynccontextmanager
+async def away(
+    door: Door, zk_chroot: str, *, until: S = S.SUSPENDED
+) -> AsyncIterator[aiocoord.Coordinator]:
+    """A coordinator connected through `door`, then the door closed until the state is `until`."""
+    async with aiocoord.connect(
+        door.connect_string,
+        namespace=zk_chroot,
+        session_timeout=3.0,
+        request_timeout=REQUEST_TIMEOUT,
+    ) as coord:
+        await coord.client.create("/ready")
+        async with recording(coord) as rec:
+            door.close()
+            await rec.wait_for(until, timeout=10)
+        try:
+            yield coord
+        finally:
+            door.open()
+
+
+def assert_refused(exc: BaseException, door: Door) -> None:
+    """The error says what refused: ConnectionRefusedError from our port, in its text."""
+    text = str(exc)
+    assert "ConnectionRefusedError" in text, text
+    assert f"127.0.0.1:{door.port}" in text, text
+
+
+def stated_seconds(exc: BaseException) -> float:
+    """The elapsed time the message states: "... after 2.01s ..."."""
+    words = str(exc).split()
+    after = words.index("after")
+    return float(words[after + 1].rstrip("s,;:)"))
+
+
+# --- item 3: one deadline per request, across retries and reconnect waits ------------------------
+
+
+async def test_a_read_with_zookeeper_down_fails_within_the_request_timeout(
+    door: Door, zk_chroot: str
+) -> None:
+    """`client.get` raised after twice the request timeout, saying "within" the timeout."""
+    with anyio.fail_after(30):
+        async with away(door, zk_chroot) as coord:
+            started = time.monotonic()
+            with pytest.raises(ConnectionLostError) as info:
+                await coord.client.get("/ready")
+            elapsed = time.monotonic() - started
+            assert REQUEST_TIMEOUT - 0.1 <= elapsed < REQUEST_TIMEOUT + MARGIN
+            assert abs(stated_seconds(info.value) - elapsed) < 0.5
+            assert_refused(info.value, door)
+            assert isinstance(info.value.__cause__, ConnectionLostError)
+            assert isinstance(info.value.__cause__.__cause__, ConnectionRefusedError)
+
+
+async def test_cas_lock_and_once_per_without_waiting_fail_within_the_request_timeout(
+    door: Door, zk_chroot: str
+) -> None:
+    with anyio.fail_after(30):
+        async with away(door, zk_chroot) as coord:
+            for enter in (
+                lambda: aiocoord.cas_lock(coord, "/m/lock", lease=5, blocking=False),
+                lambda: aiocoord.once_per(coord, "/m/once", interval=60),
+            ):
+                started = time.monotonic()
+                with pytest.raises(ConnectionLostError) as info:
+                    async with enter():
+                        pytest.fail("entered while ZooKeeper is away")
+                assert time.monotonic() - started < REQUEST_TIMEOUT + MARGIN
+                assert_refused(info.value, door)
+
+
+async def test_submit_fails_within_the_request_timeout_with_its_cause(
+    door: Door, zk_chroot: str
+) -> None:
+    """`Scheduler.submit` raised after three request timeouts, with no cause."""
+    with anyio.fail_after(30):
+        async with away(door, zk_chroot) as coord:
+            sched = Scheduler(coord, "/jobs")
+
+            @sched.job("sum")
+            async def add(a: int, b: int) -> int:
+                return a + b
+
+            started = time.monotonic()
+            with pytest.raises(ConnectionLostError, match="could not submit job") as info:
+                await sched.submit("sum", {"a": 1, "b": 2})
+            assert time.monotonic() - started < REQUEST_TIMEOUT + MARGIN
+            assert info.value.__cause__ is not None
+            assert_refused(info.value, door)
