@@ -8,6 +8,7 @@ asserted as bounds with generous margins.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -143,3 +144,65 @@ async def test_submit_fails_within_the_request_timeout_with_its_cause(
             assert time.monotonic() - started < REQUEST_TIMEOUT + MARGIN
             assert info.value.__cause__ is not None
             assert_refused(info.value, door)
+
+
+# --- item 1: entering a recipe while ZooKeeper is away -------------------------------------------
+
+
+@pytest.mark.parametrize("until", [S.SUSPENDED, S.LOST], ids=["suspended", "lost"])
+async def test_entering_a_latch_or_a_lock_with_zookeeper_down_raises_in_time(
+    door: Door, zk_chroot: str, until: S
+) -> None:
+    """Both waited forever, silently (still waiting after 100 s)."""
+    with anyio.fail_after(40):
+        async with away(door, zk_chroot, until=until) as coord:
+            for enter in (
+                lambda: aiocoord.leader_latch(coord, "/m/latch2"),
+                lambda: aiocoord.cas_lock(coord, "/m/lock", lease=5),
+            ):
+                started = time.monotonic()
+                with pytest.raises(ConnectionLostError) as info:
+                    async with enter():
+                        pytest.fail("entered while ZooKeeper is away")
+                assert time.monotonic() - started < REQUEST_TIMEOUT + MARGIN
+                assert_refused(info.value, door)
+            door.open()
+            # ZooKeeper is back: entering works again.
+            await coord.wait_connected()
+            async with aiocoord.leader_latch(coord, "/m/latch2") as latch:
+                await latch.wait()
+            async with aiocoord.cas_lock(coord, "/m/lock", lease=5) as lock:
+                assert lock.held
+
+
+async def test_waiting_for_leadership_through_an_outage_says_so(
+    door: Door, zk_chroot: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`latch.wait()` waits through an outage by design: it logs a WARNING saying why."""
+    caplog.set_level(logging.WARNING, logger="aiocoord")
+    with anyio.fail_after(30):
+        async with (
+            aiocoord.connect(
+                door.connect_string, namespace=zk_chroot, session_timeout=3.0
+            ) as other,
+            aiocoord.leader_latch(other, "/m/latch", participant_id="first"),
+        ):
+            async with (
+                aiocoord.connect(
+                    door.connect_string, namespace=zk_chroot, session_timeout=3.0
+                ) as coord,
+                aiocoord.leader_latch(coord, "/m/latch", participant_id="second") as latch,
+            ):
+                async with recording(coord) as rec:
+                    door.close()
+                    await rec.wait_for(S.SUSPENDED, timeout=10)
+                    with anyio.move_on_after(0.5):
+                        await latch.wait()
+                    door.open()
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(
+        "/m/latch" in r.getMessage()
+        and "waiting" in r.getMessage()
+        and "SUSPENDED" in r.getMessage()
+        for r in warnings
+    ), [r.getMessage() for r in warnings]

@@ -68,7 +68,8 @@ def unreachable(session: ZkSession, deadline: Deadline, what: str) -> Connection
         f"{what} after {deadline.elapsed():.2f}s (timeout {deadline.limit:g}s)"
         + (f"; not connected: {last}" if last is not None else "")
     )
-    error.__cause__ = last
+    if last is not None:
+        error.__cause__ = last
     return error
 
 

@@ -126,17 +126,25 @@ class Campaign:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """Join, report the node, then campaign until cancelled (the latch withdraws).
 
-        Errors other than connection trouble while joining the first time are
-        raised (to `__aenter__`); later ones are published as FAILED and retried.
+        Joining the first time rides out connection trouble within one request
+        timeout, then raises `ConnectionLostError` (to `__aenter__`) saying how
+        long it waited and why; other errors are raised at once.  Later errors
+        are published as FAILED and retried.
         """
         offer = self.offer
-        while True:
-            try:
-                await self.coord.wait_connected()
-                await self._join(offer)
-                break
-            except (ConnectionLostError, TimeoutError):
-                await anyio.lowlevel.checkpoint()  # connection trouble: try again
+        client = self.client
+        deadline = client.deadline()
+        with anyio.CancelScope(deadline=deadline.at):
+            while True:
+                try:
+                    await client.wait_connected()
+                    await self._join(offer)
+                    break
+                except (ConnectionLostError, TimeoutError):
+                    await anyio.lowlevel.checkpoint()  # connection trouble: try again
+        if offer.node is None:
+            client.session.ensure_open()
+            raise client.unreachable(deadline, f"leader latch {self.path}: could not join")
         task_status.started()
         await self._campaign(offer)
 
