@@ -9,6 +9,7 @@ asserted as bounds with generous margins.
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -18,6 +19,7 @@ import pytest
 
 import aiocoord
 from aiocoord import ConnectionLostError, ConnectionState, Scheduler
+from aiocoord.settings import Settings
 from aiocoord.testing import FaultProxy, ZooKeeperServer
 from tests.helpers import recording
 
@@ -206,3 +208,41 @@ async def test_waiting_for_leadership_through_an_outage_says_so(
         and "SUSPENDED" in r.getMessage()
         for r in warnings
     ), [r.getMessage() for r in warnings]
+
+
+# --- item 4: connect() with nothing listening --------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_connect_refused_logs_each_attempt_after_the_first_second(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="aiocoord")
+    port = _free_port()
+    started = time.monotonic()
+    with anyio.fail_after(10), pytest.raises(ConnectionLostError) as info:
+        async with aiocoord.connect(f"127.0.0.1:{port}", connect_timeout=2.5, session_timeout=2):
+            pass
+    assert time.monotonic() - started < 2.5 + MARGIN
+    assert "ConnectionRefusedError" in str(info.value)
+    assert "aiocoord zk start" not in str(info.value)  # not the embedded default
+    refused = [r for r in caplog.records if "ConnectionRefusedError" in r.getMessage()]
+    warned = [r for r in refused if r.levelno == logging.WARNING]
+    assert warned, [r.getMessage() for r in refused]
+    assert all(r.created - started >= 0.9 for r in warned)
+    assert len(warned) >= 2  # each refused attempt, not once
+
+
+async def test_connect_to_the_embedded_default_hints_at_starting_it() -> None:
+    host, port = Settings.model_fields["hosts"].default.split(":")
+    with socket.socket() as probe:
+        if probe.connect_ex((host, int(port))) == 0:
+            pytest.skip("something listens on the embedded default address")
+    with anyio.fail_after(10), pytest.raises(ConnectionLostError, match="aiocoord zk start"):
+        async with aiocoord.connect(Settings(hosts=f"{host}:{port}"), connect_timeout=1.0):
+            pass
