@@ -122,6 +122,22 @@ class LeaderLatch:
         return self._term is not None
 
     @property
+    def known_leader(self) -> str | None:
+        """The leader's participant id as far as this process knows it without asking ZooKeeper.
+
+        Ours while we lead; the leader's when our node is the one just behind
+        it (its id came with the watch on it); otherwise None, and always None
+        while the connection is not usable.  Cheap: no request.  For an answer
+        from ZooKeeper itself, `await latch.leader()`.
+        """
+        if self._term is not None:
+            return self._id
+        campaign = self._campaign
+        if campaign is None or self._stopped or self._coord.state not in _USABLE:
+            return None
+        return campaign.known_leader
+
+    @property
     def state(self) -> ElectionState | None:
         """The latest election state (None before entering)."""
         return self._events.last.state if self._events.last is not None else None
