@@ -20,31 +20,14 @@ import pytest
 import aiocoord
 from aiocoord import ConnectionLostError, ConnectionState, Scheduler
 from aiocoord.settings import Settings
-from aiocoord.testing import FaultProxy, ZooKeeperServer
-from tests.helpers import recording
+from aiocoord.testing import ZooKeeperServer
+from tests.helpers import Door, recording
 
 S = ConnectionState
 pytestmark = pytest.mark.anyio
 
 REQUEST_TIMEOUT = 2.0
 MARGIN = 1.0  # on top of a deadline, for scheduling on a busy machine
-
-
-class Door:
-    """A way to ZooKeeper that can be closed (connections refused) and opened again."""
-
-    def __init__(self, server: ZooKeeperServer) -> None:
-        self._target = server.address
-        self._proxy = FaultProxy(*self._target).start()
-        self.port = self._proxy.port
-        self.connect_string = self._proxy.connect_string
-
-    def close(self) -> None:
-        self._proxy.stop()
-
-    def open(self) -> None:
-        self._proxy.stop()
-        self._proxy = FaultProxy(*self._target, port=self.port).start()
 
 
 @pytest.fixture
