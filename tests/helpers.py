@@ -1,4 +1,5 @@
-"""Small test helpers: record a coordinator's connection events, wait for one, list our tasks."""
+"""Small test helpers: record a coordinator's connection events, wait for one, list our tasks,
+take ZooKeeper away."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import anyio
 import anyio.abc
 
 from aiocoord import ConnectionEvent, ConnectionState, Coordinator
+from aiocoord.testing import FaultProxy, ZooKeeperServer
 
 
 class _Stated(Protocol):
@@ -88,3 +90,20 @@ async def eventually(
 def aiocoord_tasks() -> set[asyncio.Task[Any]]:
     """The running tasks of aiocoord: owners ("aiocoord: ...") and their background tasks."""
     return {t for t in asyncio.all_tasks() if t.get_name().startswith("aiocoord") and not t.done()}
+
+
+class Door:
+    """A way to ZooKeeper that can be closed (connections refused) and opened again."""
+
+    def __init__(self, server: ZooKeeperServer) -> None:
+        self._target = server.address
+        self._proxy = FaultProxy(*self._target).start()
+        self.port = self._proxy.port
+        self.connect_string = self._proxy.connect_string
+
+    def close(self) -> None:
+        self._proxy.stop()
+
+    def open(self) -> None:
+        self._proxy.stop()
+        self._proxy = FaultProxy(*self._target, port=self.port).start()

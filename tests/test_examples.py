@@ -41,7 +41,7 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "fastapi_app.py": [
         r"cron tick on the leader",
-        r"leader of /examples/api/cron-leader: pod-a; participants: \['pod-a', 'pod-b'\]",
+        r"leader of /examples/api/cron-leader: pod-a; participants: 2\n",
         r"POST /admin/rebuild on pod-a: 200",
         r"POST /admin/rebuild on pod-b: 503 .*'leader': 'pod-a'",
         r"GET /coordination/health/ready on pod-b: 200",

@@ -144,18 +144,26 @@ class CasLock:
         """Wait until the lock is ours; bound it with `anyio.fail_after`.
 
         Waits on a data watch, waking when the record changes or when the
-        holder's lease (plus skew) runs out, whichever comes first; rides out
-        connection losses.  Raises `NodeDataError` for a foreign record.
+        holder's lease (plus skew) runs out, whichever comes first.  Waiting
+        for the holder has no bound of its own, waiting for ZooKeeper has one:
+        a connection loss is ridden out if ZooKeeper answers again within the
+        request timeout (counted from the request that found it gone, or from
+        the session's loss while waiting on the watch); otherwise
+        `ConnectionLostError` says how long it waited and why.  Raises
+        `NodeDataError` for a foreign record.
         """
         self._check_idle()
+        client = self._coord.client
+        what = f"lock {self.path}: could not acquire"
         view = self._remembered()
         while True:
+            deadline = client.deadline()
             try:
                 if view is None:
                     view = await self._look(watch=True)
                 rnd = await self._round(view, watch=True, window=None)
             except ConnectionLostError:
-                await self._coord.wait_connected()
+                await client.wait_connected(deadline, what)
                 view = None
                 continue
             if rnd.acquired:
@@ -165,7 +173,7 @@ class CasLock:
                 continue
             with anyio.move_on_after(rnd.decision.wait):
                 if (await rnd.watch.wait()).type is EventType.SESSION_LOST:
-                    await self._coord.wait_connected()
+                    await client.wait_connected(client.deadline(), what)
 
     async def _try_window(self, window: float | None) -> tuple[bool, LockRecord | None]:
         """Acquire without waiting (once_per: unless `window` already ran); with the record."""
@@ -331,7 +339,9 @@ class CasLock:
         """Acquire, run the body with the lease renewed, release on exit.
 
         Entering blocks until the lock is ours (`blocking=False`: raises
-        `LockNotAcquired` at once if it is held).  The body is cancelled and
+        `LockNotAcquired` at once if it is held); either raises
+        `ConnectionLostError` once ZooKeeper has been unreachable for the
+        request timeout (see `acquire`).  The body is cancelled and
         `LockLost` raised on exit when a renewal loses its CAS, the session is
         LOST, or the lease runs out (``lease - skew`` after the last successful
         write) before a renewal succeeds; SUSPENDED alone cancels nothing.

@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -39,6 +39,7 @@ from ...zk.client import ZkClient
 from ...zk.paths import join
 from ...zk.states import ConnectionState
 from ...zk.types import EventType
+from .._records import load_text
 from .._signal import Signal
 from ._election import (
     ElectionEvent,
@@ -111,6 +112,17 @@ class Campaign:
         self._waiting: anyio.CancelScope | None = None
         self._own: Watch | None = None
         self._following: str | None = None
+        # The leader's participant id, read with the watch on it when it is the node just
+        # ahead of ours; good while that watch has not fired.
+        self._leader: tuple[Watch, str | None] | None = None
+
+    @property
+    def known_leader(self) -> str | None:
+        """The leader's id if the node just ahead of ours is the leader's and still there."""
+        found = self._leader
+        if found is None or found[0].fired:
+            return None
+        return found[1]
 
     def unwatch(self) -> None:
         """Leaving: forget our node's watch, so that deleting the node wakes nothing of ours."""
@@ -126,17 +138,25 @@ class Campaign:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """Join, report the node, then campaign until cancelled (the latch withdraws).
 
-        Errors other than connection trouble while joining the first time are
-        raised (to `__aenter__`); later ones are published as FAILED and retried.
+        Joining the first time rides out connection trouble within one request
+        timeout, then raises `ConnectionLostError` (to `__aenter__`) saying how
+        long it waited and why; other errors are raised at once.  Later errors
+        are published as FAILED and retried.
         """
         offer = self.offer
-        while True:
-            try:
-                await self.coord.wait_connected()
-                await self._join(offer)
-                break
-            except (ConnectionLostError, TimeoutError):
-                await anyio.lowlevel.checkpoint()  # connection trouble: try again
+        client = self.client
+        deadline = client.deadline()
+        with anyio.CancelScope(deadline=deadline.at):
+            while True:
+                try:
+                    await client.wait_connected()
+                    await self._join(offer)
+                    break
+                except (ConnectionLostError, TimeoutError):
+                    await anyio.lowlevel.checkpoint()  # connection trouble: try again
+        if offer.node is None:
+            client.session.ensure_open()
+            raise client.unreachable(deadline, f"leader latch {self.path}: could not join")
         task_status.started()
         await self._campaign(offer)
 
@@ -196,9 +216,10 @@ class Campaign:
                 return  # Stale: the next pass joins again on the current session
             order = await self._follow(offer, node, own, order, decision.ahead, wake)
 
-    async def _write(self, write: Awaitable[object]) -> None:
+    async def _write(self, write: Coroutine[Any, Any, object]) -> None:
         """Run one of the campaign's writes; `_shutdown` waits for none it knows of."""
         if self.closing:
+            write.close()  # never started
             await anyio.sleep_forever()  # leaving: no new node, no delete
         self.writing = True
         try:
@@ -209,6 +230,7 @@ class Campaign:
     async def _join(self, offer: Offer) -> None:
         self._own = None
         self._following = None
+        self._leader = None
         await self._write(offer.create())
         node = offer.node
         assert node is not None
@@ -221,6 +243,7 @@ class Campaign:
         offer.forget()
         self._own = None
         self._following = None
+        self._leader = None
 
     async def _watch_own(self, offer: Offer, node: OurNode) -> Watch | None:
         """Our node's data watch (armed again after a data change); None if the node is gone.
@@ -328,12 +351,16 @@ class Campaign:
         """
         self.host._lose("handed over")  # someone sorts ahead of us now (no-op unless we led)
         predecessor = order.names[ahead - 1]
+        self._leader = None
         try:
-            _, watch = await self.client.get_watch(join(self.path, predecessor))
+            ahead_node, watch = await self.client.get_watch(join(self.path, predecessor))
         except NoNodeError:  # gone since the listing
             if ahead == 1:
                 await self._lead(node, own, wake)
             return None
+        if ahead == 1:  # the leader: its id costs nothing more, for `LeaderLatch.known_leader`
+            with contextlib.suppress(NodeDataError):
+                self._leader = (watch, load_text(watch.path, ahead_node.data, "participant id"))
         if self._following != predecessor:
             self._following = predecessor
             self.host._publish(

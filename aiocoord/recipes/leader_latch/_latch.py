@@ -49,13 +49,16 @@ __all__ = (
 
 log = logging.getLogger("aiocoord.recipes.leader_latch")
 
+_USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
+
 
 class LeaderLatch:
     """A participant in the election at `path`; see the module docstring.
 
     Use it as ``async with`` (or ``await latch.start()`` ... ``await
     latch.aclose()``): entering joins (returns once our node exists, not once
-    we lead; bound it with ``anyio.fail_after``), leaving withdraws; it may be
+    we lead; `ConnectionLostError` if ZooKeeper stays unreachable for the
+    request timeout), leaving withdraws; it may be
     left from another task than the one that entered it.  The observers
     (`leader`, `participants`) also work on a latch not entered.
     Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
@@ -119,6 +122,22 @@ class LeaderLatch:
         return self._term is not None
 
     @property
+    def known_leader(self) -> str | None:
+        """The leader's participant id as far as this process knows it without asking ZooKeeper.
+
+        Ours while we lead; the leader's when our node is the one just behind
+        it (its id came with the watch on it); otherwise None, and always None
+        while the connection is not usable.  Cheap: no request.  For an answer
+        from ZooKeeper itself, `await latch.leader()`.
+        """
+        if self._term is not None:
+            return self._id
+        campaign = self._campaign
+        if campaign is None or self._stopped or self._coord.state not in _USABLE:
+            return None
+        return campaign.known_leader
+
+    @property
     def state(self) -> ElectionState | None:
         """The latest election state (None before entering)."""
         return self._events.last.state if self._events.last is not None else None
@@ -134,9 +153,11 @@ class LeaderLatch:
     async def start(self) -> None:
         """Join the election: block until our node exists (not until we lead).
 
-        Bound it with ``anyio.fail_after``; cancelled meanwhile, it leaves no
-        node behind.  Raises `CoordinatorClosedError` if the coordinator is not
-        open or this latch was started before.
+        Connection trouble is ridden out within the request timeout (the
+        connectivity deadline); past it, `ConnectionLostError` says how long it
+        waited and why (the last connect error is its cause).  Cancelled
+        meanwhile, it leaves no node behind.  Raises `CoordinatorClosedError`
+        if the coordinator is not open or this latch was started before.
         """
         if self._life.started:
             raise CoordinatorClosedError("a LeaderLatch can be entered only once; make a new one")
@@ -208,9 +229,12 @@ class LeaderLatch:
     async def wait(self) -> LeadershipTerm:
         """Return the current term once we lead; bound it with ``anyio.fail_after``.
 
-        Raises `CoordinatorClosedError` if the latch is not entered, is left, or
-        its coordinator closes meanwhile.
+        It waits through a ZooKeeper outage (leadership comes back with the
+        connection), logging a WARNING once per outage that it is waiting and
+        why.  Raises `CoordinatorClosedError` if the latch is not entered, is
+        left, or its coordinator closes meanwhile.
         """
+        warned = False
         while True:
             changed = self._changed.event()
             if not self._entered or self._stopped:
@@ -221,13 +245,26 @@ class LeaderLatch:
                 raise CoordinatorClosedError(f"the coordinator of leader latch {self._path} closed")
             if self._term is not None:
                 return self._term
+            state = self._coord.state
+            usable = state in _USABLE
+            if not usable and not warned:
+                # Waiting through an outage is what wait() is for; say so, once per outage.
+                log.warning(
+                    "leader latch %s (%s): waiting for leadership while ZooKeeper is "
+                    "unreachable (%s); it can lead only once the connection is back",
+                    self._path,
+                    self._id,
+                    state.value if state is not None else "CLOSED",
+                )
+            warned = not usable
             await changed.wait()
 
     @asynccontextmanager
     async def leadership(self) -> AsyncIterator[LeadershipTerm]:
         """Wait for leadership, then run the body as leader; yields the `LeadershipTerm`.
 
-        Entering blocks until we lead.  The body runs in a cancel scope that is
+        Entering blocks until we lead, through ZooKeeper outages too (see
+        `wait`).  The body runs in a cancel scope that is
         cancelled the moment leadership ends (SUSPENDED unless
         ``lose_on_suspend=False``, LOST, our node deleted, the latch left); once
         the body has exited, `LeadershipLost` is raised with the reason.  An
@@ -291,6 +328,7 @@ class LeaderLatch:
             self._lose("session lost")
         if self._campaign is not None:
             self._campaign.poke()
+        self._signal()  # `wait()` notes an outage it waits through
 
     # --- leadership and events (the campaign's host) -------------------------------------
 
@@ -342,8 +380,10 @@ def leader_latch(
     """A `LeaderLatch` to use as ``async with leader_latch(coord, path, participant_id=...)``.
 
     Entering joins the election and returns once our node exists (it does not
-    wait for leadership: use ``latch.wait()`` or ``latch.leadership()``);
-    leaving deletes the node.  See `LeaderLatch` for the arguments.
+    wait for leadership: use ``latch.wait()`` or ``latch.leadership()``), or
+    raises `ConnectionLostError` once ZooKeeper has been unreachable for the
+    request timeout; leaving deletes the node.  See `LeaderLatch` for the
+    arguments.
     """
     return LeaderLatch(
         coord,
