@@ -144,6 +144,9 @@ async def test_entering_a_latch_or_a_lock_with_zookeeper_down_raises_in_time(
             for enter in (
                 lambda: aiocoord.leader_latch(coord, "/m/latch2"),
                 lambda: aiocoord.cas_lock(coord, "/m/lock", lease=5),
+                lambda: aiocoord.task_leadership(
+                    coord, "/m/tasks", worker=aiocoord.Worker("1.0"), tasks=["t"]
+                ),
             ):
                 started = time.monotonic()
                 with pytest.raises(ConnectionLostError) as info:
@@ -158,6 +161,13 @@ async def test_entering_a_latch_or_a_lock_with_zookeeper_down_raises_in_time(
                 await latch.wait()
             async with aiocoord.cas_lock(coord, "/m/lock", lease=5) as lock:
                 assert lock.held
+            async with (
+                aiocoord.task_leadership(
+                    coord, "/m/tasks", worker=aiocoord.Worker("1.0"), tasks=["t"]
+                ) as tl,
+                tl.lead("t"),
+            ):
+                assert tl.is_leader("t")
 
 
 async def test_waiting_for_leadership_through_an_outage_says_so(

@@ -187,12 +187,24 @@ class TaskEngine:
             raise RuntimeError(f"{what} needs an entered TaskLeadership that is not closed")
 
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
-        """Start everything in `tg`; return once registered with the worker list read."""
+        """Start everything in `tg`; return once registered with the worker list read.
+
+        Rides out connection trouble for one request timeout, then raises
+        `ConnectionLostError` saying how long it waited and why.
+        """
         self._tg = tg
-        await tg.start(self._leader_watch.run)  # first, so that no leader event is missed
-        await tg.start(self.writes.run)
-        tg.start_soon(self._follow_connection)
-        await tg.start(self._control)
+        client = self.client
+        deadline = client.deadline()
+        with anyio.CancelScope(deadline=deadline.at) as scope:
+            await tg.start(self._leader_watch.run)  # first, so that no leader event is missed
+            await tg.start(self.writes.run)
+            tg.start_soon(self._follow_connection)
+            await tg.start(self._control)
+        if scope.cancelled_caught:
+            client.session.ensure_open()
+            raise client.unreachable(
+                deadline, f"task leadership of {self.root}: could not register"
+            )
         for slot in self.slots.values():
             tg.start_soon(slot.run, self)
 
