@@ -54,7 +54,7 @@ from aiocoord import (
 from aiocoord.errors import NoChildrenForEphemeralsError
 from aiocoord.scheduler import Scheduler
 from aiocoord.scheduler._records import (
-    Layout,
+    JobsLayout,
     ResultRecord,
     encode_job,
     encode_result,
@@ -438,7 +438,7 @@ async def test_scheduler_requests_refuse_bad_input_before_writing(
 ) -> None:
     sched = Scheduler(coordinator, "/jobs")
     sched.job("echo")(_echo)
-    too_big = "x" * job_limit(Layout("/jobs"))  # fits a node, not the assigner's transaction
+    too_big = "x" * job_limit(JobsLayout("/jobs"))  # fits a node, not the assigner's transaction
     calls: list[tuple[str, Callable[[], Awaitable[Any]], Any, str]] = [
         ("submit unknown name", lambda: sched.submit("nope", {"text": "a"}), ValueError, "name"),
         ("submit name=5", lambda: sched.submit(five, {"text": "a"}), TypeError, "name"),
@@ -508,7 +508,7 @@ async def test_scheduler_jobs_and_results_at_the_size_limit(
     async def make(size: int) -> str:
         return "y" * size
 
-    layout = Layout("/jobs")
+    layout = JobsLayout("/jobs")
     longest = "w" * 200
     record = len(encode_job("echo", {"text": ""}))
     text = "x" * (job_limit(layout) - record - 8)  # `submitted` may print a few digits more

@@ -41,8 +41,8 @@ from aiocoord.recipes.leader_latch._election import (
     Ordering,
     Stale,
     curator_sort_key,
-    decide,
     may_lead,
+    next_move,
     sort_children,
 )
 from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, ZooKeeperServer, expire_session
@@ -97,7 +97,7 @@ def test_decide_table() -> None:
     kids = [c, a, b]
 
     def run(ours: str, owner: int = 7, session: int | None = 7, names: list[str] = kids) -> Any:
-        return decide(Ordering(names, CURATOR), ours, owner=owner, session_id=session)
+        return next_move(Ordering(names, CURATOR), ours, owner=owner, session_id=session)
 
     assert run(a) == Lead()
     assert run(b) == Follow(a, 1)

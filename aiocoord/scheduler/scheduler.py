@@ -67,7 +67,7 @@ from ..zk.types import CreateOp, DeleteOp, EventType
 from ._jobs import Handler, JobType
 from ._ops import Retention, ensure_layout
 from ._records import (
-    Layout,
+    JobsLayout,
     check_job_id,
     decode_result,
     encode_job,
@@ -123,7 +123,7 @@ class Scheduler:
             raise ConfigError("result_ttl", f"must be between 1 ms and 10 years, not {result_ttl}")
         self._coord = coord
         self._client = coord.client
-        self._layout = Layout(root)
+        self._layout = JobsLayout(root)
         self._strategy = strategy_from(strategy)
         self._retention = Retention(float(result_ttl))
         self._handlers: dict[str, JobType] = {}

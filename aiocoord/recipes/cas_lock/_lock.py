@@ -22,16 +22,16 @@ from ...zk import EventType, Node, Stat, Watch
 from ...zk.paths import validate_path
 from ._hold import Lease, Slot, guard, run_once
 from ._record import (
-    Decision,
+    Assessment,
     LockRecord,
     LockStatus,
     RunInfo,
     Verdict,
+    assess,
     check_interval,
     check_lease,
     check_owner,
     check_skew,
-    decide,
     decode,
     encode,
     status_of,
@@ -44,9 +44,9 @@ log = logging.getLogger("aiocoord.recipes.cas_lock")
 
 
 @dataclass(slots=True)
-class _Round:
+class _Attempt:
     acquired: bool
-    decision: Decision | None = None
+    decision: Assessment | None = None
     record: LockRecord | None = None
     watch: Watch | None = None
     after: View | None = None  # what a lost CAS found (no need to read again)
@@ -213,22 +213,22 @@ class CasLock:
         except NoNodeError:
             return View(None)
 
-    async def _round(self, view: View, *, watch: bool, window: float | None) -> _Round:
+    async def _round(self, view: View, *, watch: bool, window: float | None) -> _Attempt:
         """Decide from `view`, and write if we may: acquired, a decision to wait, or neither."""
         node = view.node
         record = decode(self.path, node.data) if node is not None else None
-        decision = decide(record, now=time.time(), skew=self.skew, holder=self._id, window=window)
+        decision = assess(record, now=time.time(), skew=self.skew, holder=self._id, window=window)
         if view.known and not decision.take:
-            return _Round(False)  # a remembered record decides nothing but a CAS: read
+            return _Attempt(False)  # a remembered record decides nothing but a CAS: read
         if decision.verdict is Verdict.OURS and node is not None and record is not None:
             # An acquiring write of ours landed although its reply was lost; our own
             # clock wrote its expiry, so the local deadline follows from it.
             left = (record.lease_expires or 0.0) - time.time()
             self._took(record, node.stat, time.monotonic() + left - self.lease, None)
-            return _Round(True)
+            return _Attempt(True)
         if not decision.take:
             self._seen_owner = record.owner if record is not None else None
-            return _Round(False, decision, record, view.watch)
+            return _Attempt(False, decision, record, view.watch)
         # The holder's own deadline counts from `started`, taken before the expiry it
         # writes is computed, so it is never later than the lease others see.
         started = time.monotonic()
@@ -247,9 +247,9 @@ class CasLock:
         if scope.cancelled_caught:
             raise ConnectionLostError(f"the outcome of acquiring {self.path} is unknown")
         if stat is None:
-            return _Round(False, after=after)  # lost the race: `after` (or a read) tells to whom
+            return _Attempt(False, after=after)  # lost the race: `after` (or a read) tells to whom
         self._took(new, stat, started, record if decision.verdict is Verdict.EXPIRED else None)
-        return _Round(True)
+        return _Attempt(True)
 
     def _took(self, new: LockRecord, stat: Stat, start: float, expired: LockRecord | None) -> None:
         self._record, self._version = new, stat.version

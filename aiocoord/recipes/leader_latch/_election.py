@@ -2,7 +2,7 @@
 
 Nothing here awaits or talks to ZooKeeper, so the whole table is tested directly
 (tests/test_leader_latch.py).  `_latch.py` feeds it the children it listed,
-its own node and the session it is on, and acts on the `Decision`; it re-exports
+its own node and the session it is on, and acts on the `Move`; it re-exports
 the public types defined here.
 
 Two layouts share one parent with the Java recipes they copy:
@@ -35,12 +35,12 @@ __all__ = (
     "CURATOR",
     "LAYOUTS",
     "ZOOKEEPER",
-    "Decision",
+    "Move",
     "ElectionEvent",
     "ElectionState",
     "Follow",
     "MAX_ID_BYTES",
-    "Layout",
+    "LatchLayout",
     "Lead",
     "LeadershipTerm",
     "Missing",
@@ -49,7 +49,7 @@ __all__ = (
     "Stale",
     "check_participant_id",
     "curator_sort_key",
-    "decide",
+    "next_move",
     "default_participant_id",
     "may_lead",
     "sort_children",
@@ -164,7 +164,7 @@ def zookeeper_sort_key(name: str) -> tuple[int, int, str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Layout:
+class LatchLayout:
     """How one Java recipe names, orders and fills its election nodes."""
 
     name: str
@@ -172,12 +172,12 @@ class Layout:
     protected: bool  # Curator's `_c_<uuid>-` names, found again after a connection loss
 
 
-CURATOR: Final = Layout("curator", _LATCH, protected=True)
-ZOOKEEPER: Final = Layout("zookeeper", "n_", protected=False)
+CURATOR: Final = LatchLayout("curator", _LATCH, protected=True)
+ZOOKEEPER: Final = LatchLayout("zookeeper", "n_", protected=False)
 LAYOUTS: Final = {"curator": CURATOR, "zookeeper": ZOOKEEPER}
 
 
-def sort_children(names: Sequence[str], layout: Layout) -> list[str]:
+def sort_children(names: Sequence[str], layout: LatchLayout) -> list[str]:
     """Children in election order (index 0 leads), as the layout's Java recipe sorts them."""
     if layout is ZOOKEEPER:
         return sorted(names, key=zookeeper_sort_key)
@@ -222,7 +222,7 @@ class Stale:
     """Our node belongs to an earlier session: delete it and join again at the tail."""
 
 
-Decision = Lead | Follow | Missing | Stale
+Move = Lead | Follow | Missing | Stale
 
 
 class Ordering:
@@ -230,7 +230,7 @@ class Ordering:
 
     __slots__ = ("_position", "names")
 
-    def __init__(self, children: Sequence[str], layout: Layout) -> None:
+    def __init__(self, children: Sequence[str], layout: LatchLayout) -> None:
         self.names = sort_children(children, layout)
         self._position = {name: i for i, name in enumerate(self.names)}
 
@@ -238,7 +238,7 @@ class Ordering:
         return self._position.get(name)
 
 
-def decide(order: Ordering, ours: str, *, owner: int, session_id: int | None) -> Decision:
+def next_move(order: Ordering, ours: str, *, owner: int, session_id: int | None) -> Move:
     """What to do given a listing in election order, our node's name and owner, and the session.
 
     `owner` is the ephemeral owner our node was created with.  A node owned by

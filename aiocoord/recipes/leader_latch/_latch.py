@@ -22,8 +22,8 @@ from ...session import Coordinator
 from ...zk.client import ZkClient
 from ...zk.paths import validate_path
 from ...zk.states import ConnectionEvent, ConnectionState
-from .._signal import Signal
-from ._campaign import Campaign
+from .._change_signal import ChangeSignal
+from ._campaign import Campaign, Host
 from ._election import (
     LAYOUTS,
     MAX_ID_BYTES,
@@ -34,7 +34,7 @@ from ._election import (
     check_participant_id,
     default_participant_id,
 )
-from ._nodes import Offer, OurNode, SharedPath, leader_of, participants_of
+from ._nodes import Candidacy, CreatedNode, SharedPath, leader_of, participants_of
 
 __all__ = (
     "MAX_ID_BYTES",
@@ -91,11 +91,11 @@ class LeaderLatch:
         self._data = self._id.encode("utf-8")
         self._layout = LAYOUTS[layout]
         self._lose_on_suspend = lose_on_suspend
-        self._offer: Offer | None = None
+        self._offer: Candidacy | None = None
         self._campaign: Campaign | None = None
         self._term: LeadershipTerm | None = None
         self._events: Broadcast[ElectionEvent] = Broadcast()
-        self._changed = Signal()  # fired by `_signal`
+        self._changed = ChangeSignal()  # fired by `_signal`
         self._life = Lifecycle(
             f"leader latch {path} ({self._id})",
             self._run,
@@ -166,12 +166,21 @@ class LeaderLatch:
                 "the coordinator is not open: use `async with aiocoord.connect(...)` first"
             )
         self._entered = True
-        self._offer = Offer(SharedPath.acquire(self._client, self._path), self._layout, self._data)
+        self._offer = Candidacy(
+            SharedPath.acquire(self._client, self._path), self._layout, self._data
+        )
         await self._life.start()
 
     async def _run(self, tg: anyio.abc.TaskGroup) -> None:
         assert self._offer is not None
-        self._campaign = Campaign(self, self._coord, self._offer, self._layout, tg)
+        host = Host(
+            elect=self._elect,
+            lose=self._lose,
+            publish=self._publish,
+            wake=self._signal,
+            node=lambda: self.node,
+        )
+        self._campaign = Campaign(host, self._coord, self._offer, self._layout, tg)
         await tg.start(self._follow_connection)
         await tg.start(self._campaign.run)
 
@@ -332,7 +341,7 @@ class LeaderLatch:
 
     # --- leadership and events (the campaign's host) -------------------------------------
 
-    def _elect(self, node: OurNode) -> None:
+    def _elect(self, node: CreatedNode) -> None:
         """The campaign found us first, on a node of this session: lead (once per term)."""
         if self._term is None and not self._closing:
             self._term = LeadershipTerm(node.czxid, node.path, self._id, self._path)

@@ -45,7 +45,7 @@ from aiocoord.zk import EventType, Watch, WatchedEvent, ZkClient
 from aiocoord.zk.paths import join
 from aiocoord.zk.states import ConnectionEvent, ConnectionState
 
-from .._signal import Signal
+from .._change_signal import ChangeSignal
 from ._changes import ChangeFeed
 from ._choice import Prefer, VersionKey, assign
 from ._leader_watch import LeaderWatch
@@ -119,7 +119,7 @@ class TaskEngine:
         self._versions: frozenset[str] = frozenset()
         self.registered: int | None = None  # session our worker node belongs to
         self.usable_in: int | None = None  # session in which we may act (registered, list read)
-        self._conn_changed = Signal()
+        self._conn_changed = ChangeSignal()
         self.writes = WriteBatcher(coord.client)
         self._leader_watch = LeaderWatch(
             coord,
