@@ -87,7 +87,16 @@
       if (cells.leader) row.classList.add("leader");
       return row;
     });
-    return el("table", null, el("thead", null, head), el("tbody", null, ...body));
+    // Wide tables (long names) scroll inside their card rather than squeezing every column.
+    return el("div", "scroll", el("table", null, el("thead", null, head), el("tbody", null, ...body)));
+  }
+
+  // A long node name, shortened to its end (the sequence number); whole on hover.
+  function nodeName(name) {
+    const text = String(name);
+    const shown = el("code", null, text.length > 14 ? "…" + text.slice(-10) : text);
+    shown.title = text;
+    return shown;
   }
 
   function line(label, ...content) {
@@ -125,7 +134,7 @@
       line("layout", info.layout, " · ", String(parts.length), " participant(s)"),
     );
     const rows = parts.map((p, i) => {
-      const row = [i === 0 ? "leader" : "#" + i, val(k + "p" + i, p.id), hex(p.token), p.session, el("code", "long", p.node)];
+      const row = [i === 0 ? "leader" : "#" + i, val(k + "p" + i, p.id), hex(p.token), p.session, nodeName(p.node)];
       row.leader = i === 0;
       return row;
     });
@@ -181,7 +190,7 @@
     const workers = info.workers.map((w) => {
       if (w.error !== undefined) return [w.node, el("span", "bad", "invalid record: " + w.error), "", "", ""];
       const queue = assigned[w.node] || [];
-      return [w.id, String(w.capacity), val(k + "run|" + w.node, String(queue.length)), w.draining ? "draining" : "", (w.jobs || []).join(", ")];
+      return [w.id, String(w.capacity), val(k + "run|" + w.node, String(queue.length)), w.draining ? "draining" : "", el("span", "wrap", (w.jobs || []).join(", "))];
     });
     if (workers.length) box.append(table(["worker", "capacity", "running", "", "jobs"], workers));
     const pending = info.pending || [];
