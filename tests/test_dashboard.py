@@ -1,28 +1,17 @@
 """The dashboard in a real headless Chromium: each recipe, live changes, SUSPENDED/LOST, escaping.
 
 The page is served by uvicorn on this test's event loop and read by Debian's
-``chromium`` through ``chromium-driver`` (both installed by ``scripts/setup``);
-every browser call runs in a worker thread so the loop keeps serving.  Waiting
-for the page is event-driven: a script in the page resolves when a
-MutationObserver sees the expected text, or fails at its deadline.  A
-screenshot of each view is saved in ``build/screenshots/`` (or
-``$AIOCOORD_SCREENSHOTS``).
+Chromium (see `tests.browser`); a screenshot of each view is saved in
+``build/screenshots/``.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from contextlib import AsyncExitStack
+from typing import Any
 
 import anyio
 import pytest
@@ -31,137 +20,25 @@ import aiocoord
 from aiocoord.recipes.cas_lock import CasLock, once_per
 from aiocoord.scheduler import Scheduler
 from aiocoord.testing import FaultProxy, ZooKeeperServer
+from tests.browser import LIVE, Page, card, chromium, needs_chromium, serving, value
 
 fastapi = pytest.importorskip("fastapi", reason="the dashboard needs the fastapi extra")
-uvicorn = pytest.importorskip("uvicorn", reason="the dashboard needs the fastapi extra")
-webdriver = pytest.importorskip("selenium.webdriver", reason="browser tests need selenium (dev)")
 
 from aiocoord.integrations.dashboard import dashboard_app, dashboard_router  # noqa: E402
 from aiocoord.integrations.fastapi import lifespan  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-SHOTS = Path(os.environ.get("AIOCOORD_SCREENSHOTS", ROOT / "build" / "screenshots"))
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-LIVE = 1.0  # a change must be on the page this soon, without a reload
-
-pytestmark = [
-    pytest.mark.timeout(60),
-    pytest.mark.skipif(
-        CHROMIUM is None or CHROMEDRIVER is None,
-        reason="needs Debian's chromium and chromium-driver (scripts/setup installs them)",
-    ),
-]
-
-T = TypeVar("T")
-
-_WAIT = """
-const [selector, text, done] = arguments;
-const found = () => [...document.querySelectorAll(selector)].some(n => n.textContent.includes(text));
-if (found()) { done(true); return; }
-const watcher = new MutationObserver(() => {
-  if (found()) { watcher.disconnect(); done(true); }
-});
-watcher.observe(document.documentElement,
-  {subtree: true, childList: true, characterData: true, attributes: true});
-"""
-
-
-class Page:
-    """One Chromium tab, driven from worker threads."""
-
-    def __init__(self, driver: Any) -> None:
-        self.driver = driver
-
-    async def _run(self, func: Callable[[], T]) -> T:
-        return await anyio.to_thread.run_sync(func)
-
-    async def open(self, url: str) -> None:
-        await self._run(lambda: self.driver.get(url))
-
-    async def js(self, script: str, *args: Any) -> Any:
-        return await self._run(lambda: self.driver.execute_script(script, *args))
-
-    async def wait_text(self, selector: str, text: str, timeout: float = 10.0) -> None:
-        """Return once an element matching `selector` contains `text`; fail after `timeout`."""
-
-        def wait() -> None:
-            self.driver.set_script_timeout(max(timeout, 0.01))
-            self.driver.execute_async_script(_WAIT, selector, text)
-
-        with anyio.fail_after(timeout + 5):
-            await self._run(wait)
-
-    async def text(self, selector: str) -> str:
-        found: str = await self.js(
-            "const n = document.querySelector(arguments[0]); return n ? n.textContent : null;",
-            selector,
-        )
-        return found
-
-    async def view(self, name: str) -> None:
-        await self.js("location.hash = arguments[0];", name)
-        await self.wait_text("nav a.active", "", timeout=2)
-        assert await self.js("return document.body.dataset.view;") == name
-
-    async def screenshot(self, name: str) -> Path:
-        path = SHOTS / f"{name}.png"
-
-        def save() -> int:
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            self.driver.save_screenshot(str(path))
-            return path.stat().st_size
-
-        assert await self._run(save) > 0
-        return path
-
-    async def leave(self) -> None:
-        """Close the page's event stream (a server shutting down waits for open streams)."""
-        await self.open("about:blank")
+pytestmark = [pytest.mark.timeout(60), needs_chromium]
 
 
 @pytest.fixture(scope="module")
 def driver() -> Iterator[Any]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        options.add_argument(arg)
-    options.add_argument("--window-size=1440,1000")
-    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
-    browser = webdriver.Chrome(options=options, service=service)
-    try:
+    with chromium() as browser:
         yield browser
-    finally:
-        browser.quit()
 
 
 @pytest.fixture
 def page(driver: Any) -> Page:
     return Page(driver)
-
-
-@asynccontextmanager
-async def serving(app: Any, page: Page) -> AsyncIterator[str]:
-    """Serve `app` on a free loopback port on this loop; yields its base URL."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve, [listener])
-        try:
-            yield f"http://127.0.0.1:{port}/"
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                await page.leave()
-            server.should_exit = True
-
-
-def card(path: str) -> str:
-    return f'section.card[data-path="{path}"]'
-
-
-def value(path: str, field: str) -> str:
-    return f'[data-key="{path}|{field}"]'
 
 
 # --- each recipe -------------------------------------------------------------------------------
@@ -443,71 +320,3 @@ def test_router_checks_its_arguments() -> None:
         dashboard_router("no-slash")
     with pytest.raises(ValueError, match="depth"):
         dashboard_router("/", depth=-1)
-
-
-# --- the command --------------------------------------------------------------------------------
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIOCOORD_")}
-    return env | extra
-
-
-@pytest.mark.anyio
-async def test_command_serves_the_dashboard_until_interrupted(
-    coordinator: aiocoord.Coordinator, zk_server: ZooKeeperServer, zk_chroot: str, page: Page
-) -> None:
-    hosts = f"{zk_server.connect_string}{zk_chroot}"
-    command = [sys.executable, "-m", "aiocoord", "--loop", "asyncio", "dashboard", "/app"]
-    with anyio.fail_after(30):
-        async with aiocoord.leader_latch(coordinator, "/app/leader", participant_id="pod-cli"):
-            proc = await anyio.open_process(
-                [*command, "--hosts", hosts, "--port", "0"], env=_env(PYTHONPATH=str(ROOT))
-            )
-            async with proc:
-                assert proc.stdout is not None
-                first = b""
-                async for chunk in proc.stdout:
-                    first += chunk
-                    if b"\n" in first:
-                        break
-                line = first.decode().splitlines()[0]
-                assert line.startswith(f"dashboard of /app on {hosts}: http://127.0.0.1:")
-                url = line.split(": ", 1)[1].split()[0]
-                await page.open(url)
-                await page.wait_text(value("/app/leader", "leader"), "pod-cli")
-                proc.send_signal(signal.SIGINT)
-                assert await proc.wait() == 130
-
-
-def test_command_errors_are_one_line(zk_server: ZooKeeperServer) -> None:
-    busy = socket.create_server(("127.0.0.1", 0))
-    with busy:
-        port = busy.getsockname()[1]
-        done = _run("dashboard", "/", "--hosts", zk_server.connect_string, "--port", str(port))
-    assert done.returncode == 1
-    assert done.stderr.strip() == (
-        f"aiocoord dashboard: cannot listen on 127.0.0.1:{port}: Address already in use"
-    )
-    done = _run("dashboard", "nope")
-    assert done.stderr.strip() == "aiocoord dashboard: invalid path 'nope': must start with '/'"
-    no_fastapi = (
-        "import sys; sys.modules['fastapi'] = None; from aiocoord.cli import main; "
-        "sys.exit(main(['dashboard', '/']))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", no_fastapi], env=_env(), capture_output=True, text=True, timeout=30
-    )
-    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert "needs the fastapi extra" in done.stderr and "aiocoord[fastapi]" in done.stderr
-
-
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aiocoord", *args],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )

@@ -67,7 +67,6 @@ class DashboardFeed:
         self.path = path
         self.depth = depth
         self.debounce = debounce
-        self.running = False
         self._dirty = anyio.Event()
         self._published = anyio.Event()
         self._seq = 0
@@ -97,15 +96,11 @@ class DashboardFeed:
 
         The first read follows at once; viewers see it as the next document.
         """
-        try:
-            async with anyio.create_task_group() as tg:
-                await tg.start(self._follow_states)
-                tg.start_soon(self._watch)
-                tg.start_soon(self._reader)
-                self.running = True
-                task_status.started()
-        finally:
-            self.running = False
+        async with anyio.create_task_group() as tg:
+            await tg.start(self._follow_states)
+            tg.start_soon(self._watch)
+            tg.start_soon(self._reader)
+            task_status.started()
 
     async def _follow_states(self, *, task_status: TaskStatus[None]) -> None:
         started = False
