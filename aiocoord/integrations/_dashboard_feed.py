@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 Document = dict[str, Any]
 
 _USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED, ConnectionState.READ_ONLY)
-_RETRY = 1.0  # seconds before adding the watch again after a failure other than a lost connection
+_RETRY = 1.0  # seconds before a refused watch, or a read that did not get through, is tried again
 
 
 class DashboardFeed:
@@ -144,7 +144,10 @@ class DashboardFeed:
             await anyio.sleep(max(self.debounce, self._read_took))
             self._dirty = anyio.Event()
             began = time.monotonic()
-            await self._read()
+            try:
+                await self._read()
+            except CoordinatorClosedError:
+                return
             self._read_took = time.monotonic() - began
 
     async def _read(self) -> None:
@@ -152,8 +155,12 @@ class DashboardFeed:
         try:
             tree = await inspect_path(self.coord, self.path, depth=self.depth)
             error = None
-        except (ConnectionLostError, CoordinatorClosedError):
-            return  # read again when the connection is back (see `_follow_states`)
+        except ConnectionLostError:
+            # Again once connected, or in a second if the connection never dropped (slow server).
+            with anyio.move_on_after(_RETRY):
+                await self.coord.client.wait_connected()
+            self._dirty.set()
+            return
         except NoNodeError:
             tree, error = None, f"{self.path} does not exist (yet)"
         except NoAuthError:
