@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib.resources import files
 from typing import Any
@@ -73,6 +73,16 @@ _HEADERS = {
 
 def _asset(name: str) -> bytes:
     return (files(__package__) / "dashboard_static" / name).read_bytes()
+
+
+def _serve_asset(name: str, media_type: str) -> Callable[[], Awaitable[Response]]:
+    # An endpoint without parameters: FastAPI would take any parameter from the query string.
+    body = _asset(name)
+
+    async def asset() -> Response:
+        return Response(body, media_type=media_type, headers=_HEADERS)
+
+    return asset
 
 
 def _app_coordinator(app: FastAPI) -> Coordinator:
@@ -125,12 +135,9 @@ def dashboard_router(
 
     router = APIRouter(lifespan=lifespan, tags=["dashboard"])
     for route, (name, media_type) in _ASSETS.items():
-        body = _asset(name)
-
-        async def asset(body: bytes = body, media_type: str = media_type) -> Response:
-            return Response(body, media_type=media_type, headers=_HEADERS)
-
-        router.add_api_route(f"/{route}", asset, methods=["GET"], include_in_schema=False)
+        router.add_api_route(
+            f"/{route}", _serve_asset(name, media_type), methods=["GET"], include_in_schema=False
+        )
 
     @router.get("/events", summary="The dashboard's documents as server-sent events")
     async def events() -> Response:
