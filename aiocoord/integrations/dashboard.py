@@ -29,7 +29,8 @@ to it with the trailing slash), ``GET /events`` the server-sent events (one
 JSON document per change), ``GET /state`` the current document as JSON.
 
 The router's lifespan starts the watch: include the router in the app
-(``app.include_router``); an app mounted with ``app.mount`` does not run it.
+(``app.include_router``; FastAPI 0.112.2 and later run an included router's
+lifespan); an app mounted with ``app.mount`` does not run it.
 """
 
 from __future__ import annotations
@@ -129,7 +130,10 @@ def dashboard_router(
         if running:
             return running[-1]
         return JSONResponse(
-            {"error": "the dashboard is not running: include its router with app.include_router"},
+            {
+                "error": "the dashboard is not running: include its router with "
+                "app.include_router (FastAPI >= 0.112.2 runs an included router's lifespan)"
+            },
             status_code=503,
         )
 
