@@ -1,7 +1,7 @@
 """The leader latch's pure half: events, node layouts, election order and the decision.
 
 Nothing here awaits or talks to ZooKeeper, so the whole table is tested directly
-(tests/test_leader_latch.py).  `_latch.py` feeds it the children it listed,
+(tests/zk/test_leader_latch.py).  `_latch.py` feeds it the children it listed,
 its own node and the session it is on, and acts on the `Move`; it re-exports
 the public types defined here.
 

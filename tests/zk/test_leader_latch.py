@@ -754,7 +754,7 @@ async def test_ensemble_server_of_the_leader_killed(
 def test_latch_benchmark_still_runs(zk_server: ZooKeeperServer) -> None:
     """The benchmark's aiocoord measurements, with tiny parameters, so it does not rot."""
     spec = importlib.util.spec_from_file_location(
-        "bench_latch", Path(__file__).parent.parent / "benchmarks" / "bench_latch.py"
+        "bench_latch", Path(__file__).resolve().parents[2] / "benchmarks" / "bench_latch.py"
     )
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)

@@ -20,7 +20,7 @@ import pytest
 
 from aiocoord.testing import ZooKeeperServer
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TIMEOUT = 60
 
 # What each example must print (regular expressions); an example not listed must exit 0.

@@ -555,7 +555,7 @@ async def test_empty_node_is_a_free_lock(coordinator: Coordinator) -> None:
 
 def test_lock_benchmark_smoke(zk_server: ZooKeeperServer) -> None:
     """benchmarks/bench_lock.py runs end to end (tiny parameters) and prints its table."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_lock.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_lock.py"
     spec = importlib.util.spec_from_file_location("bench_lock", path)
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "aiocoord"
+PACKAGE = Path(__file__).resolve().parents[2] / "aiocoord"
 
 # Imports that cross a folder's boundary today, outside aiocoord/cli, while the
 # restructuring moves them behind public names.  This list must shrink to empty;

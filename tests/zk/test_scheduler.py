@@ -64,7 +64,7 @@ from tests.helpers import eventually
 
 ROOT = "/sched"
 LAYOUT = JobsLayout(ROOT)
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 class Point(pydantic.BaseModel):

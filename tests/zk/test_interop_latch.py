@@ -34,7 +34,7 @@ from tests.helpers import eventually
 pytestmark = pytest.mark.anyio
 
 JAVA_DIR = Path("/usr/share/java")
-SOURCES = Path(__file__).parent / "interop"
+SOURCES = Path(__file__).resolve().parents[1] / "interop"
 ZK_JARS = ["zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-nop.jar"]
 PROGRAMS = {
     "CuratorLatch": [

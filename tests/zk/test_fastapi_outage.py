@@ -26,7 +26,7 @@ from aiocoord.integrations.fastapi import lifespan, require_leader
 from aiocoord.recipes.leader_latch import ElectionState, LeadershipTerm
 from aiocoord.testing import ZooKeeperServer
 from tests.helpers import Door, recording
-from tests.test_fastapi import CRON, Cron, Pod
+from tests.zk.test_fastapi import CRON, Cron, Pod
 
 S = ConnectionState
 pytestmark = pytest.mark.anyio

@@ -25,7 +25,7 @@ from aiocoord.scheduler._ops import Retention, ensure_layout
 from aiocoord.scheduler._records import JobsLayout, WorkerRecord, encode_worker
 from aiocoord.testing import ZooKeeperServer
 from tests.helpers import eventually
-from tests.test_watch_removal import server_watches
+from tests.zk.test_watch_removal import server_watches
 
 ROOT = "/sched"
 NOT_UTF8 = os.fsdecode(b"report-\xff.csv")  # what os.listdir gives for a non-UTF-8 name
