@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from types import TracebackType
 from typing import Any
 
 import anyio
 import anyio.abc
 
-from ._lifecycle import Lifecycle
+from ._lifecycle import Lifecycle, Service
 from .errors import ConnectionLostError, CoordinatorClosedError
 from .settings import Settings
 from .zk import ZkClient, ZkSession
@@ -29,7 +28,7 @@ __all__ = ("ConnectionEvent", "ConnectionState", "Coordinator", "connect")
 log = logging.getLogger(__name__)
 
 
-class Coordinator:
+class Coordinator(Service):
     """One ZooKeeper session and its connection-state stream; recipes take it first.
 
     Use it as ``async with`` (or ``await coord.start()`` ... ``await
@@ -93,18 +92,6 @@ class Coordinator:
 
     async def close(self) -> None:
         """The same as `aclose()`."""
-        await self.aclose()
-
-    async def __aenter__(self) -> Coordinator:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
         await self.aclose()
 
     # --- state -----------------------------------------------------------------------------

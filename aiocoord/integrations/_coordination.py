@@ -27,13 +27,12 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
-from .._lifecycle import Lifecycle
+from .._lifecycle import Lifecycle, Service
 from ..errors import CoordError, CoordinatorClosedError, LeadershipLost, LockNotAcquired
 from ..recipes.cas_lock import CasLock, Slot, once_per
 from ..recipes.leader_latch import LeaderLatch, LeadershipTerm, default_participant_id
@@ -72,7 +71,7 @@ class _Hold:
     since: float = field(default_factory=time.monotonic)
 
 
-class Coordination:
+class Coordination(Service):
     """A coordinator plus the latches, leader tasks and holds an application runs on it.
 
     Made and run by `aiocoord.integrations.fastapi.lifespan`; handlers get it
@@ -196,18 +195,6 @@ class Coordination:
     async def aclose(self) -> None:
         """Stop the leader tasks, then leave the latches; from any task.  Safe to call twice."""
         await self._life.aclose()
-
-    async def __aenter__(self) -> Coordination:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def _follow_session(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         started = False

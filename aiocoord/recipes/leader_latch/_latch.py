@@ -5,14 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from types import TracebackType
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 
 from ..._broadcast import Broadcast
-from ..._lifecycle import Lifecycle
+from ..._lifecycle import Lifecycle, Service
 from ...errors import (
     ConfigError,
     CoordinatorClosedError,
@@ -52,7 +51,7 @@ log = logging.getLogger("aiocoord.recipes.leader_latch")
 _USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 
 
-class LeaderLatch:
+class LeaderLatch(Service):
     """A participant in the election at `path`; see the module docstring.
 
     Use it as ``async with`` (or ``await latch.start()`` ... ``await
@@ -192,18 +191,6 @@ class LeaderLatch:
         call twice.
         """
         await self._life.aclose()
-
-    async def __aenter__(self) -> LeaderLatch:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def _withdraw(self) -> None:
         """Leaving, while the tasks still run: stop leading, then delete our node."""
