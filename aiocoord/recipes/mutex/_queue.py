@@ -176,7 +176,10 @@ class Ticket:
 
     async def _until(self, watch: Watch, deadline: float | None) -> bool:
         """Wait for `watch` to fire; False if `deadline` passed first."""
-        with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
+        if deadline is None:
+            await watch.wait()
+            return True
+        with anyio.CancelScope(deadline=deadline):
             await watch.wait()
             return True
         return False
