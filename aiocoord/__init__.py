@@ -23,6 +23,7 @@ from .errors import NodeExistsError as NodeExistsError
 from .errors import NoNodeError as NoNodeError
 from .errors import NotEmptyError as NotEmptyError
 from .errors import SessionExpiredError as SessionExpiredError
+from .errors import SubscriberLagged as SubscriberLagged
 from .errors import TransactionFailed as TransactionFailed
 from .errors import ZooKeeperError as ZooKeeperError
 from .recipes.cas_lock import CasLock as CasLock
@@ -118,6 +119,7 @@ __all__ = (
     "Slot",
     "Stat",
     "Strategy",
+    "SubscriberLagged",
     "TaskChange",
     "TaskLeadership",
     "TaskTerm",

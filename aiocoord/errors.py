@@ -28,6 +28,7 @@ __all__ = (
     "NotEmptyError",
     "NotReadOnlyError",
     "SessionExpiredError",
+    "SubscriberLagged",
     "TransactionFailed",
     "ZooKeeperError",
 )
@@ -201,3 +202,21 @@ class JobFailed(CoordError):
         self.job_id = job_id
         self.type = type
         self.message = message
+
+
+class SubscriberLagged(CoordError):
+    """A stream's reader fell `backlog` events behind, so its subscription was ended.
+
+    Raised by the iterator of `Coordinator.connection_events()` or
+    `LeaderLatch.changes()` once it has yielded every event buffered before
+    (none is lost unseen); the reader had stopped reading, and an unread
+    stream cannot grow without limit.  Subscribe again: a new subscription
+    starts with the current state.
+    """
+
+    def __init__(self, backlog: int) -> None:
+        super().__init__(
+            f"this subscriber fell {backlog} events behind and was unsubscribed: "
+            "read the stream as it comes, or subscribe again for the current state"
+        )
+        self.backlog = backlog

@@ -139,9 +139,11 @@ class Coordinator:
     def connection_events(self) -> AsyncIterator[ConnectionEvent]:
         """Your own stream of `ConnectionEvent`: the current state first, then every transition.
 
-        Each subscriber has an unbounded buffer, so a slow one never loses an
-        event nor blocks the others; leaving the ``async for`` unsubscribes.  The
-        stream ends when the coordinator closes.
+        Each subscriber has its own buffer, so a slow one never loses an event
+        nor blocks the others.  One that falls `SUBSCRIBER_BACKLOG` (4096) events
+        behind has stopped reading: it gets what it had buffered, then
+        `SubscriberLagged` (subscribe again for the current state).  Leaving the
+        ``async for`` unsubscribes.  The stream ends when the coordinator closes.
         """
         return self.client.connection_events()
 

@@ -2,7 +2,9 @@
 
 Read from ``AIOCOORD_*`` environment variables and a ``.env`` file; explicit
 arguments to `connect()` override them and are validated the same way.  Any
-invalid value raises `ConfigError` naming the field.
+invalid value raises `ConfigError` naming the field and showing the value (and
+the variable, when it came from the environment); the digest secret is never
+shown.  An unknown ``AIOCOORD_*`` variable is logged at WARNING.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import os
 import ssl
 from typing import Any
 
-from pydantic import ValidationError, field_validator, model_validator
+from pydantic import SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ._settings_env import config_error, warn_unknown_variables
 from .errors import ConfigError
 from .zk.paths import validate_path
 
@@ -89,8 +92,10 @@ class Settings(BaseSettings):
     """Deadline of one request, waiting for a connection included; None: the session timeout."""
     namespace: str | None = None
     """A chroot applied to every path (created on first connect, as Curator does)."""
-    auth: str | None = None
-    """Digest credentials ``user:password``, sent again on every new connection."""
+    auth: SecretStr | None = None
+    """Digest credentials ``user:password``, sent again on every new connection (never shown)."""
+    world_readable: bool = False
+    """With `auth`, let every client read (never change) the nodes this session creates."""
     read_only: bool = False
     """Accept a read-only server when no read-write one is reachable (READ_ONLY state)."""
     session_lost_fraction: float = 1.0
@@ -111,10 +116,16 @@ class Settings(BaseSettings):
     """Shuffle the host list once, so a fleet spreads over the ensemble (False: try them in order)."""
 
     def __init__(self, **values: Any) -> None:
+        config = type(self).model_config
+        warn_unknown_variables(type(self).model_fields, _env_file(config.get("env_file")))
+        error: ConfigError | None = None
         try:
             super().__init__(**values)
         except ValidationError as exc:
-            raise _config_error(exc) from exc
+            error = config_error(exc, values)
+        if error is not None:
+            # Raised outside the handler: the ValidationError shows input values, the secret too.
+            raise error
 
     @field_validator("hosts")
     @classmethod
@@ -153,8 +164,9 @@ class Settings(BaseSettings):
 
     @field_validator("auth")
     @classmethod
-    def _check_auth(cls, value: str | None) -> str | None:
-        if value is not None and (":" not in value or value.startswith(":")):
+    def _check_auth(cls, value: SecretStr | None) -> SecretStr | None:
+        secret = None if value is None else value.get_secret_value()
+        if secret is not None and (":" not in secret or secret.startswith(":")):
             raise ValueError("must be 'user:password'")
         return value
 
@@ -173,12 +185,22 @@ class Settings(BaseSettings):
         return value
 
     @model_validator(mode="after")
-    def _check_chroot_twice(self) -> Settings:
+    def _check_together(self) -> Settings:
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ValueError("tls_cert_file and tls_key_file go together")
         _, chroot = parse_hosts(self.hosts)
         if chroot is not None and self.namespace is not None:
             raise ValueError("give the chroot either in hosts or as namespace, not both")
+        if self.world_readable and self.auth is None:
+            raise ConfigError(
+                "world_readable", "needs auth: without credentials every node is open to all"
+            )
+        # Half-set TLS would silently connect in plain text.
+        if not self.use_tls and self.tls_server_name is not None:
+            raise ConfigError("tls_server_name", f"is set but TLS is off: {_TLS_ON}")
+        if not self.use_tls and not self.tls_verify:
+            raise ConfigError("tls_verify", f"is off but TLS is off too: {_TLS_ON}")
+        self.ssl_context()  # files that are not PEM fail now, not at connect()
         return self
 
     @property
@@ -192,12 +214,18 @@ class Settings(BaseSettings):
         return self.tls or self.tls_ca_file is not None or self.tls_cert_file is not None
 
     def ssl_context(self) -> ssl.SSLContext | None:
-        """The client TLS context these settings describe, or None for plain TCP."""
+        """The client TLS context these settings describe, or None for plain TCP.
+
+        Raises `ConfigError` naming the ``tls_*`` file that is not usable PEM.
+        """
         if not self.use_tls:
             return None
-        context = ssl.create_default_context(cafile=self.tls_ca_file)
+        try:
+            context = ssl.create_default_context(cafile=self.tls_ca_file)
+        except (ssl.SSLError, OSError) as exc:
+            raise _pem_error("tls_ca_file", self.tls_ca_file, "CA certificates", exc) from None
         if self.tls_cert_file and self.tls_key_file:
-            context.load_cert_chain(self.tls_cert_file, self.tls_key_file)
+            _load_client_cert(context, self.tls_cert_file, self.tls_key_file)
         if not self.tls_verify:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
@@ -214,31 +242,59 @@ class Settings(BaseSettings):
 
         Raises `ConfigError` naming the first invalid field.
         """
-        try:
-            if isinstance(base, Settings):
-                merged = base.model_dump()
-                unknown = set(overrides) - set(cls.model_fields)
-                if unknown:
-                    raise ConfigError(sorted(unknown)[0], "unknown setting")
-                merged.update(overrides)
-                return cls(**merged)
-            if base is not None:
-                if not isinstance(base, str):
-                    raise ConfigError(
-                        "hosts", f"expected a Settings or a host string, got {type(base).__name__}"
-                    )
-                overrides = {"hosts": base, **overrides}
+        if isinstance(base, Settings):
+            merged = base.model_dump()  # the secret stays a SecretStr
             unknown = set(overrides) - set(cls.model_fields)
             if unknown:
-                name = sorted(unknown)[0]
-                raise ConfigError(name, "unknown setting")
-            return cls(**overrides)
-        except ValidationError as exc:
-            raise _config_error(exc) from exc
+                raise ConfigError(sorted(unknown)[0], "unknown setting")
+            merged.update(overrides)
+            return cls(**merged)
+        if base is not None:
+            if not isinstance(base, str):
+                raise ConfigError(
+                    "hosts", f"expected a Settings or a host string, got {type(base).__name__}"
+                )
+            overrides = {"hosts": base, **overrides}
+        unknown = set(overrides) - set(cls.model_fields)
+        if unknown:
+            raise ConfigError(sorted(unknown)[0], "unknown setting")
+        return cls(**overrides)
 
 
-def _config_error(exc: ValidationError) -> ConfigError:
-    err = exc.errors()[0]
-    field = ".".join(str(part) for part in err.get("loc", ())) or "settings"
-    message = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-    return ConfigError(field, message)
+_TLS_ON = "set tls=True (AIOCOORD_TLS=true) or a tls_*_file, or leave it unset"
+
+
+def _env_file(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class _EncryptedKey(Exception):
+    pass
+
+
+def _ask_password() -> str:
+    raise _EncryptedKey  # never OpenSSL's interactive prompt
+
+
+def _load_client_cert(context: ssl.SSLContext, cert_file: str, key_file: str) -> None:
+    """Load the client certificate and key into `context`; `ConfigError` names the bad file."""
+    try:
+        # A scratch context: the certificate must parse as PEM, but is not a CA of ours.
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=cert_file)
+    except (ssl.SSLError, OSError) as exc:
+        raise _pem_error("tls_cert_file", cert_file, "a certificate", exc) from None
+    try:
+        context.load_cert_chain(cert_file, key_file, password=_ask_password)
+    except _EncryptedKey:
+        raise ConfigError(
+            "tls_key_file", f"{key_file!r} is encrypted; give an unencrypted PEM key"
+        ) from None
+    except (ssl.SSLError, OSError) as exc:
+        raise _pem_error(
+            "tls_key_file", key_file, "the private key of tls_cert_file", exc
+        ) from None
+
+
+def _pem_error(field: str, path: str | None, what: str, exc: BaseException) -> ConfigError:
+    reason = getattr(exc, "reason", None) or exc.__class__.__name__
+    return ConfigError(field, f"{path!r} does not hold {what} in PEM form ({reason})")

@@ -217,7 +217,7 @@ async def test_recipe_constructors_refuse_bad_arguments(zk_server: ZooKeeperServ
             (f"cas_lock path {what}", partial(cas_lock, c, p), InvalidPathError, "path"),
             (f"CasLock path {what}", partial(CasLock, c, p), InvalidPathError, "path"),
             (f"once_per path {what}", partial(once_per, c, p, 60), InvalidPathError, "path"),
-            (f"task_leadership root {what}", partial(task_leadership, c, p, worker=w, tasks=["a"]), ConfigError, "root"),
+            (f"task_leadership root {what}", partial(task_leadership, c, p, worker=w, tasks=["a"]), InvalidPathError, "root"),
         ]  # fmt: skip
     cases += [
         ("LeaderLatch coord", lambda: LeaderLatch(x, "/a"), TypeError, "coord"),
@@ -283,9 +283,9 @@ async def test_recipe_constructors_refuse_bad_arguments(zk_server: ZooKeeperServ
         ("MavenVersion(5)", lambda: MavenVersion(five), ConfigError, "version"),
         ("CreateMode('x')", lambda: CreateMode(x), ValueError, "createmode"),
         ("Scheduler coord", lambda: Scheduler(x, "/j"), TypeError, "coord"),
-        ("Scheduler root '/'", lambda: Scheduler(c, "/"), ConfigError, "root"),
-        ("Scheduler root 'rel'", lambda: Scheduler(c, "rel"), ConfigError, "root"),
-        ("Scheduler root 5", lambda: Scheduler(c, five), ConfigError, "root"),
+        ("Scheduler root '/'", lambda: Scheduler(c, "/"), InvalidPathError, "root"),
+        ("Scheduler root 'rel'", lambda: Scheduler(c, "rel"), InvalidPathError, "root"),
+        ("Scheduler root 5", lambda: Scheduler(c, five), InvalidPathError, "root"),
         ("Scheduler strategy='x'", lambda: Scheduler(c, "/j", strategy=x), ValueError, "strategy"),
         ("Scheduler strategy=5", lambda: Scheduler(c, "/j", strategy=five), TypeError, "strategy"),
         ("Scheduler result_ttl=0", lambda: Scheduler(c, "/j", result_ttl=0), ConfigError, "result_ttl"),

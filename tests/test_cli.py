@@ -79,7 +79,7 @@ def test_help_lists_the_commands_and_each_has_its_own(capsys: pytest.CaptureFixt
     assert "_demo-worker" not in text
     expected = {
         "demo": ["--workers", "--tasks", "--jobs", "SIGKILL", "verdict"],
-        "zk": ["{start,stop,status}", "--port", "--dir", ".aiocoord/zk"],
+        "zk": ["{start,stop,status}", "--port", "--dir", "AIOCOORD_ZK_DIR", "per-user"],
         "inspect": ["--json", "--hosts", "leader latch", "CAS lock", "scheduler"],
         "bench": ["--quick", "kazoo", "aiozk"],
     }

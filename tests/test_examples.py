@@ -3,7 +3,8 @@
 Each runs as a subprocess, as a user would run it, with ``AIOCOORD_HOSTS`` set to
 the session's server and a fresh ``AIOCOORD_NAMESPACE``.  One example also
 runs with ``AIOCOORD_HOSTS`` unset, so the embedded default (a server started
-for the program in ``.aiocoord/zk`` and stopped after it) is exercised too.
+for the program in the per-user state folder, a temporary one here, and
+stopped after it) is exercised too.
 """
 
 from __future__ import annotations
@@ -92,13 +93,18 @@ def test_examples_are_all_checked() -> None:
 
 
 def test_example_uses_the_embedded_default(tmp_path: Path) -> None:
-    """With AIOCOORD_HOSTS unset, the example starts the embedded server in .aiocoord/zk,
-    runs against it, and stops it again."""
-    done = run_example("leader_latch.py", _env(), cwd=tmp_path)
+    """With AIOCOORD_HOSTS unset, the example starts the embedded server in the per-user
+    state folder (here a temporary one, through AIOCOORD_ZK_DIR), runs against it, and
+    stops it again; nothing is written to the working directory."""
+    folder = tmp_path / "state"
+    work = tmp_path / "work"
+    work.mkdir()
+    done = run_example("leader_latch.py", _env(AIOCOORD_ZK_DIR=str(folder)), cwd=work)
     report = f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert done.returncode == 0, report
     assert "started the embedded ZooKeeper at 127.0.0.1:" in done.stderr, report
+    assert f"data in {folder}" in done.stderr, report
     assert "tokens increase: True" in done.stdout, report
-    folder = tmp_path / ".aiocoord" / "zk"
     assert (folder / "zoo.cfg").is_file()
     assert not (folder / "server.json").exists()  # stopped: nothing left running
+    assert list(work.iterdir()) == []

@@ -214,7 +214,12 @@ async def latches(
 
 
 async def leftovers(coord: Coordinator, path: str) -> list[str]:
-    """The children still under `path` (none if the container parent is already gone)."""
+    """The children still under `path` (none if the container parent is already gone).
+
+    `coord` may be on another ensemble member than the sessions that deleted
+    their nodes: `sync` first, so that it has applied their writes.
+    """
+    await coord.client.sync()
     try:
         return await coord.client.children(path)
     except aiocoord.NoNodeError:
@@ -459,15 +464,19 @@ async def test_leadership_body_cancelled_when_the_leaders_session_expires(
             assert lost.value.reason in ("suspended", "session lost")
             term = await b.wait()
             assert term.token > old_token
-            offered = await ra.wait_for(
-                E.OFFERED, after=ra.events.index(await ra.wait_for(E.LOST_LEADERSHIP))
-            )
+            loss = ra.events.index(await ra.wait_for(E.LOST_LEADERSHIP))
+            offered = await ra.wait_for(E.OFFERED, after=loss)
             assert offered.node != old_node
             await ra.wait_for(E.FOLLOWING, after=ra.events.index(offered))
             assert a.node is not None and a.node != old_node
+            # b's session may be on another member, which may not have applied a's
+            # writes yet: ZooKeeper orders each client's view, `sync` catches b's up.
+            await coords[1].client.sync("/exp")
             assert await coords[1].client.exists(old_node) is None  # type: ignore[arg-type]
             assert [p.id for p in await b.participants()] == ["p1", "p0"]
-            assert ra.states.count(E.ELECTED) == 1  # never again on its stale node
+            # Never again on its stale node.  (An unrelated drop of the connection
+            # before the expiry, on a loaded machine, may add an earlier term.)
+            assert E.ELECTED not in ra.states[loss:]
             assert b.has_leadership and not a.has_leadership
 
 

@@ -27,7 +27,14 @@ import pydantic
 import pytest
 
 import aiocoord
-from aiocoord import ConfigError, CreateMode, JobFailed, NodeDataError, NoNodeError
+from aiocoord import (
+    ConfigError,
+    CreateMode,
+    InvalidPathError,
+    JobFailed,
+    NodeDataError,
+    NoNodeError,
+)
 from aiocoord.scheduler import (
     JobInfo,
     JobStatus,
@@ -679,9 +686,9 @@ async def test_bad_input_is_refused_before_anything_is_written(
         assert await coordinator.client.exists(ROOT) is None  # nothing written
         with pytest.raises(NoNodeError, match="no job"):
             await sched.status("never-submitted")
-    with pytest.raises(ConfigError, match="root"):
+    with pytest.raises(InvalidPathError, match="root"):
         Scheduler(coordinator, "relative/path")
-    with pytest.raises(ConfigError, match="root"):
+    with pytest.raises(InvalidPathError, match="root"):
         Scheduler(coordinator, "/")
     with pytest.raises(ConfigError, match="result_ttl"):
         Scheduler(coordinator, ROOT, result_ttl=0)

@@ -108,29 +108,79 @@ def test_tls_settings_are_checked(tmp_path: Path) -> None:
         aiocoord.Settings.build("h:1", tls_cert_file=str(tmp_path / "c.pem"))
 
 
+@pytest.mark.parametrize("world_readable", [False, True], ids=["private", "world-readable"])
 async def test_nodes_of_an_authenticated_session_resist_other_identities(
+    zk_server: ZooKeeperServer, zk_chroot: str, world_readable: bool
+) -> None:
+    """Creator-only by default: another identity, or none, can neither read nor change
+    a lock record, a latch's participant ids or a job; with world_readable, it may read."""
+    hosts = zk_server.connect_string
+    option = {"world_readable": True} if world_readable else {}  # the default is private
+    with anyio.fail_after(20):
+        async with aiocoord.connect(
+            hosts, namespace=zk_chroot, auth="alice:wonderland", **option
+        ) as alice:
+            await alice.client.create("/lock", b'{"owner": "alice"}')
+            async with (
+                aiocoord.leader_latch(alice, "/leader", participant_id="alice-pod") as latch,
+                aiocoord.connect(hosts, namespace=zk_chroot, auth="mallory:evil") as mallory,
+                aiocoord.connect(hosts, namespace=zk_chroot) as anonymous,
+            ):
+                assert latch.node is not None
+                for intruder in (mallory, anonymous):
+                    client = intruder.client
+                    if world_readable:
+                        assert (await client.get("/lock")).data == b'{"owner": "alice"}'
+                        assert (await client.get(latch.node)).data == b"alice-pod"
+                        assert len(await client.children("/leader")) == 1
+                    else:
+                        with pytest.raises(NoAuthError):
+                            await client.get("/lock")
+                        with pytest.raises(NoAuthError):
+                            await client.get(latch.node)
+                        with pytest.raises(NoAuthError):
+                            await client.children("/leader")
+                        with pytest.raises(NoAuthError):
+                            await aiocoord.LeaderLatch(intruder, "/leader").participants()
+                    # Either way, no one else may overwrite the record or remove a node.
+                    with pytest.raises(NoAuthError):
+                        await client.set("/lock", b'{"owner": "mallory"}')
+                    with pytest.raises(NoAuthError):
+                        await client.delete(latch.node)
+                    with pytest.raises(NoAuthError):
+                        await client.delete("/lock")
+                    with pytest.raises(NoAuthError):
+                        await client.create("/leader/intruder", b"")
+                assert (await alice.client.get("/lock")).data == b'{"owner": "alice"}'
+                await alice.client.set("/lock", b'{"owner": "alice", "v": 2}')
+                assert latch.has_leadership
+
+
+def test_world_readable_needs_auth() -> None:
+    with pytest.raises(ConfigError) as info:
+        aiocoord.Settings.build("h:1", world_readable=True)
+    assert info.value.field == "world_readable" and "auth" in str(info.value)
+
+
+async def test_inspect_shows_a_private_node_as_unreadable(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:
+    from aiocoord.cli.inspect import inspect_path, render
+    from aiocoord.zk import OPEN_ACL_UNSAFE
+
     hosts = zk_server.connect_string
     with anyio.fail_after(20):
         async with (
             aiocoord.connect(hosts, namespace=zk_chroot, auth="alice:wonderland") as alice,
-            aiocoord.connect(hosts, namespace=zk_chroot, auth="mallory:evil") as mallory,
             aiocoord.connect(hosts, namespace=zk_chroot) as anonymous,
         ):
-            await alice.client.create("/lock", b'{"owner": "alice"}')
-            leader = await alice.client.create_protected("/leader/latch-", b"alice")
-            for intruder in (mallory, anonymous):
-                # Others may read...
-                assert (await intruder.client.get("/lock")).data == b'{"owner": "alice"}'
-                assert await intruder.client.exists(leader.path) is not None
-                # ...but neither overwrite the record nor remove the leader's node.
-                with pytest.raises(NoAuthError):
-                    await intruder.client.set("/lock", b'{"owner": "mallory"}')
-                with pytest.raises(NoAuthError):
-                    await intruder.client.delete(leader.path)
-                with pytest.raises(NoAuthError):
-                    await intruder.client.delete("/lock")
-            assert (await alice.client.get("/lock")).data == b'{"owner": "alice"}'
-            await alice.client.set("/lock", b'{"owner": "alice", "v": 2}')
-            await alice.client.delete(leader.path)
+            await alice.client.create("/app", acl=OPEN_ACL_UNSAFE)
+            await alice.client.create("/app/open", b"hello", acl=OPEN_ACL_UNSAFE)
+            await alice.client.create("/app/private", b"alice's")
+            info = await inspect_path(anonymous, "/app")
+            shown = {child["path"]: child for child in info["children"]}
+            assert shown["/app/open"]["data"] == "hello"
+            assert "not readable" in shown["/app/private"]["error"]
+            assert "private  [node] unreadable: not readable" in "\n".join(render(info))
+            with pytest.raises(NoAuthError):
+                await inspect_path(anonymous, "/app/private")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 import aiocoord
@@ -104,3 +106,26 @@ def test_chroot_mapping() -> None:
     assert strip_chroot("/app", "/app/x") == "/x"
     assert strip_chroot("/app", "/app") == "/"
     assert strip_chroot(None, "/x") == "/x"
+
+
+def test_every_path_argument_raises_invalid_path_error() -> None:
+    """Latches, locks, the scheduler and task leadership refuse a bad path the same way."""
+    c = aiocoord.Coordinator(Settings.build("127.0.0.1:2181"))  # never entered: nothing is sent
+    w = aiocoord.Worker("1.0")
+    calls: list[tuple[str, Callable[[str], object]]] = [
+        ("leader_latch", lambda p: aiocoord.leader_latch(c, p)),
+        ("LeaderLatch", lambda p: aiocoord.LeaderLatch(c, p)),
+        ("cas_lock", lambda p: aiocoord.cas_lock(c, p)),
+        ("CasLock", lambda p: aiocoord.CasLock(c, p)),
+        ("once_per", lambda p: aiocoord.once_per(c, p, 60)),
+        ("Scheduler", lambda p: aiocoord.Scheduler(c, p)),
+        ("task_leadership", lambda p: aiocoord.task_leadership(c, p, worker=w, tasks=["a"])),
+        ("TaskLeadership", lambda p: aiocoord.TaskLeadership(c, p, worker=w, tasks=["a"])),
+    ]
+    for name, call in calls:
+        refuses_root = name in ("Scheduler", "LeaderLatch", "leader_latch")
+        for bad in ("relative/path", "/a//b", *(["/"] if refuses_root else [])):
+            with pytest.raises(InvalidPathError) as info:
+                call(bad)
+            assert type(info.value) is InvalidPathError, name
+            assert info.value.path == bad, name

@@ -37,7 +37,7 @@ from aiocoord.recipes.task_leadership._choice import (
     Action,
     TaskState,
     assign,
-    decide,
+    next_step,
     preferred_versions,
     rendezvous_rank,
 )
@@ -150,14 +150,14 @@ def test_rendezvous_is_stable_spreads_evenly_and_moves_little() -> None:
         (TaskState(usable=True, desired=True, stopping=True), Action.EXIT),
     ],
 )
-def test_decide(state: TaskState, expected: Action) -> None:
-    assert decide(state, settle=1.0).action is expected
+def test_next_step(state: TaskState, expected: Action) -> None:
+    assert next_step(state, settle=1.0).action is expected
 
 
-def test_decide_waits_out_the_settle_delay() -> None:
-    decision = decide(TaskState(usable=True, held=True, granted=True, desired_for=0.25), settle=1)
-    assert decision.action is Action.WAIT
-    assert decision.delay == pytest.approx(0.75)
+def test_next_step_waits_out_the_settle_delay() -> None:
+    step = next_step(TaskState(usable=True, held=True, granted=True, desired_for=0.25), settle=1)
+    assert step.action is Action.WAIT
+    assert step.delay == pytest.approx(0.75)
 
 
 # --- arguments and records ------------------------------------------------------------------

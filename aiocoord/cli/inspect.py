@@ -22,7 +22,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import NodeDataError, NoNodeError
+from ..errors import NoAuthError, NodeDataError, NoNodeError
 from ..recipes.cas_lock import LockRun, is_lock_record, lock_view
 from ..recipes.leader_latch import describe_latch, latch_layout
 from ..recipes.task_leadership import describe_task_leadership, is_task_leadership
@@ -35,6 +35,8 @@ __all__ = ("inspect_path", "render")
 MAX_NODES = 500  # a plain tree stops being walked after this many nodes
 
 Info = dict[str, Any]
+
+_NO_READ = "not readable with these credentials (set AIOCOORD_AUTH to those that created it)"
 
 
 def iso(when: datetime | None) -> str | None:
@@ -85,10 +87,14 @@ async def _inspect(coord: Coordinator, path: str, depth: int, budget: list[int])
         if budget[0] <= 0:
             info["more"] = len(children) - len(info["children"])
             break
+        child_path = join(path, child)
         try:
-            info["children"].append(await _inspect(coord, join(path, child), depth - 1, budget))
+            info["children"].append(await _inspect(coord, child_path, depth - 1, budget))
         except NoNodeError:
             continue  # gone while we looked
+        except NoAuthError:
+            # Created with other credentials (creator-only ACL): say so, show the rest.
+            info["children"].append({"path": child_path, "kind": "node", "error": _NO_READ})
     return info
 
 
@@ -180,9 +186,14 @@ def render(info: Info, indent: int = 0) -> list[str]:
             lines.append(f"{pad}  {role} {p['id']:<28} token 0x{p['token']:x}  {p['node']}")
         return lines
     if kind == "cas_lock":
-        state = "held" if info["held"] else "free"
         token = f"0x{info['token']:x}" if info["token"] is not None else "-"
-        lines = [f"{pad}{name}  [CAS lock] {state}, owner {info['owner']}, token {token}"]
+        if info["held"]:
+            state = f"held, owner {info['owner']}, token {token}"
+        elif info["owner"] is not None:  # a free lock's owner is its last holder
+            state = f"free, last held by {info['owner']}, token {token}"
+        else:
+            state = "free, never held"
+        lines = [f"{pad}{name}  [CAS lock] {state}"]
         if info["held"]:
             lines.append(f"{pad}  lease expires {info['lease_expires']}")
         if info["last_run"]:

@@ -26,8 +26,15 @@ from typing import NoReturn, TypeVar
 import anyio
 
 from .. import __version__
-from ..errors import ConfigError, ConnectionLostError, CoordError, InvalidPathError, NoNodeError
-from .zk import DEFAULT_DIR, UserError, local_zookeeper, resolve_hosts
+from ..errors import (
+    ConfigError,
+    ConnectionLostError,
+    CoordError,
+    InvalidPathError,
+    NoAuthError,
+    NoNodeError,
+)
+from .zk import UserError, is_embedded_default, local_zookeeper, resolve_hosts
 
 __all__ = ("UserError", "local_zookeeper", "main")
 
@@ -58,17 +65,22 @@ def _leaf(exc: BaseException) -> BaseException:
 
 
 def _cmd_zk(args: argparse.Namespace) -> int:
-    from .zk import server_status, start_server, stop_server
+    from .zk import default_dir, server_status, start_server, stop_server
 
-    directory = Path(args.dir)
+    # No --dir: the user's one server, found from any working directory.
+    directory = Path(args.dir) if args.dir is not None else None
+    shown = directory if directory is not None else default_dir()
     if args.action == "start":
-        server, proc = start_server(directory, port=args.port)
+        server, proc = start_server(directory, port=args.port, any_port=False)
         if proc is None:
-            print(f"ZooKeeper already running at {server.connect_string} (pid {server.pid})")
+            print(
+                f"ZooKeeper already running at {server.connect_string} (pid {server.pid}, "
+                f"data in {server.directory})"
+            )
         else:
             print(
                 f"ZooKeeper running at {server.connect_string} (pid {server.pid}, "
-                f"data in {directory}, log {server.log_path})"
+                f"data in {server.directory}, log {server.log_path})"
             )
         if server.port != 2181:
             print(f"use it with: export AIOCOORD_HOSTS={server.connect_string}")
@@ -76,16 +88,18 @@ def _cmd_zk(args: argparse.Namespace) -> int:
     if args.action == "stop":
         stopped = stop_server(directory)
         if stopped is None:
-            print(f"no embedded ZooKeeper running in {directory}")
-        else:
-            print(f"stopped ZooKeeper at {stopped.connect_string} (pid {stopped.pid})")
+            raise UserError(f"no embedded ZooKeeper running in {shown}: nothing stopped")
+        print(f"stopped ZooKeeper at {stopped.connect_string} (pid {stopped.pid})")
         return 0
     found, mode = server_status(directory)
     if found is None:
-        print(f"no embedded ZooKeeper running in {directory}")
+        print(f"no embedded ZooKeeper running in {shown}")
         return 3
     answer = f"answering ({mode})" if mode else "running but not answering"
-    print(f"ZooKeeper at {found.connect_string} (pid {found.pid}, data in {directory}): {answer}")
+    print(
+        f"ZooKeeper at {found.connect_string} (pid {found.pid}, data in {found.directory}): "
+        f"{answer}"
+    )
     return 0 if mode else 1
 
 
@@ -103,7 +117,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         raise UserError(f"invalid path {args.path!r}: {exc.reason}") from None
     if args.depth < 0:
         raise UserError("--depth must be 0 or more")
-    settings = resolve_hosts(args.hosts, Path(args.dir))
+    settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
 
     async def run() -> dict[str, object]:
         try:
@@ -112,12 +126,22 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
             ) as coord:
                 return await inspect_path(coord, args.path, depth=args.depth)
         except ConnectionLostError:
+            # Starting the embedded server helps only where the embedded server would listen.
+            hint = (
+                "start one with 'aiocoord zk start', or set AIOCOORD_HOSTS / --hosts"
+                if is_embedded_default(settings)
+                else "check that it runs and that the host list is right"
+            )
             raise UserError(
-                f"cannot reach ZooKeeper at {settings.hosts} within {args.timeout:g}s "
-                "(start one with 'aiocoord zk start', or set AIOCOORD_HOSTS / --hosts)"
+                f"cannot reach ZooKeeper at {settings.hosts} within {args.timeout:g}s ({hint})"
             ) from None
         except NoNodeError:
             raise UserError(f"{args.path} does not exist on {settings.hosts}") from None
+        except NoAuthError:
+            raise UserError(
+                f"{args.path} on {settings.hosts} is not readable with these credentials "
+                "(set AIOCOORD_AUTH to those that created it)"
+            ) from None
 
     info = run_async(run, args.loop)
     if args.json:
@@ -198,25 +222,30 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--keep", action="store_true", help="keep the demo's nodes and logs afterwards"
     )
-    demo.add_argument("--dir", default=str(DEFAULT_DIR), help=argparse.SUPPRESS)
+    demo.add_argument("--dir", default=None, help=argparse.SUPPRESS)
     demo.set_defaults(func=_cmd_demo)
 
     zk = sub.add_parser(
         "zk",
         help="start, stop or query the embedded development ZooKeeper",
         description=(
-            "The embedded ZooKeeper for development: the installed Debian server, with its "
-            "data, log, pid and port in a local folder (default .aiocoord/zk). It listens on "
-            "127.0.0.1, port 2181 if free, else a free port (or --port)."
+            "The embedded ZooKeeper for development, one per user: the installed Debian "
+            "server, with its data, log, pid and port in a per-user folder "
+            "($AIOCOORD_ZK_DIR, else $XDG_STATE_HOME/aiocoord/zk, else "
+            "~/.local/state/aiocoord/zk; or --dir), found from any directory. It listens "
+            "on 127.0.0.1 port 2181 (or --port)."
         ),
     )
     zk.add_argument(
         "action",
         choices=("start", "stop", "status"),
-        help="start it in the background, stop it, or say whether it runs (exit 3: it does not)",
+        help=(
+            "start it in the background, stop it (exit 1: none ran), or say whether it "
+            "runs (exit 3: it does not)"
+        ),
     )
     zk.add_argument("--port", type=int, default=None, help="client port for 'start'")
-    zk.add_argument("--dir", default=str(DEFAULT_DIR), help="the server's folder")
+    zk.add_argument("--dir", default=None, help="the server's folder (default: the per-user one)")
     zk.set_defaults(func=_cmd_zk)
 
     inspect = sub.add_parser(
@@ -236,7 +265,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("--depth", type=int, default=4, help="levels of plain nodes to walk")
     inspect.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
-    inspect.add_argument("--dir", default=str(DEFAULT_DIR), help=argparse.SUPPRESS)
+    inspect.add_argument("--dir", default=None, help=argparse.SUPPRESS)
     inspect.set_defaults(func=_cmd_inspect)
 
     bench = sub.add_parser(

@@ -1,15 +1,17 @@
 """The embedded development ZooKeeper behind ``aiocoord zk start|stop|status``.
 
-The server is the installed Debian ``zookeeper`` package run by ``java``, in a
-local folder (``.aiocoord/zk`` by default: ``zoo.cfg``, ``data/``, ``zk.log``
-and ``server.json``, which records the pid and the port so that `stop` and
-`status` find it again from another process).  It listens on 127.0.0.1 only,
-on port 2181 when that is free (the default of `aiocoord.Settings`, so a plain
-``aiocoord.connect()`` reaches it) or on another free port.
+The server is the installed Debian ``zookeeper`` package run by ``java``, one
+per user, in a per-user state folder (`default_dir()`; ``--dir`` overrides
+it) holding ``zoo.cfg``, ``data/``, ``zk.log`` and ``server.json``, which
+records the pid and the port so that `stop` and `status` find it from any
+directory and process (`_zk_state` says how, and how a server of ours started
+from another folder is found by its port, so it is never started twice).  It
+listens on 127.0.0.1 only, on port 2181 (the default of `aiocoord.Settings`,
+so a plain ``aiocoord.connect()`` reaches it) or `--port`.
 
-A process is only ever signalled by the pid recorded here, and only while its
-command line still names this folder's ``zoo.cfg``, so a recycled pid is never
-hit.
+A process is only ever signalled by the pid recorded for it, and only while
+its command line still names its folder's ``zoo.cfg``, so a recycled pid is
+never hit.
 
 `local_zookeeper()` is what the demo and the examples use: the servers named by
 ``AIOCOORD_HOSTS`` if set, else the embedded server if it runs, else one started
@@ -27,15 +29,30 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..settings import Settings
+from ._zk_state import (
+    DEFAULT_PORT,
+    DIR_VARIABLE,
+    EmbeddedServer,
+    default_dir,
+    find_by_port,
+    find_running,
+    is_alive,
+    is_embedded_default,
+    read_state,
+    state_path,
+)
 
 __all__ = (
-    "DEFAULT_DIR",
+    "DIR_VARIABLE",
     "EmbeddedServer",
     "UserError",
+    "default_dir",
+    "find_by_port",
+    "find_running",
+    "is_embedded_default",
     "local_zookeeper",
     "read_state",
     "resolve_hosts",
@@ -44,9 +61,6 @@ __all__ = (
     "stop_server",
 )
 
-DEFAULT_DIR = Path(".aiocoord") / "zk"
-DEFAULT_PORT = 2181
-_STATE = "server.json"
 _JVM_ARGS = (
     "-Xmx256m",
     "-XX:+UseSerialGC",
@@ -58,66 +72,6 @@ _JVM_ARGS = (
 
 class UserError(Exception):
     """A problem the user can fix; the command prints its message on one line and exits 1."""
-
-
-@dataclass(frozen=True, slots=True)
-class EmbeddedServer:
-    """An embedded server as recorded in its folder's ``server.json``."""
-
-    directory: Path
-    pid: int
-    port: int
-    started: float
-
-    @property
-    def connect_string(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def config_path(self) -> Path:
-        return self.directory / "zoo.cfg"
-
-    @property
-    def log_path(self) -> Path:
-        return self.directory / "zk.log"
-
-
-def _state_path(directory: Path) -> Path:
-    return directory / _STATE
-
-
-def _alive(server: EmbeddedServer) -> bool:
-    """Whether the recorded pid still runs this folder's server (not a recycled pid)."""
-    try:
-        cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes()
-    except OSError:
-        if not Path("/proc/self").exists():  # no procfs: trust the pid alone
-            try:
-                os.kill(server.pid, 0)
-            except OSError:
-                return False
-            return True
-        return False
-    return str(server.config_path.resolve()).encode() in cmdline
-
-
-def read_state(directory: Path = DEFAULT_DIR) -> EmbeddedServer | None:
-    """The server recorded in `directory` if it still runs, else None (a stale record is removed)."""
-    path = _state_path(directory)
-    try:
-        raw = json.loads(path.read_text())
-        server = EmbeddedServer(directory, int(raw["pid"]), int(raw["port"]), float(raw["started"]))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError):
-        with contextlib.suppress(OSError):
-            path.unlink()
-        return None
-    if not _alive(server):
-        with contextlib.suppress(OSError):
-            path.unlink()
-        return None
-    return server
 
 
 def _port_free(port: int) -> bool:
@@ -166,25 +120,31 @@ Started = tuple[EmbeddedServer, "subprocess.Popen[bytes] | None"]
 
 
 def start_server(
-    directory: Path = DEFAULT_DIR, *, port: int | None = None, timeout: float = 30.0
+    directory: Path | None = None,
+    *,
+    port: int | None = None,
+    timeout: float = 30.0,
+    any_port: bool = True,
 ) -> Started:
-    """Start the embedded server in `directory` unless it already runs there.
+    """Start the embedded server in `directory` (None: the user's) unless it already runs.
 
     Returns the server and, when this call started it, its `Popen` handle.  The
-    JVM runs in its own session, so it outlives this process.  Raises
-    `UserError` when ZooKeeper is not installed, the port is taken, or the
-    server does not answer within `timeout` seconds.
+    JVM runs in its own session, so it outlives this process.  Without `port`
+    it listens on 2181, or (`any_port`) on a free port when 2181 is taken.
+    Raises `UserError` when ZooKeeper is not installed, the port is taken, or
+    the server does not answer within `timeout` seconds.
     """
     from ..testing._server import ZooKeeperNotInstalledError, classpath
 
-    running = read_state(directory)
+    running = find_running(directory)
     if running is not None:
         if port is not None and port != running.port:
             raise UserError(
-                f"the embedded ZooKeeper in {directory} already runs on port {running.port}; "
-                "'aiocoord zk stop' it first"
+                f"the embedded ZooKeeper in {running.directory} already runs on port "
+                f"{running.port}; 'aiocoord zk stop' it first"
             )
         return running, None
+    directory = default_dir() if directory is None else directory
     try:
         cp = classpath()
     except ZooKeeperNotInstalledError as exc:
@@ -198,6 +158,8 @@ def start_server(
     # No port given: 2181 if free, else a free one; a port taken between the check
     # and the JVM's bind (another server starting at the same moment) means another try.
     candidates = [DEFAULT_PORT] if _port_free(DEFAULT_PORT) else []
+    if not candidates and not any_port:
+        raise UserError(_default_port_taken())
     for attempt in range(3):
         chosen = candidates[attempt] if attempt < len(candidates) else _free_port()
         try:
@@ -209,6 +171,25 @@ def start_server(
 
 class _PortTaken(UserError):
     pass
+
+
+def _default_port_taken() -> str:
+    """Why the default port cannot be ours, and what to do instead."""
+    other = find_by_port(DEFAULT_PORT)
+    if other is not None:
+        what = (
+            f"the embedded ZooKeeper of {other.directory} (pid {other.pid}; "
+            f"'aiocoord zk stop --dir {other.directory}' stops it)"
+        )
+    else:
+        from ..testing._expire import server_mode
+
+        mode = server_mode("127.0.0.1", DEFAULT_PORT)
+        what = "a ZooKeeper started some other way" if mode else "another program"
+    return (
+        f"127.0.0.1:{DEFAULT_PORT}, where aiocoord.connect() goes by default, is taken by "
+        f"{what}; give --port N to start one elsewhere (then export AIOCOORD_HOSTS=127.0.0.1:N)"
+    )
 
 
 def _launch(directory: Path, cp: str, port: int, timeout: float) -> Started:
@@ -232,11 +213,11 @@ def _launch(directory: Path, cp: str, port: int, timeout: float) -> Started:
         )
     server = EmbeddedServer(directory, proc.pid, port, time.time())
     state = {"pid": proc.pid, "port": port, "started": server.started}
-    _state_path(directory).write_text(json.dumps(state) + "\n")
+    state_path(directory).write_text(json.dumps(state) + "\n")
     deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
-            _state_path(directory).unlink(missing_ok=True)
+            state_path(directory).unlink(missing_ok=True)
             with log_path.open("rb") as f:
                 f.seek(start)
                 tail = f.read().decode("utf-8", "replace")
@@ -257,30 +238,31 @@ def _launch(directory: Path, cp: str, port: int, timeout: float) -> Started:
         if time.monotonic() >= deadline:
             proc.kill()
             proc.wait()
-            _state_path(directory).unlink(missing_ok=True)
+            state_path(directory).unlink(missing_ok=True)
             raise UserError(f"ZooKeeper did not answer within {timeout:g}s (log {log_path})")
         time.sleep(0.05)
 
 
 def stop_server(
-    directory: Path = DEFAULT_DIR,
+    directory: Path | None = None,
     *,
     proc: subprocess.Popen[bytes] | None = None,
     timeout: float = 10.0,
 ) -> EmbeddedServer | None:
     """Stop the embedded server of `directory` (SIGTERM, then SIGKILL); None if none ran.
 
+    None means the user's server, wherever it was started (`find_running`).
     `proc` is the handle `start_server` returned, if this process started it
     (so the exit is reaped).
     """
-    server = read_state(directory)
+    server = find_running(directory)
     if server is None:
         return None
     _signal(server, signal.SIGTERM)
     if not _wait_gone(server, proc, timeout):
         _signal(server, signal.SIGKILL)
         _wait_gone(server, proc, 5.0)
-    _state_path(directory).unlink(missing_ok=True)
+    state_path(server.directory).unlink(missing_ok=True)
     return server
 
 
@@ -299,24 +281,29 @@ def _wait_gone(
             return False
         return True
     deadline = time.monotonic() + timeout
-    while _alive(server):
+    while is_alive(server):
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)
     return True
 
 
-def server_status(directory: Path = DEFAULT_DIR) -> tuple[EmbeddedServer | None, str | None]:
-    """The running server (or None) and its ``srvr`` mode (None if it does not answer)."""
+def server_status(
+    directory: Path | None = None,
+) -> tuple[EmbeddedServer | None, str | None]:
+    """The running server (or None) and its ``srvr`` mode (None if it does not answer).
+
+    None means the user's server, wherever it was started (`find_running`).
+    """
     from ..testing._expire import server_mode
 
-    server = read_state(directory)
+    server = find_running(directory)
     if server is None:
         return None, None
     return server, server_mode("127.0.0.1", server.port)
 
 
-def resolve_hosts(hosts: str | None = None, directory: Path = DEFAULT_DIR) -> Settings:
+def resolve_hosts(hosts: str | None = None, directory: Path | None = None) -> Settings:
     """Settings for a command that needs a server: `hosts`, else ``AIOCOORD_*``, else embedded.
 
     ``AIOCOORD_HOSTS`` (or a ``.env`` file) wins over the embedded server; with
@@ -328,21 +315,23 @@ def resolve_hosts(hosts: str | None = None, directory: Path = DEFAULT_DIR) -> Se
     settings = Settings()
     if "hosts" in settings.model_fields_set:
         return settings
-    running = read_state(directory)
+    # One of ours on another folder listens on 2181, which the default reaches anyway.
+    running = read_state(default_dir() if directory is None else directory)
     if running is not None:
         return Settings.build(settings, hosts=running.connect_string)
     return settings
 
 
 @contextlib.contextmanager
-def local_zookeeper(directory: Path = DEFAULT_DIR, *, quiet: bool = False) -> Iterator[Settings]:
+def local_zookeeper(directory: Path | None = None, *, quiet: bool = False) -> Iterator[Settings]:
     """Settings for a ZooKeeper to use now: ``AIOCOORD_HOSTS``, the embedded one, or a new one.
 
     When ``AIOCOORD_HOSTS`` is set (environment or ``.env``), those servers
-    are used as they are.  Otherwise the embedded server (``aiocoord zk
-    start``) is used if it runs; if not, it is started for the duration of the
-    block and stopped afterwards (a line on stderr says so unless `quiet`).
-    Raises `UserError` when it cannot be started.
+    are used as they are.  Otherwise the user's embedded server (``aiocoord zk
+    start``, in `directory` or the per-user folder) is used if it runs; if not,
+    one is started there for the duration of the block, on 2181 or a free port,
+    and stopped afterwards (a line on stderr says so unless `quiet`).  Raises
+    `UserError` when it cannot be started.
     """
     settings = Settings()
     if "hosts" in settings.model_fields_set:
@@ -355,11 +344,11 @@ def local_zookeeper(directory: Path = DEFAULT_DIR, *, quiet: bool = False) -> It
     if not quiet:
         print(
             f"aiocoord: started the embedded ZooKeeper at {server.connect_string} "
-            f"(data in {directory}); it stops when this program ends",
+            f"(data in {server.directory}); it stops when this program ends",
             file=sys.stderr,
             flush=True,
         )
     try:
         yield Settings.build(settings, hosts=server.connect_string)
     finally:
-        stop_server(directory, proc=proc)
+        stop_server(server.directory, proc=proc)

@@ -31,6 +31,7 @@ scheduler job record is failed: its result says ``NodeDataError``.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 from typing import Any
 
@@ -71,7 +72,12 @@ class Assigner:
         self._retention = retention
         self.state = AssignerState(strategy)
         self._tg: anyio.abc.TaskGroup | None = None
+        # The read of each live worker's record that counts (a later event reads again);
+        # numbered across the term, so a read begun before a worker went never counts
+        # after it came back.  Entries go with their worker: node names carry the
+        # session, so a long term sees many.
         self._worker_gen: dict[str, int] = {}
+        self._reads = itertools.count(1)
         self._reclaiming: set[str] = set()
         self._root_parts = len(layout.root.rstrip("/").split("/"))
 
@@ -144,7 +150,7 @@ class Assigner:
             if created or kind is EventType.DATA_CHANGED:
                 self._load_worker(parts[1])
             elif kind is EventType.DELETED:
-                self._worker_gen[parts[1]] = self._worker_gen.get(parts[1], 0) + 1
+                self._worker_gen.pop(parts[1], None)  # a read in flight no longer counts
                 state.worker_down(parts[1])
                 log.info("worker %s is gone", parts[1])
                 self._reclaim(parts[1])
@@ -170,7 +176,7 @@ class Assigner:
                 self._spawn(self._resolve, action.job_id)
 
     def _load_worker(self, worker: str) -> None:
-        gen = self._worker_gen[worker] = self._worker_gen.get(worker, 0) + 1
+        gen = self._worker_gen[worker] = next(self._reads)
         self.state.worker_loading(worker)
         self._spawn(self._read_worker, worker, gen)
 
@@ -193,6 +199,7 @@ class Assigner:
         if self._worker_gen.get(worker) != gen:
             return  # a later event reads it again
         if gone:
+            del self._worker_gen[worker]
             self.state.worker_down(worker)
         else:
             if record is not None and record.id != worker:

@@ -22,7 +22,7 @@ import re
 import socket
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..recipes._records import (
@@ -57,6 +57,7 @@ __all__ = (
     "encode_job",
     "job_limit",
     "room_for_data",
+    "encode_outcome",
     "encode_result",
     "encode_worker",
     "new_job_id",
@@ -232,6 +233,33 @@ def encode_result(result: ResultRecord) -> bytes:
     else:
         record.update(status="failed", type=result.type, message=result.message)
     return dumps(record)
+
+
+def encode_outcome(result: ResultRecord, limit: int) -> bytes:
+    """The result node's bytes for any outcome: one that cannot be stored fails, saying why.
+
+    A value the record codec refuses (a lone surrogate from `os.fsdecode`, NaN,
+    ...) or a record over `limit` bytes becomes a failed result of type
+    ``ValueError`` naming the reason; a failure keeps its type and message,
+    with what UTF-8 cannot hold escaped (``\\udcff``).  Never raises for what a
+    handler returned or raised.
+    """
+    if not result.ok:
+        result = replace(result, type=_escaped(result.type), message=_escaped(result.message))
+    try:
+        data = encode_result(result)
+    except (ValueError, TypeError) as exc:  # RecordEncodeError is a ValueError
+        why = f"the result cannot be stored as JSON: {_escaped(str(exc))}"
+    else:
+        if len(data) <= limit:
+            return data
+        why = f"the result is {len(data)} bytes as JSON; a result holds at most {limit}"
+    return encode_result(replace(result, ok=False, value=None, type="ValueError", message=why))
+
+
+def _escaped(text: str) -> str:
+    """`text` with lone surrogates written as ``\\udcff``: storable as UTF-8, still readable."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def decode_result(path: str, data: bytes) -> ResultRecord:

@@ -15,7 +15,9 @@ Failure handling:
   worker registers again under a new id.
 - The coordinator closed: the jobs are cancelled; nothing more is done.
 - A corrupt assignment is failed with a ``NodeDataError`` result; a handler
-  that raises gives a failed result (`JobFailed` for the client).
+  that raises gives a failed result (`JobFailed` for the client), and so does
+  a result that cannot be stored (not UTF-8-encodable, or over the node
+  limit): that job fails, the worker and its other jobs go on.
 
 Leaving: drain, then hand back what is left (see `JobWorker`).
 """

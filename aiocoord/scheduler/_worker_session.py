@@ -38,7 +38,7 @@ from ._records import (
     ResultRecord,
     WorkerRecord,
     decode_job,
-    encode_result,
+    encode_outcome,
     encode_worker,
     room_for_data,
 )
@@ -157,10 +157,14 @@ class WorkerSession:
         self.registered = True
 
     async def _relist(self) -> None:
+        finished = set(self.done)
         try:
             names = await self._client.children(self._layout.queue(self.worker))
         except NoNodeError:
             return
+        # Finished before the listing and no longer queued: their deletes happened while
+        # the watch was not looking (disconnected), so no event will clear them.
+        self.done -= finished.difference(names)
         for job_id in names:
             self._start(job_id)
 
@@ -198,13 +202,10 @@ class WorkerSession:
             outcome = ResultRecord("", ok=False, type="NodeDataError", message=str(exc))
         else:
             outcome = await run_job(self._handlers.get(job.name), job.name, job.payload)
-        data = encode_result(replace(outcome, worker=self.worker))
-        limit = room_for_data(layout.result(job_id))
-        if len(data) > limit:
-            message = f"the result is {len(data)} bytes as JSON; a result holds at most {limit}"
-            data = encode_result(
-                ResultRecord(outcome.name, False, type="ValueError", message=message)
-            )
+        # A result that cannot be stored fails this job only (never the worker's other jobs).
+        data = encode_outcome(
+            replace(outcome, worker=self.worker), room_for_data(layout.result(job_id))
+        )
         await retry_connection(
             coord, lambda: write_result(client, layout, self._retention, job_id, data)
         )

@@ -97,8 +97,8 @@ class Scheduler:
     `strategy` picks the worker for each job when this process is the
     assigner: ``"round-robin"`` (default), ``"random"``, ``"least-loaded"``, or
     any object with ``choose(job, workers)`` (`Strategy`).  `result_ttl` is how
-    long results are kept, in seconds.  Raises `ConfigError`/`TypeError` for
-    bad arguments.
+    long results are kept, in seconds.  Raises `InvalidPathError` for a bad
+    `root`, `ConfigError`/`TypeError` for other bad arguments.
     """
 
     def __init__(
@@ -114,9 +114,9 @@ class Scheduler:
         try:
             root = validate_path(root)
         except InvalidPathError as exc:
-            raise ConfigError("root", f"{root!r} is not a valid path: {exc.reason}") from None
+            raise InvalidPathError(root, f"root {exc.reason}") from None
         if root == "/":
-            raise ConfigError("root", "the scheduler needs a node of its own, not '/'")
+            raise InvalidPathError(root, "root: the scheduler needs a node of its own, not '/'")
         if isinstance(result_ttl, bool) or not isinstance(result_ttl, int | float):
             raise TypeError(f"result_ttl must be a number of seconds, not {result_ttl!r}")
         if not 0.001 <= result_ttl <= 10 * 365 * 86400:
@@ -250,18 +250,23 @@ class Scheduler:
         result (or does not fit the handler's return type registered here).
         The result is validated against the return annotation when the job's
         handler is registered in this process.  A result is kept `result_ttl`
-        seconds: waiting for an older job waits forever.
+        seconds: waiting for an older job waits forever.  A wait given up
+        (cancelled, timed out) leaves no watch behind, here or on the server.
         """
         job_id = check_job_id(job_id)
         path = self._layout.result(job_id)
         while True:
             try:
                 stat, watch = await self._client.exists_watch(path)
-                if stat is None:
-                    event = await watch.wait()
-                    if event.type is EventType.SESSION_LOST:
-                        await self._coord.wait_connected()
-                        continue
+                try:
+                    if stat is None:
+                        event = await watch.wait()
+                        if event.type is EventType.SESSION_LOST:
+                            await self._coord.wait_connected()
+                            continue
+                finally:
+                    # Given up, or the result was already there: the watch is not needed.
+                    self._client.remove_watch(watch)
                 node = await self._client.get(path)
             except NoNodeError:
                 continue  # a transient node (a careful submit) or removed: wait again

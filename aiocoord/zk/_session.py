@@ -19,7 +19,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import anyio
@@ -106,14 +106,17 @@ class ZkSession:
         self._fatal: CoordError | None = None
         self.last_error: BaseException | None = None
         self._run_scope: anyio.CancelScope | None = None
+        self._chores: anyio.abc.TaskGroup | None = None  # the loop's task group, while it runs
         self._started = False
         self._ssl = settings.ssl_context()
         self.sender = Sender(self)
         """Sends requests on the current connection, waiting for one within the deadline."""
-        # With credentials, nodes are writable only by the identities that made them
-        # (others may read); without, ZooKeeper's open default.
+        # With credentials, nodes belong to the identities that made them (others may
+        # read them only with world_readable); without, ZooKeeper's open default.
         self.default_acl: tuple[ACL, ...] = (
-            CREATOR_ALL_ACL + READ_ACL_UNSAFE if settings.auth else OPEN_ACL_UNSAFE
+            OPEN_ACL_UNSAFE
+            if settings.auth is None
+            else CREATOR_ALL_ACL + (READ_ACL_UNSAFE if settings.world_readable else ())
         )
 
     # --- state ------------------------------------------------------------------------------
@@ -164,10 +167,35 @@ class ZkSession:
         with anyio.CancelScope(shield=True) as scope:
             self._run_scope = scope
             async with anyio.create_task_group() as tg:
+                self._chores = tg
                 tg.start_soon(self._lost_watchdog)
                 task_status.started()
-                await self._connect_loop()
-                tg.cancel_scope.cancel()
+                try:
+                    await self._connect_loop()
+                finally:
+                    self._chores = None
+                    tg.cancel_scope.cancel()
+
+    def start_chore(self, chore: Callable[[], Awaitable[None]], name: str) -> bool:
+        """Run `chore()` in the session loop's task group, which outlives every recipe.
+
+        For cleanup that must go on after its caller has left (a node to delete
+        once the connection is back).  It is cancelled when the session is
+        closed; an exception it raises is logged, never raised.  False (and
+        nothing started) if the session is not running.
+        """
+        tg = self._chores
+        if tg is None or self.closed:
+            return False
+        tg.start_soon(self._run_chore, chore, name, name=f"aiocoord: {name}")
+        return True
+
+    @staticmethod
+    async def _run_chore(chore: Callable[[], Awaitable[None]], name: str) -> None:
+        try:
+            await chore()
+        except Exception:
+            log.exception("%s failed", name)
 
     async def _connect_loop(self) -> None:
         failures = 0
@@ -254,11 +282,14 @@ class ZkSession:
         answer = conn.answer
         self._conn = conn
         self._last_heard = conn.last_recv
-        log.info(
-            "session 0x%x on %s:%s (timeout %.1fs%s)",
+        lowered = answer.timeout_ms < self._requested_ms  # the server's maxSessionTimeout
+        log.log(
+            logging.WARNING if lowered else logging.INFO,
+            "session 0x%x on %s:%s (timeout %.1fs%s%s)",
             answer.session_id,
             *conn.address,
             self.timing.session_timeout,
+            f", lowered by the server from {self._requested_ms / 1000:g}s" if lowered else "",
             ", read-only" if answer.read_only else "",
         )
         self._feed(Established(answer.session_id, new_session, answer.read_only))
@@ -272,7 +303,7 @@ class ZkSession:
         namespace = self.chroot if new_session or not self._namespace_ready else None
         await prime(
             conn,
-            auth=self.settings.auth,
+            auth=None if self.settings.auth is None else self.settings.auth.get_secret_value(),
             watches=self.watches,
             new_session=new_session,
             last_zxid=self._last_zxid,
@@ -329,7 +360,7 @@ class ZkSession:
         self._changed = anyio.Event()
 
     def connection_events(self) -> AsyncIterator[ConnectionEvent]:
-        """Each subscriber's own unbounded stream: the current state, then every transition."""
+        """Each subscriber's own bounded stream: the current state, then every transition."""
         return self._events.subscribe()
 
     # --- notifications ---------------------------------------------------------------------

@@ -1,21 +1,23 @@
 """`SessionView`: what a `ZkClient` shows of its session, and the helpers its requests share.
 
 Read-only state (connection state, ids, timers), the wait for a usable
-connection, the retry of idempotent reads and the registration of one-shot
-watches.  The session itself (`ZkSession`) stays plumbing: its owner runs and
+connection, chores the session runs for its recipes, the retry of idempotent
+reads, and the registration and removal of one-shot watches.  The session itself (`ZkSession`) stays plumbing: its owner runs and
 closes it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager, suppress
 from typing import TypeVar
 
 import anyio
 import anyio.lowlevel
 
-from ..errors import ConnectionLostError, SessionExpiredError
+from ..errors import ConnectionLostError, CoordError, SessionExpiredError
+from . import _wire
 from ._session import ZkSession
 from ._timing import SessionTiming
 from ._watches import Watch, WatchKind
@@ -94,12 +96,53 @@ class SessionView:
         return self._session.timing.request_timeout
 
     def connection_events(self) -> AsyncIterator[ConnectionEvent]:
-        """Each subscriber's own unbounded stream: the current state, then every transition."""
+        """Each subscriber's own bounded stream: the current state, then every transition."""
         return self._session.connection_events()
 
     async def wait_connected(self) -> None:
         """Return once a connection is usable; raises `CoordinatorClosedError` if closed meanwhile."""
         await self._session.wait_usable()
+
+    def start_chore(self, chore: Callable[[], Awaitable[None]], name: str) -> bool:
+        """Run `chore()` in the background, owned by the session rather than by the caller.
+
+        For cleanup that must outlive the recipe that needs it (a latch left while
+        disconnected deletes its node once the connection is back).  `name`
+        names the task and its log lines.  The chore is cancelled when the
+        coordinator closes; what it raises is logged.  Returns False (nothing
+        started) if the session is not running.
+        """
+        return self._session.start_chore(chore, name)
+
+    # --- watches no longer wanted -----------------------------------------------------------
+
+    def remove_watch(self, watch: Watch) -> None:
+        """Stop a one-shot watch that is no longer wanted, here and on the server.
+
+        For a wait given up (cancelled, timed out) or a watch set with a read
+        whose answer made it moot.  It will not fire; the server is asked to
+        drop its side (ZooKeeper 3.5+ removeWatches) once no other watch of
+        this client is on the path, without waiting for the answer, so it is
+        safe in a cancelled task's cleanup.  A fired watch is left alone.
+        """
+        if watch.fired:
+            return
+        server_path = self._session.server_path(watch.path)
+        if self._session.watches.discard(watch, server_path):
+            self._unwatch_on_server(server_path)
+
+    def forget_watch(self, watch: Watch) -> None:
+        """Stop tracking a one-shot watch that is no longer wanted: it will not fire.
+
+        Nothing is sent (no round trip, nothing in front of the caller's next
+        request): the server keeps its side until the node changes, and that
+        notification is then ignored, or until the connection ends
+        (`remove_watch` asks the server to drop it as well).  A recipe
+        about to delete a node it watches calls this first, so that the delete
+        wakes nothing of its own.
+        """
+        if not watch.fired:
+            self._session.watches.discard(watch, self._session.server_path(watch.path))
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -117,13 +160,54 @@ class SessionView:
                     raise
                 await anyio.lowlevel.checkpoint()
 
-    def _watch_registrar(
+    @contextmanager
+    def _arming(
         self, watch: Watch, server_path: str, kinds: dict[int, WatchKind]
-    ) -> Callable[[int, int, bytes], None]:
+    ) -> Iterator[Callable[[int, int, bytes], None]]:
+        """Around a request that sets a one-shot watch; yields the reply callback to send with it.
+
+        The reply registers `watch` (as ``kinds[error code]``; no watch for other
+        codes) before any notification that follows it is read.  A request given
+        up (cancelled, or failing) leaves no watch: registered already, it is
+        removed; still in flight, its reply does not register it, and the watch
+        the server set is removed then.
+        """
+        watches = self._session.watches
+        abandoned = False
+
         def on_reply(err: int, _zxid: int, _body: bytes) -> None:
             kind = kinds.get(err)
-            if kind is not None:
-                watch.kind = kind
-                self._session.watches.add(watch, server_path)
+            if kind is None:
+                return
+            watch.kind = kind
+            if abandoned:
+                self._unwatch_on_server(server_path)
+            else:
+                watches.add(watch, server_path)
 
-        return on_reply
+        watches.arm(server_path)
+        try:
+            yield on_reply
+        except BaseException:
+            watches.disarm(server_path)
+            abandoned = True
+            if watches.discard(watch, server_path):
+                self._unwatch_on_server(server_path)
+            raise
+        watches.disarm(server_path)
+
+    def _unwatch_on_server(self, server_path: str) -> None:
+        """Ask the server to drop our watches on `server_path`, if nothing of ours watches there.
+
+        The server keeps one watch per path and connection, whatever the number
+        of requests that set it, so it is removed only once no watch (or request
+        setting one) of this client is left on the path.  Sent without waiting
+        for the answer (a server without one to remove says so; nothing to do);
+        while disconnected there is nothing to send: the server's watches went
+        with the connection, and a forgotten watch is not restored.
+        """
+        session = self._session
+        if session.closed or session.watches.watched(server_path):
+            return
+        with suppress(CoordError, ValueError):
+            session.connection_now().submit(_wire.remove_watches_request(server_path))

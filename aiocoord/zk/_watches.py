@@ -151,25 +151,42 @@ class WatchRegistry:
         self._persistent: dict[tuple[WatchKind, str], list[PersistentWatch]] = defaultdict(list)
         # Server paths with a live recursive watch, each with the prefix of the paths below it.
         self._recursive: dict[str, str] = {}
+        # Server paths with a one-shot watch request in flight: the server may hold its watch
+        # before the reply registers it here, so a removeWatches now would take it away.
+        self._arming: dict[str, int] = {}
 
     def watched(self, server_path: str) -> bool:
-        """Whether any live watch (of any kind) is on `server_path`."""
-        return any(
+        """Whether any live watch (of any kind, or a request setting one) is on `server_path`."""
+        return server_path in self._arming or any(
             self._one_shot.get((kind, server_path)) or self._persistent.get((kind, server_path))
             for kind in WatchKind
         )
 
+    def arm(self, server_path: str) -> None:
+        """A request that sets a one-shot watch on `server_path` is about to be sent."""
+        self._arming[server_path] = self._arming.get(server_path, 0) + 1
+
+    def disarm(self, server_path: str) -> None:
+        """That request is answered (its watch registered, if any) or given up."""
+        left = self._arming.get(server_path, 0) - 1
+        if left > 0:
+            self._arming[server_path] = left
+        else:
+            self._arming.pop(server_path, None)
+
     def add(self, watch: Watch, server_path: str) -> None:
         self._one_shot[(watch.kind, server_path)].append(watch)
 
-    def discard(self, watch: Watch, server_path: str) -> None:
-        """Unregister a one-shot watch that has not fired; it never will."""
+    def discard(self, watch: Watch, server_path: str) -> bool:
+        """Unregister a one-shot watch that has not fired (it never will); False if not here."""
         key = (watch.kind, server_path)
         watches = self._one_shot.get(key)
-        if watches is not None and watch in watches:
-            watches.remove(watch)
-            if not watches:
-                del self._one_shot[key]
+        if watches is None or watch not in watches:
+            return False
+        watches.remove(watch)
+        if not watches:
+            del self._one_shot[key]
+        return True
 
     def add_persistent(self, watch: PersistentWatch, server_path: str) -> bool:
         """Register; True when this is the first such watch on the path (send addWatch)."""

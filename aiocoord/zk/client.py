@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
 
 import anyio
 
@@ -154,9 +154,9 @@ class ZkClient(SessionView):
 
         async def op() -> tuple[Node, Watch]:
             watch = Watch(WatchKind.DATA, path)
-            on_reply = self._watch_registrar(watch, sp, {0: WatchKind.DATA})
-            _zxid, body = await self._sender.call(req, path=path, on_reply=on_reply)
-            return _wire.parse_node(body), watch
+            with self._arming(watch, sp, {0: WatchKind.DATA}) as on_reply:
+                _zxid, body = await self._sender.call(req, path=path, on_reply=on_reply)
+                return _wire.parse_node(body), watch
 
         return await self._retrying(op)
 
@@ -184,14 +184,13 @@ class ZkClient(SessionView):
 
         async def op() -> tuple[Stat | None, Watch]:
             watch = Watch(WatchKind.EXIST, path)
-            on_reply = self._watch_registrar(
-                watch, sp, {0: WatchKind.DATA, NoNodeError.code: WatchKind.EXIST}
-            )
-            try:
-                _zxid, body = await self._sender.call(req, path=path, on_reply=on_reply)
-            except NoNodeError:
-                return None, watch
-            return _wire.parse_stat(body), watch
+            kinds = {0: WatchKind.DATA, NoNodeError.code: WatchKind.EXIST}
+            with self._arming(watch, sp, kinds) as on_reply:
+                try:
+                    _zxid, body = await self._sender.call(req, path=path, on_reply=on_reply)
+                except NoNodeError:
+                    return None, watch
+                return _wire.parse_stat(body), watch
 
         return await self._retrying(op)
 
@@ -252,9 +251,9 @@ class ZkClient(SessionView):
 
         async def op() -> tuple[list[str], Watch]:
             watch = Watch(WatchKind.CHILD, path)
-            on_reply = self._watch_registrar(watch, sp, {0: WatchKind.CHILD})
-            _zxid, body = await self._sender.call(req, path=path, on_reply=on_reply)
-            return _wire.parse_children(body), watch
+            with self._arming(watch, sp, {0: WatchKind.CHILD}) as on_reply:
+                _zxid, body = await self._sender.call(req, path=path, on_reply=on_reply)
+                return _wire.parse_children(body), watch
 
         return await self._retrying(op)
 
@@ -291,23 +290,26 @@ class ZkClient(SessionView):
         session = self._session
         sp = session.server_path(path)
         watcher = Watch(WatchKind.DATA, path) if watch else None
-        on_reply = self._watch_registrar(watcher, sp, {0: WatchKind.DATA}) if watcher else None
-        (set_err, _, set_body), (get_err, _, get_body) = await self._sender.call_pipelined(
-            [
-                (_wire.set_data_request(sp, raw, version), None),
-                (_wire.get_data_request(sp, watch), on_reply),
-            ],
-            path=path,
+        arming: AbstractContextManager[Callable[[int, int, bytes], None] | None] = (
+            self._arming(watcher, sp, {0: WatchKind.DATA}) if watcher else nullcontext()
         )
-        stat: Stat | None = None
-        if set_err == 0:
-            stat = _wire.parse_stat(set_body)
-        elif set_err not in (BadVersionError.code, NoNodeError.code):
-            _errors.check(set_err, path)
-        if get_err == NoNodeError.code:
-            return stat, None, None
-        _errors.check(get_err, path)
-        return stat, _wire.parse_node(get_body), watcher
+        with arming as on_reply:
+            (set_err, _, set_body), (get_err, _, get_body) = await self._sender.call_pipelined(
+                [
+                    (_wire.set_data_request(sp, raw, version), None),
+                    (_wire.get_data_request(sp, watch), on_reply),
+                ],
+                path=path,
+            )
+            stat: Stat | None = None
+            if set_err == 0:
+                stat = _wire.parse_stat(set_body)
+            elif set_err not in (BadVersionError.code, NoNodeError.code):
+                _errors.check(set_err, path)
+            if get_err == NoNodeError.code:
+                return stat, None, None
+            _errors.check(get_err, path)
+            return stat, _wire.parse_node(get_body), watcher
 
     async def delete(self, path: str, version: int = -1) -> None:
         """Delete a node if its version matches (-1: any)."""
@@ -402,18 +404,6 @@ class ZkClient(SessionView):
                 with anyio.CancelScope(shield=True), anyio.move_on_after(self.request_timeout()):
                     with suppress(ZooKeeperError, ConnectionLostError):
                         await self._sender.call(_wire.remove_watches_request(sp), path=path)
-
-    def forget_watch(self, watch: Watch) -> None:
-        """Stop tracking a one-shot watch that is no longer wanted: it will not fire.
-
-        Nothing is sent (no round trip, nothing in front of the caller's next
-        request): the server keeps its side until the node changes, and that
-        notification is then ignored, or until the session ends.  A recipe
-        about to delete a node it watches calls this first, so that the delete
-        wakes nothing of its own.
-        """
-        if not watch.fired:
-            self._session.watches.discard(watch, self._session.server_path(watch.path))
 
     async def sync(self, path: str = "/") -> None:
         """Let the server this client is on catch up with the leader before the next read."""

@@ -99,7 +99,7 @@ def run_demo(args: argparse.Namespace) -> int:
     view.line(
         view.bold("aiocoord demo") + ": task leadership through a rolling upgrade and a crash"
     )
-    with local_zookeeper(Path(args.dir)) as settings:
+    with local_zookeeper(Path(args.dir) if args.dir is not None else None) as settings:
         where = "AIOCOORD_HOSTS" if "hosts" in Settings().model_fields_set else "embedded"
         view.say(f"ZooKeeper at {settings.hosts} ({where})")
         demo = Demo(args, settings, view)

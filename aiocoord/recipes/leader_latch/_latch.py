@@ -254,8 +254,9 @@ class LeaderLatch:
     def changes(self) -> AsyncIterator[ElectionEvent]:
         """Your own stream of `ElectionEvent`: the latest one first, then each as it happens.
 
-        Unbounded per subscriber, so a slow reader never loses an event; the
-        stream ends after STOPPED.
+        A slow reader never loses an event and never blocks the others; one that
+        falls `SUBSCRIBER_BACKLOG` (4096) events behind has stopped reading: it gets
+        what it had buffered, then `SubscriberLagged`.  The stream ends after STOPPED.
         """
         return self._events.subscribe()
 

@@ -17,13 +17,20 @@ participants joining on one session cost a handful of listings, not a thousand.
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 import weakref
 from typing import ClassVar
 
 import anyio
 
-from ...errors import BadVersionError, CoordError, NoNodeError
+from ...errors import (
+    BadVersionError,
+    ConnectionLostError,
+    CoordError,
+    CoordinatorClosedError,
+    NoNodeError,
+)
 from ...zk.client import ZkClient
 from ...zk.paths import basename, join, parent
 from ...zk.types import CreateMode
@@ -32,6 +39,8 @@ from .._sequential import OurNode, our_node, read_all, read_queue, sweep_protect
 from ._election import Layout, Ordering, Participant, sort_children
 
 __all__ = ("Offer", "OurNode", "SharedPath", "leader_of", "participants_of", "read_all")
+
+log = logging.getLogger(__name__)
 
 
 class _Round:
@@ -70,6 +79,10 @@ class SharedPath:
             shared = per_path[path] = cls(client, path)
         shared._users += 1
         return shared
+
+    def retain(self) -> None:
+        """One more user of this registered state (a chore that outlives its latch)."""
+        self._users += 1
 
     def release(self) -> None:
         self._users -= 1
@@ -211,17 +224,80 @@ class Offer:
             self.forget()
 
     async def withdraw(self, session_id: int | None) -> None:
-        """Delete our node and whatever an interrupted create left; errors are given up on."""
+        """Delete our node and whatever an interrupted create left.
+
+        What cannot be deleted now (no connection within the request deadline,
+        or the caller's deadline passed first) is logged and left to a chore of
+        the session, which deletes it once the connection is back: otherwise
+        our node would stay first in the election for the rest of the session.
+        The chore gives up when the session ends (the node goes with it) or the
+        coordinator closes.
+        """
         try:
-            await self.delete(session_id)
-            if self._pending is not None:
-                if self.layout.protected:
+            await self._remove(session_id)
+        except CoordinatorClosedError:
+            pass  # the session is being closed: its ephemeral nodes go with it
+        except CoordError as exc:
+            self._remove_later(session_id, str(exc))
+        except anyio.get_cancelled_exc_class():
+            self._remove_later(session_id, "no answer in time")
+            raise
+
+    async def _remove(self, session_id: int | None) -> None:
+        await self.delete(session_id)
+        if self._pending is not None:
+            if self.layout.protected:
+                await self._sweep()
+            else:
+                async with self.shared.lock:
                     await self._sweep()
-                else:
-                    async with self.shared.lock:
-                        await self._sweep()
-        except CoordError:
-            pass
+
+    def _remove_later(self, session_id: int | None, why: str) -> None:
+        if (self.node is None and self._pending is None) or self.client.closed:
+            return
+        what = self.node.path if self.node is not None else f"a node under {self.path}"
+        if session_id is None or self.client.session_id != session_id:
+            log.info("leader latch %s: %s goes with the ended session (%s)", self.path, what, why)
+            return
+        log.warning(
+            "leader latch %s: could not delete %s (%s); deleting it once the connection is back",
+            self.path,
+            what,
+            why,
+        )
+        self.shared.retain()  # our zookeeper-layout sweep needs the path's claimed nodes
+
+        async def remove() -> None:
+            try:
+                await self._remove_when_back(session_id, what)
+            finally:
+                self.shared.release()
+
+        if not self.client.start_chore(remove, f"leader latch {self.path}: delete {what}"):
+            self.shared.release()
+
+    async def _remove_when_back(self, session_id: int, what: str) -> None:
+        failures = 0
+        while True:
+            try:
+                await self.client.wait_connected()
+            except CoordinatorClosedError:
+                return
+            if self.client.session_id != session_id:
+                return  # the session ended: its ephemeral nodes went with it
+            try:
+                await self._remove(session_id)
+            except CoordinatorClosedError:
+                return
+            except ConnectionLostError:
+                failures += 1
+                await anyio.sleep(min(1.0, 0.05 * 2**failures))
+                continue
+            except CoordError as exc:
+                log.warning("leader latch %s: gave up deleting %s: %s", self.path, what, exc)
+                return
+            log.info("leader latch %s: deleted %s now that the connection is back", self.path, what)
+            return
 
     async def _sweep(self) -> None:
         if self.layout.protected:

@@ -19,27 +19,34 @@ How it works: every worker watches the worker list (a child watch) and the
 leader nodes (one persistent recursive watch; a worker that leads nothing, is
 chosen for nothing and has no `changes()` reader drops it until it is needed
 again, so a hand-over's notifications reach only the workers involved) and
-computes the same choice for every task (`_task_choice`).  The chosen worker creates the leader node as
-soon as it is free; if another worker holds it, it waits for its deletion.  A
-worker that leads a task it should no longer lead waits `settle` seconds (a
-flapping worker does not bounce tasks), cancels its ``lead()`` bodies, waits
-for them to finish (drain) and then deletes the node; the chosen worker,
-woken by the deletion, creates it.  A worker acquires only with a current
-worker list: the list's watch fires before any later leader event arrives,
-so a lagging worker never grabs a task a newer worker should take.  Leader
-node writes issued at the same moment (a whole hand-over) share one
-``multi`` (`_task_writes`), so hundreds of tasks move in a few transactions,
-and the tasks whose settle delay ends together hand over together.
+computes the same choice for every task (`_choice`).  The chosen worker
+creates the leader node as soon as it is free; if another worker holds it,
+it waits for its deletion.  A worker that leads a task it should no longer
+lead waits `settle` seconds (a flapping worker does not bounce tasks),
+cancels its ``lead()`` bodies, waits for them to finish (drain) and then
+deletes the node; the chosen worker, woken by the deletion, creates it.  A
+worker acquires only with a current worker list: the list's watch fires
+before any later leader event arrives, so a lagging worker never grabs a
+task a newer worker should take.  Leader node writes issued at the same
+moment (a whole hand-over) share one ``multi`` (`_writes`), so hundreds of
+tasks move in a few transactions, and the tasks whose settle delay ends
+together hand over together.
 
 The choice, exactly (so that other languages can implement it): the
 candidates are the workers whose version no other present version beats
 (a documented fallback decides the rare cycles of Maven's order); task ``t``
 goes to the candidate ``w`` with the highest
 ``blake2b(t + "\\0" + w, digest_size=8)`` as a big-endian integer.  See
-`aiocoord.recipes._task_choice`.  The choice does not know which tasks a
-worker has: all workers of one version should have the same tasks, and a
-task that only older workers have is not led while a newer one is present
-(the newest version decides what runs).
+`aiocoord.recipes.task_leadership._choice`.  The choice does not know which
+tasks a worker has: all workers of one version should have the same tasks,
+and a task that only older workers have is not led while a newer one is
+present (the newest version decides what runs).
+
+Where things are: `_leadership` (`TaskLeadership`), `_engine` (registration,
+the worker list, the choice, the set of tasks), `_leader_watch`, `_state` and
+`_slot` (one task: what is known about it, the steps that act on it), `_lead`
+(``lead()``), `_writes` (leader-node writes batched), `_leave`, `_changes`
+(``changes()``), `_records`, `_choice` and `_versions` (the pure rules).
 
 Failure handling:
 

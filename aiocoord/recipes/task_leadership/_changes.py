@@ -1,12 +1,13 @@
 """`TaskLeadership.changes()`: who leads each task, as a stream built on the leader watch.
 
 The leader watch hands every event on a leader node to a `ChangeFeed`, which
-copies it to each subscriber's own unbounded stream (nothing is read from
+copies it to each subscriber's own bounded stream (nothing is read from
 ZooKeeper while nobody subscribes).  A subscriber reads the current leader of
 each task once, then turns events into `TaskChange`s: a deletion means "no
 leader" at once; a creation is read to learn who leads (a leader that comes
 and goes before the read is skipped).  After a reconnection, when events may
-have been missed, everything is read again.
+have been missed, everything is read again; so too when the subscriber fell
+so far behind that its stream skipped events.
 """
 
 from __future__ import annotations
@@ -42,12 +43,15 @@ class TaskChange:
 class ChangeFeed(Broadcast[Raw]):
     """Copies leader events to every subscriber's stream (no replay: readers list first).
 
+    A subscriber that falls behind gets ``(None, None)``, "read everything
+    again", in place of the events it missed.
+
     `on_subscribers` is called whenever a subscriber comes or goes (the leader
     watch must be live while anyone listens).
     """
 
     def __init__(self, on_subscribers: Callable[[], None] = lambda: None) -> None:
-        super().__init__(replay_last=False)
+        super().__init__(replay_last=False, resync=(None, None))
         self._on_subscribers = on_subscribers
 
     @property

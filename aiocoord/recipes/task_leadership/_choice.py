@@ -23,9 +23,9 @@ Rendezvous
     Tasks spread evenly, and when a candidate joins or leaves only the tasks it
     wins or held move.
 
-Per-task action
-    `decide` maps what a worker knows about one task to the next step of its
-    small loop: acquire the leader node, grant or revoke the right to run
+Per-task step
+    `next_step` maps what a worker knows about one task to the next step of
+    its small loop: acquire the leader node, grant or revoke the right to run
     ``lead()`` bodies, delete the node (hand-over), verify it, or wait.
 """
 
@@ -40,13 +40,13 @@ from typing import Any, Literal, NamedTuple
 __all__ = (
     "Action",
     "Assignment",
-    "Decision",
     "Prefer",
+    "Step",
     "TaskState",
     "VersionKey",
     "assign",
-    "decide",
     "java_text_order",
+    "next_step",
     "preferred_versions",
     "rendezvous_rank",
 )
@@ -159,10 +159,10 @@ def assign(
 
 
 class Action(enum.Enum):
-    """The next step for one task (see `decide`)."""
+    """What one task's next step does (see `next_step`)."""
 
     IDLE = "idle"  # nothing to do until something changes
-    WAIT = "wait"  # nothing until something changes or `Decision.delay` passes
+    WAIT = "wait"  # nothing until something changes or `Step.delay` passes
     ACQUIRE = "acquire"  # create the leader node
     GRANT = "grant"  # we hold the node: let lead() bodies run (after the old ones drained)
     REVOKE = "revoke"  # cancel lead() bodies and wait for them to finish
@@ -173,7 +173,7 @@ class Action(enum.Enum):
 
 
 class TaskState(NamedTuple):
-    """What one worker knows about one task; the input of `decide`.
+    """What one worker knows about one task; the input of `next_step`.
 
     `usable`: connected and registered in the current session.  `view_current`:
     the worker list read last is still current (its watch has not fired).
@@ -206,17 +206,19 @@ class TaskState(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class Step:
+    """The next step for one task: its `action`, and for `Action.WAIT` the longest wait."""
+
     action: Action
     delay: float | None = None
 
 
-# The decisions without a delay, made once: `decide` runs several times per task and step.
-_DECISIONS = {action: Decision(action) for action in Action}
+# The steps without a delay, made once: `next_step` runs several times per task and step.
+_STEPS = {action: Step(action) for action in Action}
 
 
-def decide(state: TaskState, *, settle: float) -> Decision:
-    """The next step for one task.
+def next_step(state: TaskState, *, settle: float) -> Step:
+    """The next step for one task, from what this worker knows about it.
 
     A worker acquires a task it should lead at once; it gives up a task it
     leads only after the choice has named another worker for `settle`
@@ -225,32 +227,32 @@ def decide(state: TaskState, *, settle: float) -> Decision:
     """
     if state.stopping:
         if state.granted:
-            return _DECISIONS[Action.REVOKE]
+            return _STEPS[Action.REVOKE]
         if not state.usable:
-            return _DECISIONS[Action.IDLE]
+            return _STEPS[Action.IDLE]
         if state.held:
-            return _DECISIONS[Action.DELETE]
+            return _STEPS[Action.DELETE]
         if state.stale:
-            return _DECISIONS[Action.DROP_STALE]
-        return _DECISIONS[Action.EXIT]
+            return _STEPS[Action.DROP_STALE]
+        return _STEPS[Action.EXIT]
     if not state.usable:
-        return _DECISIONS[Action.IDLE]
+        return _STEPS[Action.IDLE]
     if state.stale:
-        return _DECISIONS[Action.DROP_STALE]
+        return _STEPS[Action.DROP_STALE]
     if state.held:
         if state.verify:
-            return _DECISIONS[Action.VERIFY]
+            return _STEPS[Action.VERIFY]
         if state.desired:
             if state.granted or not state.watching:
-                return _DECISIONS[Action.IDLE]
-            return _DECISIONS[Action.GRANT]
+                return _STEPS[Action.IDLE]
+            return _STEPS[Action.GRANT]
         if not state.view_current:
-            return _DECISIONS[Action.IDLE]  # hand over only on a current worker list
+            return _STEPS[Action.IDLE]  # hand over only on a current worker list
         if state.desired_for >= settle - CLOCK_SLACK:
-            return _DECISIONS[Action.REVOKE if state.granted else Action.DELETE]
-        return Decision(Action.WAIT, settle - state.desired_for)
+            return _STEPS[Action.REVOKE if state.granted else Action.DELETE]
+        return Step(Action.WAIT, settle - state.desired_for)
     if state.granted:
-        return _DECISIONS[Action.REVOKE]  # the node is gone: bodies must stop
+        return _STEPS[Action.REVOKE]  # the node is gone: bodies must stop
     if state.desired and state.view_current and state.watching and not state.blocked:
-        return _DECISIONS[Action.ACQUIRE]
-    return _DECISIONS[Action.IDLE]
+        return _STEPS[Action.ACQUIRE]
+    return _STEPS[Action.IDLE]

@@ -8,16 +8,15 @@ These background tasks run in the recipe's task group:
 - the control loop: registers the worker node (again after a new session),
   reads the worker list with a child watch, recomputes the choice, and marks
   the session usable once both are done;
-- the leader watch: one persistent recursive watch on ``<root>/leaders`` that
-  routes each event to its task (and to `changes()` subscribers).  A worker
-  that leads nothing, is chosen for nothing and has no `changes()` reader
-  drops it (an old version during an upgrade: it would only add to every
-  hand-over's notifications, to it and to the server) and adds it again when
-  that changes, then looks at the leader nodes as after a reconnection;
-  leadership starts only while the watch is live;
+- the leader watch (`LeaderWatch`): one persistent recursive watch on
+  ``<root>/leaders`` that routes each event to its task (and to `changes()`
+  subscribers), dropped while this worker has no use for it;
 - the write batcher's task (`WriteBatcher.run`), which hosts the recovery
   of failed batches (the batches themselves go out from loop callbacks);
 - one loop per task (`TaskSlot.run`).
+
+The engine owns the set of tasks (`add_task`, `remove_task`); each task's
+state is its `TaskSlot`'s, changed only by the slot's own methods.
 
 The worker list is "current" while its child watch has not fired.  ZooKeeper
 delivers a session's notifications in zxid order, so a worker that sees a
@@ -31,7 +30,6 @@ import asyncio
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable
-from contextlib import suppress
 
 import anyio
 import anyio.abc
@@ -39,19 +37,19 @@ import anyio.abc
 from aiocoord.errors import (
     ConnectionLostError,
     CoordError,
-    CoordinatorClosedError,
     NodeDataError,
     NoNodeError,
-    TransactionFailed,
 )
 from aiocoord.session import Coordinator
-from aiocoord.zk import DeleteOp, EventType, PersistentWatch, Watch, WatchedEvent, ZkClient
-from aiocoord.zk.paths import join, parent
+from aiocoord.zk import EventType, Watch, WatchedEvent, ZkClient
+from aiocoord.zk.paths import join
 from aiocoord.zk.states import ConnectionEvent, ConnectionState
 
 from .._signal import Signal
 from ._changes import ChangeFeed
 from ._choice import Prefer, VersionKey, assign
+from ._leader_watch import LeaderWatch
+from ._leave import delete_own_nodes, drain
 from ._records import (
     Worker,
     decode_worker,
@@ -62,7 +60,8 @@ from ._records import (
     read_leader,
     register_worker,
 )
-from ._slot import RETRY_DELAY, TaskSlot, clock
+from ._slot import RETRY_DELAY, TaskSlot
+from ._state import clock
 from ._writes import WriteBatcher
 
 __all__ = ("TaskEngine",)
@@ -84,12 +83,8 @@ async def _first_of(*waits: Callable[[], Awaitable[object]]) -> None:
             tg.start_soon(one, wait)
 
 
-def _ignore(_event: WatchedEvent) -> None:
-    """The callback of a muted watch."""
-
-
 class TaskEngine:
-    """Shared state of one worker's task leadership; the `SlotHost` of its task loops."""
+    """Shared state of one worker's task leadership; the `Engine` its task slots run in."""
 
     def __init__(
         self,
@@ -105,17 +100,19 @@ class TaskEngine:
     ) -> None:
         self.coord = coord
         self.root = root
-        self._worker = worker
+        self.worker = worker
         self._prefer: Prefer = prefer
         self._version_key = version_key
-        self._settle = settle
+        self.settle = settle
         self._lose_on_suspend = lose_on_suspend
         self.workers_path = join(root, "workers")
         self.leaders_path = join(root, "leaders")
         self.my_path = join(self.workers_path, worker.id)
         self._record = encode_worker(worker)
-        self._leader_record = encode_leader(worker)
-        self.slots: dict[str, TaskSlot] = {t: self.new_slot(t) for t in tasks}
+        self.leader_record = encode_leader(worker)  # what our leader nodes hold
+        self.slots: dict[str, TaskSlot] = {
+            t: TaskSlot(t, join(self.leaders_path, t)) for t in tasks
+        }
         self.view: dict[str, Worker] = {}
         self.invalid: dict[str, NodeDataError] = {}
         self._view_watch: Watch | None = None  # the worker list's watch: fired = list stale
@@ -123,36 +120,23 @@ class TaskEngine:
         self.registered: int | None = None  # session our worker node belongs to
         self.usable_in: int | None = None  # session in which we may act (registered, list read)
         self._conn_changed = Signal()
-        self._writes = WriteBatcher(coord.client)
-        self._watch_live = False  # the leader watch is registered and nothing was missed
-        self._leader_watch: PersistentWatch | None = None  # while its events are routed
-        self._leader_muted = False  # its events are ignored from now on: it must go
-        self._review = Signal()  # fires when the leader watch may have become (un)needed
+        self.writes = WriteBatcher(coord.client)
+        self._leader_watch = LeaderWatch(
+            coord,
+            self.leaders_path,
+            route=self._on_leader_event,
+            needed=self._needs_leader_events,
+            look_again=self._look_again,
+        )
         self.feed = ChangeFeed(self.review_watch)
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = False
 
-    # --- SlotHost --------------------------------------------------------------------------
+    # --- what a slot needs (`_slot.Engine`) ---------------------------------------------------
 
     @property
     def client(self) -> ZkClient:
         return self.coord.client
-
-    @property
-    def writes(self) -> WriteBatcher:
-        return self._writes
-
-    @property
-    def worker(self) -> Worker:
-        return self._worker
-
-    @property
-    def leader_record(self) -> bytes:
-        return self._leader_record
-
-    @property
-    def settle(self) -> float:
-        return self._settle
 
     @property
     def closing(self) -> bool:
@@ -175,11 +159,11 @@ class TaskEngine:
         return self._view_watch is not None and not self._view_watch.fired
 
     def watching(self) -> bool:
-        return self._watch_live
+        return self._leader_watch.live
 
     def review_watch(self) -> None:
-        """Something the leader watch depends on changed: let its loop look again."""
-        self._review.fire()
+        """Something the leader watch depends on changed: let it look again."""
+        self._leader_watch.review()
 
     def _needs_leader_events(self) -> bool:
         """Whether the leader watch must stay: anything but a settled worker with nothing to do.
@@ -192,19 +176,21 @@ class TaskEngine:
         """
         if not self.usable() or self._closing or self.feed.subscribed:
             return True
-        me = self._worker.id
+        me = self.worker.id
         return any(slot.granted or slot.desired == me for slot in self.slots.values())
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    def new_slot(self, task: str) -> TaskSlot:
-        return TaskSlot(task, join(self.leaders_path, task))
+    def check_open(self, what: str) -> None:
+        """Raise `RuntimeError` naming `what` unless started and not closing."""
+        if self._tg is None or self._closing:
+            raise RuntimeError(f"{what} needs an entered TaskLeadership that is not closed")
 
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Start everything in `tg`; return once registered with the worker list read."""
         self._tg = tg
-        await tg.start(self._watch_leaders)  # first, so that no leader event is missed
-        await tg.start(self._writes.run)
+        await tg.start(self._leader_watch.run)  # first, so that no leader event is missed
+        await tg.start(self.writes.run)
         tg.start_soon(self._follow_connection)
         await tg.start(self._control)
         for slot in self.slots.values():
@@ -214,21 +200,28 @@ class TaskEngine:
         """Stop leading everything now; waiting ``lead()`` calls give up."""
         self._closing = True
         for slot in self.slots.values():
-            slot.revoke("closed", self._worker.id)
+            slot.revoke("closed", self.worker.id)
             slot.notify_grant()
         self.feed.close()
 
     def revoke_all(self, reason: str) -> None:
         for slot in self.slots.values():
-            slot.revoke(reason, self._worker.id)
+            slot.revoke(reason, self.worker.id)
 
     async def cleanup(self) -> None:
-        """Delete our leader nodes and worker node in one transaction, after the bodies drained."""
-        bound = self.client.timing.drain_bound
-        with anyio.move_on_after(bound) as scope:
+        """Delete our leader nodes and worker node in one transaction, after the bodies drained.
+
+        Then nobody waits for a task's loop any longer (`add_task`, `remove_task`).
+        """
+        try:
+            await self._leave()
+        finally:
             for slot in self.slots.values():
-                await slot.drained()
-        if scope.cancelled_caught:
+                slot.close()
+
+    async def _leave(self) -> None:
+        bound = self.client.timing.drain_bound
+        if not await drain(list(self.slots.values()), bound):
             log.warning("lead() bodies of %s did not finish within %.1fs", self.root, bound)
         session = self.coord.session_id
         if session is None or self.registered != session or self.coord.closed:
@@ -236,24 +229,14 @@ class TaskEngine:
         if self.coord.state not in _CONNECTED or self.coord.connected_address is None:
             # Disconnected, or the coordinator's own tasks were cancelled with ours: the
             # nodes go with the session; waiting for a connection would only delay the exit.
-            log.info("worker %s left %s without deleting its nodes", self._worker.id, self.root)
+            log.info("worker %s left %s without deleting its nodes", self.worker.id, self.root)
             return
-        client = self.client
-        with anyio.move_on_after(client.request_timeout()):
+        with anyio.move_on_after(self.client.request_timeout()):
             try:
-                # Exactly the leader nodes this session owns, even one whose create was cut short.
-                ours = await client.ephemerals(self.leaders_path)
-                paths = [p for p in ours if parent(p) == self.leaders_path]
-                paths.append(self.my_path)
-                try:
-                    await client.multi([DeleteOp(p) for p in paths])
-                except TransactionFailed:
-                    for path in paths:  # one was gone already: delete the rest one by one
-                        with suppress(NoNodeError):
-                            await client.delete(path)
+                await delete_own_nodes(self.client, self.leaders_path, self.my_path)
             except CoordError as exc:
-                log.warning("could not delete the nodes of worker %s: %s", self._worker.id, exc)
-        log.info("worker %s left %s", self._worker.id, self.root)
+                log.warning("could not delete the nodes of worker %s: %s", self.worker.id, exc)
+        log.info("worker %s left %s", self.worker.id, self.root)
 
     # --- connection ------------------------------------------------------------------------
 
@@ -292,13 +275,13 @@ class TaskEngine:
                     if self.registered != session:
                         await self._register(session)
                     names, watch = await self.client.children_watch(self.workers_path)
-                    if self._worker.id not in names:
+                    if self.worker.id not in names:
                         log.warning("worker node %s vanished; registering again", self.my_path)
                         self.registered = None
                         continue
                     await self._load_workers(names, watch)
                     if self.usable_in != session:
-                        await self._set_usable(session, changed)
+                        await self._look_again(usable_in=session, changed=changed)
                     if not started:
                         task_status.started()
                         started = True
@@ -317,8 +300,8 @@ class TaskEngine:
         self.registered = await register_worker(self.client, self.my_path, self._record, session)
         log.info(
             "worker %s (version %s) registered at %s (session 0x%x)",
-            self._worker.id,
-            self._worker.version,
+            self.worker.id,
+            self.worker.version,
             self.my_path,
             self.registered,
         )
@@ -366,14 +349,11 @@ class TaskEngine:
         now = clock()
         moved = False
         for slot in self.slots.values():
-            desired = choice.leaders.get(slot.task)
-            if desired != slot.desired:
-                slot.desired, slot.desired_at = desired, now
+            if slot.choose(choice.leaders.get(slot.task), now):
                 moved = True
-            slot.poke()
         self.review_watch()
         if moved and self._tg is not None:
-            self._tg.start_soon(self._poke_after_settle, now + self._settle)
+            self._tg.start_soon(self._poke_after_settle, now + self.settle)
 
     async def _poke_after_settle(self, deadline: float) -> None:
         """Hand over every task whose settle delay ends at `deadline`, all in one pass.
@@ -383,129 +363,41 @@ class TaskEngine:
         then hand over in bits, each bit waiting for the previous ones to finish.
         """
         await anyio.sleep_until(deadline)
-        me = self._worker.id
+        me = self.worker.id
         for slot in self.slots.values():
             if (slot.held is not None or slot.granted) and slot.desired != me:
                 slot.advance(self)  # the ones the delay held back
-        self._mute_leader_events()
+        self._leader_watch.mute()
 
-    async def _set_usable(self, session: int, changed: asyncio.Event) -> None:
-        """(Re)connected: leader events may have been missed, so look at the leader nodes.
+    async def _look_again(
+        self, *, usable_in: int | None = None, changed: asyncio.Event | None = None
+    ) -> None:
+        """Leader events may have been missed: read which leader nodes exist; every task looks again.
 
-        Tasks whose node exists wait for an event on it instead of trying a
-        create that would fail (a newcomer would otherwise send one failing
-        write per task); a task that saw an event meanwhile tries anyway.
+        After a (re)connection (`usable_in`: the session), which then makes the
+        session usable unless it or the connection changed (`changed`)
+        meanwhile, and when the leader watch is back after a pause.  Tasks
+        whose node exists wait for an event on it instead of trying a create
+        that would fail (a newcomer would otherwise send one failing write per
+        task); see `TaskSlot.look_again`.
         """
         seen = {task: slot.events for task, slot in self.slots.items()}
         try:
             taken = set(await self.client.children(self.leaders_path))
         except NoNodeError:
             taken = set()
-        if self.coord.session_id != session or changed.is_set():
-            return
-        self.usable_in = session
+        if usable_in is not None:
+            if self.coord.session_id != usable_in or (changed is not None and changed.is_set()):
+                return
+            self.usable_in = usable_in
+        session = self.coord.session_id
         for task, slot in self.slots.items():
-            slot.after_reconnect(session)
-            if task in taken and slot.held is None and slot.stale is None:
-                slot.blocked_at = seen.get(task)
+            slot.look_again(session, taken=task in taken, seen=seen.get(task))
         self.feed.publish((None, None))
-        self.review_watch()
-
-    # --- leader events ---------------------------------------------------------------------
-
-    async def _watch_leaders(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """One persistent recursive watch on the leader nodes while needed: wakes the tasks."""
-        started = False
-        while True:
-            review = self._review.event()
-            if started and not self._needs_leader_events():
-                await review.wait()
-                continue
-            try:
-                async with self.client.watch(self.leaders_path, recursive=True) as pw:
-                    if started:
-                        await self._resync()
-                    else:
-                        started = True
-                        task_status.started()
-                    self._watch_live = True
-                    if await self._follow_leader_events(pw):
-                        return  # the coordinator closed
-            except CoordinatorClosedError:
-                return  # closed while adding the watch again
-            except ConnectionLostError as exc:
-                log.debug("watching %s: %s", self.leaders_path, exc)
-                await self.coord.wait_connected()
-                await anyio.sleep(RETRY_DELAY)
-            finally:
-                self._watch_live = False
-
-    async def _follow_leader_events(self, pw: PersistentWatch) -> bool:
-        """Route events until the watch is no longer needed (False) or the stream ends (True).
-
-        Events are routed where their notifications are read (one burst of
-        deletions queues its creates together, with no task to wake); the
-        stream only tells when the watch ends.
-        """
-        ended = False
-        self._leader_watch, self._leader_muted = pw, False
-        try:
-            async with anyio.create_task_group() as tg:
-
-                async def follow() -> None:
-                    nonlocal ended
-                    pw.set_callback(self._on_leader_event)
-                    async for event in pw.events:  # nothing comes here but the end
-                        self._on_leader_event(event)
-                    ended = True
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(follow)
-                while True:
-                    review = self._review.event()
-                    if self._leader_muted or not self._needs_leader_events():
-                        self._watch_live = False  # from now on, before the server forgets it
-                        tg.cancel_scope.cancel()
-                        break
-                    await review.wait()
-        finally:
-            self._leader_watch = None
-        return ended
-
-    def _mute_leader_events(self) -> None:
-        """Ignore the leader watch's events from now on if it is no longer needed.
-
-        An old leader that has just handed everything over would otherwise route
-        every event of the hand-over (the other old leaders' deletions, the new
-        leader's creations) until the server has processed the watch's removal,
-        in front of its own deletions.  A muted watch is dropped and, if needed
-        again, added again with a look at the leader nodes (events were missed).
-        """
-        pw = self._leader_watch
-        if pw is not None and not self._leader_muted and not self._needs_leader_events():
-            self._leader_muted = True
-            self._watch_live = False
-            pw.set_callback(_ignore)
+        if usable_in is not None:
             self.review_watch()
 
-    async def _resync(self) -> None:
-        """The watch is back after a pause: events were missed, so look as after a reconnect.
-
-        Held nodes are checked (by czxid) before leadership is granted on them;
-        tasks whose node exists wait for an event on it, the others try a create.
-        """
-        seen = {task: slot.events for task, slot in self.slots.items()}
-        try:
-            taken = set(await self.client.children(self.leaders_path))
-        except NoNodeError:
-            taken = set()
-        for task, slot in self.slots.items():
-            slot.verify = slot.held is not None and not slot.deleting
-            slot.blocked_at = None
-            if task in taken and slot.held is None and slot.stale is None:
-                slot.blocked_at = seen.get(task)
-            slot.poke()
-        self.feed.publish((None, None))
+    # --- leader events ---------------------------------------------------------------------
 
     def _on_leader_event(self, event: WatchedEvent) -> None:
         head, _, task = event.path.rpartition("/")
@@ -516,6 +408,33 @@ class TaskEngine:
             slot.on_event(event.type, self)
             if self.feed.subscribed:
                 self.feed.publish((task, event.type))
+
+    # --- tasks at run time -----------------------------------------------------------------
+
+    async def add_task(self, name: str) -> None:
+        """Take part in leading task `name` (see `TaskLeadership.add_task`)."""
+        self.check_open("add_task()")
+        slot = self.slots.get(name)
+        if slot is not None:
+            if slot.stopping is None:
+                return
+            await slot.done.wait()  # being removed: let that finish first
+            self.check_open("add_task()")  # the recipe may have closed meanwhile
+        slot = self.slots[name] = TaskSlot(name, join(self.leaders_path, name))
+        self.recompute()
+        assert self._tg is not None
+        self._tg.start_soon(slot.run, self)
+        self.feed.publish((name, None))
+
+    async def remove_task(self, name: str) -> None:
+        """Stop leading task `name` and forget it (see `TaskLeadership.remove_task`)."""
+        slot = self.slots.get(name)
+        if slot is None:
+            return
+        slot.stop("task removed")
+        await slot.done.wait()
+        if self.slots.get(name) is slot:
+            del self.slots[name]
 
     # --- reads -----------------------------------------------------------------------------
 

@@ -8,9 +8,6 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 
-import anyio
-import anyio.lowlevel
-
 from aiocoord._lifecycle import Lifecycle
 from aiocoord.errors import ConfigError, InvalidPathError, NodeDataError
 from aiocoord.session import Coordinator
@@ -19,37 +16,12 @@ from aiocoord.zk.paths import join, validate_path
 from ._changes import TaskChange, follow_changes
 from ._choice import Prefer, VersionKey
 from ._engine import TaskEngine
+from ._lead import LeadBlock
 from ._records import Worker, check_name, decode_leader
-from ._slot import Hold, TaskTerm
+from ._state import TaskTerm
 from ._versions import maven_version_key
 
 __all__ = ("TaskChange", "TaskLeadership", "TaskTerm", "Worker", "task_leadership")
-
-
-class _Lead(Hold):
-    """`TaskLeadership.lead`'s context manager: `Hold`, for a task named and checked on entry."""
-
-    __slots__ = ("_leadership", "_task")
-
-    def __init__(self, leadership: TaskLeadership, task: str) -> None:
-        # The slot is looked up on entry (where lead() raises for a bad task).
-        self._leadership = leadership
-        self._task = task
-        self._body = None
-
-    async def __aenter__(self) -> TaskTerm:
-        leadership, task = self._leadership, self._task
-        if not isinstance(task, str):
-            raise TypeError(f"task must be a str, not {type(task).__name__}")
-        if not leadership._entered or leadership._closed:
-            raise RuntimeError("lead() needs an entered TaskLeadership that is not closed")
-        engine = leadership._engine
-        slot = engine.slots.get(task)
-        if slot is None:
-            await anyio.lowlevel.checkpoint()
-            raise ValueError(f"task {task!r} is not one of this worker's tasks (add_task() it)")
-        self._slot, self._closing = slot, lambda: engine.closing
-        return await super().__aenter__()
 
 
 class TaskLeadership:
@@ -84,7 +56,7 @@ class TaskLeadership:
         try:
             root = validate_path(root)
         except InvalidPathError as exc:
-            raise ConfigError("root", f"{root!r} is not a valid path: {exc.reason}") from None
+            raise InvalidPathError(root, f"root {exc.reason}") from None
         if not isinstance(worker, Worker):
             raise TypeError(f"worker must be an aiocoord.Worker, not {type(worker).__name__}")
         if isinstance(tasks, str | bytes) or not isinstance(tasks, Iterable):
@@ -173,11 +145,10 @@ class TaskLeadership:
         if self._life.started:
             raise RuntimeError("a TaskLeadership can be entered only once")
         self._entered = True
-        # A freshly started process has its first full garbage collection at its
-        # first burst of activity, which for a worker that has just joined is the
-        # hand-over of its tasks, every task it takes leaderless meanwhile.  One collection now, before it registers, puts the
-        # next one far away.  (Services that call gc.freeze() after start-up make
-        # this cheap.)
+        # A fresh process has its first full garbage collection at its first burst
+        # of activity: for a worker that has just joined, the hand-over of its tasks,
+        # which stay leaderless meanwhile.  One collection now, before it registers,
+        # puts the next one far away (docs/task-leadership.md has the figures).
         gc.collect()
         await self._life.start()
 
@@ -208,12 +179,7 @@ class TaskLeadership:
 
     async def _cleanup(self) -> None:
         """Left: the tasks have ended; delete our nodes once the bodies drained."""
-        engine = self._engine
-        try:
-            await engine.cleanup()
-        finally:
-            for slot in engine.slots.values():
-                slot.done.set()
+        await self._engine.cleanup()
 
     # --- leading ---------------------------------------------------------------------------
 
@@ -236,7 +202,11 @@ class TaskLeadership:
         `RuntimeError` once the recipe is closed, so a ``while True`` loop
         around ``lead()`` ends.
         """
-        return _Lead(self, task)
+        return LeadBlock(self._engine, task, self._check_lead)
+
+    def _check_lead(self) -> None:
+        if not self._entered or self._closed:
+            raise RuntimeError("lead() needs an entered TaskLeadership that is not closed")
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -294,20 +264,7 @@ class TaskLeadership:
         it stays unled.  A task only older workers have is therefore not led
         while a newer version is present: the newest version decides.
         """
-        name = check_name("task", task)
-        tg = self._life.task_group
-        if tg is None or self._closed:
-            raise RuntimeError("add_task() needs an entered TaskLeadership that is not closed")
-        engine = self._engine
-        slot = engine.slots.get(name)
-        if slot is not None:
-            if slot.stopping is None:
-                return
-            await slot.done.wait()  # being removed: let that finish first
-        slot = engine.slots[name] = engine.new_slot(name)
-        engine.recompute()
-        tg.start_soon(slot.run, engine)
-        engine.feed.publish((name, None))
+        await self._engine.add_task(check_name("task", task))
 
     async def remove_task(self, task: str) -> None:
         """Stop leading `task`: cancel its bodies (``"task removed"``), let them drain, free it.
@@ -316,18 +273,7 @@ class TaskLeadership:
         for the connection if need be; bound it with `anyio.fail_after`).
         No-op for a task this worker does not have.
         """
-        name = check_name("task", task)
-        engine = self._engine
-        slot = engine.slots.get(name)
-        if slot is None:
-            return
-        if slot.stopping is None:
-            slot.stopping = "task removed"
-            slot.notify_grant()
-            slot.poke()
-        await slot.done.wait()
-        if engine.slots.get(name) is slot:
-            del engine.slots[name]
+        await self._engine.remove_task(check_name("task", task))
 
     def __repr__(self) -> str:
         engine = self._engine
@@ -359,7 +305,8 @@ def task_leadership(
     for PEP 440, say).  `settle` is how long (seconds) a leader waits after the
     choice moved a task away before it hands the task over.
     `lose_on_suspend=False` keeps leading through SUSPENDED until LOST.  Bad
-    arguments raise `TypeError` or `ConfigError` (a `ValueError`) naming them.
+    arguments raise `TypeError`, `InvalidPathError` (a bad `root`) or
+    `ConfigError` (both `ValueError`s) naming them.
     Entering runs one full garbage collection before the worker registers, so
     that a new process does not have its first one in its first hand-over.
     """

@@ -1,8 +1,9 @@
-"""One task of task leadership: what a worker knows about it, its ``lead()`` bodies, its loop.
+"""One task of task leadership: the steps that act on what a worker knows about it.
 
-Each task has a small loop of its own: it builds a `TaskState`, asks
-`_choice.decide` for the next step and performs it, then sleeps until
-something it depends on changes (`TaskSlot.poke`).  The steps:
+What a worker knows about a task is a `_state.SlotState`; `TaskSlot` adds
+the steps.  Each task has a small loop of its own (`TaskSlot.run`): it builds a
+`TaskState`, asks `_choice.next_step` what to do and does it, then sleeps
+until something it depends on changes (`TaskSlot.poke`).  The steps:
 
 - acquire: create ``<root>/leaders/<task>`` (ephemeral, our id and version).
   If it exists, read it: our own node (the create's answer was lost) is
@@ -10,24 +11,31 @@ something it depends on changes (`TaskSlot.poke`).  The steps:
   wait for the next event on the path.
 - grant / revoke: let ``lead()`` bodies run, or cancel them and wait for them
   to finish (drain).
-- delete: hand the task over, after the drain.
+- delete: hand the task over, after the drain.  If someone wrote to our node
+  meanwhile (its version moved), it is deleted only if its czxid is ours.
 - verify: a deletion was seen on the path while we held it; our node is
   still ours only if a node with our czxid is there (an event about an older
   node can arrive after our create's answer).
 - drop stale: delete our node from an ended session if the server still has
   it, so the task need not wait for the server to expire that session.
 
-A request that fails with connection loss is decided again once the
-connection settles; nothing is assumed about its outcome.
+The steps of a hand-over (acquire, grant, revoke, delete) have one executor
+each (`TaskSlot._take`), started by the loop or, without waking it, by the
+callback that learns the step is due (`TaskSlot.advance`): a notification
+that frees a task queues its create and the create's answer grants
+leadership; when the settle delay ends, bodies are cancelled in one pass and
+each delete is queued as the task's last body exits.  Waking a loop per task
+and step cost more than the steps themselves when hundreds of tasks move at
+once.  A step that waits (for a write's answer, for bodies to drain) leaves
+the task `busy`: nothing else runs for it until the step ends.
 
-The steps of a hand-over run without the loop (`TaskSlot.advance`): when a
-notification frees a task, the create is queued from the notification's
-callback and leadership granted from the create's answer; when the settle
-delay ends, bodies are cancelled in one pass and each delete is queued as the
-task's last body exits.  Waking a loop per task and step cost more than the
-steps themselves when hundreds of tasks move at once.  `decide` still names
-every step; a step the callbacks do not take, or any error, goes back to the
-loop, and nothing runs in the loop while a callback's write is out (`busy`).
+One error policy, whoever started the step: a write's expected answers are
+handled where it is answered (a create that finds the node taken goes on to
+read it, a delete that finds the node gone is done, one that finds its
+version moved goes on to check the czxid); anything else fails the step in
+the loop.  A request that fails with connection loss is decided again after
+`RETRY_DELAY` or the next change, nothing being assumed about its outcome;
+any other error ends the loop, and with it the recipe's task group.
 """
 
 from __future__ import annotations
@@ -35,34 +43,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from dataclasses import dataclass
-from types import TracebackType
+from functools import partial
 from typing import Protocol
 
 import anyio
-import anyio.lowlevel
 
 from aiocoord.errors import (
     BadVersionError,
     ConnectionLostError,
     CoordinatorClosedError,
-    LeadershipLost,
     NodeDataError,
     NodeExistsError,
     NoNodeError,
 )
 from aiocoord.zk import EventType, ZkClient
 
-from .._signal import Signal
-from .._tenure import Body, Tenure
-from ._choice import Action, TaskState, decide
+from ._choice import Action, TaskState, next_step
 from ._records import Worker, decode_leader
+from ._state import FollowUp, Held, SlotState, clock
 from ._writes import Write, WriteBatcher
 
-__all__ = ("Hold", "SlotHost", "TaskSlot", "TaskTerm")
+__all__ = ("RETRY_DELAY", "Engine", "TaskSlot")
 
 log = logging.getLogger("aiocoord.recipes.task_leadership")
 
@@ -74,96 +77,17 @@ RETRY_DELAY = 0.2  # after a request failed while the connection looked fine
 _TIMER_SLACK = 0.05
 
 
-def clock() -> float:
-    """The event loop's clock (what its timers follow); the monotonic clock outside a loop.
+def _raising(error: BaseException) -> Callable[[], Awaitable[None]]:
+    """A follow-up that fails the step in the loop with `error` (see the module docs)."""
 
-    Asked for several times per task and step, so straight from the asyncio
-    loop (what `anyio.current_time()` returns there, after two lookups).
-    """
-    try:
-        return asyncio.get_running_loop().time()
-    except RuntimeError:  # no event loop running (a recipe built before entering one)
-        return time.monotonic()
+    async def fail() -> None:
+        raise error
+
+    return fail
 
 
-@dataclass(frozen=True, slots=True)
-class TaskTerm:
-    """One term of leadership of `task` by this worker; `token` is the fencing token.
-
-    The token is the czxid of the leader node: a later leader of the same
-    task always has a larger one, so a store that remembers the largest token
-    it saw can refuse writes from an earlier leader.
-    """
-
-    task: str
-    token: int
-    worker_id: str
-    version: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Held:
-    """Our leader node: its czxid (the token), owning session and data version."""
-
-    czxid: int
-    session: int
-    version: int
-
-
-class Hold:
-    """``lead()``: wait for leadership, then run the block as a body of the term's tenure.
-
-    A class rather than a generator-based context manager: a hand-over enters
-    and leaves hundreds of these at once, and each generator layer costs as
-    much as the rest of the work.
-    """
-
-    __slots__ = ("_body", "_closing", "_slot")
-
-    def __init__(self, slot: TaskSlot, closing: Callable[[], bool]) -> None:
-        self._slot = slot
-        self._closing = closing
-        self._body: Body | None = None
-
-    async def __aenter__(self) -> TaskTerm:
-        slot = self._slot
-        waited = False
-        while True:
-            changed = slot._granted_changed.event()
-            if self._closing():
-                raise LeadershipLost(slot.path, "closed")
-            if slot.stopping is not None:
-                raise LeadershipLost(slot.path, slot.stopping)
-            if slot.granted and slot.term is not None and slot.tenure is not None:
-                term, tenure = slot.term, slot.tenure
-                break
-            await changed.wait()
-            waited = True
-        if not waited:
-            # Leader already: still a checkpoint, so that a loop around lead() whose
-            # block never awaits cannot starve the event loop.
-            await anyio.lowlevel.checkpoint()
-            if not slot.granted or slot.term is not term:
-                return await self.__aenter__()  # lost meanwhile: wait again
-        body = tenure.body()
-        await body.__aenter__()
-        self._body = body
-        return term
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
-        body = self._body
-        assert body is not None
-        self._body = None
-        return await body.__aexit__(exc_type, exc, tb)
-
-
-class SlotHost(Protocol):
-    """What a task's loop needs from the recipe that runs it."""
+class Engine(Protocol):
+    """What a task's slot needs from the `TaskEngine` that runs it."""
 
     @property
     def client(self) -> ZkClient: ...
@@ -185,60 +109,10 @@ class SlotHost(Protocol):
     def review_watch(self) -> None: ...
 
 
-class TaskSlot:
-    """Everything one worker knows and runs for one task."""
+class TaskSlot(SlotState):
+    """Everything one worker knows and runs for one task; only its own methods change it."""
 
-    def __init__(self, task: str, path: str) -> None:
-        self.task = task
-        self.path = path
-        self.desired: str | None = None  # the worker the choice names
-        self.desired_at = clock()  # when that last changed (event loop clock)
-        self.held: _Held | None = None  # our leader node in the current session
-        self.stale: int | None = None  # czxid of our node from an ended session
-        self.granted = False  # lead() bodies may run
-        self.term: TaskTerm | None = None
-        self.verify = False
-        self.deleting = False
-        self.events = 0  # leader-node events seen on the path
-        self.deletions = 0
-        self.blocked_at: int | None = None  # `events` when a create found the node taken
-        self.holder: str | None = None  # last known leader id
-        self.stopping: str | None = None  # why the task is being removed
-        self.bad_czxid: int | None = None  # last invalid leader node reported
-        self.bodies = 0  # lead() bodies running, of this term or earlier ones
-        self.tenure: Tenure | None = None  # what lead() bodies run under while granted
-        self.busy = False  # a step is under way (the loop's or a callback's): nothing else runs
-        self._inspect_at: int | None = None  # a queued create found the node taken: read it
-        self._when_drained: Callable[[], None] | None = None
-        self.done = anyio.Event()
-        self._wake = Signal()
-        self._granted_changed = Signal()
-        self._body_exited = Signal()
-
-    def __repr__(self) -> str:
-        state = "LEADING" if self.granted else ("held" if self.held else "not held")
-        token = f" token=0x{self.held.czxid:x}" if self.held else ""
-        return (
-            f"<TaskSlot {self.task} {state}{token} leader={self.holder} "
-            f"chosen={self.desired} bodies={self.bodies}>"
-        )
-
-    # --- signals ---------------------------------------------------------------------------
-
-    def poke(self) -> None:
-        """Wake the task's loop: something it decides on changed."""
-        self._wake.fire()
-
-    def notify_grant(self) -> None:
-        """Wake ``lead()`` calls waiting for leadership (or for a reason to give up)."""
-        self._granted_changed.fire()
-
-    async def drained(self) -> None:
-        """Wait until no ``lead()`` body of this task runs."""
-        while self.bodies:
-            await self._body_exited.event().wait()
-
-    def on_event(self, type_: EventType, host: SlotHost) -> None:
+    def on_event(self, type_: EventType, engine: Engine) -> None:
         """A watch event on the leader node's path (called in the order they arrive)."""
         self.events += 1
         if type_ is EventType.DELETED:
@@ -250,214 +124,234 @@ class TaskSlot:
         if (
             self.held
             or self.granted
-            or self.desired == host.worker.id
+            or self.desired == engine.worker.id
             or self.stale
             or self.stopping
         ):
-            self.advance(host)  # the other workers' tasks have nothing to do about it
+            self.advance(engine)  # the other workers' tasks have nothing to do about it
 
-    def forget_session(self, session: int | None) -> None:
-        """Our node of an ended session is not ours to lead with: delete it if it lingers."""
-        held = self.held
-        if held is not None and held.session != session:
-            self.held = None
-            self.stale = held.czxid
-            self.verify = False
+    # --- the steps of a hand-over ----------------------------------------------------------
 
-    def after_reconnect(self, session: int | None) -> None:
-        """Events may have been missed while disconnected: check our node, retry blocked creates."""
-        self.forget_session(session)
-        self.verify = self.held is not None
-        self.blocked_at = None
-        self.poke()
+    def advance(self, engine: Engine) -> None:
+        """Take the next step here if a callback may take it; otherwise wake the loop.
 
-    # --- leadership ------------------------------------------------------------------------
-
-    def grant(self, worker: Worker) -> None:
-        assert self.held is not None
-        self.granted = True
-        self.holder = worker.id
-        self.term = TaskTerm(self.task, self.held.czxid, worker.id, worker.version)
-        self.tenure = Tenure(self.path, LeadershipLost, on_body=self._count_body)
-        self.notify_grant()
-        log.info("worker %s leads task %s (token 0x%x)", worker.id, self.task, self.held.czxid)
-
-    def revoke(self, reason: str, worker_id: str) -> None:
-        """Stop leading now: end the tenure (its bodies are cancelled, then raise `LeadershipLost`)."""
-        if not self.granted:
-            return
-        self.granted = False
-        self.term = None
-        tenure, self.tenure = self.tenure, None
-        if tenure is not None:
-            tenure.end(reason, soon=True)
-        self.notify_grant()
-        log.info("worker %s stopped leading task %s: %s", worker_id, self.task, reason)
-
-    def _count_body(self, delta: int) -> None:
-        self.bodies += delta
-        if delta > 0:
-            return
-        self._body_exited.fire()
-        if not self.bodies and self._when_drained is not None:
-            when_drained, self._when_drained = self._when_drained, None
-            when_drained()
-
-    # --- steps taken from callbacks ---------------------------------------------------------
-
-    def advance(self, host: SlotHost) -> None:
-        """Take the next step here if a callback can take it; otherwise wake the loop.
-
-        Callbacks take the steps of a plain hand-over: acquire (create the
-        node, grant from the answer), and revoke-then-delete (the delete queued
-        when the last body exits).  Everything else is the loop's; nothing
-        happens while a step is under way (whoever runs it decides again after).
+        Callbacks take the steps of a plain hand-over: acquire when no body of
+        an earlier term runs (create the node, grant from the answer), and
+        revoke-then-delete of a node we hold.  A task being removed, or a
+        recipe closing, is the loop's.  Nothing happens while a step is under
+        way (whoever ends it decides again).
         """
         if self.busy:
-            # Whoever runs the step decides again when it ends (the loop at its next
-            # pass, a callback in `_settled`); waking the loop now would only show it
-            # the step.  (A new leader hears of its own creations before the answer.)
+            # Whoever runs the step decides again when it ends; waking the loop now
+            # would only show it the step.  (A new leader hears of its own creations
+            # before the answer.)
             return
-        if self.stopping is not None or host.closing:
+        if self.stopping is not None or engine.closing:
             self.poke()
             return
-        action = decide(self.state(host), settle=host.settle).action
-        if action is Action.ACQUIRE and not self.bodies:
-            self._queue_create(host)
-        elif action is Action.REVOKE and self.held is not None:
-            self.revoke("handed over", host.worker.id)
-            host.review_watch()  # maybe the last task we led: the leader watch may go
-            self._delete_when_drained(host)
-        elif action is Action.DELETE and self.held is not None:
-            self._delete_when_drained(host)
+        action = next_step(self.state(engine), settle=engine.settle).action
+        if (action is Action.ACQUIRE and not self.bodies) or (
+            (action is Action.REVOKE or action is Action.DELETE) and self.held is not None
+        ):
+            self._take(action, engine)
         else:
             self.poke()
 
-    def _delete_when_drained(self, host: SlotHost) -> None:
-        """Queue the delete now, or when the last body exits (nothing else runs until then)."""
+    def _take(self, action: Action, engine: Engine) -> None:
+        """Start hand-over step `action` (acquire, grant, revoke, delete): its one executor.
+
+        A step that waits leaves the task `busy` and is ended by the callback
+        that learns it is done, which decides again (`_settled`, `_after_drain`)
+        or hands the rest of the step to the loop (`_hand_to_loop`).
+        """
+        if action is Action.ACQUIRE:
+            self._create(engine)
+        elif action is Action.REVOKE:
+            self._revoke_step(engine)
+        elif action is Action.DELETE:
+            self._delete_step(engine)
+        elif action is Action.GRANT:
+            if self.bodies:  # the bodies of an earlier term finish first
+                self._after_drain(engine)
+            else:
+                self.grant(engine.worker)
+        else:
+            raise AssertionError(f"not a hand-over step: {action}")
+
+    def _revoke_step(self, engine: Engine) -> None:
+        """Revoke: end the term (bodies cancelled); a hand-over goes on to its delete."""
+        reason = self.stopping or ("closed" if engine.closing else None)
+        reason = reason or ("handed over" if self.held else "node deleted")
+        self.revoke(reason, engine.worker.id)
+        engine.review_watch()  # maybe the last task we led: the leader watch may go
+        if reason == "handed over":
+            self._delete_step(engine)  # the hand-over's second half, once drained
+        else:
+            self._after_drain(engine)
+
+    def _delete_step(self, engine: Engine) -> None:
+        """Delete, once the bodies have drained (deciding again then: the choice may be back)."""
+        if self.bodies:
+            self._after_drain(engine)
+        else:
+            self._delete(engine)
+
+    def _after_drain(self, engine: Engine) -> None:
+        """Decide again once no body runs (now, if none does); nothing else runs until then."""
         if not self.bodies:
-            self._queue_delete(host)
+            self.advance(engine)
             return
         self.busy = True
 
         def drained() -> None:
             self.busy = False
-            self.advance(host)  # decided again: the choice may have come back to us
+            self.advance(engine)  # the choice may have come back to us meanwhile
 
         self._when_drained = drained
 
-    def _settled(self, host: SlotHost) -> None:
-        """A callback's step ended: wake the loop only if it has something to do."""
-        self.busy = False
-        if decide(self.state(host), settle=host.settle).action is not Action.IDLE:
-            self.poke()
-
-    def _queue_create(self, host: SlotHost) -> None:
-        """`_acquire` with the create queued: grant from its answer, read the node if taken."""
+    def _create(self, engine: Engine) -> None:
+        """Acquire: queue the create of our node; leadership is granted from its answer."""
         events, deletions = self.events, self.deletions
         self.busy = True
 
-        def done(write: Write) -> None:
+        def answered(write: Write) -> None:
             error = write.error
             if error is None and write.created is not None:
-                self._created(host, write.created, deletions)
+                self._created(engine, write.created, deletions)
                 if self.granted:  # leading now: nothing for the loop to do
                     self.busy = False
                     return
             elif isinstance(error, NodeExistsError):
-                self._inspect_at = events  # the loop reads whose it is
+                self._hand_to_loop(("inspect", partial(self._inspect, engine, events)))
+                return
             elif error is not None:
-                log.debug("task %s: acquire failed: %s", self.task, error)
-            self._settled(host)
+                self._hand_to_loop(("acquire", _raising(error)))
+                return
+            self._settled(engine)
 
-        host.writes.queue_create(self.path, host.leader_record, done)
+        engine.writes.queue_create(self.path, engine.leader_record, answered)
 
-    def _queue_delete(self, host: SlotHost) -> None:
-        """`_delete` with the delete queued; anything but success or "gone" goes to the loop."""
+    def _delete(self, engine: Engine) -> None:
+        """Delete: queue the delete of our node (its bodies have drained), handing the task over."""
         held = self.held
         assert held is not None
         self.busy = True
         self.deleting = True
 
-        def done(write: Write) -> None:
+        def answered(write: Write) -> None:
             self.deleting = False
-            if write.error is None or isinstance(write.error, NoNodeError):
-                self._released(host, held)
+            error = write.error
+            if error is None or isinstance(error, NoNodeError):
+                self._released(engine, held)
+            elif isinstance(error, BadVersionError):
+                self._hand_to_loop(("delete", partial(self._delete_if_ours, engine, held)))
+                return
             else:
-                log.debug("task %s: delete failed: %s", self.task, write.error)
-            self._settled(host)
+                self._hand_to_loop(("delete", _raising(error)))
+                return
+            self._settled(engine)
 
-        host.writes.queue_delete(self.path, held.version, done)
+        engine.writes.queue_delete(self.path, held.version, answered)
 
-    def _created(self, host: SlotHost, created: tuple[int, int], deletions: int) -> None:
+    def _created(self, engine: Engine, created: tuple[int, int], deletions: int) -> None:
         """Our create succeeded: hold the node; lead at once if nothing stands in the way."""
         czxid, owner = created
-        self.held = _Held(czxid, owner, 0)
-        self.holder = host.worker.id
+        self.held = Held(czxid, owner, 0)
+        self.holder = engine.worker.id
         self.verify = self.deletions != deletions  # a deletion seen meanwhile: of which node?
-        self.forget_session(host.session_id)
-        if not self.bodies and decide(self.state(host), settle=host.settle).action is Action.GRANT:
-            self.grant(host.worker)  # what the next pass would do, one pass sooner
+        self.forget_session(engine.session_id)
+        if (
+            not self.bodies
+            and next_step(self.state(engine), settle=engine.settle).action is Action.GRANT
+        ):
+            self.grant(engine.worker)  # what the next pass would do, one pass sooner
 
-    def _released(self, host: SlotHost, held: _Held) -> None:
+    def _released(self, engine: Engine, held: Held) -> None:
         if self.held is held:
             self.held = None
             self.verify = False
-            log.info("worker %s released task %s", host.worker.id, self.task)
+            log.info("worker %s released task %s", engine.worker.id, self.task)
+
+    def _settled(self, engine: Engine) -> None:
+        """A step ended from a callback: wake the loop only if it has something to do."""
+        self.busy = False
+        if next_step(self.state(engine), settle=engine.settle).action is not Action.IDLE:
+            self.poke()
+
+    def _hand_to_loop(self, follow_up: FollowUp) -> None:
+        """The step goes on in the loop, still `busy` (nothing else runs meanwhile)."""
+        self._follow_up = follow_up
+        self.poke()
 
     # --- the loop --------------------------------------------------------------------------
 
-    def state(self, host: SlotHost) -> TaskState:
-        # Built twice per task in a hand-over, so positionally (keywords cost three
-        # times as much), and without the clock where `decide` does not look at it.
-        desired = self.desired == host.worker.id
-        return TaskState(
-            host.usable(),  # usable
-            host.view_current(),  # view_current
-            host.watching(),  # watching
-            desired,
-            0.0 if desired else clock() - self.desired_at,  # desired_for
-            self.held is not None,  # held
-            self.granted,  # granted
-            self.stale is not None,  # stale
-            self.verify,  # verify
-            self.blocked_at == self.events,  # blocked
-            self.stopping is not None or host.closing,  # stopping
+    def state(self, engine: Engine) -> TaskState:
+        """What this worker knows about the task now: the input of `next_step`."""
+        usable = engine.usable()
+        view_current = engine.view_current()
+        watching = engine.watching()
+        desired = self.desired == engine.worker.id
+        desired_for = 0.0 if desired else clock() - self.desired_at  # only looked at if not
+        held = self.held is not None
+        granted = self.granted
+        stale = self.stale is not None
+        verify = self.verify
+        blocked = self.blocked_at == self.events
+        stopping = self.stopping is not None or engine.closing
+        # `_make` takes the fields in order (and checks their count) without the
+        # keyword-capable constructor: this is built for every task at each step.
+        return TaskState._make(
+            (
+                usable,
+                view_current,
+                watching,
+                desired,
+                desired_for,
+                held,
+                granted,
+                stale,
+                verify,
+                blocked,
+                stopping,
+            )
         )
 
-    async def run(self, host: SlotHost) -> None:
+    async def run(self, engine: Engine) -> None:
         """Decide and act until the task is removed (or the recipe closes and cancels it)."""
         try:
             while True:
                 wake = self._wake.event()
-                if self.busy:  # a callback's step is under way; it wakes us if needed
+                if self._follow_up is not None:
+                    (name, follow_up), self._follow_up = self._follow_up, None
+                    await self._step(wake, name, follow_up())
+                    continue
+                if self.busy:  # a step is under way; whoever ends it wakes us if needed
                     await wake.wait()
                     continue
-                self.forget_session(host.session_id)
-                if self._inspect_at is not None:
-                    events, self._inspect_at = self._inspect_at, None
-                    await self._step(wake, "inspect", self._inspect(host, events))
-                    continue
-                decision = decide(self.state(host), settle=host.settle)
-                action = decision.action
+                self.forget_session(engine.session_id)
+                step = next_step(self.state(engine), settle=engine.settle)
+                action = step.action
                 if action is Action.EXIT:
                     return
                 if action is Action.IDLE:
                     await wake.wait()
-                    continue
-                if action is Action.WAIT:
-                    delay = decision.delay if decision.delay is not None else math.inf
+                elif action is Action.WAIT:
+                    delay = step.delay if step.delay is not None else math.inf
                     with anyio.move_on_after(delay + _TIMER_SLACK):
                         await wake.wait()
-                    continue
-                await self._step(wake, action.value, self._perform(host, action))
+                elif action is Action.VERIFY:
+                    await self._step(wake, "verify", self._verify(engine.client))
+                elif action is Action.DROP_STALE:
+                    await self._step(wake, "drop_stale", self._drop_stale(engine.client))
+                else:
+                    self._take(action, engine)
         except CoordinatorClosedError:
             return
         finally:
             self.done.set()
 
     async def _step(self, wake: asyncio.Event, name: str, perform: Awaitable[None]) -> None:
-        """Run one of the loop's steps; nothing else runs for the task meanwhile."""
+        """Run (the rest of) a step in the loop; nothing else runs for the task meanwhile."""
         self.busy = True
         try:
             await perform
@@ -473,43 +367,10 @@ class TaskSlot:
             raise
         self.busy = False
 
-    async def _perform(self, host: SlotHost, action: Action) -> None:
-        if action is Action.ACQUIRE:
-            await self._acquire(host)
-        elif action is Action.GRANT:
-            await self.drained()  # the bodies of an earlier term finish first
-            if (
-                self.held is not None
-                and not self.granted
-                and self.desired == host.worker.id
-                and host.watching()
-            ):
-                self.grant(host.worker)
-        elif action is Action.REVOKE:
-            reason = self.stopping or ("closed" if host.closing else None)
-            self.revoke(reason or ("handed over" if self.held else "node deleted"), host.worker.id)
-            host.review_watch()  # maybe the last task we led: the leader watch may go
-            await self.drained()
-        elif action is Action.DELETE:
-            await self._delete(host)
-        elif action is Action.VERIFY:
-            await self._verify(host.client)
-        elif action is Action.DROP_STALE:
-            await self._drop_stale(host.client)
-
-    async def _acquire(self, host: SlotHost) -> None:
-        events, deletions = self.events, self.deletions
-        try:
-            czxid, owner = await host.writes.create(self.path, host.leader_record)
-        except NodeExistsError:
-            await self._inspect(host, events)
-            return
-        self._created(host, (czxid, owner), deletions)
-
-    async def _inspect(self, host: SlotHost, events: int) -> None:
+    async def _inspect(self, engine: Engine, events: int) -> None:
         """The node exists: learn whose it is; adopt ours, delete our stale one, or wait."""
         try:
-            node = await host.client.get(self.path)
+            node = await engine.client.get(self.path)
         except NoNodeError:
             return  # gone already: try again
         try:
@@ -521,36 +382,29 @@ class TaskSlot:
             self.holder = None
             self.blocked_at = events
             return
-        if holder == host.worker.id:
-            if node.stat.ephemeral_owner == host.session_id:
+        if holder == engine.worker.id:
+            if node.stat.ephemeral_owner == engine.session_id:
                 # Our create went through although its answer was lost.
-                self.held = _Held(node.stat.czxid, node.stat.ephemeral_owner, node.stat.version)
+                self.held = Held(node.stat.czxid, node.stat.ephemeral_owner, node.stat.version)
                 return
             with suppress(NoNodeError, BadVersionError):  # ours, from an ended session
-                await host.client.delete(self.path, version=node.stat.version)
+                await engine.client.delete(self.path, version=node.stat.version)
             return
         self.holder = holder
         self.blocked_at = events
 
-    async def _delete(self, host: SlotHost) -> None:
-        """Hand the task over: the bodies have drained; delete our node (the only way to free it)."""
-        await self.drained()
-        held = self.held
-        if held is None or self.granted:
-            return
+    async def _delete_if_ours(self, engine: Engine, held: Held) -> None:
+        """The delete found our node's version moved (someone wrote to it): delete it if ours."""
         self.deleting = True
         try:
-            try:
-                await host.writes.delete(self.path, held.version)
-            except BadVersionError:  # someone wrote to our node: delete it if it is still ours
-                stat = await host.client.exists(self.path)
-                if stat is not None and stat.czxid == held.czxid:
-                    await host.client.delete(self.path, version=stat.version)
+            stat = await engine.client.exists(self.path)
+            if stat is not None and stat.czxid == held.czxid:
+                await engine.client.delete(self.path, version=stat.version)
         except NoNodeError:
             pass
         finally:
             self.deleting = False
-        self._released(host, held)
+        self._released(engine, held)
 
     async def _verify(self, client: ZkClient) -> None:
         held = self.held

@@ -21,10 +21,10 @@ exactly the outcome it would have had alone:
   `ConnectionLostError` (outcome unknown, as for a single write); so does
   having no connection when the batch is due (nothing waits for one).
 
-A write is either awaited (`create`, `delete`) or queued with a callback
-(`queue_create`, `queue_delete`): a task's hand-over steps run from the
-callbacks that learn they are due (a notification, a body's exit), without
-waking the task's loop for each step.
+A write is queued with a callback (`queue_create`, `queue_delete`), as every
+hand-over step of a task is, whether a callback or the task's loop takes it
+(`_slot`): the step ends in the callback that gets the answer, without waking
+the loop.  `create` and `delete` await the same outcome instead.
 """
 
 from __future__ import annotations
