@@ -342,13 +342,19 @@ async def test_suspended_loses_by_default_and_lose_on_suspend_false_keeps_it(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("back_in_time", [True, False], ids=["retried", "by-a-chore"])
 async def test_a_release_cut_off_by_a_connection_loss_leaves_no_orphan(
-    zk_server: ZooKeeperServer, zk_chroot: str
+    zk_server: ZooKeeperServer, zk_chroot: str, back_in_time: bool
 ) -> None:
+    """The delete is retried once the connection is back: within the request timeout by
+    `release()` itself, or after it by a chore of the session (`release()` then says so)."""
     path = "/orphan"
+    settings: dict[str, Any] = {} if back_in_time else {"request_timeout": 1.0}
     with anyio.fail_after(30), FaultProxy(*zk_server.address) as proxy:
         async with (
-            aiocoord.connect(proxy.connect_string, namespace=zk_chroot, session_timeout=8) as ca,
+            aiocoord.connect(
+                proxy.connect_string, namespace=zk_chroot, session_timeout=8, **settings
+            ) as ca,
             sessions(zk_server.connect_string, zk_chroot, 1) as (cb,),
             anyio.create_task_group() as tg,
             recording(ca) as conn,
@@ -359,19 +365,29 @@ async def test_a_release_cut_off_by_a_connection_loss_leaves_no_orphan(
             await start(tg, b, cb, "a", "b")
             proxy.pause()
             released = anyio.Event()
+            outcome: list[BaseException | None] = []
 
             async def release() -> None:
-                await held.release()
+                try:
+                    await held.release()
+                    outcome.append(None)
+                except aiocoord.ConnectionLostError as exc:
+                    outcome.append(exc)
                 released.set()
 
             tg.start_soon(release)
             await anyio.wait_all_tasks_blocked()  # the delete is sent, and held up in the proxy
             assert not held.is_held
             proxy.cut()  # the delete never reaches the server
+            if not back_in_time:
+                await released.wait()  # the request timeout passed first
+                assert isinstance(outcome[0], aiocoord.ConnectionLostError)
+                assert await ids(cb, path) == ["a", "b"]
             proxy.resume()
             back = await conn.wait_for(S.RECONNECTED, timeout=10)
             assert not back.new_session  # same session: nothing would delete the node but us
             await released.wait()
+            assert outcome == [None] if back_in_time else len(outcome) == 1
             await b.entered.wait()
             assert await ids(cb, path) == ["b"]
             await b.leave()

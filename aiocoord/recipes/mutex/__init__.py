@@ -43,13 +43,14 @@ Failure handling:
 - While ``async with`` holds it, SUSPENDED (and READ_ONLY) lose the lock
   unless ``lose_on_suspend=False`` (then it is kept until LOST); LOST or a new
   session always lose it.  The block is cancelled at once and `LockLost`
-  raised once it has exited.  One task per coordinator follows its
-  connection states for every such block, until the coordinator closes.  As in
-  Curator, a holder is not told if someone deletes its node by hand.
+  raised once it has exited.  One chore of the coordinator's session follows
+  its connection states for every such block, until the coordinator closes.
+  As in Curator, a holder is not told if someone deletes its node by hand.
 - Cancelled or timed out while waiting, an acquisition deletes its node.
   Releasing deletes the node shielded from cancellation, retrying across a
-  reconnect within twice the request timeout; past that bound the node goes
-  with the session.
+  reconnect within the request timeout; past it, a chore of the session
+  deletes the node once the connection is back, so that a release cut off by
+  a connection loss leaves no orphan while the session lives.
 """
 
 from __future__ import annotations

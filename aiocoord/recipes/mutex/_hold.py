@@ -6,9 +6,9 @@ bodies run under.  `loss_reason` is the pure table from a connection state seen
 after the grant to the reason the hold is lost (or None).  `Keeper` applies it
 while a body runs: it follows the coordinator's connection states and ends
 the tenure the moment the lock is lost, which cancels the body.  One keeper
-serves every hold on a coordinator, in a task of its own (`Lifecycle`) that
-lives until the coordinator closes: a hold costs no task, and the block may be
-left from another task than the one that entered it.
+serves every hold on a coordinator, as a chore of its session that ends when
+the coordinator closes: a hold costs no task, and the block may be left from
+another task than the one that entered it.
 """
 
 from __future__ import annotations
@@ -20,10 +20,8 @@ from collections.abc import Awaitable, Callable
 from typing import ClassVar
 
 import anyio
-import anyio.abc
 
-from ..._lifecycle import Lifecycle
-from ...errors import LockLost
+from ...errors import CoordinatorClosedError, LockLost, SubscriberLagged
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.states import ConnectionEvent, ConnectionState
@@ -89,10 +87,12 @@ def loss_reason(
 class Keeper:
     """Keeps every hold of ``async with mutex(...)`` on one coordinator; see the module docstring.
 
-    One per coordinator, started by the first hold and running until the
-    coordinator closes, so that a hold costs no task of its own: `keep` and
-    `drop` only register it.  Connection events from before a hold's grant
-    are history to that hold and ignored.
+    One per coordinator, started by the first hold as a chore of its session
+    (`ZkClient.start_chore`) and ending when the coordinator closes, so that a
+    hold costs no task of its own: `keep` and `drop` only register it.
+    Connection events from before a hold's grant are history to that hold
+    and ignored, so the keeper needs no more than the latest state when it
+    subscribes.
     """
 
     _running: ClassVar[weakref.WeakKeyDictionary[ZkClient, Keeper]] = weakref.WeakKeyDictionary()
@@ -100,27 +100,18 @@ class Keeper:
     def __init__(self, coord: Coordinator) -> None:
         self._coord = coord
         self._holds: dict[Hold, bool] = {}  # hold -> lose_on_suspend
-        self._up = anyio.Event()
-        self._life = Lifecycle(f"mutex keeper of {coord.settings.hosts}", self._setup)
+        self._ended = False
 
     @classmethod
-    async def of(cls, coord: Coordinator) -> Keeper:
-        """The keeper of `coord`, started if need be (the first time, or after a failed start)."""
-        while True:
-            keeper = cls._running.get(coord.client)
-            if keeper is None:
-                keeper = cls._running[coord.client] = cls(coord)
-                try:
-                    await keeper._life.start()
-                except BaseException:
-                    keeper._forget()
-                    raise
-                finally:
-                    keeper._up.set()
-                return keeper
-            if keeper._up.is_set():
-                return keeper
-            await keeper._up.wait()  # started by another task: look again (it may have failed)
+    def of(cls, coord: Coordinator) -> Keeper:
+        """The keeper of `coord`, started if need be; `CoordinatorClosedError` if it is closed."""
+        keeper = cls._running.get(coord.client)
+        if keeper is None or keeper._ended:
+            keeper = cls(coord)
+            if not coord.client.start_chore(keeper._follow, f"mutex keeper of {coord}"):
+                raise CoordinatorClosedError(f"{coord!r} is not running")
+            cls._running[coord.client] = keeper
+        return keeper
 
     def keep(self, hold: Hold, *, lose_on_suspend: bool) -> None:
         """Keep `hold` from now on (synchronous: no event after its grant is missed)."""
@@ -130,34 +121,25 @@ class Keeper:
         """Stop keeping `hold` (released)."""
         self._holds.pop(hold, None)
 
-    def _forget(self) -> None:
-        if self._running.get(self._coord.client) is self:
-            del self._running[self._coord.client]
-
-    async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
-        await tg.start(self._follow)
-
-    async def _follow(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        stream = self._coord.connection_events()
-        started = False
+    async def _follow(self) -> None:
         try:
-            async for event in stream:
-                if not started:  # subscribed: the first event is the current state
-                    started = True
-                    task_status.started()
-                self._on_connection(event)
-            if not started:
-                task_status.started()
+            while True:
+                stream = self._coord.connection_events()
+                try:
+                    async for event in stream:  # the current state first, then each change
+                        self._on_connection(event)
+                    return  # the coordinator closed
+                except SubscriberLagged:
+                    continue  # subscribe again: the current state says what was missed
+                finally:
+                    aclose: Callable[[], Awaitable[None]] | None = getattr(stream, "aclose", None)
+                    if aclose is not None:
+                        with anyio.CancelScope(shield=True):
+                            await aclose()
         finally:
-            aclose: Callable[[], Awaitable[None]] | None = getattr(stream, "aclose", None)
-            if aclose is not None:
-                with anyio.CancelScope(shield=True):
-                    await aclose()
-        # The coordinator closed: so does the keeper (from its own task: it only signals).
-        self._forget()
-        for hold in list(self._holds):
-            hold.end("coordinator closed")
-        await self._life.aclose()
+            self._ended = True
+            for hold in list(self._holds):
+                hold.end("coordinator closed")
 
     def _on_connection(self, event: ConnectionEvent) -> None:
         for hold, lose_on_suspend in list(self._holds.items()):

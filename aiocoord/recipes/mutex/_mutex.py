@@ -224,9 +224,10 @@ class Mutex:
         """Release the lock: delete our node, shielded, across a reconnect if need be.
 
         Any task may release it.  Raises `RuntimeError` if it is not held,
-        `ConnectionLostError` if the node could not be deleted within twice the
-        request timeout (it goes with the session then); the `Mutex` is free
-        for the next `acquire()` either way.
+        `ConnectionLostError` if the node could not be deleted within the
+        request timeout: a chore of the session then deletes it once the
+        connection is back.  The `Mutex` is free for the next `acquire()`
+        either way.
         """
         ticket, hold, task = self._ticket, self._hold, self._task
         if ticket is None or hold is None:
@@ -240,26 +241,26 @@ class Mutex:
                 self._unclaim(task)
             self._turn.release()
         if not deleted:
-            raise ConnectionLostError(f"mutex {self._path}: our node could not be deleted in time")
+            raise ConnectionLostError(
+                f"mutex {self._path}: our node is not deleted yet (it will be once connected)"
+            )
         log.debug("mutex %s released by %s", self._path, self._id)
 
     async def _withdraw(self, ticket: Ticket) -> bool:
-        """Delete our node, shielded and bounded; False if that could not be done in time."""
-        limit = self._client.timing.retry_window
+        """Delete our node, shielded and bounded by the request timeout; False if that
+        could not be done in time (a chore of the session finishes it)."""
+        limit = self._client.request_timeout()
         with anyio.CancelScope(shield=True, deadline=anyio.current_time() + limit):
             await ticket.withdraw()
             return True
-        log.warning(
-            "mutex %s: our node was not deleted in time; it goes with the session", self._path
-        )
-        return False
+        return not ticket.withdraw_later()
 
     # --- async with --------------------------------------------------------------------------
 
     async def __aenter__(self) -> Mutex:
         """Acquire (within `timeout`, else `LockNotAcquired`) and run the block while held."""
         self._check_open()
-        keeper = await Keeper.of(self._coord)
+        keeper = Keeper.of(self._coord)
         if not await self.acquire(self._timeout):
             raise LockNotAcquired(self._path)
         hold, ticket = self._hold, self._ticket

@@ -152,9 +152,11 @@ class Ticket:
             return await self.client.children(self.path)
         early = _Listing()
         watch.add_callback(lambda event: self._list_early(event, early))
-        if not await self._until(watch, deadline):
-            self.client.forget_watch(watch)
-            return False
+        try:
+            if not await self._until(watch, deadline):
+                return False
+        finally:
+            self.client.remove_watch(watch)  # a wait given up: no notification comes later
         if early.result is not None:
             return await early.result()
         return await self.client.children(self.path)  # a data change, a lost session
@@ -248,8 +250,27 @@ class Ticket:
                 return
             except (ConnectionLostError, TimeoutError) as exc:
                 log.debug("mutex %s: withdrawing after a connection loss (%s)", self.path, exc)
-                await self.coord.wait_connected()
+                try:
+                    await self.coord.wait_connected()
+                except CoordinatorClosedError:
+                    return
                 await anyio.lowlevel.checkpoint()
             except CoordError as exc:
                 log.warning("mutex %s: could not delete our node: %s", self.path, exc)
                 return
+
+    def withdraw_later(self) -> bool:
+        """A withdraw that ran out of time: finish it in a chore of the session.
+
+        The chore deletes our node once the connection is back, so that it does
+        not block the queue for as long as the session lives.  False if there
+        is nothing to do: nothing left, or the coordinator closed (closing its
+        session removed our node).
+        """
+        if (self.node is None and self._pending is None) or self.client.closed:
+            return False
+        what = self.node.path if self.node is not None else f"a node under {self.path}"
+        log.warning(
+            "mutex %s: %s not deleted yet; deleting it once the connection is back", self.path, what
+        )
+        return self.client.start_chore(self.withdraw, f"mutex {self.path}: delete {what}")
