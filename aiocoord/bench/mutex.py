@@ -16,8 +16,9 @@ fairness index (1.0: perfectly even; 1/K: one contender took everything).
   (skipped, with a note, when kazoo is not installed).
 
 The implementations take turns for `--rounds` rounds so that a slow patch of
-a shared machine hits all of them alike; acq/s is the median over rounds,
-each ratio the median of the per-round ratios.
+a shared machine hits all of them alike, each round starting with the next
+one; acq/s is the median over rounds, each ratio the median of the per-round
+ratios.
 
 Then the costs of ``mutex`` for K = 4, 16 and 64 (`--sweep`), counted in
 aiocoord's own clients: server requests per acquisition, watch notifications
@@ -186,14 +187,18 @@ def run(
         del results["Curator"]
     if not kazoo_installed():
         del results["kazoo Lock"]
-    for _ in range(rounds):
-        results["mutex"].append(bench_aiocoord(hosts, contenders, seconds, uvloop, True))
-        results["Mutex"].append(bench_aiocoord(hosts, contenders, seconds, uvloop, False))
-        if "Curator" in results:
-            results["Curator"].append(bench_curator(hosts, contenders, seconds))
-        results["aiozk Lock"].append(bench_aiozk(hosts, contenders, seconds, uvloop))
-        if "kazoo Lock" in results:
-            results["kazoo Lock"].append(bench_kazoo(hosts, contenders, seconds))
+    measure: dict[str, Callable[[], Counts]] = {
+        "mutex": lambda: bench_aiocoord(hosts, contenders, seconds, uvloop, True),
+        "Mutex": lambda: bench_aiocoord(hosts, contenders, seconds, uvloop, False),
+        "Curator": lambda: bench_curator(hosts, contenders, seconds),
+        "aiozk Lock": lambda: bench_aiozk(hosts, contenders, seconds, uvloop),
+        "kazoo Lock": lambda: bench_kazoo(hosts, contenders, seconds),
+    }
+    names = list(results)
+    for r in range(rounds):
+        # Each round starts with the next implementation: none always runs after the JVM.
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            results[name].append(measure[name]())
     return results
 
 
