@@ -73,7 +73,12 @@ class Mutex:
     so check `is_held`.  Not reentrant: a task that asks again for a lock it
     holds (through this or another `Mutex` of the same coordinator) gets
     `RuntimeError`.  Several tasks may share one `Mutex`: they take it in turn.
-    Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
+
+    `participant_id` (default ``<host>-<pid>``) is written in our node for
+    `participants()`; ``lose_on_suspend=False`` keeps the lock through
+    SUSPENDED until LOST; `timeout` bounds the wait of ``async with`` (None:
+    no bound).  Raises `InvalidPathError`, `ConfigError` or `TypeError` for
+    bad arguments.
     """
 
     def __init__(
@@ -154,8 +159,11 @@ class Mutex:
     def __repr__(self) -> str:
         ticket, hold = self._ticket, self._hold
         if hold is not None:
-            held = self.is_held
-            state = f"HELD token=0x{hold.token:x}" if held else f"LOST ({hold.lost or 'now'})"
+            if self.is_held:
+                state = f"HELD token=0x{hold.token:x}"
+            else:
+                now = self._coord.state
+                state = f"LOST ({hold.lost or (now.value if now is not None else 'closed')})"
         elif ticket is not None:
             behind = f" behind {ticket.predecessor}" if ticket.predecessor else ""
             state = f"WAITING{behind}"
@@ -349,7 +357,7 @@ def mutex(
     Entering waits for the lock (at most `timeout` seconds, then
     `LockNotAcquired`); ``held.token`` is the fencing token.  The block is
     cancelled when the lock is lost (SUSPENDED unless ``lose_on_suspend=False``,
-    LOST, our node deleted), and `LockLost` is raised once it has exited.
+    LOST, a new session), and `LockLost` is raised once it has exited.
     Leaving releases the lock.  See `Mutex` for the arguments.
     """
     return Mutex(
