@@ -42,14 +42,17 @@ import contextvars
 import enum
 import logging
 from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Self
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import sniffio
 
 from .errors import CoordinatorClosedError
 
-__all__ = ("Lifecycle", "Phase")
+__all__ = ("Lifecycle", "Phase", "Service")
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +216,10 @@ class Lifecycle:
 
     async def _own(self) -> None:
         _owners.set((*_owners.get(), self))
+        # The background tasks' loop callbacks (replies, notifications, batched
+        # writes) run in copies of their context and call anyio there, where anyio
+        # learns the library only from this variable; `asyncio.run()` never sets it.
+        sniffio.current_async_library_cvar.set("asyncio")
         failure: BaseException | None = None
         try:
             try:
@@ -264,3 +271,29 @@ class Lifecycle:
 
     def __repr__(self) -> str:
         return f"<Lifecycle {self.name} {self.phase.value}>"
+
+
+class Service:
+    """A component used as ``async with``: entering is `start()`, leaving is `aclose()`.
+
+    Both come from the component (usually around a `Lifecycle`), so the block
+    may be left from another task than the one that entered it.
+    """
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

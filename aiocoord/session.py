@@ -1,7 +1,8 @@
 """`Coordinator` and `connect()`: one ZooKeeper session, published as connection states.
 
 `async with aiocoord.connect(...) as coord` returns once the first session is
-established (or raises `ConnectionLostError` after the connect timeout), keeps
+established (or raises `ConnectionLostError` after the connect timeout,
+retrying meanwhile: a server may be starting), keeps
 the session alive and heals it after loss, and on exit closes the session on
 the server, so its ephemeral nodes vanish at once, and stops every task it
 started.
@@ -11,13 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from types import TracebackType
 from typing import Any
 
 import anyio
 import anyio.abc
 
-from ._lifecycle import Lifecycle
+from ._lifecycle import Lifecycle, Service
 from .errors import ConnectionLostError, CoordinatorClosedError
 from .settings import Settings
 from .zk import ZkClient, ZkSession
@@ -28,7 +28,7 @@ __all__ = ("ConnectionEvent", "ConnectionState", "Coordinator", "connect")
 log = logging.getLogger(__name__)
 
 
-class Coordinator:
+class Coordinator(Service):
     """One ZooKeeper session and its connection-state stream; recipes take it first.
 
     Use it as ``async with`` (or ``await coord.start()`` ... ``await
@@ -51,9 +51,13 @@ class Coordinator:
     async def start(self) -> None:
         """Connect: block until the first session is established.
 
-        Raises `ConnectionLostError` if none is within the connect timeout, and
-        `CoordinatorClosedError` if this coordinator was started or closed
-        before.  Cancelled while connecting, it closes what it opened.
+        Connect attempts are retried until the connect timeout (a server may be
+        starting); each one refused after the first second is logged at
+        WARNING.  Raises `ConnectionLostError` if no session is established
+        within the connect timeout, naming the last connect error (chained as
+        its cause) and, for the default address, how to start the embedded
+        server; `CoordinatorClosedError` if this coordinator was started or
+        closed before.  Cancelled while connecting, it closes what it opened.
         """
         if self._life.started:
             raise CoordinatorClosedError(
@@ -68,10 +72,14 @@ class Coordinator:
             await self.client.wait_connected()
         if self.client.state is None:
             last = self.client.last_error
+            hint = ""
+            if _embedded_default(self.settings):
+                hint = " (start one with 'aiocoord zk start', or set AIOCOORD_HOSTS)"
             raise ConnectionLostError(
                 f"could not establish a session with {self.settings.hosts!r} within {limit:.1f}s"
                 + (f": {last}" if last else "")
-            )
+                + hint
+            ) from last
 
     async def aclose(self) -> None:
         """Close the session on the server and stop the background tasks; from any task.
@@ -84,18 +92,6 @@ class Coordinator:
 
     async def close(self) -> None:
         """The same as `aclose()`."""
-        await self.aclose()
-
-    async def __aenter__(self) -> Coordinator:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
         await self.aclose()
 
     # --- state -----------------------------------------------------------------------------
@@ -151,6 +147,13 @@ class Coordinator:
         state = self.state.value if self.state else ("CLOSED" if self.closed else "NEW")
         sid = f" session=0x{self.session_id:x}" if self.session_id else ""
         return f"<Coordinator {self.settings.hosts} {state}{sid}>"
+
+
+def _embedded_default(settings: Settings) -> bool:
+    """Whether `settings` point at the default address, where ``aiocoord zk start`` serves."""
+    default = Settings.model_fields["hosts"].default
+    host, _, port = default.partition(":")
+    return settings.addresses in ([(host, int(port))], [("localhost", int(port))])
 
 
 def connect(settings: Settings | str | None = None, /, **overrides: Any) -> Coordinator:

@@ -65,7 +65,10 @@ async def main(settings: aiocoord.Settings) -> None:
             await asyncio.sleep(1.2)  # a few cron ticks, all on the leader
             status = (await a.get("/coordination/status")).json()
             latch = status["latches"][0]
-            print(f"leader of {CRON}: {latch['leader']}; participants: {latch['participants']}")
+            # Redacted by default (no hosts, ids or tokens): lifespan(status_detail=True) adds them.
+            print(
+                f"leader of {CRON}: {latch['leader']}; participants: {latch['participant_count']}"
+            )
             for name, client in (("pod-a", a), ("pod-b", b)):
                 answer = await client.post("/admin/rebuild")
                 print(f"POST /admin/rebuild on {name}: {answer.status_code} {answer.json()}")

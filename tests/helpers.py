@@ -1,5 +1,5 @@
 """Small test helpers: record a coordinator's connection events, wait for one, list our tasks,
-compile the Java programs of the interop tests."""
+take ZooKeeper away, compile the Java programs of the interop tests."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import anyio.abc
 import pytest
 
 from aiocoord import ConnectionEvent, ConnectionState, Coordinator
+from aiocoord.testing import FaultProxy, ZooKeeperServer
 
 
 class _Stated(Protocol):
@@ -93,6 +94,23 @@ async def eventually(
 def aiocoord_tasks() -> set[asyncio.Task[Any]]:
     """The running tasks of aiocoord: owners ("aiocoord: ...") and their background tasks."""
     return {t for t in asyncio.all_tasks() if t.get_name().startswith("aiocoord") and not t.done()}
+
+
+class Door:
+    """A way to ZooKeeper that can be closed (connections refused) and opened again."""
+
+    def __init__(self, server: ZooKeeperServer) -> None:
+        self._target = server.address
+        self._proxy = FaultProxy(*self._target).start()
+        self.port = self._proxy.port
+        self.connect_string = self._proxy.connect_string
+
+    def close(self) -> None:
+        self._proxy.stop()
+
+    def open(self) -> None:
+        self._proxy.stop()
+        self._proxy = FaultProxy(*self._target, port=self.port).start()
 
 
 JAVA_DIR = Path("/usr/share/java")

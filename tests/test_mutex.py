@@ -24,7 +24,7 @@ from aiocoord import (
     NodeDataError,
     mutex,
 )
-from aiocoord.recipes._sequential import our_node
+from aiocoord.recipes._sequential import created_node
 from aiocoord.recipes.mutex import MutexParticipant
 from aiocoord.recipes.mutex._hold import loss_reason
 from aiocoord.recipes.mutex._queue import LOCK, Ticket
@@ -443,7 +443,7 @@ async def test_a_node_of_another_session_is_never_held_on(
         async with sessions(zk_server.connect_string, zk_chroot, 2) as (coord, earlier):
             created = await earlier.client.create_protected("/own/lock-", b"me")
             ticket = Ticket(coord, "/own", b"me")
-            ticket.node = our_node(created)  # as a node of ours from a session now gone
+            ticket.node = created_node(created)  # as a node of ours from a session now gone
             assert await ticket.wait_turn(None)
             assert ticket.node is not None and ticket.node.path != created.path
             assert ticket.node.owner == coord.session_id

@@ -5,7 +5,8 @@ a dozen cron tasks through a rolling upgrade and a crash, with a verdict
 checked against ZooKeeper.  ``aiocoord zk start|stop|status`` manages the
 embedded development server that the demo and the examples use when
 ``AIOCOORD_HOSTS`` is unset.  ``aiocoord inspect PATH`` shows what is under a
-path, recognising each recipe's layout.  ``aiocoord bench`` runs the
+path, recognising each recipe's layout; ``aiocoord dashboard PATH`` serves
+the same as a live web page.  ``aiocoord bench`` runs the
 benchmarks.  Async commands run on uvloop unless ``--loop asyncio`` is given.
 
 A user error (no server reachable, a bad path, an unknown command) prints one
@@ -34,6 +35,7 @@ from ..errors import (
     NoAuthError,
     NoNodeError,
 )
+from .dashboard import add_parser as add_dashboard_parser
 from .zk import UserError, is_embedded_default, local_zookeeper, resolve_hosts
 
 __all__ = ("UserError", "local_zookeeper", "main")
@@ -267,6 +269,8 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
     inspect.add_argument("--dir", default=None, help=argparse.SUPPRESS)
     inspect.set_defaults(func=_cmd_inspect)
+
+    add_dashboard_parser(sub)  # `aiocoord dashboard`, defined with the command in cli/dashboard.py
 
     bench = sub.add_parser(
         "bench",

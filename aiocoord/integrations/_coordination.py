@@ -10,6 +10,9 @@ deleted) and started again when leadership comes back.  A `func` that returns
 keeps the leadership idle until it is lost; a `func` that raises is logged and
 started again after a backoff (1 s doubling to 30 s) while still leader.
 
+Shutting down: `retire()` (called when the server is told to stop, see
+`_shutdown`): no leadership is taken from then on (see its docstring).
+
 Health: a process is *not live* when a body that believes it has a right (a
 leader task, a tracked lock) is still running more than `grace` seconds after
 the session it got that right on was LOST: its cancellation did not take,
@@ -19,88 +22,42 @@ RECONNECTED.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
-from .._lifecycle import Lifecycle
+from .._lifecycle import Lifecycle, Service
 from ..errors import CoordError, CoordinatorClosedError, LeadershipLost, LockNotAcquired
 from ..recipes.cas_lock import CasLock, Slot, once_per
 from ..recipes.leader_latch import LeaderLatch, LeadershipTerm, default_participant_id
 from ..recipes.task_leadership import TaskLeadership
 from ..session import Coordinator
-from ..zk.paths import validate_path
 from ..zk.states import ConnectionState
+from ._leader_tasks import (
+    MAX_BACKOFF,
+    LeaderFunc,
+    LeaderTask,
+    TaskFailed,
+    check_grace,
+    check_leader_tasks,
+    wants_term,
+)
 from ._status import status_of
 
 if TYPE_CHECKING:
     from ..metrics import Metrics
 
-__all__ = ("Coordination", "LeaderTask", "check_leader_tasks")
+__all__ = ("Coordination", "LeaderFunc", "LeaderTask", "check_grace", "check_leader_tasks")
 
 log = logging.getLogger("aiocoord.integrations.fastapi")
 
-LeaderFunc = Callable[..., Awaitable[Any]]
 _READY = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
-MAX_BACKOFF = 30.0
-
-
-def check_leader_tasks(leader_tasks: Mapping[str, LeaderFunc] | None) -> dict[str, LeaderFunc]:
-    """Validate ``{path: coroutine function}``; raise `TypeError` / `InvalidPathError`."""
-    if leader_tasks is None:
-        return {}
-    if not isinstance(leader_tasks, Mapping):
-        raise TypeError(
-            f"leader_tasks must be a mapping of path -> async function, not {type(leader_tasks).__name__}"
-        )
-    out: dict[str, LeaderFunc] = {}
-    for path, func in leader_tasks.items():
-        validate_path(path)
-        if not callable(func):
-            raise TypeError(f"leader_tasks[{path!r}] must be an async function, not {func!r}")
-        _wants_term(func)  # raises for a function that takes more than one argument
-        out[path] = func
-    return out
-
-
-def _wants_term(func: LeaderFunc) -> bool:
-    """Whether `func` takes the `LeadershipTerm` (one positional parameter) or nothing."""
-    try:
-        params = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    required = [
-        p
-        for p in params
-        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    if len(required) > 1:
-        raise TypeError(f"a leader task takes no argument or the LeadershipTerm, not {func!r}")
-    return len(required) == 1
-
-
-@dataclass(slots=True)
-class LeaderTask:
-    """A leader-only task and what it did so far (shown by ``/coordination/status``)."""
-
-    path: str
-    func: LeaderFunc
-    running: bool = False
-    session: int | None = None  # the session its current run got leadership on
-    token: int | None = None
-    starts: int = 0
-    losses: int = 0
-    failures: int = 0
-    last_error: str | None = None
-    last_loss: str | None = None
 
 
 @dataclass(slots=True)
@@ -114,7 +71,7 @@ class _Hold:
     since: float = field(default_factory=time.monotonic)
 
 
-class Coordination:
+class Coordination(Service):
     """A coordinator plus the latches, leader tasks and holds an application runs on it.
 
     Made and run by `aiocoord.integrations.fastapi.lifespan`; handlers get it
@@ -134,6 +91,7 @@ class Coordination:
         lose_on_suspend: bool = True,
         metrics: Metrics | None = None,
         grace: float = 1.0,
+        status_detail: bool = False,
     ) -> None:
         self.coord = coord
         self.participant_id = participant_id or default_participant_id()
@@ -141,7 +99,11 @@ class Coordination:
         self._paths = list(dict.fromkeys([*self.tasks, *latches]))
         self._lose_on_suspend = lose_on_suspend
         self.metrics = metrics
-        self.grace = grace
+        self.grace = check_grace(grace)
+        self.status_detail = status_detail
+        """Whether ``/coordination/status`` shows hosts, session ids, owners, tokens, errors."""
+        self._retiring = False
+        self._retired = anyio.Event()
         self.latches: dict[str, LeaderLatch] = {}
         self.task_leaderships: list[TaskLeadership] = []
         self.transitions: dict[str, int] = {}
@@ -189,24 +151,50 @@ class Coordination:
             if self.metrics is not None:
                 await stack.enter_async_context(self.metrics.watch_latch(latch))
         await tg.start(self._follow_session)
+        tg.start_soon(self._leave_when_retired)
         for path, task in self.tasks.items():
             tg.start_soon(self._run_leader_task, self.latches[path], task)
+
+    # --- shutting down ---------------------------------------------------------------------------
+
+    @property
+    def retiring(self) -> bool:
+        """Whether `retire()` was called: this process takes no leadership any more."""
+        return self._retiring
+
+    def retire(self) -> None:
+        """This process is shutting down: take no leadership from now on.
+
+        Synchronous and idempotent (a signal handler may call it).  Latches
+        this process does not lead are left at once, so that leadership goes to
+        a process that stays rather than to one about to stop; a leader task
+        already running runs on until `aclose()`; none is started any more.
+        """
+        if not self._retiring:
+            self._retiring = True
+            log.info("%s is shutting down: it takes no leadership from now on", self.participant_id)
+        self._retired.set()
+
+    async def _leave_when_retired(self) -> None:
+        """Once retired, leave each latch as soon as no leader task of ours runs on it."""
+        while True:
+            await self._retired.wait()
+            self._retired = anyio.Event()
+            async with anyio.create_task_group() as tg:
+                for path, latch in self.latches.items():
+                    task = self.tasks.get(path)
+                    if not (task.running if task is not None else latch.has_leadership):
+                        tg.start_soon(self._leave, latch)
+
+    async def _leave(self, latch: LeaderLatch) -> None:
+        try:
+            await latch.aclose()
+        except Exception as exc:  # its background task had failed: it is closed all the same
+            log.warning("leaving leader latch %s: %s", latch.path, exc)
 
     async def aclose(self) -> None:
         """Stop the leader tasks, then leave the latches; from any task.  Safe to call twice."""
         await self._life.aclose()
-
-    async def __aenter__(self) -> Coordination:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def _follow_session(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         started = False
@@ -233,12 +221,12 @@ class Coordination:
                 self._lost_at.setdefault(session, now)
 
     async def _run_leader_task(self, latch: LeaderLatch, task: LeaderTask) -> None:
-        wants_term = _wants_term(task.func)
+        with_term = wants_term(task.func)
         backoff = 1.0
         while True:
             try:
                 async with latch.leadership() as term:
-                    await self._lead(task, term, wants_term)
+                    await self._lead(task, term, with_term)
                     backoff = 1.0
                     await anyio.sleep_forever()  # returned by itself: idle until the term ends
             except LeadershipLost as exc:
@@ -247,11 +235,17 @@ class Coordination:
                 log.info("leader task %s stopped: %s", task.path, exc.reason)
             except CoordinatorClosedError:
                 return
-            except _TaskFailed:
+            except TaskFailed:
                 await anyio.sleep(backoff)
                 backoff = min(MAX_BACKOFF, backoff * 2)
 
     async def _lead(self, task: LeaderTask, term: LeadershipTerm, wants_term: bool) -> None:
+        if self._retiring:
+            # Elected while shutting down: pass leadership on rather than start the task
+            # (leaving the latch ends this term, so the wait below is cancelled).
+            log.info("leader task %s not started: this process is shutting down", task.path)
+            self._retired.set()
+            await anyio.sleep_forever()
         task.running, task.session, task.token = True, self.coord.session_id, term.token
         task.starts += 1
         log.info("leader task %s started (token 0x%x)", task.path, term.token)
@@ -261,7 +255,7 @@ class Coordination:
             task.failures += 1
             task.last_error = f"{type(exc).__name__}: {exc}"
             log.exception("leader task %s failed; it starts again while still leader", task.path)
-            raise _TaskFailed from exc
+            raise TaskFailed from exc
         finally:
             task.running = False
 
@@ -360,29 +354,32 @@ class Coordination:
         return not self.stuck()
 
     def health(self) -> dict[str, Any]:
+        """Liveness and readiness, from memory (no request); the session id with `status_detail`."""
         stuck = self.stuck()
         sid = self.coord.session_id
-        return {
+        out: dict[str, Any] = {
             "live": not stuck,
             "ready": self.ready,
             "state": self.coord.state.value if self.coord.state else "CLOSED",
-            "session": f"0x{sid:x}" if sid else None,
             "stuck": stuck,
         }
+        if self.status_detail:
+            out["session"] = f"0x{sid:x}" if sid else None
+        return out
 
-    async def status(self, timeout: float = 2.0) -> dict[str, Any]:
+    async def status(self, timeout: float = 0.08, *, detail: bool | None = None) -> dict[str, Any]:
         """Session, latches (leader, participants, task), held locks, task leadership.
 
-        Each ZooKeeper read is bounded by `timeout`; one that fails is reported
-        in its entry, not raised.
+        What this process knows comes from memory; the ZooKeeper reads
+        (participants, leaders) run together within `timeout` in all, and only
+        while connected: an entry that could not be read says why under
+        ``"error"``, nothing is raised.  `detail` (default `status_detail`)
+        adds hosts, session id, lock owners and tokens, worker ids and error
+        texts.
         """
-        return await status_of(self, timeout)
+        return await status_of(self, timeout, self.status_detail if detail is None else detail)
 
     @property
     def holds(self) -> list[_Hold]:
         """The tracked lock and once_per bodies running now."""
         return list(self._holds)
-
-
-class _TaskFailed(Exception):
-    """A leader task raised; the runner backs off and starts it again."""

@@ -1,10 +1,22 @@
-"""``/coordination/status``: what a `Coordination` runs, read from memory and from ZooKeeper."""
+"""``/coordination/status``: what a `Coordination` runs, from memory, with a few bounded reads.
+
+What this process knows (its session state, whether it leads, its leader
+tasks, the locks it holds) is answered from memory; what only ZooKeeper
+knows (each latch's participants, task leaders) is read while connected,
+all reads together within one short budget, so the route answers in about
+that time whatever the connection does.  An entry that could not be read
+says why under ``"error"``.
+
+Redacted unless asked for detail (``lifespan(status_detail=True)``): the
+route is often reachable without authentication, so hosts, the session id,
+lock owners and tokens, worker ids and exception texts are left out.
+"""
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -12,88 +24,130 @@ import anyio
 from ..errors import CoordError
 from ..recipes.leader_latch import LeaderLatch
 from ..recipes.task_leadership import TaskLeadership
+from ..zk.states import ConnectionState
 
 if TYPE_CHECKING:
     from ._coordination import Coordination
 
 __all__ = ("status_of",)
 
+_READABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 
-async def status_of(c: Coordination, timeout: float) -> dict[str, Any]:
-    """The status document of `c`; ZooKeeper reads bounded by `timeout` each."""
+Read = Callable[[], Awaitable[dict[str, Any]]]
+
+
+async def status_of(c: Coordination, timeout: float, detail: bool) -> dict[str, Any]:
+    """The status document of `c`; its ZooKeeper reads take at most `timeout` in all."""
     coord = c.coord
     sid = coord.session_id
+    session: dict[str, Any] = {
+        "state": coord.state.value if coord.state else "CLOSED",
+        "timeout": coord.session_timeout if sid else None,
+        "transitions": dict(c.transitions),
+    }
+    if detail:
+        session |= {"session_id": f"0x{sid:x}" if sid else None, "hosts": coord.settings.hosts}
     out: dict[str, Any] = {
         "participant_id": c.participant_id,
-        "session": {
-            "state": coord.state.value if coord.state else "CLOSED",
-            "session_id": f"0x{sid:x}" if sid else None,
-            "timeout": coord.session_timeout if sid else None,
-            "hosts": coord.settings.hosts,
-            "transitions": dict(c.transitions),
-        },
+        "detail": detail,
+        "retiring": c.retiring,
+        "session": session,
         "health": c.health(),
         "latches": [],
-        "locks": [
-            {
-                "path": h.path,
-                "owner": h.owner,
-                "token": _hex(h.token),
-                "held_for": round(time.monotonic() - h.since, 3),
-            }
-            for h in c.holds
-        ],
+        "locks": [_lock(h.path, h.owner, h.token, h.since, detail) for h in c.holds],
         "task_leadership": [],
     }
+    reads: list[tuple[dict[str, Any], Read]] = []
     for path, latch in c.latches.items():
-        entry: dict[str, Any] = {"path": path, "is_leader": latch.has_leadership}
-        entry |= await _bounded(_latch_view(latch), timeout)
+        entry: dict[str, Any] = {
+            "path": path,
+            "is_leader": latch.has_leadership,
+            "leader": latch.known_leader,
+        }
         task = c.tasks.get(path)
         if task is not None:
             entry["task"] = {
                 "running": task.running,
-                "token": _hex(task.token) if task.running else None,
                 "starts": task.starts,
                 "losses": task.losses,
                 "failures": task.failures,
                 "last_loss": task.last_loss,
-                "last_error": task.last_error,
+                "last_error": task.last_error if detail else _type_only(task.last_error),
             }
+            if detail:
+                entry["task"]["token"] = _hex(task.token) if task.running else None
         out["latches"].append(entry)
+        reads.append((entry, _latch_view(latch, detail)))
     for tl in c.task_leaderships:
-        entry = {
-            "root": tl.root,
-            "worker": tl.worker.id,
-            "version": tl.worker.version,
-            "leading": sorted(tl.leading),
-        }
-        entry |= await _bounded(_leaders_view(tl), timeout)
+        entry = {"root": tl.root, "leading": sorted(tl.leading)}
+        if detail:
+            entry |= {"worker": tl.worker.id, "version": tl.worker.version}
+            reads.append((entry, _leaders_view(tl)))
         out["task_leadership"].append(entry)
+    await _read_all(reads, timeout, coord.state)
     return out
+
+
+def _lock(path: str, owner: str, token: int | None, since: float, detail: bool) -> dict[str, Any]:
+    held = {"path": path, "held_for": round(time.monotonic() - since, 3)}
+    return {"path": path, "owner": owner, "token": _hex(token), **held} if detail else held
 
 
 def _hex(value: int | None) -> str | None:
     return None if value is None else f"0x{value:x}"
 
 
-async def _latch_view(latch: LeaderLatch) -> dict[str, Any]:
-    participants = await latch.participants()
-    return {
-        "leader": participants[0].id if participants else None,
-        "participants": [p.id for p in participants],
-    }
+def _type_only(error: str | None) -> str | None:
+    """``"ValueError: secret"`` -> ``"ValueError"``: the kind of failure, not its text."""
+    return None if error is None else error.split(":", 1)[0]
 
 
-async def _leaders_view(tl: TaskLeadership) -> dict[str, Any]:
-    return {"leaders": await tl.leaders()}
+def _latch_view(latch: LeaderLatch, detail: bool) -> Read:
+    async def read() -> dict[str, Any]:
+        participants = await latch.participants()
+        view: dict[str, Any] = {
+            "leader": participants[0].id if participants else None,
+            "participant_count": len(participants),
+        }
+        if detail:
+            view["participants"] = [p.id for p in participants]
+        return view
+
+    return read
 
 
-async def _bounded(view: Awaitable[dict[str, Any]], timeout: float) -> dict[str, Any]:
-    """A ZooKeeper read for status, within `timeout`; an error is reported, not raised."""
-    result: dict[str, Any] = {"error": f"no answer from ZooKeeper within {timeout:g}s"}
-    with anyio.move_on_after(timeout if math.isfinite(timeout) else None):
+def _leaders_view(tl: TaskLeadership) -> Read:
+    async def read() -> dict[str, Any]:
+        return {"leaders": await tl.leaders()}
+
+    return read
+
+
+async def _read_all(
+    reads: list[tuple[dict[str, Any], Read]], timeout: float, state: ConnectionState | None
+) -> None:
+    """Run `reads` together within `timeout`; each fills its entry, or says why it could not."""
+    if not reads:
+        return
+    if state not in _READABLE:
+        why = f"not read: ZooKeeper is unreachable ({state.value if state else 'CLOSED'})"
+        for entry, _ in reads:
+            entry["error"] = why
+        return
+    late = f"not read: no answer from ZooKeeper within {timeout:g}s"
+    pending = {id(entry) for entry, _ in reads}
+
+    async def one(entry: dict[str, Any], read: Read) -> None:
         try:
-            result = await view
+            entry |= await read()
         except CoordError as exc:
-            result = {"error": str(exc)}
-    return result
+            entry["error"] = f"not read: {exc}"
+        pending.discard(id(entry))
+
+    with anyio.move_on_after(timeout if math.isfinite(timeout) else None):
+        async with anyio.create_task_group() as tg:
+            for entry, read in reads:
+                tg.start_soon(one, entry, read)
+    for entry, _ in reads:
+        if id(entry) in pending:
+            entry["error"] = late

@@ -37,30 +37,37 @@ Routes (``router``):
   restart the process);
 - ``GET /coordination/health/ready``: 200 while the session is CONNECTED or
   RECONNECTED, 503 while SUSPENDED, LOST (until the next session) or READ_ONLY;
-- ``GET /coordination/status``: session, each latch's leader and participants,
-  leader tasks, held locks with their tokens, task leadership.
+- ``GET /coordination/status``: session, each latch's leader and participant
+  count, leader tasks, held locks, task leadership; within about 100 ms
+  whatever the connection state (what could not be read says so).  Redacted
+  unless ``status_detail=True``: no hosts, session id, lock owners or tokens,
+  worker ids or exception texts.
 
-`require_leader(path)` answers 503 with the current leader's id when this
+`require_leader(path)` answers 503 at once, from what this process knows
+(no request), naming the leader when known without a round trip, when this
 process does not lead `path` (which must be one of the lifespan's
-``leader_tasks`` or ``latches``); otherwise the dependency's value is the
-`LeadershipTerm`.
+``leader_tasks`` or ``latches``: startup fails otherwise); otherwise the
+dependency's value is the `LeadershipTerm`.  A process told to stop
+(SIGTERM, SIGINT) takes no more leadership (``retire_on_signal``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from ..errors import CoordError
+from ..errors import ConfigError
 from ..recipes.leader_latch import LeadershipTerm, check_participant_id
 from ..session import Coordinator, connect
 from ..settings import Settings
 from ..zk.paths import validate_path
-from ._coordination import Coordination, LeaderFunc, check_leader_tasks
+from ._coordination import Coordination, LeaderFunc, check_grace, check_leader_tasks
+from ._shutdown import retire_on_signals
 
 if TYPE_CHECKING:
     from ..metrics import Metrics
@@ -75,6 +82,9 @@ __all__ = (
 )
 
 STATE_KEY = "aiocoord"
+RETRY_AFTER = "1"  # seconds: a hand-over takes about a round trip, an election a session timeout
+
+log = logging.getLogger("aiocoord.integrations.fastapi")
 
 AppLifespan = Callable[[FastAPI], AbstractAsyncContextManager[Mapping[str, Any] | None]]
 
@@ -90,6 +100,8 @@ def lifespan(
     app_lifespan: AppLifespan | None = None,
     metrics: Metrics | None = None,
     liveness_grace: float = 1.0,
+    status_detail: bool = False,
+    retire_on_signal: bool = True,
     **overrides: Any,
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[dict[str, Any]]]:
     """A FastAPI ``lifespan=`` that runs a coordinator for the application's lifetime.
@@ -104,7 +116,17 @@ def lifespan(
     run inside this one; the state it yields is merged with ours.  `metrics`
     (`aiocoord.metrics.Metrics`) measures the session, the latches and the
     tracked locks.  `liveness_grace` is how long (s) a body may outlive its
-    lost session before ``/coordination/health`` reports the process not live.
+    lost session before ``/coordination/health`` reports the process not live
+    (a finite number >= 0).  `status_detail=True` lets ``/coordination/status``
+    show hosts, the session id, lock owners and tokens, worker ids and error
+    texts (redacted by default: serve it behind authentication).
+    `retire_on_signal`: when the server is told to stop (SIGTERM, SIGINT),
+    this process takes no more leadership (`Coordination.retire`), so that
+    leadership goes to a process that stays; see `_shutdown`.
+
+    At startup, before connecting, every route that depends on
+    `require_leader(path)` is checked: a `path` this lifespan does not run
+    fails the startup with `ConfigError`.
 
     The lifespan state holds the `Coordination` under ``"aiocoord"``
     (``request.state.aiocoord``); ``app.state.aiocoord`` too, for the app's own
@@ -120,13 +142,20 @@ def lifespan(
         raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
     if app_lifespan is not None and not callable(app_lifespan):
         raise TypeError(f"app_lifespan must be a lifespan function, not {app_lifespan!r}")
-    if isinstance(liveness_grace, bool) or not isinstance(liveness_grace, int | float):
-        raise TypeError("liveness_grace must be a number of seconds")
-    if liveness_grace < 0:
-        raise ValueError("liveness_grace must be >= 0")
+    grace = check_grace(liveness_grace)
+    for name, flag in (("status_detail", status_detail), ("retire_on_signal", retire_on_signal)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, not {type(flag).__name__}")
+    run_paths = {*tasks, *extra}
 
     @asynccontextmanager
     async def run(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        check_leader_routes(app, run_paths)
+        if status_detail:
+            log.warning(
+                "status_detail=True: /coordination/status shows ZooKeeper hosts, the session id, "
+                "lock owners and tokens and error texts; serve it behind authentication"
+            )
         async with connect(built) as coord:
             coord_state = Coordination(
                 coord,
@@ -135,17 +164,20 @@ def lifespan(
                 participant_id=pid,
                 lose_on_suspend=lose_on_suspend,
                 metrics=metrics,
-                grace=float(liveness_grace),
+                grace=grace,
+                status_detail=status_detail,
             )
+            retiring = retire_on_signals(coord_state) if retire_on_signal else nullcontext()
             async with _watched(coord_state), coord_state.running():
                 app.state.aiocoord = coord_state
                 state: dict[str, Any] = {STATE_KEY: coord_state}
                 try:
-                    if app_lifespan is None:
-                        yield state
-                    else:
-                        async with app_lifespan(app) as inner:
-                            yield {**dict(inner or {}), **state}
+                    with retiring:
+                        if app_lifespan is None:
+                            yield state
+                        else:
+                            async with app_lifespan(app) as inner:
+                                yield {**dict(inner or {}), **state}
                 finally:
                     app.state.aiocoord = None
 
@@ -182,17 +214,16 @@ def coordinator(request: Request) -> Coordinator:
     return coordination(request).coord
 
 
-def require_leader(path: str) -> Callable[[Request], Any]:
-    """Dependency factory: pass only while this process leads `path`, else 503.
+class _LeaderOnly:
+    """The dependency `require_leader(path)` returns; the lifespan finds it by its type."""
 
-    The 503's detail names the path and the current leader's id (None when
-    there is none, or ZooKeeper cannot be asked right now), with
-    ``Retry-After: 1``.  The dependency's value is the `LeadershipTerm`.
-    """
-    validate_path(path)
+    def __init__(self, path: str) -> None:
+        self.path = path
 
-    async def leader_only(request: Request) -> LeadershipTerm:
-        latch = coordination(request).latches.get(path)
+    async def __call__(self, request: Request) -> LeadershipTerm:
+        path = self.path
+        c = coordination(request)
+        latch = c.latches.get(path)
         if latch is None:
             raise RuntimeError(
                 f"require_leader({path!r}): this app does not take part in {path}; "
@@ -200,18 +231,58 @@ def require_leader(path: str) -> Callable[[Request], Any]:
             )
         if latch.has_leadership:
             return await latch.wait()  # returns at once: we lead
-        try:
-            leader = await latch.leader()
-            leader_id = leader.id if leader is not None else None
-        except CoordError:
-            leader_id = None
+        # Local state only, no request: a 503 must come at once, even while ZooKeeper is away.
         raise HTTPException(
             status_code=503,
-            detail={"error": "not the leader", "path": path, "leader": leader_id},
-            headers={"Retry-After": "1"},
+            detail={"error": "not the leader", "path": path, "leader": latch.known_leader},
+            headers={"Retry-After": RETRY_AFTER},
         )
 
-    return leader_only
+    def __repr__(self) -> str:
+        return f"require_leader({self.path!r})"
+
+
+def require_leader(path: str) -> Callable[[Request], Any]:
+    """Dependency factory: pass only while this process leads `path`, else 503 at once.
+
+    Answered from what this process knows, with no request to ZooKeeper, so
+    it is as fast during an outage as otherwise.  The 503's detail names the
+    path and the leader's id when known without a round trip (see
+    `LeaderLatch.known_leader`; None otherwise), with ``Retry-After: 1``.  The
+    dependency's value is the `LeadershipTerm`.  `path` must be one of the
+    lifespan's ``leader_tasks`` or ``latches``: the lifespan refuses to start
+    otherwise.
+    """
+    return _LeaderOnly(validate_path(path))
+
+
+def check_leader_routes(app: FastAPI, run_paths: Iterable[str]) -> None:
+    """Raise `ConfigError` for a route that requires leading a path the lifespan does not run."""
+    known = set(run_paths)
+    for where, dependency in _route_dependencies(app.router.routes, ""):
+        if isinstance(dependency, _LeaderOnly) and dependency.path not in known:
+            raise ConfigError(
+                "require_leader",
+                f"{dependency.path!r} (on {where}) is not run by this app's lifespan: "
+                "add it to lifespan(leader_tasks=...) or lifespan(latches=[...])",
+            )
+
+
+def _route_dependencies(routes: Iterable[Any], prefix: str) -> Iterable[tuple[str, object]]:
+    """(route, dependency callable) for every dependency of every route, nested ones included."""
+    for route in routes:
+        dependant = getattr(route, "dependant", None)
+        if dependant is not None:
+            methods = ",".join(sorted(getattr(route, "methods", None) or ())) or "route"
+            where = f"{methods} {prefix}{route.path}"
+            stack = list(dependant.dependencies)
+            while stack:
+                sub = stack.pop()
+                yield where, sub.call
+                stack.extend(sub.dependencies)
+        nested = getattr(route, "routes", None)
+        if nested is not None and dependant is None:  # a Mount or a router of routes
+            yield from _route_dependencies(nested, prefix + getattr(route, "path", ""))
 
 
 # --- routes ------------------------------------------------------------------------------------

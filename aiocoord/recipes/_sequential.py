@@ -9,7 +9,7 @@ just ahead of its own.  What they share lives here:
   (``latch-``, ``lock-``); a name without it sorts by its whole name and still
   counts as a contender (``StandardLockInternalsDriver.standardFixForSorting``),
   compared as Java's ``String.compareTo`` does (UTF-16 code units).
-- The decision (`decide`): first, follow the predecessor, our node is missing,
+- The decision (`next_move`): first, follow the predecessor, our node is missing,
   or our node belongs to an earlier session; and the last check before the
   right is taken (`may_take`): our node was created by the session we are
   connected on right now (the ephemeral-owner check of Curator's CURATOR-696
@@ -39,20 +39,20 @@ from ..zk.types import Created
 
 __all__ = (
     "MAX_ID_BYTES",
-    "Decision",
+    "Move",
     "Follow",
     "Lead",
     "Missing",
     "Ordering",
-    "OurNode",
+    "CreatedNode",
     "Sorts",
     "Stale",
     "check_participant_id",
     "curator_sorted",
-    "decide",
+    "next_move",
     "default_participant_id",
     "may_take",
-    "our_node",
+    "created_node",
     "read_all",
     "read_queue",
     "sort_key",
@@ -156,10 +156,10 @@ class Stale:
     """Our node belongs to an earlier session: delete it and join again at the tail."""
 
 
-Decision = Lead | Follow | Missing | Stale
+Move = Lead | Follow | Missing | Stale
 
 
-def decide(order: Ordering, ours: str, *, owner: int, session_id: int | None) -> Decision:
+def next_move(order: Ordering, ours: str, *, owner: int, session_id: int | None) -> Move:
     """What to do given a listing in queue order, our node's name and owner, and the session.
 
     `owner` is the ephemeral owner our node was created with.  A node owned by
@@ -190,7 +190,7 @@ def may_take(*, owner: int, session_id: int | None, connected: bool, node_gone: 
 
 
 @dataclass(frozen=True, slots=True)
-class OurNode:
+class CreatedNode:
     """Our queue node: its path and name, czxid (the fencing token) and creating session."""
 
     path: str
@@ -199,10 +199,10 @@ class OurNode:
     owner: int
 
 
-def our_node(created: Created) -> OurNode:
-    """The `OurNode` of a create's outcome."""
+def created_node(created: Created) -> CreatedNode:
+    """The `CreatedNode` of a create's outcome."""
     stat = created.stat
-    return OurNode(created.path, basename(created.path), stat.czxid, stat.ephemeral_owner)
+    return CreatedNode(created.path, basename(created.path), stat.czxid, stat.ephemeral_owner)
 
 
 async def sweep_protected(client: ZkClient, path: str, node_id: str) -> None:

@@ -51,7 +51,7 @@ from ..errors import (
 from ..session import Coordinator
 from ..zk.types import CheckOp, CreateOp, DeleteOp, EventType, Op, WatchedEvent
 from ._ops import Retention, ensure_layout, fail_job, older_than, probe_ttl, reclaim
-from ._records import Layout, decode_job, decode_worker
+from ._records import JobsLayout, decode_job, decode_worker
 from ._state import Assign, AssignerState, Fetch, Fetched, Outcome, Resolve
 from ._strategies import Strategy
 
@@ -64,7 +64,7 @@ class Assigner:
     """One term of the assigner; `run` until cancelled (leadership lost or worker leaving)."""
 
     def __init__(
-        self, coord: Coordinator, layout: Layout, strategy: Strategy, retention: Retention
+        self, coord: Coordinator, layout: JobsLayout, strategy: Strategy, retention: Retention
     ) -> None:
         self._coord = coord
         self._client = coord.client

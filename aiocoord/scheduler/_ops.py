@@ -29,7 +29,7 @@ from ..errors import (
 from ..session import Coordinator
 from ..zk.client import ZkClient
 from ..zk.types import CreateMode, CreateOp, DeleteOp, SetDataOp
-from ._records import Layout, ResultRecord, encode_result
+from ._records import JobsLayout, ResultRecord, encode_result
 
 __all__ = (
     "Retention",
@@ -80,7 +80,7 @@ async def retry_connection(coord: Coordinator, op: Callable[[], Awaitable[T]]) -
             await coord.wait_connected()
 
 
-async def ensure_layout(client: ZkClient, layout: Layout) -> None:
+async def ensure_layout(client: ZkClient, layout: JobsLayout) -> None:
     """Create the root and its four persistent parents (never containers: they may go empty)."""
     await client.ensure_path(layout.root, mode=CreateMode.PERSISTENT)
     for path in layout.parents:
@@ -88,7 +88,7 @@ async def ensure_layout(client: ZkClient, layout: Layout) -> None:
             await client.create(path)
 
 
-async def probe_ttl(client: ZkClient, layout: Layout, retention: Retention) -> bool:
+async def probe_ttl(client: ZkClient, layout: JobsLayout, retention: Retention) -> bool:
     """Find out once whether the server accepts TTL nodes (a create and a delete)."""
     if retention.ttl_supported is None:
         probe = f"{layout.root}/ttl-probe-{uuid.uuid4().hex[:12]}"
@@ -105,7 +105,7 @@ async def probe_ttl(client: ZkClient, layout: Layout, retention: Retention) -> b
 
 
 async def write_result(
-    client: ZkClient, layout: Layout, retention: Retention, job_id: str, data: bytes
+    client: ZkClient, layout: JobsLayout, retention: Retention, job_id: str, data: bytes
 ) -> bool:
     """Create the result node (a TTL node if the server allows); False if it already existed."""
     path = layout.result(job_id)
@@ -132,7 +132,7 @@ async def write_result(
 
 
 async def fail_job(
-    client: ZkClient, layout: Layout, retention: Retention, job_id: str, version: int, why: str
+    client: ZkClient, layout: JobsLayout, retention: Retention, job_id: str, version: int, why: str
 ) -> None:
     """Fail a pending job whose node cannot be read: record the error, remove the node."""
     record = ResultRecord("", ok=False, type="NodeDataError", message=why, worker="")
@@ -141,7 +141,7 @@ async def fail_job(
         await client.delete(layout.job(job_id), version=version)
 
 
-async def move_back(client: ZkClient, layout: Layout, worker: str, job_id: str) -> str:
+async def move_back(client: ZkClient, layout: JobsLayout, worker: str, job_id: str) -> str:
     """Return one assignment to the pending jobs; what happened: requeued, done or gone.
 
     A job that already has a result (its worker stopped between writing it and
@@ -174,12 +174,12 @@ async def move_back(client: ZkClient, layout: Layout, worker: str, job_id: str) 
 
 
 async def _move_into(
-    results: list[str], client: ZkClient, layout: Layout, worker: str, job_id: str
+    results: list[str], client: ZkClient, layout: JobsLayout, worker: str, job_id: str
 ) -> None:
     results.append(await move_back(client, layout, worker, job_id))
 
 
-async def reclaim(client: ZkClient, layout: Layout, worker: str) -> int:
+async def reclaim(client: ZkClient, layout: JobsLayout, worker: str) -> int:
     """Move every assignment of a gone worker back, then remove its queue node."""
     moved = 0
     queue = layout.queue(worker)

@@ -45,7 +45,7 @@ from ..zk.paths import join
 __all__ = (
     "FORMAT",
     "JobRecord",
-    "Layout",
+    "JobsLayout",
     "ResultRecord",
     "WorkerRecord",
     "check_job_id",
@@ -99,7 +99,7 @@ def new_job_id() -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Layout:
+class JobsLayout:
     """The paths under one scheduler root."""
 
     root: str
@@ -173,7 +173,7 @@ def room_for_data(*paths: str) -> int:
     return MAX_DATA - 512 - sum(len(p.encode("utf-8")) + 32 for p in paths)
 
 
-def job_limit(layout: Layout) -> int:
+def job_limit(layout: JobsLayout) -> int:
     """The largest job record: the assigner's transaction carries it with three paths.
 
     Those are the worker's node, the assignment and the job, with worker and

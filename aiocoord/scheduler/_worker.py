@@ -53,7 +53,7 @@ from ._jobs import JobType
 from ._ops import Retention, ensure_layout, move_back
 from ._records import (
     MAX_CAPACITY,
-    Layout,
+    JobsLayout,
     check_job_name,
     encode_worker,
 )
@@ -83,7 +83,7 @@ class JobWorker:
     def __init__(
         self,
         coord: Coordinator,
-        layout: Layout,
+        layout: JobsLayout,
         handlers: Mapping[str, JobType],
         strategy: Strategy,
         retention: Retention,

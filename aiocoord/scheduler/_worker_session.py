@@ -34,7 +34,7 @@ from ..zk.types import CreateMode, CreateOp, EventType, WatchedEvent
 from ._jobs import JobType, run_job
 from ._ops import Retention, ensure_layout, retry_connection, write_result
 from ._records import (
-    Layout,
+    JobsLayout,
     ResultRecord,
     WorkerRecord,
     decode_job,
@@ -64,7 +64,7 @@ class WorkerSession:
         worker: str,
         *,
         coord: Coordinator,
-        layout: Layout,
+        layout: JobsLayout,
         handlers: Mapping[str, JobType],
         retention: Retention,
         capacity: int,

@@ -21,7 +21,7 @@ from ..errors import NodeDataError, NoNodeError
 from ..recipes.leader_latch import describe_latch
 from ..session import Coordinator
 from ..zk import ZkClient
-from ._records import Layout, decode_job, decode_result, decode_worker
+from ._records import JobsLayout, decode_job, decode_result, decode_worker
 
 __all__ = (
     "MAX_READS",
@@ -113,7 +113,7 @@ async def _data(client: ZkClient, path: str) -> bytes | None:
 
 
 async def _workers(
-    client: ZkClient, layout: Layout
+    client: ZkClient, layout: JobsLayout
 ) -> tuple[list[SchedulerWorker], dict[str, NodeDataError]]:
     workers: list[SchedulerWorker] = []
     invalid: dict[str, NodeDataError] = {}
@@ -134,7 +134,7 @@ async def _workers(
     return workers, invalid
 
 
-async def _results(client: ZkClient, layout: Layout, max_reads: int) -> ResultSummary:
+async def _results(client: ZkClient, layout: JobsLayout, max_reads: int) -> ResultSummary:
     names = await _names(client, layout.results)
     done = failed = unreadable = 0
     failed_jobs: list[str] = []
@@ -162,7 +162,7 @@ async def describe_scheduler(
 ) -> SchedulerView:
     """The scheduler under `root` as its nodes say (one read per node, in turn)."""
     client = target.client if isinstance(target, Coordinator) else target
-    layout = Layout(root)
+    layout = JobsLayout(root)
     workers, invalid_workers = await _workers(client, layout)
     job_ids = await _names(client, layout.jobs)
     pending: list[PendingJob] = []

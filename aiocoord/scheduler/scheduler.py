@@ -67,7 +67,7 @@ from ..zk.types import CreateOp, DeleteOp, EventType
 from ._jobs import Handler, JobType
 from ._ops import Retention, ensure_layout
 from ._records import (
-    Layout,
+    JobsLayout,
     check_job_id,
     decode_result,
     encode_job,
@@ -123,7 +123,7 @@ class Scheduler:
             raise ConfigError("result_ttl", f"must be between 1 ms and 10 years, not {result_ttl}")
         self._coord = coord
         self._client = coord.client
-        self._layout = Layout(root)
+        self._layout = JobsLayout(root)
         self._strategy = strategy_from(strategy)
         self._retention = Retention(float(result_ttl))
         self._handlers: dict[str, JobType] = {}
@@ -195,7 +195,10 @@ class Scheduler:
         node limit, a bad `job_id`.  Submitting an id that is pending or done
         writes nothing and returns the id; an id still running makes the
         assigner drop the second copy once the first has finished.  Raises
-        `ConnectionLostError` if the server cannot be reached in time.
+        `ConnectionLostError` once the request timeout has passed without the
+        job written (one deadline across retries and reconnect waits; the cause
+        is chained): the job may have been queued all the same, so submit
+        again with the same `job_id` to be sure.
         """
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, not {type(name).__name__}")
@@ -210,36 +213,43 @@ class Scheduler:
         careful = job_id is not None
         job_id = check_job_id(job_id) if job_id is not None else new_job_id()
         path, result = self._layout.job(job_id), self._layout.result(job_id)
-        for _ in range(6):
-            try:
-                if careful:
-                    # Create the job only if it has no result yet: creating and deleting
-                    # the result node in the same transaction fails if it exists.
-                    await self._client.multi(
-                        [CreateOp(path, data), CreateOp(result), DeleteOp(result)]
-                    )
-                else:
-                    await self._client.create(path, data)
-                return job_id
-            except TransactionFailed as exc:
-                if isinstance(exc.cause, NodeExistsError):
-                    return job_id  # pending (first op) or done (second op)
-                if not isinstance(exc.cause, NoNodeError):
+        client = self._client
+        # One deadline for the whole submit: the writes, the reconnect waits and the retries.
+        deadline = client.deadline()
+        failure: ConnectionLostError | None = None
+        with anyio.CancelScope(deadline=deadline.at):
+            for _ in range(6):
+                try:
+                    if careful:
+                        # Create the job only if it has no result yet: creating and deleting
+                        # the result node in the same transaction fails if it exists.
+                        await client.multi(
+                            [CreateOp(path, data), CreateOp(result), DeleteOp(result)]
+                        )
+                    else:
+                        await client.create(path, data)
+                    return job_id
+                except TransactionFailed as exc:
+                    if isinstance(exc.cause, NodeExistsError):
+                        return job_id  # pending (first op) or done (second op)
+                    if not isinstance(exc.cause, NoNodeError):
+                        raise
+                    await ensure_layout(client, self._layout)
+                except NodeExistsError:
+                    return job_id  # our own create, whose reply was lost
+                except NoNodeError:
+                    await ensure_layout(client, self._layout)
+                except CoordinatorClosedError:
                     raise
-                await ensure_layout(self._client, self._layout)
-            except NodeExistsError:
-                return job_id  # our own create, whose reply was lost
-            except NoNodeError:
-                await ensure_layout(self._client, self._layout)
-            except CoordinatorClosedError:
-                raise
-            except ConnectionLostError:
-                careful = True  # the job may have been created and run meanwhile
-                with anyio.move_on_after(self._client.timing.retry_window) as waited:
-                    await self._coord.wait_connected()
-                if waited.cancelled_caught:
-                    break  # no connection in time: not a bare TimeoutError, as documented
-        raise ConnectionLostError(f"could not submit job {job_id} to {self.root}")
+                except ConnectionLostError as exc:
+                    failure = exc
+                    careful = True  # the job may have been created and run meanwhile
+                    await client.wait_connected()  # within the deadline around the loop
+        client.session.ensure_open()
+        error = client.unreachable(
+            deadline, f"could not submit job {job_id} to {self.root} (it may have been queued)"
+        )
+        raise error from (error.__cause__ or failure)
 
     async def result(self, job_id: str) -> Any:
         """Wait for the job's outcome through a watch and return its result.

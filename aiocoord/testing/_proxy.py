@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import math
 import queue
 import selectors
 import socket
@@ -186,8 +187,8 @@ class FaultProxy:
 
     def delay(self, seconds: float) -> None:
         """Hold data read from now on for ``seconds`` before forwarding it (0 to stop)."""
-        if seconds < 0:
-            raise ValueError(f"delay must be >= 0: {seconds}")
+        if not 0 <= seconds < math.inf:  # NaN too: it would hold data forever
+            raise ValueError(f"delay must be a finite number of seconds >= 0: {seconds}")
         self._set(_delay=float(seconds))
 
     def retarget(self, host: str, port: int) -> None:

@@ -2,7 +2,7 @@
 
 Recipes batch hundreds of creates and deletes in one multi, so plain creates
 and deletes are packed here directly (about ten times faster than through
-aiozk's serializer, byte for byte the same: tests/test_wire_multi.py); the
+aiozk's serializer, byte for byte the same: tests/unit/test_wire_multi.py); the
 other operations use the request builders of `_wire`.
 """
 

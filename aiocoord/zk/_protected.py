@@ -50,12 +50,14 @@ async def create_protected(
             log.debug("protected create of %s interrupted: %s", full, exc)
             if time.monotonic() >= deadline:
                 raise
-        found = await _find_protected(client, parent(path), marker)
+        found = await _find_protected(client, parent(path), marker, deadline)
         if found is not None:
             return found
 
 
-async def _find_protected(client: ZkClient, parent_path: str, marker: str) -> Created | None:
+async def _find_protected(
+    client: ZkClient, parent_path: str, marker: str, deadline: float
+) -> Created | None:
     while True:
         try:
             names = await client.children(parent_path)
@@ -63,6 +65,8 @@ async def _find_protected(client: ZkClient, parent_path: str, marker: str) -> Cr
             return None
         except ConnectionLostError:
             client.session.ensure_open()
+            if time.monotonic() >= deadline:
+                raise
             continue
         for name in names:
             if not name.startswith(marker):

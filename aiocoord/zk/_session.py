@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
+import sniffio
 
 from .._broadcast import Broadcast
 from ..errors import (
@@ -108,6 +109,7 @@ class ZkSession:
         self._run_scope: anyio.CancelScope | None = None
         self._chores: anyio.abc.TaskGroup | None = None  # the loop's task group, while it runs
         self._started = False
+        self._started_at = 0.0
         self._ssl = settings.ssl_context()
         self.sender = Sender(self)
         """Sends requests on the current connection, waiting for one within the deadline."""
@@ -164,6 +166,12 @@ class ZkSession:
         stops it.
         """
         self._started = True
+        # Replies and notifications are handled in the transport's callbacks, which
+        # run in a copy of this task's context: recipes call anyio from them (spawn
+        # a task, cancel a scope), and outside a task anyio learns the library only
+        # from this variable, which `asyncio.run()` (unlike `anyio.run()`) never sets.
+        sniffio.current_async_library_cvar.set("asyncio")
+        self._started_at = time.monotonic()
         with anyio.CancelScope(shield=True) as scope:
             self._run_scope = scope
             async with anyio.create_task_group() as tg:
@@ -224,7 +232,12 @@ class ZkSession:
                 continue
             except ConnectionLostError as exc:
                 self.last_error = exc
-                log.debug("connect attempt failed: %s", exc)
+                # Before the first session, a refused attempt past the first second is
+                # worth a WARNING each (nothing may be listening); later ones are routine.
+                first = self._machine.state is None
+                late = time.monotonic() - self._started_at >= 1.0
+                level = logging.WARNING if first and late else logging.DEBUG
+                log.log(level, "connect attempt failed: %s (retrying)", exc)
                 failures += 1
                 if failures % len(self._addresses) == 0:
                     await anyio.sleep(self._backoff(failures // len(self._addresses)))

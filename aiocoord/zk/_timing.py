@@ -25,7 +25,9 @@ lost_after = session_lost_fraction * T
     after the server was last heard from, without waiting for the server to
     say so (Curator 3.x, TN12; TN14 discusses fractions below 1).
 request_timeout = Settings.request_timeout, else T
-    The deadline of one request, waiting for a connection included.
+    The deadline of one request: waiting for a connection, the request and
+    the retries of an idempotent read together.  Also the connectivity
+    deadline of a recipe's entry (joining a latch, acquiring a CAS lock).
 close_bound = min(2 s, request_timeout)
     The courteous closeSession when the owner closes: if it arrives the
     ephemerals go at once, if not they go with the session timeout.
@@ -33,8 +35,8 @@ discard_bound = min(2 s, T)
     Ending, on the server, a session declared LOST that a reconnect would
     otherwise revive.
 retry_window = 2 request_timeout
-    An operation that may span a reconnect: an idempotent read tried again
-    after a connection loss, a write whose outcome must be learned, a release.
+    A write whose outcome must be learned across a reconnect (sent, then
+    read back), a release.
 protected_create_window = 4 request_timeout
     A protected create looks for its node across reconnects within this.
 drain_bound = max(T, 1 s)

@@ -1,14 +1,14 @@
 """`SessionView`: what a `ZkClient` shows of its session, and the helpers its requests share.
 
 Read-only state (connection state, ids, timers), the wait for a usable
-connection, chores the session runs for its recipes, the retry of idempotent
-reads, and the registration and removal of one-shot watches.  The session itself (`ZkSession`) stays plumbing: its owner runs and
+connection (bounded by a `Deadline` if given), chores the session runs for its
+recipes, the retry of idempotent reads within one deadline, and the
+registration and removal of one-shot watches.  The session itself (`ZkSession`) stays plumbing: its owner runs and
 closes it.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TypeVar
@@ -18,6 +18,7 @@ import anyio.lowlevel
 
 from ..errors import ConnectionLostError, CoordError, SessionExpiredError
 from . import _wire
+from ._sending import Deadline, unreachable
 from ._session import ZkSession
 from ._timing import SessionTiming
 from ._watches import Watch, WatchKind
@@ -99,9 +100,33 @@ class SessionView:
         """Each subscriber's own bounded stream: the current state, then every transition."""
         return self._session.connection_events()
 
-    async def wait_connected(self) -> None:
-        """Return once a connection is usable; raises `CoordinatorClosedError` if closed meanwhile."""
-        await self._session.wait_usable()
+    def deadline(self, timeout: float | None = None) -> Deadline:
+        """A deadline `timeout` seconds from now (default: the request timeout).
+
+        For a wait that spans several requests and reconnects (a recipe's entry),
+        so that their total stays within one bound.
+        """
+        return Deadline.after(self.request_timeout() if timeout is None else timeout)
+
+    async def wait_connected(self, deadline: Deadline | None = None, what: str = "") -> None:
+        """Return once a connection is usable; raises `CoordinatorClosedError` if closed meanwhile.
+
+        With `deadline`, raises `ConnectionLostError` once it passes: the message
+        starts with `what` (default: waiting for ZooKeeper), says how long it
+        waited and the last connect error, which is chained as the cause.
+        """
+        if deadline is None:
+            await self._session.wait_usable()
+            return
+        with anyio.CancelScope(deadline=deadline.at):
+            await self._session.wait_usable()
+            return
+        self._session.ensure_open()
+        raise self.unreachable(deadline, what or "no connection to ZooKeeper")
+
+    def unreachable(self, deadline: Deadline, what: str) -> ConnectionLostError:
+        """The `ConnectionLostError` for `what` failing once `deadline` passed (see `wait_connected`)."""
+        return unreachable(self._session, deadline, what)
 
     def start_chore(self, chore: Callable[[], Awaitable[None]], name: str) -> bool:
         """Run `chore()` in the background, owned by the session rather than by the caller.
@@ -146,17 +171,23 @@ class SessionView:
 
     # --- helpers ---------------------------------------------------------------------------
 
-    async def _retrying(self, op: Callable[[], Awaitable[T]]) -> T:
-        """Run an idempotent read, again after a connection loss, within one deadline."""
-        deadline = time.monotonic() + self._session.timing.retry_window
+    async def _retrying(self, op: Callable[[Deadline], Awaitable[T]]) -> T:
+        """Run an idempotent read, again after a connection loss, within one request deadline.
+
+        `op` sends with the deadline it is given, so waiting for a connection,
+        the requests and the retries together take at most the request timeout;
+        the error of the try that ends past it is raised (`Sender`'s names the
+        time waited and the cause).
+        """
+        deadline = Deadline.after(self._session.timing.request_timeout)
         while True:
             try:
-                return await op()
+                return await op(deadline)
             except SessionExpiredError:
                 raise
             except ConnectionLostError:
                 self._session.ensure_open()
-                if time.monotonic() >= deadline:
+                if deadline.remaining() <= 0:
                     raise
                 await anyio.lowlevel.checkpoint()
 

@@ -6,7 +6,7 @@ protected creates), get/set/delete with versions, children, exists, multi
 with per-operation results, one-shot watches as awaitables and persistent
 watches as async iterators, sync, whoAmI, getEphemerals.  Paths are validated
 on the way in and the chroot applied; reads are retried across a reconnect
-within the request deadline, writes never are (their outcome is unknown after
+within one request deadline (waiting and retries included), writes never are (their outcome is unknown after
 a connection loss: `ConnectionLostError`).  Packets, xids and opcodes stay
 inside the session and `_wire`.
 """
@@ -32,6 +32,7 @@ from ._arguments import MAX_DATA, check_acl, check_data, check_mode, check_versi
 from ._connection import wait_reply
 from ._multi import MultiResults, SentMulti, multi_packet, results_of, validate_ops
 from ._protected import PROTECTED_PREFIX, create_protected, protected_name
+from ._sending import Deadline
 from ._view import SessionView
 from ._watches import PersistentWatch, Watch, WatchKind
 from ._wire import OpCode
@@ -139,8 +140,8 @@ class ZkClient(SessionView):
         session = self._session
         req = _wire.get_data_request(session.server_path(path), False)
 
-        async def op() -> Node:
-            _zxid, body = await self._sender.call(req, path=path)
+        async def op(deadline: Deadline) -> Node:
+            _zxid, body = await self._sender.call(req, path=path, deadline=deadline)
             return _wire.parse_node(body)
 
         return await self._retrying(op)
@@ -152,10 +153,12 @@ class ZkClient(SessionView):
         sp = session.server_path(path)
         req = _wire.get_data_request(sp, True)
 
-        async def op() -> tuple[Node, Watch]:
+        async def op(deadline: Deadline) -> tuple[Node, Watch]:
             watch = Watch(WatchKind.DATA, path)
             with self._arming(watch, sp, {0: WatchKind.DATA}) as on_reply:
-                _zxid, body = await self._sender.call(req, path=path, on_reply=on_reply)
+                _zxid, body = await self._sender.call(
+                    req, path=path, on_reply=on_reply, deadline=deadline
+                )
                 return _wire.parse_node(body), watch
 
         return await self._retrying(op)
@@ -166,9 +169,9 @@ class ZkClient(SessionView):
         session = self._session
         req = _wire.exists_request(session.server_path(path), False)
 
-        async def op() -> Stat | None:
+        async def op(deadline: Deadline) -> Stat | None:
             try:
-                _zxid, body = await self._sender.call(req, path=path)
+                _zxid, body = await self._sender.call(req, path=path, deadline=deadline)
             except NoNodeError:
                 return None
             return _wire.parse_stat(body)
@@ -182,12 +185,14 @@ class ZkClient(SessionView):
         sp = session.server_path(path)
         req = _wire.exists_request(sp, True)
 
-        async def op() -> tuple[Stat | None, Watch]:
+        async def op(deadline: Deadline) -> tuple[Stat | None, Watch]:
             watch = Watch(WatchKind.EXIST, path)
             kinds = {0: WatchKind.DATA, NoNodeError.code: WatchKind.EXIST}
             with self._arming(watch, sp, kinds) as on_reply:
                 try:
-                    _zxid, body = await self._sender.call(req, path=path, on_reply=on_reply)
+                    _zxid, body = await self._sender.call(
+                        req, path=path, on_reply=on_reply, deadline=deadline
+                    )
                 except NoNodeError:
                     return None, watch
                 return _wire.parse_stat(body), watch
@@ -200,8 +205,8 @@ class ZkClient(SessionView):
         session = self._session
         req = _wire.get_children_request(session.server_path(path), False)
 
-        async def op() -> list[str]:
-            _zxid, body = await self._sender.call(req, path=path)
+        async def op(deadline: Deadline) -> list[str]:
+            _zxid, body = await self._sender.call(req, path=path, deadline=deadline)
             return _wire.parse_children(body)
 
         return await self._retrying(op)
@@ -249,10 +254,12 @@ class ZkClient(SessionView):
         sp = session.server_path(path)
         req = _wire.get_children_request(sp, True)
 
-        async def op() -> tuple[list[str], Watch]:
+        async def op(deadline: Deadline) -> tuple[list[str], Watch]:
             watch = Watch(WatchKind.CHILD, path)
             with self._arming(watch, sp, {0: WatchKind.CHILD}) as on_reply:
-                _zxid, body = await self._sender.call(req, path=path, on_reply=on_reply)
+                _zxid, body = await self._sender.call(
+                    req, path=path, on_reply=on_reply, deadline=deadline
+                )
                 return _wire.parse_children(body), watch
 
         return await self._retrying(op)
@@ -410,12 +417,14 @@ class ZkClient(SessionView):
         validate_path(path, allow_reserved=True)
         session = self._session
         req = _wire.sync_request(session.server_path(path))
-        await self._retrying(lambda: self._sender.call(req, path=path))
+        await self._retrying(lambda deadline: self._sender.call(req, path=path, deadline=deadline))
 
     async def whoami(self) -> list[tuple[str, str]]:
         """The (scheme, id) pairs the server authenticated this session as."""
         req = _wire.who_am_i_request()
-        _zxid, body = await self._retrying(lambda: self._sender.call(req))
+        _zxid, body = await self._retrying(
+            lambda deadline: self._sender.call(req, deadline=deadline)
+        )
         return _wire.parse_who_am_i(body)
 
     async def ephemerals(self, prefix: str = "/") -> list[str]:
@@ -423,5 +432,7 @@ class ZkClient(SessionView):
         validate_path(prefix, allow_reserved=True)
         session = self._session
         req = _wire.get_ephemerals_request(session.server_path(prefix))
-        _zxid, body = await self._retrying(lambda: self._sender.call(req, path=prefix))
+        _zxid, body = await self._retrying(
+            lambda deadline: self._sender.call(req, path=prefix, deadline=deadline)
+        )
         return [session.client_path(p) for p in _wire.parse_ephemerals(body)]

@@ -12,7 +12,7 @@ into a `report` (see its docstring for the invariants).  `campaign` is the
 orchestrator.
 
 The normal test suite runs one bounded campaign on a fixed seed
-(``tests/test_chaos.py``).  A longer one, on any seed::
+(``tests/zk/test_chaos.py``).  A longer one, on any seed::
 
     .venv/bin/python -m tests.chaos --seconds 600 --seed 7
     .venv/bin/python -m tests.chaos --seconds 120 --seed 3 --participants 5 --keep
@@ -20,5 +20,5 @@ The normal test suite runs one bounded campaign on a fixed seed
 prints the same report and exits 1 on any violation; ``--keep`` keeps the
 logs (they are kept anyway when the campaign fails).  The suite's campaign
 can be lengthened or re-seeded without editing it:
-``AIOCOORD_CHAOS_SECONDS=300 AIOCOORD_CHAOS_SEED=11 pytest tests/test_chaos.py``.
+``AIOCOORD_CHAOS_SECONDS=300 AIOCOORD_CHAOS_SEED=11 pytest tests/zk/test_chaos.py``.
 """

@@ -431,7 +431,7 @@ def _usable(decoded: object) -> None:
         datetime.fromtimestamp(decoded.started)
     elif isinstance(decoded, cas.LockRecord):
         cas.status_of(decoded, 5, now=1.7e9, skew=1.0)
-        cas.decide(decoded, now=1.7e9, skew=1.0, holder="me", window=1.7e9)
+        cas.assess(decoded, now=1.7e9, skew=1.0, holder="me", window=1.7e9)
     elif isinstance(decoded, sched.JobRecord | sched.ResultRecord):
         when = decoded.submitted if isinstance(decoded, sched.JobRecord) else decoded.finished
         datetime.fromtimestamp(when, UTC)

@@ -22,16 +22,16 @@ from ...zk import EventType, Node, Stat, Watch
 from ...zk.paths import validate_path
 from ._hold import Lease, Slot, guard, run_once
 from ._record import (
-    Decision,
+    Assessment,
     LockRecord,
     LockStatus,
     RunInfo,
     Verdict,
+    assess,
     check_interval,
     check_lease,
     check_owner,
     check_skew,
-    decide,
     decode,
     encode,
     status_of,
@@ -44,9 +44,9 @@ log = logging.getLogger("aiocoord.recipes.cas_lock")
 
 
 @dataclass(slots=True)
-class _Round:
+class _Attempt:
     acquired: bool
-    decision: Decision | None = None
+    decision: Assessment | None = None
     record: LockRecord | None = None
     watch: Watch | None = None
     after: View | None = None  # what a lost CAS found (no need to read again)
@@ -144,18 +144,26 @@ class CasLock:
         """Wait until the lock is ours; bound it with `anyio.fail_after`.
 
         Waits on a data watch, waking when the record changes or when the
-        holder's lease (plus skew) runs out, whichever comes first; rides out
-        connection losses.  Raises `NodeDataError` for a foreign record.
+        holder's lease (plus skew) runs out, whichever comes first.  Waiting
+        for the holder has no bound of its own, waiting for ZooKeeper has one:
+        a connection loss is ridden out if ZooKeeper answers again within the
+        request timeout (counted from the request that found it gone, or from
+        the session's loss while waiting on the watch); otherwise
+        `ConnectionLostError` says how long it waited and why.  Raises
+        `NodeDataError` for a foreign record.
         """
         self._check_idle()
+        client = self._coord.client
+        what = f"lock {self.path}: could not acquire"
         view = self._remembered()
         while True:
+            deadline = client.deadline()
             try:
                 if view is None:
                     view = await self._look(watch=True)
                 rnd = await self._round(view, watch=True, window=None)
             except ConnectionLostError:
-                await self._coord.wait_connected()
+                await client.wait_connected(deadline, what)
                 view = None
                 continue
             if rnd.acquired:
@@ -165,7 +173,7 @@ class CasLock:
                 continue
             with anyio.move_on_after(rnd.decision.wait):
                 if (await rnd.watch.wait()).type is EventType.SESSION_LOST:
-                    await self._coord.wait_connected()
+                    await client.wait_connected(client.deadline(), what)
 
     async def _try_window(self, window: float | None) -> tuple[bool, LockRecord | None]:
         """Acquire without waiting (once_per: unless `window` already ran); with the record."""
@@ -205,22 +213,22 @@ class CasLock:
         except NoNodeError:
             return View(None)
 
-    async def _round(self, view: View, *, watch: bool, window: float | None) -> _Round:
+    async def _round(self, view: View, *, watch: bool, window: float | None) -> _Attempt:
         """Decide from `view`, and write if we may: acquired, a decision to wait, or neither."""
         node = view.node
         record = decode(self.path, node.data) if node is not None else None
-        decision = decide(record, now=time.time(), skew=self.skew, holder=self._id, window=window)
+        decision = assess(record, now=time.time(), skew=self.skew, holder=self._id, window=window)
         if view.known and not decision.take:
-            return _Round(False)  # a remembered record decides nothing but a CAS: read
+            return _Attempt(False)  # a remembered record decides nothing but a CAS: read
         if decision.verdict is Verdict.OURS and node is not None and record is not None:
             # An acquiring write of ours landed although its reply was lost; our own
             # clock wrote its expiry, so the local deadline follows from it.
             left = (record.lease_expires or 0.0) - time.time()
             self._took(record, node.stat, time.monotonic() + left - self.lease, None)
-            return _Round(True)
+            return _Attempt(True)
         if not decision.take:
             self._seen_owner = record.owner if record is not None else None
-            return _Round(False, decision, record, view.watch)
+            return _Attempt(False, decision, record, view.watch)
         # The holder's own deadline counts from `started`, taken before the expiry it
         # writes is computed, so it is never later than the lease others see.
         started = time.monotonic()
@@ -239,9 +247,9 @@ class CasLock:
         if scope.cancelled_caught:
             raise ConnectionLostError(f"the outcome of acquiring {self.path} is unknown")
         if stat is None:
-            return _Round(False, after=after)  # lost the race: `after` (or a read) tells to whom
+            return _Attempt(False, after=after)  # lost the race: `after` (or a read) tells to whom
         self._took(new, stat, started, record if decision.verdict is Verdict.EXPIRED else None)
-        return _Round(True)
+        return _Attempt(True)
 
     def _took(self, new: LockRecord, stat: Stat, start: float, expired: LockRecord | None) -> None:
         self._record, self._version = new, stat.version
@@ -331,7 +339,9 @@ class CasLock:
         """Acquire, run the body with the lease renewed, release on exit.
 
         Entering blocks until the lock is ours (`blocking=False`: raises
-        `LockNotAcquired` at once if it is held).  The body is cancelled and
+        `LockNotAcquired` at once if it is held); either raises
+        `ConnectionLostError` once ZooKeeper has been unreachable for the
+        request timeout (see `acquire`).  The body is cancelled and
         `LockLost` raised on exit when a renewal loses its CAS, the session is
         LOST, or the lease runs out (``lease - skew`` after the last successful
         write) before a renewal succeeds; SUSPENDED alone cancels nothing.

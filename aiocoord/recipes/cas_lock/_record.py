@@ -39,7 +39,7 @@ from .._records import TEXT, TIMESTAMP, Record, dump, integer, load_record, one_
 
 __all__ = (
     "FORMAT",
-    "Decision",
+    "Assessment",
     "LockRecord",
     "LockStatus",
     "RunInfo",
@@ -48,7 +48,7 @@ __all__ = (
     "check_lease",
     "check_owner",
     "check_skew",
-    "decide",
+    "assess",
     "decode",
     "encode",
     "error_text",
@@ -201,7 +201,7 @@ class Verdict(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class Assessment:
     verdict: Verdict
     wait: float = 0.0
 
@@ -211,14 +211,14 @@ class Decision:
         return self.verdict in (Verdict.FREE, Verdict.EXPIRED)
 
 
-def decide(
+def assess(
     record: LockRecord | None,
     *,
     now: float,
     skew: float,
     holder: str,
     window: float | None = None,
-) -> Decision:
+) -> Assessment:
     """Decide from a record read at wall time `now` by the contender whose attempt id is `holder`.
 
     A lease counts as expired only once `now` is past ``lease_expires + skew``:
@@ -227,18 +227,18 @@ def decide(
     recorded for that window or a later one means there is nothing to do.
     """
     if record is None:
-        return Decision(Verdict.FREE)
+        return Assessment(Verdict.FREE)
     if record.held and record.holder == holder:
-        return Decision(Verdict.OURS)
+        return Assessment(Verdict.OURS)
     if window is not None and record.last_run is not None and record.last_run.window >= window:
-        return Decision(Verdict.DONE)
+        return Assessment(Verdict.DONE)
     if not record.held:
-        return Decision(Verdict.FREE)
+        return Assessment(Verdict.FREE)
     assert record.lease_expires is not None
     remaining = record.lease_expires + skew - now
     if remaining < 0:
-        return Decision(Verdict.EXPIRED)
-    return Decision(Verdict.HELD, wait=remaining)
+        return Assessment(Verdict.EXPIRED)
+    return Assessment(Verdict.HELD, wait=remaining)
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +261,7 @@ def status_of(record: LockRecord | None, mzxid: int, *, now: float, skew: float)
     """The `LockStatus` of `record`, whose node was last written at `mzxid`."""
     if record is None:
         return LockStatus(False, None, None, None, None, None)
-    live = decide(record, now=now, skew=skew, holder="").verdict is Verdict.HELD
+    live = assess(record, now=now, skew=skew, holder="").verdict is Verdict.HELD
     # A null token in a held record means "the mzxid of this write" (the acquiring one).
     token = mzxid if record.held and record.token is None else record.token
     return LockStatus(

@@ -1,7 +1,7 @@
 """The leader latch's campaign: keep a node of this session in the election, decide, wait.
 
-The I/O loop behind `LeaderLatch`: it joins (through `Offer`), lists the children
-(shared per session and path), asks `decide` what to do, and waits on one
+The I/O loop behind `LeaderLatch`: it joins (through `Candidacy`), lists the children
+(shared per session and path), asks `next_move` what to do, and waits on one
 watch at a time.  It tells its host (the latch) when to lead and when
 leadership is lost; the host owns the term, the events and the connection
 states, and calls `poke()` when a state changes.  Every wait is a single await
@@ -18,8 +18,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -39,19 +40,20 @@ from ...zk.client import ZkClient
 from ...zk.paths import join
 from ...zk.states import ConnectionState
 from ...zk.types import EventType
-from .._signal import Signal
+from .._change_signal import ChangeSignal
+from .._records import load_text
 from ._election import (
     ElectionEvent,
     ElectionState,
     Follow,
-    Layout,
+    LatchLayout,
     Lead,
     Missing,
     Ordering,
-    decide,
     may_lead,
+    next_move,
 )
-from ._nodes import Offer, OurNode
+from ._nodes import Candidacy, CreatedNode
 
 __all__ = ("Campaign", "Host")
 
@@ -60,21 +62,21 @@ log = logging.getLogger("aiocoord.recipes.leader_latch")
 _USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 
 
-class Host(Protocol):
-    """What the campaign needs from its latch."""
+@dataclass(frozen=True, slots=True)
+class Host:
+    """What the campaign tells its latch, handed over by the latch when it starts one.
 
-    @property
-    def node(self) -> str | None: ...
+    `elect(node)`: we lead on `node` (a no-op if we already do); `lose(reason)`:
+    we lead no more (a no-op if we did not); `publish(event)`: an election
+    event for `changes()` readers; `wake()`: wake the latch's waiters;
+    `node()`: our node's path, if any.
+    """
 
-    def _elect(self, node: OurNode) -> None:
-        """We lead on `node` (a no-op if we already do)."""
-
-    def _lose(self, reason: str) -> None:
-        """We lead no more (a no-op if we did not)."""
-
-    def _publish(self, event: ElectionEvent) -> None: ...
-
-    def _signal(self) -> None: ...
+    elect: Callable[[CreatedNode], None]
+    lose: Callable[[str], None]
+    publish: Callable[[ElectionEvent], None]
+    wake: Callable[[], None]
+    node: Callable[[], str | None]
 
 
 class _Listing:
@@ -94,8 +96,8 @@ class Campaign:
         self,
         host: Host,
         coord: Coordinator,
-        offer: Offer,
-        layout: Layout,
+        offer: Candidacy,
+        layout: LatchLayout,
         tg: anyio.abc.TaskGroup,
     ) -> None:
         self.host = host
@@ -107,10 +109,21 @@ class Campaign:
         self.tg = tg
         self.closing = False  # the latch is leaving: no more writes, no more grants
         self.writing = False  # a create or delete of ours is in flight
-        self._wake = Signal()  # fired by `poke`
+        self._wake = ChangeSignal()  # fired by `poke`
         self._waiting: anyio.CancelScope | None = None
         self._own: Watch | None = None
         self._following: str | None = None
+        # The leader's participant id, read with the watch on it when it is the node just
+        # ahead of ours; good while that watch has not fired.
+        self._leader: tuple[Watch, str | None] | None = None
+
+    @property
+    def known_leader(self) -> str | None:
+        """The leader's id if the node just ahead of ours is the leader's and still there."""
+        found = self._leader
+        if found is None or found[0].fired:
+            return None
+        return found[1]
 
     def unwatch(self) -> None:
         """Leaving: forget our node's watch, so that deleting the node wakes nothing of ours."""
@@ -126,21 +139,29 @@ class Campaign:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """Join, report the node, then campaign until cancelled (the latch withdraws).
 
-        Errors other than connection trouble while joining the first time are
-        raised (to `__aenter__`); later ones are published as FAILED and retried.
+        Joining the first time rides out connection trouble within one request
+        timeout, then raises `ConnectionLostError` (to `__aenter__`) saying how
+        long it waited and why; other errors are raised at once.  Later errors
+        are published as FAILED and retried.
         """
         offer = self.offer
-        while True:
-            try:
-                await self.coord.wait_connected()
-                await self._join(offer)
-                break
-            except (ConnectionLostError, TimeoutError):
-                await anyio.lowlevel.checkpoint()  # connection trouble: try again
+        client = self.client
+        deadline = client.deadline()
+        with anyio.CancelScope(deadline=deadline.at):
+            while True:
+                try:
+                    await client.wait_connected()
+                    await self._join(offer)
+                    break
+                except (ConnectionLostError, TimeoutError):
+                    await anyio.lowlevel.checkpoint()  # connection trouble: try again
+        if offer.node is None:
+            client.session.ensure_open()
+            raise client.unreachable(deadline, f"leader latch {self.path}: could not join")
         task_status.started()
         await self._campaign(offer)
 
-    async def _campaign(self, offer: Offer) -> None:
+    async def _campaign(self, offer: Candidacy) -> None:
         failures = 0
         while not self.closing:
             wake = self._wake.event()
@@ -152,27 +173,27 @@ class Campaign:
                 await self._step(offer, wake)
                 failures = 0
             except CoordinatorClosedError:
-                self.host._lose("closed")
-                self.host._signal()
+                self.host.lose("closed")
+                self.host.wake()
                 break
             except (ConnectionLostError, TimeoutError):
                 await anyio.lowlevel.checkpoint()  # the next pass waits for a connection
             except (ZooKeeperError, NodeDataError) as exc:
                 failures += 1
                 log.warning("leader latch %s: %s (retrying)", self.path, exc)
-                self.host._publish(
-                    ElectionEvent(ElectionState.FAILED, self.host.node, reason=str(exc))
+                self.host.publish(
+                    ElectionEvent(ElectionState.FAILED, self.host.node(), reason=str(exc))
                 )
                 with anyio.move_on_after(min(2.0, 0.05 * 2**failures)):
                     await wake.wait()
         await anyio.sleep_forever()  # leaving: `_shutdown` owns the node now
 
-    async def _step(self, offer: Offer, wake: asyncio.Event) -> None:
+    async def _step(self, offer: Candidacy, wake: asyncio.Event) -> None:
         """One pass: a live node of this session, a listing, then act and wait on it."""
         node = offer.node
         if node is None or node.owner != self.coord.session_id:
             if node is not None:
-                self.host._lose("session lost")
+                self.host.lose("session lost")
                 await self._write(offer.delete(self.coord.session_id))  # an earlier session's
             await self._join(offer)
             return
@@ -186,7 +207,7 @@ class Campaign:
             return
         while order is not None:
             sid = self.coord.session_id
-            decision = decide(order, node.name, owner=node.owner, session_id=sid)
+            decision = next_move(order, node.name, owner=node.owner, session_id=sid)
             if isinstance(decision, Lead):
                 await self._lead(node, own, wake)
                 return
@@ -196,9 +217,10 @@ class Campaign:
                 return  # Stale: the next pass joins again on the current session
             order = await self._follow(offer, node, own, order, decision.ahead, wake)
 
-    async def _write(self, write: Awaitable[object]) -> None:
+    async def _write(self, write: Coroutine[Any, Any, object]) -> None:
         """Run one of the campaign's writes; `_shutdown` waits for none it knows of."""
         if self.closing:
+            write.close()  # never started
             await anyio.sleep_forever()  # leaving: no new node, no delete
         self.writing = True
         try:
@@ -206,23 +228,25 @@ class Campaign:
         finally:
             self.writing = False
 
-    async def _join(self, offer: Offer) -> None:
+    async def _join(self, offer: Candidacy) -> None:
         self._own = None
         self._following = None
+        self._leader = None
         await self._write(offer.create())
         node = offer.node
         assert node is not None
         log.debug("joined %s as %s", self.path, node.path)
-        self.host._publish(ElectionEvent(ElectionState.OFFERED, node.path))
+        self.host.publish(ElectionEvent(ElectionState.OFFERED, node.path))
 
-    def _node_lost(self, offer: Offer) -> None:
+    def _node_lost(self, offer: Candidacy) -> None:
         """Our node is gone (or not ours): lose leadership; the next pass joins again."""
-        self.host._lose("node deleted")
+        self.host.lose("node deleted")
         offer.forget()
         self._own = None
         self._following = None
+        self._leader = None
 
-    async def _watch_own(self, offer: Offer, node: OurNode) -> Watch | None:
+    async def _watch_own(self, offer: Candidacy, node: CreatedNode) -> Watch | None:
         """Our node's data watch (armed again after a data change); None if the node is gone.
 
         Its callback interrupts whatever the campaign waits for when it fires,
@@ -262,7 +286,7 @@ class Campaign:
                 self._waiting = None
         return None
 
-    def _grant(self, node: OurNode, own: Watch, wake: asyncio.Event) -> bool:
+    def _grant(self, node: CreatedNode, own: Watch, wake: asyncio.Event) -> bool:
         """Lead now if allowed; synchronous, so nothing can change between check and grant."""
         if wake.is_set() or self.closing:
             return False
@@ -271,7 +295,7 @@ class Campaign:
         if not may_lead(owner=node.owner, session_id=sid, connected=connected, node_gone=own.fired):
             return False
         self._following = None
-        self.host._elect(node)
+        self.host.elect(node)
         return True
 
     def _predecessor_gone(
@@ -280,7 +304,7 @@ class Campaign:
         predecessor: str,
         ahead: int,
         early: _Listing,
-        node: OurNode,
+        node: CreatedNode,
         own: Watch,
         wake: asyncio.Event,
     ) -> None:
@@ -298,22 +322,22 @@ class Campaign:
             )
 
     def _listed(
-        self, names: list[str], early: _Listing, node: OurNode, own: Watch, wake: asyncio.Event
+        self, names: list[str], early: _Listing, node: CreatedNode, own: Watch, wake: asyncio.Event
     ) -> None:
         """The listing sent by `_predecessor_gone` came back: lead now if we are first."""
         order = early.order = Ordering(names, self.layout)
         sid = self.coord.session_id
-        if isinstance(decide(order, node.name, owner=node.owner, session_id=sid), Lead):
+        if isinstance(next_move(order, node.name, owner=node.owner, session_id=sid), Lead):
             self._grant(node, own, wake)
 
-    async def _lead(self, node: OurNode, own: Watch, wake: asyncio.Event) -> None:
+    async def _lead(self, node: CreatedNode, own: Watch, wake: asyncio.Event) -> None:
         if self._grant(node, own, wake):
             await self._until(own, own, wake)  # hold until our node changes or a state does
 
     async def _follow(
         self,
-        offer: Offer,
-        node: OurNode,
+        offer: Candidacy,
+        node: CreatedNode,
         own: Watch,
         order: Ordering,
         ahead: int,
@@ -323,20 +347,24 @@ class Campaign:
 
         If it was the only node ahead, its deletion makes us lead at once, with
         no listing: nodes created since sort after ours.  Otherwise the children
-        are listed again at once, and that listing is returned to decide on;
+        are listed again at once, and that listing is decided on;
         None means: start the pass over.
         """
-        self.host._lose("handed over")  # someone sorts ahead of us now (no-op unless we led)
+        self.host.lose("handed over")  # someone sorts ahead of us now (no-op unless we led)
         predecessor = order.names[ahead - 1]
+        self._leader = None
         try:
-            _, watch = await self.client.get_watch(join(self.path, predecessor))
+            ahead_node, watch = await self.client.get_watch(join(self.path, predecessor))
         except NoNodeError:  # gone since the listing
             if ahead == 1:
                 await self._lead(node, own, wake)
             return None
+        if ahead == 1:  # the leader: its id costs nothing more, for `LeaderLatch.known_leader`
+            with contextlib.suppress(NodeDataError):
+                self._leader = (watch, load_text(watch.path, ahead_node.data, "participant id"))
         if self._following != predecessor:
             self._following = predecessor
-            self.host._publish(
+            self.host.publish(
                 ElectionEvent(ElectionState.FOLLOWING, node.path, predecessor=predecessor)
             )
         # Act the moment the notification is read, before this task (or any other woken

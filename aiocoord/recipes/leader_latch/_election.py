@@ -1,8 +1,8 @@
 """The leader latch's pure half: events, node layouts, election order and the decision.
 
 Nothing here awaits or talks to ZooKeeper, so the whole table is tested directly
-(tests/test_leader_latch.py).  `_latch.py` feeds it the children it listed,
-its own node and the session it is on, and acts on the `Decision`; it re-exports
+(tests/zk/test_leader_latch.py).  `_latch.py` feeds it the children it listed,
+its own node and the session it is on, and acts on the `Move`; it re-exports
 the public types defined here.  The order, the decision and the participant ids
 are those of every queue of sequential nodes (`recipes/_sequential.py`, shared
 with the mutex), re-exported here under the latch's names.
@@ -30,29 +30,29 @@ from typing import Final
 
 from ...errors import LeadershipLost
 from .._sequential import MAX_ID_BYTES as MAX_ID_BYTES
-from .._sequential import Decision as Decision
 from .._sequential import Follow as Follow
 from .._sequential import Lead as Lead
 from .._sequential import Missing as Missing
+from .._sequential import Move as Move
 from .._sequential import Ordering as Ordering
 from .._sequential import Stale as Stale
 from .._sequential import check_participant_id as check_participant_id
 from .._sequential import curator_sorted, sort_key
-from .._sequential import decide as decide
 from .._sequential import default_participant_id as default_participant_id
 from .._sequential import may_take as may_lead
+from .._sequential import next_move as next_move
 from .._tenure import Tenure
 
 __all__ = (
     "CURATOR",
     "LAYOUTS",
     "ZOOKEEPER",
-    "Decision",
+    "Move",
     "ElectionEvent",
     "ElectionState",
     "Follow",
     "MAX_ID_BYTES",
-    "Layout",
+    "LatchLayout",
     "Lead",
     "LeadershipTerm",
     "Missing",
@@ -61,7 +61,7 @@ __all__ = (
     "Stale",
     "check_participant_id",
     "curator_sort_key",
-    "decide",
+    "next_move",
     "default_participant_id",
     "may_lead",
     "sort_children",
@@ -152,7 +152,7 @@ def zookeeper_sort_key(name: str) -> tuple[int, int, str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Layout:
+class LatchLayout:
     """How one Java recipe names, orders and fills its election nodes."""
 
     name: str
@@ -163,12 +163,12 @@ class Layout:
         return sort_children(names, self)
 
 
-CURATOR: Final = Layout("curator", _LATCH, protected=True)
-ZOOKEEPER: Final = Layout("zookeeper", "n_", protected=False)
+CURATOR: Final = LatchLayout("curator", _LATCH, protected=True)
+ZOOKEEPER: Final = LatchLayout("zookeeper", "n_", protected=False)
 LAYOUTS: Final = {"curator": CURATOR, "zookeeper": ZOOKEEPER}
 
 
-def sort_children(names: Sequence[str], layout: Layout) -> list[str]:
+def sort_children(names: Sequence[str], layout: LatchLayout) -> list[str]:
     """Children in election order (index 0 leads), as the layout's Java recipe sorts them."""
     if layout is ZOOKEEPER:
         return sorted(names, key=zookeeper_sort_key)

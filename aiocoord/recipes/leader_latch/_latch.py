@@ -5,14 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from types import TracebackType
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 
 from ..._broadcast import Broadcast
-from ..._lifecycle import Lifecycle
+from ..._lifecycle import Lifecycle, Service
 from ...errors import (
     ConfigError,
     CoordinatorClosedError,
@@ -22,8 +21,8 @@ from ...session import Coordinator
 from ...zk.client import ZkClient
 from ...zk.paths import validate_path
 from ...zk.states import ConnectionEvent, ConnectionState
-from .._signal import Signal
-from ._campaign import Campaign
+from .._change_signal import ChangeSignal
+from ._campaign import Campaign, Host
 from ._election import (
     LAYOUTS,
     MAX_ID_BYTES,
@@ -34,7 +33,7 @@ from ._election import (
     check_participant_id,
     default_participant_id,
 )
-from ._nodes import Offer, OurNode, SharedPath, leader_of, participants_of
+from ._nodes import Candidacy, CreatedNode, SharedPath, leader_of, participants_of
 
 __all__ = (
     "MAX_ID_BYTES",
@@ -49,13 +48,16 @@ __all__ = (
 
 log = logging.getLogger("aiocoord.recipes.leader_latch")
 
+_USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 
-class LeaderLatch:
+
+class LeaderLatch(Service):
     """A participant in the election at `path`; see the module docstring.
 
     Use it as ``async with`` (or ``await latch.start()`` ... ``await
     latch.aclose()``): entering joins (returns once our node exists, not once
-    we lead; bound it with ``anyio.fail_after``), leaving withdraws; it may be
+    we lead; `ConnectionLostError` if ZooKeeper stays unreachable for the
+    request timeout), leaving withdraws; it may be
     left from another task than the one that entered it.  The observers
     (`leader`, `participants`) also work on a latch not entered.
     Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
@@ -88,11 +90,11 @@ class LeaderLatch:
         self._data = self._id.encode("utf-8")
         self._layout = LAYOUTS[layout]
         self._lose_on_suspend = lose_on_suspend
-        self._offer: Offer | None = None
+        self._offer: Candidacy | None = None
         self._campaign: Campaign | None = None
         self._term: LeadershipTerm | None = None
         self._events: Broadcast[ElectionEvent] = Broadcast()
-        self._changed = Signal()  # fired by `_signal`
+        self._changed = ChangeSignal()  # fired by `_signal`
         self._life = Lifecycle(
             f"leader latch {path} ({self._id})",
             self._run,
@@ -119,6 +121,22 @@ class LeaderLatch:
         return self._term is not None
 
     @property
+    def known_leader(self) -> str | None:
+        """The leader's participant id as far as this process knows it without asking ZooKeeper.
+
+        Ours while we lead; the leader's when our node is the one just behind
+        it (its id came with the watch on it); otherwise None, and always None
+        while the connection is not usable.  Cheap: no request.  For an answer
+        from ZooKeeper itself, `await latch.leader()`.
+        """
+        if self._term is not None:
+            return self._id
+        campaign = self._campaign
+        if campaign is None or self._stopped or self._coord.state not in _USABLE:
+            return None
+        return campaign.known_leader
+
+    @property
     def state(self) -> ElectionState | None:
         """The latest election state (None before entering)."""
         return self._events.last.state if self._events.last is not None else None
@@ -134,9 +152,11 @@ class LeaderLatch:
     async def start(self) -> None:
         """Join the election: block until our node exists (not until we lead).
 
-        Bound it with ``anyio.fail_after``; cancelled meanwhile, it leaves no
-        node behind.  Raises `CoordinatorClosedError` if the coordinator is not
-        open or this latch was started before.
+        Connection trouble is ridden out within the request timeout (the
+        connectivity deadline); past it, `ConnectionLostError` says how long it
+        waited and why (the last connect error is its cause).  Cancelled
+        meanwhile, it leaves no node behind.  Raises `CoordinatorClosedError`
+        if the coordinator is not open or this latch was started before.
         """
         if self._life.started:
             raise CoordinatorClosedError("a LeaderLatch can be entered only once; make a new one")
@@ -145,12 +165,21 @@ class LeaderLatch:
                 "the coordinator is not open: use `async with aiocoord.connect(...)` first"
             )
         self._entered = True
-        self._offer = Offer(SharedPath.acquire(self._client, self._path), self._layout, self._data)
+        self._offer = Candidacy(
+            SharedPath.acquire(self._client, self._path), self._layout, self._data
+        )
         await self._life.start()
 
     async def _run(self, tg: anyio.abc.TaskGroup) -> None:
         assert self._offer is not None
-        self._campaign = Campaign(self, self._coord, self._offer, self._layout, tg)
+        host = Host(
+            elect=self._elect,
+            lose=self._lose,
+            publish=self._publish,
+            wake=self._signal,
+            node=lambda: self.node,
+        )
+        self._campaign = Campaign(host, self._coord, self._offer, self._layout, tg)
         await tg.start(self._follow_connection)
         await tg.start(self._campaign.run)
 
@@ -162,18 +191,6 @@ class LeaderLatch:
         call twice.
         """
         await self._life.aclose()
-
-    async def __aenter__(self) -> LeaderLatch:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def _withdraw(self) -> None:
         """Leaving, while the tasks still run: stop leading, then delete our node."""
@@ -208,9 +225,12 @@ class LeaderLatch:
     async def wait(self) -> LeadershipTerm:
         """Return the current term once we lead; bound it with ``anyio.fail_after``.
 
-        Raises `CoordinatorClosedError` if the latch is not entered, is left, or
-        its coordinator closes meanwhile.
+        It waits through a ZooKeeper outage (leadership comes back with the
+        connection), logging a WARNING once per outage that it is waiting and
+        why.  Raises `CoordinatorClosedError` if the latch is not entered, is
+        left, or its coordinator closes meanwhile.
         """
+        warned = False
         while True:
             changed = self._changed.event()
             if not self._entered or self._stopped:
@@ -221,13 +241,26 @@ class LeaderLatch:
                 raise CoordinatorClosedError(f"the coordinator of leader latch {self._path} closed")
             if self._term is not None:
                 return self._term
+            state = self._coord.state
+            usable = state in _USABLE
+            if not usable and not warned:
+                # Waiting through an outage is what wait() is for; say so, once per outage.
+                log.warning(
+                    "leader latch %s (%s): waiting for leadership while ZooKeeper is "
+                    "unreachable (%s); it can lead only once the connection is back",
+                    self._path,
+                    self._id,
+                    state.value if state is not None else "CLOSED",
+                )
+            warned = not usable
             await changed.wait()
 
     @asynccontextmanager
     async def leadership(self) -> AsyncIterator[LeadershipTerm]:
         """Wait for leadership, then run the body as leader; yields the `LeadershipTerm`.
 
-        Entering blocks until we lead.  The body runs in a cancel scope that is
+        Entering blocks until we lead, through ZooKeeper outages too (see
+        `wait`).  The body runs in a cancel scope that is
         cancelled the moment leadership ends (SUSPENDED unless
         ``lose_on_suspend=False``, LOST, our node deleted, the latch left); once
         the body has exited, `LeadershipLost` is raised with the reason.  An
@@ -291,10 +324,11 @@ class LeaderLatch:
             self._lose("session lost")
         if self._campaign is not None:
             self._campaign.poke()
+        self._signal()  # `wait()` notes an outage it waits through
 
     # --- leadership and events (the campaign's host) -------------------------------------
 
-    def _elect(self, node: OurNode) -> None:
+    def _elect(self, node: CreatedNode) -> None:
         """The campaign found us first, on a node of this session: lead (once per term)."""
         if self._term is None and not self._closing:
             self._term = LeadershipTerm(node.czxid, node.path, self._id, self._path)
@@ -342,8 +376,10 @@ def leader_latch(
     """A `LeaderLatch` to use as ``async with leader_latch(coord, path, participant_id=...)``.
 
     Entering joins the election and returns once our node exists (it does not
-    wait for leadership: use ``latch.wait()`` or ``latch.leadership()``);
-    leaving deletes the node.  See `LeaderLatch` for the arguments.
+    wait for leadership: use ``latch.wait()`` or ``latch.leadership()``), or
+    raises `ConnectionLostError` once ZooKeeper has been unreachable for the
+    request timeout; leaving deletes the node.  See `LeaderLatch` for the
+    arguments.
     """
     return LeaderLatch(
         coord,

@@ -1,6 +1,6 @@
 """The leader latch's node keeping: create, find after a loss, delete; shared listings.
 
-`Offer` owns one participant's election node.  A create whose outcome is
+`Candidacy` owns one participant's election node.  A create whose outcome is
 unknown (connection lost, or cancelled with the request in flight) is never
 simply repeated, which would leave an orphan that blocks the election until the
 session dies: in the curator layout the node is found again by its
@@ -35,15 +35,15 @@ from ...zk.client import ZkClient
 from ...zk.paths import basename, join, parent
 from ...zk.types import CreateMode
 from .._records import load_text
-from .._sequential import OurNode, our_node, read_all, read_queue, sweep_protected
-from ._election import Layout, Ordering, Participant, sort_children
+from .._sequential import CreatedNode, created_node, read_all, read_queue, sweep_protected
+from ._election import LatchLayout, Ordering, Participant, sort_children
 
-__all__ = ("Offer", "OurNode", "SharedPath", "leader_of", "participants_of", "read_all")
+__all__ = ("Candidacy", "CreatedNode", "SharedPath", "leader_of", "participants_of", "read_all")
 
 log = logging.getLogger(__name__)
 
 
-class _Round:
+class _ListingRound:
     __slots__ = ("done", "names", "order")
 
     def __init__(self) -> None:
@@ -67,7 +67,7 @@ class SharedPath:
         self.parent_ready = False  # the path is known to exist (creates need no parents)
         self._ensuring: anyio.Event | None = None
         self._users = 0
-        self._next: _Round | None = None
+        self._next: _ListingRound | None = None
         self._idle = anyio.Event()
         self._idle.set()
 
@@ -105,7 +105,7 @@ class SharedPath:
             self._ensuring = None
             done.set()
 
-    async def ordered(self, layout: Layout) -> Ordering:
+    async def ordered(self, layout: LatchLayout) -> Ordering:
         """The children in election order, as listed by a request sent after this call began.
 
         While one listing is in flight, callers gather for the next, sent as soon
@@ -120,7 +120,7 @@ class SharedPath:
                     joined.order = Ordering(joined.names, layout)
                 return joined.order
             return Ordering(await self.client.children(self.path), layout)
-        rnd = self._next = _Round()
+        rnd = self._next = _ListingRound()
         try:
             if not self._idle.is_set():
                 await self._idle.wait()  # one listing in flight at a time; others gather meanwhile
@@ -138,19 +138,19 @@ class SharedPath:
             rnd.done.set()
 
 
-class Offer:
+class Candidacy:
     """One participant's election node under `shared.path`."""
 
-    def __init__(self, shared: SharedPath, layout: Layout, data: bytes) -> None:
+    def __init__(self, shared: SharedPath, layout: LatchLayout, data: bytes) -> None:
         self.shared = shared
         self.client = shared.client
         self.path = shared.path
         self.layout = layout
         self.data = data
-        self.node: OurNode | None = None
+        self.node: CreatedNode | None = None
         self._pending: str | None = None  # a create whose outcome we may not know
 
-    async def create(self) -> OurNode:
+    async def create(self) -> CreatedNode:
         """Create our node at the tail of the election (after cleaning up any earlier try).
 
         The parent is made once for all the latches of the session (not once per
@@ -168,7 +168,7 @@ class Offer:
             return node
         raise NoNodeError("the latch's parent keeps vanishing", path=self.path)
 
-    async def _create(self) -> OurNode:
+    async def _create(self) -> CreatedNode:
         prefix = join(self.path, self.layout.prefix)
         if self.layout.protected:
             if self._pending is not None:
@@ -196,7 +196,7 @@ class Offer:
                     raise
                 self.shared.claimed.add(created.path)
         self._pending = None
-        self.node = our_node(created)
+        self.node = created_node(created)
         return self.node
 
     def forget(self) -> None:
@@ -318,7 +318,7 @@ class Offer:
         self._pending = None
 
 
-async def participants_of(client: ZkClient, path: str, layout: Layout) -> list[Participant]:
+async def participants_of(client: ZkClient, path: str, layout: LatchLayout) -> list[Participant]:
     """The participants in election order; nodes that vanish while read are skipped."""
     nodes = await read_queue(client, path, layout)
     return [
@@ -326,7 +326,7 @@ async def participants_of(client: ZkClient, path: str, layout: Layout) -> list[P
     ]
 
 
-async def leader_of(client: ZkClient, path: str, layout: Layout) -> Participant | None:
+async def leader_of(client: ZkClient, path: str, layout: LatchLayout) -> Participant | None:
     """The first participant whose node can still be read, or None."""
     for name in await _ordered_children(client, path, layout):
         try:
@@ -337,7 +337,7 @@ async def leader_of(client: ZkClient, path: str, layout: Layout) -> Participant 
     return None
 
 
-async def _ordered_children(client: ZkClient, path: str, layout: Layout) -> list[str]:
+async def _ordered_children(client: ZkClient, path: str, layout: LatchLayout) -> list[str]:
     try:
         names = await client.children(path)
     except NoNodeError:

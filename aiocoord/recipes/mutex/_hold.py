@@ -25,7 +25,7 @@ from ...errors import CoordinatorClosedError, LockLost, SubscriberLagged
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.states import ConnectionEvent, ConnectionState
-from .._sequential import OurNode
+from .._sequential import CreatedNode
 from .._tenure import Tenure
 
 __all__ = ("Hold", "Keeper", "loss_reason")
@@ -43,7 +43,7 @@ class Hold:
 
     __slots__ = ("granted_at", "node", "tenure", "token")
 
-    def __init__(self, node: OurNode, path: str) -> None:
+    def __init__(self, node: CreatedNode, path: str) -> None:
         self.node = node
         self.token = node.czxid
         self.tenure = Tenure(path, LockLost)

@@ -1,7 +1,7 @@
 """One acquisition's place in the lock queue: create our node, wait for our turn, withdraw.
 
 `Ticket` is the I/O loop of `Mutex.acquire`, Curator's ``LockInternals`` loop:
-it creates our protected node, lists the children, asks `decide` what to do,
+it creates our protected node, lists the children, asks `next_move` what to do,
 and waits on the predecessor's data watch alone; when the predecessor changes,
 it lists the children again (sent from the watch's callback, as the
 notification is read) and decides again.  The lock is taken only on a listing
@@ -27,15 +27,15 @@ from ...zk import EventType, Watch, WatchedEvent
 from ...zk.paths import join
 from ...zk.states import ConnectionState
 from .._sequential import (
+    CreatedNode,
     Follow,
     Lead,
     Missing,
     Ordering,
-    OurNode,
+    created_node,
     curator_sorted,
-    decide,
     may_take,
-    our_node,
+    next_move,
     sweep_protected,
 )
 
@@ -85,7 +85,7 @@ class Ticket:
         self.client = coord.client
         self.path = path
         self.data = data
-        self.node: OurNode | None = None
+        self.node: CreatedNode | None = None
         self.predecessor: str | None = None  # the node we wait behind
         self._pending: str | None = None  # the uuid of a create whose outcome we may not know
 
@@ -121,7 +121,7 @@ class Ticket:
             while True:
                 order = Ordering(names, LOCK)
                 sid = self.coord.session_id
-                decision = decide(order, node.name, owner=node.owner, session_id=sid)
+                decision = next_move(order, node.name, owner=node.owner, session_id=sid)
                 if isinstance(decision, Lead):
                     return True if self._grantable(node) else await self._until_usable(deadline)
                 if not isinstance(decision, Follow):
@@ -167,7 +167,7 @@ class Ticket:
             with contextlib.suppress(CoordError):  # not connected: the task lists once it is
                 early.result = self.client.children_now(self.path, _ignore)
 
-    def _grantable(self, node: OurNode) -> bool:
+    def _grantable(self, node: CreatedNode) -> bool:
         """Synchronous, so that nothing changes between this check and taking the lock."""
         connected = self.coord.state in USABLE
         sid = self.coord.session_id
@@ -211,7 +211,7 @@ class Ticket:
 
     # --- our node ----------------------------------------------------------------------------
 
-    async def _create(self) -> OurNode:
+    async def _create(self) -> CreatedNode:
         """Create our node at the tail (after deleting what an interrupted create left)."""
         if self._pending is not None:
             await self._sweep()
@@ -220,11 +220,11 @@ class Ticket:
             join(self.path, LOCK.marker), self.data, node_id=node_id
         )
         self._pending = None
-        self.node = node = our_node(created)
+        self.node = node = created_node(created)
         log.debug("mutex %s: queued as %s", self.path, node.name)
         return node
 
-    async def _delete(self, node: OurNode) -> None:
+    async def _delete(self, node: CreatedNode) -> None:
         with contextlib.suppress(NoNodeError):
             await self.client.delete(node.path)
         self.node = None

@@ -45,7 +45,7 @@ from aiocoord.zk import EventType, Watch, WatchedEvent, ZkClient
 from aiocoord.zk.paths import join
 from aiocoord.zk.states import ConnectionEvent, ConnectionState
 
-from .._signal import Signal
+from .._change_signal import ChangeSignal
 from ._changes import ChangeFeed
 from ._choice import Prefer, VersionKey, assign
 from ._leader_watch import LeaderWatch
@@ -119,7 +119,7 @@ class TaskEngine:
         self._versions: frozenset[str] = frozenset()
         self.registered: int | None = None  # session our worker node belongs to
         self.usable_in: int | None = None  # session in which we may act (registered, list read)
-        self._conn_changed = Signal()
+        self._conn_changed = ChangeSignal()
         self.writes = WriteBatcher(coord.client)
         self._leader_watch = LeaderWatch(
             coord,
@@ -187,12 +187,24 @@ class TaskEngine:
             raise RuntimeError(f"{what} needs an entered TaskLeadership that is not closed")
 
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
-        """Start everything in `tg`; return once registered with the worker list read."""
+        """Start everything in `tg`; return once registered with the worker list read.
+
+        Rides out connection trouble for one request timeout, then raises
+        `ConnectionLostError` saying how long it waited and why.
+        """
         self._tg = tg
-        await tg.start(self._leader_watch.run)  # first, so that no leader event is missed
-        await tg.start(self.writes.run)
-        tg.start_soon(self._follow_connection)
-        await tg.start(self._control)
+        client = self.client
+        deadline = client.deadline()
+        with anyio.CancelScope(deadline=deadline.at) as scope:
+            await tg.start(self._leader_watch.run)  # first, so that no leader event is missed
+            await tg.start(self.writes.run)
+            tg.start_soon(self._follow_connection)
+            await tg.start(self._control)
+        if scope.cancelled_caught:
+            client.session.ensure_open()
+            raise client.unreachable(
+                deadline, f"task leadership of {self.root}: could not register"
+            )
         for slot in self.slots.values():
             tg.start_soon(slot.run, self)
 

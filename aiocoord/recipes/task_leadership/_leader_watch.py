@@ -23,7 +23,7 @@ from aiocoord.errors import ConnectionLostError, CoordinatorClosedError
 from aiocoord.session import Coordinator
 from aiocoord.zk import PersistentWatch, WatchedEvent
 
-from .._signal import Signal
+from .._change_signal import ChangeSignal
 from ._slot import RETRY_DELAY
 
 __all__ = ("LeaderWatch",)
@@ -60,7 +60,7 @@ class LeaderWatch:
         self.live = False  # registered and nothing was missed
         self._pw: PersistentWatch | None = None  # while its events are routed
         self._muted = False  # its events are ignored from now on: it must go
-        self._review = Signal()  # fires when the watch may have become (un)needed
+        self._review = ChangeSignal()  # fires when the watch may have become (un)needed
 
     def review(self) -> None:
         """Something `needed()` depends on changed: look again."""

@@ -6,9 +6,8 @@ import gc
 import math
 from collections.abc import AsyncIterator, Iterable
 from contextlib import AbstractAsyncContextManager
-from types import TracebackType
 
-from aiocoord._lifecycle import Lifecycle
+from aiocoord._lifecycle import Lifecycle, Service
 from aiocoord.errors import ConfigError, InvalidPathError, NodeDataError
 from aiocoord.session import Coordinator
 from aiocoord.zk.paths import join, validate_path
@@ -24,7 +23,7 @@ from ._versions import maven_version_key
 __all__ = ("TaskChange", "TaskLeadership", "TaskTerm", "Worker", "task_leadership")
 
 
-class TaskLeadership:
+class TaskLeadership(Service):
     """This worker's part in leading a set of tasks; see the module docs for the protocol.
 
     Use it as ``async with``: entering blocks until the worker is registered
@@ -159,18 +158,6 @@ class TaskLeadership:
         deletes by the request timeout).  Safe to call twice.
         """
         await self._life.aclose()
-
-    async def __aenter__(self) -> TaskLeadership:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def _begin_close(self) -> None:
         """Leaving, while the tasks still run: bodies cancelled ("closed"), waiters give up."""

@@ -18,7 +18,7 @@ import anyio
 
 from aiocoord.errors import LeadershipLost
 
-from .._signal import Signal
+from .._change_signal import ChangeSignal
 from .._tenure import Tenure
 from ._records import Worker
 
@@ -92,9 +92,9 @@ class SlotState:
         self._follow_up: FollowUp | None = None  # the rest of a busy step, for the loop
         self._when_drained: Callable[[], None] | None = None
         self.done = anyio.Event()  # the loop has ended (or the recipe closed)
-        self._wake = Signal()
-        self._granted_changed = Signal()
-        self._body_exited = Signal()
+        self._wake = ChangeSignal()
+        self._granted_changed = ChangeSignal()
+        self._body_exited = ChangeSignal()
 
     def __repr__(self) -> str:
         state = "LEADING" if self.granted else ("held" if self.held else "not held")

@@ -41,8 +41,8 @@ from aiocoord.recipes.leader_latch._election import (
     Ordering,
     Stale,
     curator_sort_key,
-    decide,
     may_lead,
+    next_move,
     sort_children,
 )
 from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, ZooKeeperServer, expire_session
@@ -97,7 +97,7 @@ def test_decide_table() -> None:
     kids = [c, a, b]
 
     def run(ours: str, owner: int = 7, session: int | None = 7, names: list[str] = kids) -> Any:
-        return decide(Ordering(names, CURATOR), ours, owner=owner, session_id=session)
+        return next_move(Ordering(names, CURATOR), ours, owner=owner, session_id=session)
 
     assert run(a) == Lead()
     assert run(b) == Follow(a, 1)
@@ -754,7 +754,7 @@ async def test_ensemble_server_of_the_leader_killed(
 def test_latch_benchmark_still_runs(zk_server: ZooKeeperServer) -> None:
     """The benchmark's aiocoord measurements, with tiny parameters, so it does not rot."""
     spec = importlib.util.spec_from_file_location(
-        "bench_latch", Path(__file__).parent.parent / "benchmarks" / "bench_latch.py"
+        "bench_latch", Path(__file__).resolve().parents[2] / "benchmarks" / "bench_latch.py"
     )
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)

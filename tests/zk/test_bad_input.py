@@ -54,7 +54,7 @@ from aiocoord import (
 from aiocoord.errors import NoChildrenForEphemeralsError
 from aiocoord.scheduler import Scheduler
 from aiocoord.scheduler._records import (
-    Layout,
+    JobsLayout,
     ResultRecord,
     encode_job,
     encode_result,
@@ -314,6 +314,37 @@ async def test_recipe_constructors_refuse_bad_arguments(zk_server: ZooKeeperServ
     assert not failures, "\n".join(failures)
 
 
+async def test_seconds_that_are_not_finite_are_refused(zk_server: ZooKeeperServer) -> None:
+    """NaN slipped through ``x < 0`` checks: ``liveness_grace=nan`` silently disabled liveness."""
+    fastapi = pytest.importorskip("aiocoord.integrations.fastapi")
+    from aiocoord.integrations.fastapi import Coordination
+
+    h = zk_server.connect_string
+    c = Coordinator(Settings(hosts=h))  # never entered: nothing is sent
+    cases: list[tuple[str, Callable[[], object], Any, str]] = [
+        ("liveness_grace=nan", lambda: fastapi.lifespan(h, liveness_grace=math.nan), ConfigError, "liveness_grace"),
+        ("liveness_grace=inf", lambda: fastapi.lifespan(h, liveness_grace=math.inf), ConfigError, "liveness_grace"),
+        ("liveness_grace=-1", lambda: fastapi.lifespan(h, liveness_grace=-1), ConfigError, "liveness_grace"),
+        ("liveness_grace='1'", lambda: fastapi.lifespan(h, liveness_grace=x), TypeError, "liveness_grace"),
+        ("Coordination grace=nan", lambda: Coordination(c, grace=math.nan), ConfigError, "liveness_grace"),
+        ("status_detail='y'", lambda: fastapi.lifespan(h, status_detail=x), TypeError, "status_detail"),
+        ("retire_on_signal=1", lambda: fastapi.lifespan(h, retire_on_signal=five), TypeError, "retire_on_signal"),
+    ]  # fmt: skip
+    failures: list[str] = []
+    for label, call, kinds, names in cases:
+        expect(failures, label, call, kinds, names)
+    with FaultProxy(*zk_server.address) as proxy:
+        for seconds in (math.nan, math.inf, -1.0):
+            expect(
+                failures,
+                f"FaultProxy.delay({seconds})",
+                partial(proxy.delay, seconds),
+                ValueError,
+                "delay",
+            )
+    assert not failures, "\n".join(failures)
+
+
 async def test_client_requests_refuse_bad_arguments(
     coordinator: Coordinator, raw: Coordinator, zk_chroot: str
 ) -> None:
@@ -407,7 +438,7 @@ async def test_scheduler_requests_refuse_bad_input_before_writing(
 ) -> None:
     sched = Scheduler(coordinator, "/jobs")
     sched.job("echo")(_echo)
-    too_big = "x" * job_limit(Layout("/jobs"))  # fits a node, not the assigner's transaction
+    too_big = "x" * job_limit(JobsLayout("/jobs"))  # fits a node, not the assigner's transaction
     calls: list[tuple[str, Callable[[], Awaitable[Any]], Any, str]] = [
         ("submit unknown name", lambda: sched.submit("nope", {"text": "a"}), ValueError, "name"),
         ("submit name=5", lambda: sched.submit(five, {"text": "a"}), TypeError, "name"),
@@ -477,7 +508,7 @@ async def test_scheduler_jobs_and_results_at_the_size_limit(
     async def make(size: int) -> str:
         return "y" * size
 
-    layout = Layout("/jobs")
+    layout = JobsLayout("/jobs")
     longest = "w" * 200
     record = len(encode_job("echo", {"text": ""}))
     text = "x" * (job_limit(layout) - record - 8)  # `submitted` may print a few digits more

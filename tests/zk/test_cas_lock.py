@@ -30,7 +30,7 @@ from aiocoord.recipes.cas_lock._record import (
     LockRecord,
     RunInfo,
     Verdict,
-    decide,
+    assess,
     decode,
     encode,
     window_start,
@@ -67,27 +67,27 @@ def held(expires: float, holder: str = "h1") -> LockRecord:
 
 def test_decide_table() -> None:
     now, skew = 1000.0, 0.5
-    assert decide(None, now=now, skew=skew, holder="me").verdict is Verdict.FREE
-    assert decide(LockRecord(), now=now, skew=skew, holder="me").verdict is Verdict.FREE
-    live = decide(held(now + 2), now=now, skew=skew, holder="me")
+    assert assess(None, now=now, skew=skew, holder="me").verdict is Verdict.FREE
+    assert assess(LockRecord(), now=now, skew=skew, holder="me").verdict is Verdict.FREE
+    live = assess(held(now + 2), now=now, skew=skew, holder="me")
     assert live.verdict is Verdict.HELD and live.wait == pytest.approx(2.5)
     # Expired on the holder's clock, but not yet past the skew allowance: still held.
-    inside = decide(held(now - 0.4), now=now, skew=skew, holder="me")
+    inside = assess(held(now - 0.4), now=now, skew=skew, holder="me")
     assert inside.verdict is Verdict.HELD and inside.wait == pytest.approx(0.1)
-    assert decide(held(now - 0.6), now=now, skew=skew, holder="me").verdict is Verdict.EXPIRED
-    assert decide(held(now + 5, "me"), now=now, skew=skew, holder="me").verdict is Verdict.OURS
-    assert decide(held(now + 5, "me"), now=now, skew=skew, holder="me").take is False
+    assert assess(held(now - 0.6), now=now, skew=skew, holder="me").verdict is Verdict.EXPIRED
+    assert assess(held(now + 5, "me"), now=now, skew=skew, holder="me").verdict is Verdict.OURS
+    assert assess(held(now + 5, "me"), now=now, skew=skew, holder="me").take is False
 
 
 def test_decide_windows() -> None:
     run = RunInfo(window=3600.0, at=3700.0, owner="pod-2", token=7)
     done = LockRecord(last_run=run)
-    assert decide(done, now=4000, skew=0, holder="me", window=3600.0).verdict is Verdict.DONE
+    assert assess(done, now=4000, skew=0, holder="me", window=3600.0).verdict is Verdict.DONE
     # A slow clock still in an earlier window never runs it again.
-    assert decide(done, now=3500, skew=0, holder="me", window=0.0).verdict is Verdict.DONE
-    assert decide(done, now=7300, skew=0, holder="me", window=7200.0).verdict is Verdict.FREE
+    assert assess(done, now=3500, skew=0, holder="me", window=0.0).verdict is Verdict.DONE
+    assert assess(done, now=7300, skew=0, holder="me", window=7200.0).verdict is Verdict.FREE
     failed = LockRecord(last_run=None, last_failure=RunInfo(3600.0, 3650.0, "p", 7, "Boom"))
-    assert decide(failed, now=4000, skew=0, holder="me", window=3600.0).verdict is Verdict.FREE
+    assert assess(failed, now=4000, skew=0, holder="me", window=3600.0).verdict is Verdict.FREE
     assert window_start(7199.9, 3600) == 3600.0
     assert window_start(7200.0, 3600) == 7200.0
 
@@ -555,7 +555,7 @@ async def test_empty_node_is_a_free_lock(coordinator: Coordinator) -> None:
 
 def test_lock_benchmark_smoke(zk_server: ZooKeeperServer) -> None:
     """benchmarks/bench_lock.py runs end to end (tiny parameters) and prints its table."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_lock.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_lock.py"
     spec = importlib.util.spec_from_file_location("bench_lock", path)
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)

@@ -34,7 +34,7 @@ import pytest
 import aiocoord
 from aiocoord.testing import ZooKeeperServer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FRAGMENT = "<!-- fragment -->"
 BLOCK_TIMEOUT = 20.0

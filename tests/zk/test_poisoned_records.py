@@ -32,7 +32,7 @@ from aiocoord import (
 from aiocoord.scheduler import Scheduler
 from aiocoord.testing import ZooKeeperServer
 from aiocoord.zk.paths import join
-from tests.test_bad_input import unchanged
+from tests.zk.test_bad_input import unchanged
 
 pytestmark = pytest.mark.anyio
 

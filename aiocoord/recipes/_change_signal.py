@@ -1,4 +1,4 @@
-"""`Signal`: wake whoever waits for a change, as often as it changes.
+"""`ChangeSignal`: wake whoever waits for a change, as often as it changes.
 
 Recipes keep state that several tasks wait on (leadership granted, a
 connection state, a worker list).  Each change fires the signal; a waiter
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 
-__all__ = ("Signal",)
+__all__ = ("ChangeSignal",)
 
 
-class Signal:
+class ChangeSignal:
     """Fires many times; `event()` is what the next `fire()` sets (made only for a waiter).
 
     Take the event before looking at the state it guards, then wait on it: a

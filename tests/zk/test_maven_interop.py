@@ -24,7 +24,7 @@ import pytest
 from aiocoord.recipes.task_leadership._choice import java_text_order, preferred_versions
 from aiocoord.recipes.task_leadership._versions import maven_version_key
 
-HERE = Path(__file__).parent / "interop" / "maven"
+HERE = Path(__file__).resolve().parents[1] / "interop" / "maven"
 JAR_CANDIDATES = (
     Path("/usr/share/maven/lib/maven-artifact-3.x.jar"),
     Path("/usr/share/java/maven3-artifact.jar"),

@@ -47,7 +47,7 @@ from aiocoord.scheduler import (
 )
 from aiocoord.scheduler._jobs import JobType, run_job
 from aiocoord.scheduler._records import (
-    Layout,
+    JobsLayout,
     ResultRecord,
     WorkerRecord,
     decode_job,
@@ -63,8 +63,8 @@ from aiocoord.testing import ZooKeeperServer, expire_session
 from tests.helpers import eventually
 
 ROOT = "/sched"
-LAYOUT = Layout(ROOT)
-REPO = Path(__file__).resolve().parents[1]
+LAYOUT = JobsLayout(ROOT)
+REPO = Path(__file__).resolve().parents[2]
 
 
 class Point(pydantic.BaseModel):

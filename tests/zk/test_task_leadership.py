@@ -731,7 +731,7 @@ def test_benchmark_runs_with_tiny_parameters(zk_server: ZooKeeperServer) -> None
 
     With its observer, which sees each task released and taken over.
     """
-    bench_dir = Path(__file__).resolve().parent.parent / "benchmarks"
+    bench_dir = Path(__file__).resolve().parents[2] / "benchmarks"
     sys.path.insert(0, str(bench_dir))  # worker processes import the module by name
     try:
         bench = importlib.import_module("bench_tasks")

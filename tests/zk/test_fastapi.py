@@ -128,12 +128,17 @@ async def test_two_apps_only_the_leader_runs_the_task(
             participant_id="pod-a",
             leader_tasks={CRON: cron_a},
             metrics=Metrics(registry),
+            status_detail=True,
             **zk(zk_server, zk_chroot),
         )
     )
     b = Pod(
         lifespan(
-            hosts, participant_id="pod-b", leader_tasks={CRON: cron_b}, **zk(zk_server, zk_chroot)
+            hosts,
+            participant_id="pod-b",
+            leader_tasks={CRON: cron_b},
+            status_detail=True,
+            **zk(zk_server, zk_chroot),
         )
     )
     with anyio.fail_after(20):

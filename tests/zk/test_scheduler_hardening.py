@@ -22,10 +22,10 @@ from aiocoord import JobFailed
 from aiocoord.scheduler import RoundRobin, Scheduler
 from aiocoord.scheduler._assigner import Assigner
 from aiocoord.scheduler._ops import Retention, ensure_layout
-from aiocoord.scheduler._records import Layout, WorkerRecord, encode_worker
+from aiocoord.scheduler._records import JobsLayout, WorkerRecord, encode_worker
 from aiocoord.testing import ZooKeeperServer
 from tests.helpers import eventually
-from tests.test_watch_removal import server_watches
+from tests.zk.test_watch_removal import server_watches
 
 ROOT = "/sched"
 NOT_UTF8 = os.fsdecode(b"report-\xff.csv")  # what os.listdir gives for a non-UTF-8 name
@@ -134,7 +134,7 @@ async def test_given_up_result_waits_leave_no_watch_on_client_or_server(
 async def test_the_assigner_keeps_nothing_of_workers_that_are_gone(
     coordinator: aiocoord.Coordinator,
 ) -> None:
-    layout = Layout(ROOT)
+    layout = JobsLayout(ROOT)
     client = coordinator.client
     await ensure_layout(client, layout)
     assigner = Assigner(coordinator, layout, RoundRobin(), Retention(3600.0))

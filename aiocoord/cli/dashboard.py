@@ -1,0 +1,122 @@
+"""``aiocoord dashboard [PATH]``: serve the live dashboard of a path until interrupted.
+
+Connects as ``inspect`` does (``--hosts``, else ``AIOCOORD_HOSTS``, else the
+embedded server), listens on ``--host``/``--port`` (the socket is made here,
+so a busy port is a one-line error), prints the page's address and serves
+`aiocoord.integrations.dashboard.dashboard_app` with uvicorn.  Needs the
+``fastapi`` extra (FastAPI and uvicorn); without it the command says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConnectionLostError, InvalidPathError
+from ..settings import Settings
+from ..zk.paths import validate_path
+from .zk import UserError, is_embedded_default, resolve_hosts
+
+__all__ = ("add_parser", "run_dashboard")
+
+GRACE = 1  # seconds open pages get to go at shutdown (their event streams never end by themselves)
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """Register the ``dashboard`` subcommand on `sub`."""
+    dash = sub.add_parser(
+        "dashboard",
+        help="serve a live web page of what is under a path",
+        description=(
+            "Serve a read-only web page of what is under PATH, recognising each recipe by its "
+            "layout as 'inspect' does (leader latches, CAS locks, task leadership, schedulers), "
+            "updated live from one ZooKeeper watch (server-sent events), with the connection "
+            "state (SUSPENDED, LOST) on the page. Needs the fastapi extra: "
+            "pip install 'aiocoord[fastapi]'."
+        ),
+    )
+    dash.add_argument("path", nargs="?", default="/", help="a ZooKeeper path (default /)")
+    dash.add_argument(
+        "--hosts", default=None, help="ZooKeeper hosts (default: AIOCOORD_HOSTS or embedded)"
+    )
+    dash.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    dash.add_argument(
+        "--port", type=int, default=8000, help="port to listen on (default 8000; 0: any)"
+    )
+    dash.add_argument("--depth", type=int, default=4, help="levels of plain nodes to walk")
+    dash.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
+    dash.add_argument("--dir", default=None, help=argparse.SUPPRESS)
+    dash.set_defaults(func=run_dashboard)
+
+
+def run_dashboard(args: argparse.Namespace) -> int:
+    """Run the command; returns the exit status (after Ctrl-C, `main` reports the interrupt)."""
+    try:
+        import uvicorn
+
+        from ..integrations.dashboard import dashboard_app
+    except ImportError as exc:
+        raise UserError(
+            f"the dashboard needs the fastapi extra ({exc.name} is not installed): "
+            "pip install 'aiocoord[fastapi]'"
+        ) from None
+    try:
+        validate_path(args.path, allow_reserved=True)
+    except InvalidPathError as exc:
+        raise UserError(f"invalid path {args.path!r}: {exc.reason}") from None
+    if args.depth < 0:
+        raise UserError("--depth must be 0 or more")
+    settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
+    try:
+        listener = socket.create_server((args.host, args.port))
+    except OSError as exc:
+        raise UserError(
+            f"cannot listen on {args.host}:{args.port}: {os.strerror(exc.errno) if exc.errno else exc}"
+        ) from None
+
+    async def serve() -> int:
+        async with AsyncExitStack() as stack:
+            try:
+                coord = await stack.enter_async_context(
+                    connect(settings, connect_timeout=args.timeout)
+                )
+            except ConnectionLostError:
+                raise _unreachable(settings, args.timeout) from None
+            app = dashboard_app(coord, args.path, depth=args.depth)
+            verbose = logging.getLogger("aiocoord").isEnabledFor(logging.INFO)
+            config = uvicorn.Config(
+                app,
+                log_level="info" if verbose else "warning",
+                timeout_graceful_shutdown=GRACE,
+            )
+            host, port = listener.getsockname()[:2]
+            shown = f"[{host}]" if ":" in host else host
+            print(
+                f"dashboard of {args.path} on {settings.hosts}: http://{shown}:{port}/ "
+                "(Ctrl-C to stop)",
+                flush=True,
+            )
+            await uvicorn.Server(config).serve(sockets=[listener])
+        return 0
+
+    from .. import connect
+    from .main import run_async
+
+    with listener:
+        return run_async(serve, args.loop)
+
+
+def _unreachable(settings: Settings, timeout: float) -> UserError:
+    hint = (
+        "start one with 'aiocoord zk start', or set AIOCOORD_HOSTS / --hosts"
+        if is_embedded_default(settings)
+        else "check that it runs and that the host list is right"
+    )
+    return UserError(f"cannot reach ZooKeeper at {settings.hosts} within {timeout:g}s ({hint})")
