@@ -1,6 +1,6 @@
 """aiocoord: asyncio-native coordination on Apache ZooKeeper.
 
-Connection states as async streams, a leader latch, a version-CAS lock, version-aware
+Connection states as async streams, a leader latch, a queued mutex, a version-CAS lock, version-aware
 task leadership and a job scheduler, each held through ``async with``.
 """
 
@@ -37,6 +37,8 @@ from .recipes.leader_latch import LeaderLatch as LeaderLatch
 from .recipes.leader_latch import LeadershipTerm as LeadershipTerm
 from .recipes.leader_latch import Participant as Participant
 from .recipes.leader_latch import leader_latch as leader_latch
+from .recipes.mutex import Mutex as Mutex
+from .recipes.mutex import mutex as mutex
 from .recipes.task_leadership import MavenVersion as MavenVersion
 from .recipes.task_leadership import TaskChange as TaskChange
 from .recipes.task_leadership import TaskLeadership as TaskLeadership
@@ -101,6 +103,7 @@ __all__ = (
     "LockNotAcquired",
     "LockStatus",
     "MavenVersion",
+    "Mutex",
     "NoAuthError",
     "NoNodeError",
     "NodeDataError",
@@ -130,6 +133,7 @@ __all__ = (
     "connect",
     "leader_latch",
     "maven_version_key",
+    "mutex",
     "once_per",
     "task_leadership",
 )

@@ -1,15 +1,19 @@
 """Small test helpers: record a coordinator's connection events, wait for one, list our tasks,
-take ZooKeeper away."""
+take ZooKeeper away, compile the Java programs of the interop tests."""
 
 from __future__ import annotations
 
 import asyncio
+import shutil
+import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 import anyio.abc
+import pytest
 
 from aiocoord import ConnectionEvent, ConnectionState, Coordinator
 from aiocoord.testing import FaultProxy, ZooKeeperServer
@@ -107,3 +111,29 @@ class Door:
     def open(self) -> None:
         self._proxy.stop()
         self._proxy = FaultProxy(*self._target, port=self.port).start()
+
+
+JAVA_DIR = Path("/usr/share/java")
+JAVA_SOURCES = Path(__file__).parent / "interop"
+
+
+def compile_java(program: str, jars: list[str], out: Path) -> str:
+    """Compile ``interop/<program>.java`` into `out` against `jars` (in /usr/share/java);
+    its class path, or skip saying what is missing."""
+    for tool in ("java", "javac"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} not on PATH: install a JDK (openjdk-17-jdk-headless)")
+    paths = [JAVA_DIR / name for name in jars]
+    missing = [str(jar) for jar in paths if not jar.exists()]
+    if missing:
+        pytest.skip(
+            f"{program} needs {', '.join(missing)}: install libcurator-recipes-java and zookeeper"
+        )
+    classpath = ":".join(str(jar) for jar in paths)
+    subprocess.run(
+        ["javac", "-d", str(out), "-cp", classpath, str(JAVA_SOURCES / f"{program}.java")],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return f"{classpath}:{out}"

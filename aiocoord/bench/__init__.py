@@ -6,6 +6,8 @@ same functions), against an embedded ZooKeeper server it starts itself:
 
 - `session`: getData round trips, one at a time and pipelined;
 - `lock`: lock acquire+release throughput and fairness;
+- `mutex`: the queued mutex's throughput and fairness against Curator's
+  ``InterProcessMutex`` (in a JVM, `mutex_peers`), and its costs for K = 4 … 64;
 - `latch`: leader hand-off latency and joining at scale (runs in `latch_aiocoord`
   and `latch_peers`);
 - `scheduler`: job throughput, latency and requests per job;

@@ -28,7 +28,7 @@ from .peers import kazoo_installed
 
 __all__ = ("BENCHMARKS", "IN_TABLE", "Row", "format_table", "measure_all")
 
-BENCHMARKS = ("session", "lock", "latch", "scheduler", "tasks")
+BENCHMARKS = ("session", "lock", "mutex", "latch", "scheduler", "tasks")
 """Every benchmark module, each run in full by ``python -m aiocoord.bench.<name>``."""
 
 

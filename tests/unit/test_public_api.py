@@ -18,7 +18,7 @@ LATCH = [
     "ElectionState",
     "LeadershipTerm",
 ]
-LOCK = ["CasLock", "cas_lock", "once_per"]
+LOCK = ["CasLock", "cas_lock", "once_per", "Mutex", "mutex"]
 TASKS = ["Worker", "task_leadership", "TaskLeadership", "maven_version_key"]
 SCHEDULER = ["Scheduler", "JobStatus"]
 ERRORS = [

@@ -50,7 +50,14 @@ async def _stand_in(*args: Any, **kwargs: Any) -> None:
 
 
 # Names the docs call for "your code here"; each is an async function that does nothing.
-STAND_INS = ("run_as_leader", "run_query", "run_report", "write_report", "refresh_reports")
+STAND_INS = (
+    "run_as_leader",
+    "run_query",
+    "run_report",
+    "write_report",
+    "refresh_reports",
+    "append_to_ledger",
+)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,10 @@ EXPECTED: dict[str, list[str]] = {
         r"pod-\d: leader with token 0x[0-9a-f]+; in line: \['pod-\d', 'pod-\d', 'pod-\d'\]",
         r"3 terms, one leader at a time; tokens increase: True",
     ],
+    "mutex.py": [
+        r"(  pod-\d token=0x[0-9a-f]+\n){9}",
+        r"9 appends, one holder at a time; tokens increase: True",
+    ],
     "cron_once_per.py": [
         r"pod-\d: running the revenue query for the window",
         r"skip, window .* already ran at",

@@ -13,7 +13,6 @@ CLOCK_MONOTONIC), and each side lists the other's ids in the same order.
 from __future__ import annotations
 
 import itertools
-import shutil
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -29,12 +28,10 @@ import aiocoord
 from aiocoord import Coordinator, CreateMode
 from aiocoord.recipes.leader_latch import ElectionState, LeaderLatch, leader_latch
 from aiocoord.testing import ZooKeeperServer
-from tests.helpers import eventually
+from tests.helpers import compile_java, eventually
 
 pytestmark = pytest.mark.anyio
 
-JAVA_DIR = Path("/usr/share/java")
-SOURCES = Path(__file__).resolve().parents[1] / "interop"
 ZK_JARS = ["zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-nop.jar"]
 PROGRAMS = {
     "CuratorLatch": [
@@ -51,23 +48,7 @@ HAND_OVERS = 6
 
 def _compile(program: str, out: Path) -> str:
     """Compile `program` into `out`; its class path, or skip saying what is missing."""
-    for tool in ("java", "javac"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not on PATH: install a JDK (openjdk-17-jdk-headless)")
-    jars = [JAVA_DIR / name for name in PROGRAMS[program]]
-    missing = [str(jar) for jar in jars if not jar.exists()]
-    if missing:
-        pytest.skip(
-            f"{program} needs {', '.join(missing)}: install libcurator-recipes-java and zookeeper"
-        )
-    classpath = ":".join(str(jar) for jar in jars)
-    subprocess.run(
-        ["javac", "-d", str(out), "-cp", classpath, str(SOURCES / f"{program}.java")],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    return f"{classpath}:{out}"
+    return compile_java(program, PROGRAMS[program], out)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,9 @@
 Nothing here awaits or talks to ZooKeeper, so the whole table is tested directly
 (tests/zk/test_leader_latch.py).  `_latch.py` feeds it the children it listed,
 its own node and the session it is on, and acts on the `Move`; it re-exports
-the public types defined here.
+the public types defined here.  The order, the decision and the participant ids
+are those of every queue of sequential nodes (`recipes/_sequential.py`, shared
+with the mutex), re-exported here under the latch's names.
 
 Two layouts share one parent with the Java recipes they copy:
 
@@ -20,15 +22,25 @@ Two layouts share one parent with the Java recipes they copy:
 from __future__ import annotations
 
 import enum
-import os
 import re
-import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from ...errors import ConfigError, LeadershipLost
+from ...errors import LeadershipLost
+from .._sequential import MAX_ID_BYTES as MAX_ID_BYTES
+from .._sequential import Follow as Follow
+from .._sequential import Lead as Lead
+from .._sequential import Missing as Missing
+from .._sequential import Move as Move
+from .._sequential import Ordering as Ordering
+from .._sequential import Stale as Stale
+from .._sequential import check_participant_id as check_participant_id
+from .._sequential import curator_sorted, sort_key
+from .._sequential import default_participant_id as default_participant_id
+from .._sequential import may_take as may_lead
+from .._sequential import next_move as next_move
 from .._tenure import Tenure
 
 __all__ = (
@@ -94,9 +106,6 @@ class Participant:
     node: str = field(default="", compare=False)
 
 
-MAX_ID_BYTES = 1024  # stored in every election node and read by every observer
-
-
 class LeadershipTerm:
     """One period of leadership.  `token` is the fencing token: our node's czxid.
 
@@ -123,26 +132,6 @@ class LeadershipTerm:
         return f"<LeadershipTerm token=0x{self.token:x} {state}>"
 
 
-def default_participant_id() -> str:
-    """``<host name>-<pid>``: unique enough to tell processes apart in `participants()`."""
-    return f"{socket.gethostname()}-{os.getpid()}"
-
-
-def check_participant_id(participant_id: object) -> str:
-    """`participant_id` if valid, else `TypeError` or `ConfigError` naming it."""
-    if not isinstance(participant_id, str):
-        raise TypeError(f"participant_id must be a str, not {type(participant_id).__name__}")
-    if not participant_id:
-        raise ConfigError("participant_id", "must not be empty")
-    try:
-        size = len(participant_id.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise ConfigError("participant_id", "must be encodable as UTF-8") from exc
-    if size > MAX_ID_BYTES:
-        raise ConfigError("participant_id", f"is {size} bytes of UTF-8; at most {MAX_ID_BYTES}")
-    return participant_id
-
-
 # --- layouts and order -----------------------------------------------------------------------
 
 _LATCH = "latch-"
@@ -151,8 +140,7 @@ _OFFER = re.compile(r"n_(-?[0-9]+)")
 
 def curator_sort_key(name: str) -> str:
     """Curator's sort key: the text after the last ``latch-``, else the whole name."""
-    index = name.rfind(_LATCH)
-    return name[index + len(_LATCH) :] if index >= 0 else name
+    return sort_key(name, _LATCH)
 
 
 def zookeeper_sort_key(name: str) -> tuple[int, int, str]:
@@ -171,6 +159,9 @@ class LatchLayout:
     prefix: str  # the node name given to the (protected) sequential create
     protected: bool  # Curator's `_c_<uuid>-` names, found again after a connection loss
 
+    def sort(self, names: Sequence[str]) -> list[str]:
+        return sort_children(names, self)
+
 
 CURATOR: Final = LatchLayout("curator", _LATCH, protected=True)
 ZOOKEEPER: Final = LatchLayout("zookeeper", "n_", protected=False)
@@ -181,85 +172,4 @@ def sort_children(names: Sequence[str], layout: LatchLayout) -> list[str]:
     """Children in election order (index 0 leads), as the layout's Java recipe sorts them."""
     if layout is ZOOKEEPER:
         return sorted(names, key=zookeeper_sort_key)
-    keys = [curator_sort_key(n) for n in names]
-    if all(k.isascii() for k in keys):
-        # Code-point order is Java's UTF-16 order for ASCII (the only case in practice).
-        order = sorted(range(len(names)), key=lambda i: (keys[i], names[i]))
-    else:
-        utf16: Callable[[str], bytes] = lambda s: s.encode("utf-16-be", "surrogatepass")  # noqa: E731
-        order = sorted(range(len(names)), key=lambda i: (utf16(keys[i]), utf16(names[i])))
-    return [names[i] for i in order]
-
-
-# --- the decision ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Lead:
-    """Our node is first: lead (once `may_lead` agrees)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Follow:
-    """Watch `predecessor`, the node just ahead of ours; `ahead` nodes precede ours.
-
-    Nodes created after the listing sort after ours, so the nodes ahead can only
-    go: when the predecessor goes, the next one ahead in the same listing is the
-    new predecessor, and when none is left we lead, with no listing in between.
-    """
-
-    predecessor: str
-    ahead: int
-
-
-@dataclass(frozen=True, slots=True)
-class Missing:
-    """Our node is not among the children: someone deleted it (or its parent); join again."""
-
-
-@dataclass(frozen=True, slots=True)
-class Stale:
-    """Our node belongs to an earlier session: delete it and join again at the tail."""
-
-
-Move = Lead | Follow | Missing | Stale
-
-
-class Ordering:
-    """Children in election order, with each name's position; built once per listing."""
-
-    __slots__ = ("_position", "names")
-
-    def __init__(self, children: Sequence[str], layout: LatchLayout) -> None:
-        self.names = sort_children(children, layout)
-        self._position = {name: i for i, name in enumerate(self.names)}
-
-    def position(self, name: str) -> int | None:
-        return self._position.get(name)
-
-
-def next_move(order: Ordering, ours: str, *, owner: int, session_id: int | None) -> Move:
-    """What to do given a listing in election order, our node's name and owner, and the session.
-
-    `owner` is the ephemeral owner our node was created with.  A node owned by
-    another session is never led on, even when it is still listed first: the
-    server deletes it as soon as it expires that session, and another
-    participant would lead too (Curator's CURATOR-696).
-    """
-    if session_id is None or owner != session_id:
-        return Stale()
-    index = order.position(ours)
-    if index is None:
-        return Missing()
-    if index == 0:
-        return Lead()
-    return Follow(order.names[index - 1], index)
-
-
-def may_lead(*, owner: int, session_id: int | None, connected: bool, node_gone: bool) -> bool:
-    """The last check before leadership is granted, made with no await after it.
-
-    Our node must have been created by the session we are connected on right
-    now (CURATOR-696), and must not have been reported deleted.
-    """
-    return connected and not node_gone and session_id is not None and owner == session_id
+    return curator_sorted(names, _LATCH)

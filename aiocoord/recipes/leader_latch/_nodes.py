@@ -20,7 +20,6 @@ import contextlib
 import logging
 import uuid
 import weakref
-from dataclasses import dataclass
 from typing import ClassVar
 
 import anyio
@@ -32,25 +31,16 @@ from ...errors import (
     CoordinatorClosedError,
     NoNodeError,
 )
-from ...zk.client import PROTECTED_PREFIX, ZkClient
+from ...zk.client import ZkClient
 from ...zk.paths import basename, join, parent
 from ...zk.types import CreateMode
 from .._records import load_text
+from .._sequential import CreatedNode, created_node, read_all, read_queue, sweep_protected
 from ._election import LatchLayout, Ordering, Participant, sort_children
 
 __all__ = ("Candidacy", "CreatedNode", "SharedPath", "leader_of", "participants_of", "read_all")
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class CreatedNode:
-    """Our election node: its path and name, czxid (the token) and creating session."""
-
-    path: str
-    name: str
-    czxid: int
-    owner: int
 
 
 class _ListingRound:
@@ -206,10 +196,7 @@ class Candidacy:
                     raise
                 self.shared.claimed.add(created.path)
         self._pending = None
-        stat = created.stat
-        self.node = CreatedNode(
-            created.path, basename(created.path), stat.czxid, stat.ephemeral_owner
-        )
+        self.node = created_node(created)
         return self.node
 
     def forget(self) -> None:
@@ -314,20 +301,17 @@ class Candidacy:
 
     async def _sweep(self) -> None:
         if self.layout.protected:
-            marker = f"{PROTECTED_PREFIX}{self._pending}-"
-            try:
-                names = await self.client.children(self.path)
-            except NoNodeError:
-                names = []
-            doomed = [join(self.path, n) for n in names if n.startswith(marker)]
-        else:
-            doomed = [
-                p
-                for p in await self.client.ephemerals(self.path)
-                if parent(p) == self.path
-                and basename(p).startswith(self.layout.prefix)
-                and p not in self.shared.claimed
-            ]
+            assert self._pending is not None
+            await sweep_protected(self.client, self.path, self._pending)
+            self._pending = None
+            return
+        doomed = [
+            p
+            for p in await self.client.ephemerals(self.path)
+            if parent(p) == self.path
+            and basename(p).startswith(self.layout.prefix)
+            and p not in self.shared.claimed
+        ]
         for path in doomed:
             with contextlib.suppress(NoNodeError):
                 await self.client.delete(path)
@@ -336,13 +320,10 @@ class Candidacy:
 
 async def participants_of(client: ZkClient, path: str, layout: LatchLayout) -> list[Participant]:
     """The participants in election order; nodes that vanish while read are skipped."""
-    names = await _ordered_children(client, path, layout)
-    datas = await read_all(client, [join(path, n) for n in names])
-    out: list[Participant] = []
-    for name, data in zip(names, datas, strict=True):
-        if data is not None:
-            out.append(Participant(_decode(path, name, data), not out, name))
-    return out
+    nodes = await read_queue(client, path, layout)
+    return [
+        Participant(_decode(path, name, data), not i, name) for i, (name, data) in enumerate(nodes)
+    ]
 
 
 async def leader_of(client: ZkClient, path: str, layout: LatchLayout) -> Participant | None:
@@ -367,25 +348,3 @@ async def _ordered_children(client: ZkClient, path: str, layout: LatchLayout) ->
 def _decode(path: str, name: str, data: bytes) -> str:
     """A participant id: the node's raw UTF-8 bytes, as Curator writes them (not JSON)."""
     return load_text(join(path, name), data, "participant id")
-
-
-async def read_all(client: ZkClient, paths: list[str]) -> list[bytes | None]:
-    """Every node's data, requests pipelined; None for a node that vanished."""
-    results: list[bytes | None] = [None] * len(paths)
-    errors: list[CoordError] = []
-
-    async def read(i: int, path: str, scope: anyio.CancelScope) -> None:
-        try:
-            results[i] = (await client.get(path)).data
-        except NoNodeError:
-            pass
-        except CoordError as exc:
-            errors.append(exc)
-            scope.cancel()
-
-    async with anyio.create_task_group() as tg:
-        for i, path in enumerate(paths):
-            tg.start_soon(read, i, path, tg.cancel_scope)
-    if errors:
-        raise errors[0]
-    return results

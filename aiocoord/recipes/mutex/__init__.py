@@ -1,0 +1,62 @@
+"""Mutex: a fair, fenced lock on Apache Curator's ``InterProcessMutex`` layout.
+
+Contenders queue EPHEMERAL_SEQUENTIAL nodes under the lock path; the first node
+in Curator's order holds the lock, every other one watches only the node just
+ahead of its own, so a release wakes the next in line alone, whatever the
+number of waiters, and the lock goes round in the order it was asked for
+(FIFO).  Java processes running Curator's ``InterProcessMutex`` on the same
+path share the lock.  The fencing token is the czxid of the holder's node:
+every later holder's is larger.
+
+    async with aiocoord.mutex(coord, "/locks/ledger", participant_id="pod-3") as held:
+        held.token
+
+Not reentrant: a task that asks again for a lock it holds gets `RuntimeError`
+instead of waiting for itself forever (Curator's mutex is reentrant per
+thread; a Curator process and an aiocoord one never share an acquisition).
+
+Node layout::
+
+    <path>/                             container, created as needed (as Curator does)
+    <path>/_c_<uuid4>-lock-<seq>        data: participant id (UTF-8); Curator writes its IP address
+
+Children sort by the text after the *last* ``lock-``; names without it sort by
+their whole name and still count as contenders, as in Curator.  A revocation
+request (Curator's ``__REVOKE__`` written to the holder's node) is not acted on.
+
+Failure handling:
+
+- A create cut off by a connection loss is not retried blindly: the node is
+  found again by its ``_c_<uuid>-`` name (Curator's protected create); what a
+  create whose outcome stayed unknown may have left is found by that name and
+  deleted when the acquisition gives up.
+- A waiter holds a data watch on its predecessor alone (none on its own node,
+  so that a release notifies the next in line and nobody else).  When the
+  predecessor changes, the children are listed again, from the watch's
+  callback as the notification is read, and the lock is taken only on a
+  listing that has our node first.  That listing is also what tells a waiter
+  that someone deleted its node: it joins again at the tail.
+- The lock is taken only while connected, on a node that the current session
+  created (the ephemeral-owner check of Curator's CURATOR-696 fix, which its
+  mutex lacks, CURATOR-604): a node of an earlier session is deleted and the
+  waiter joins again at the tail.
+- While ``async with`` holds it, SUSPENDED (and READ_ONLY) lose the lock
+  unless ``lose_on_suspend=False`` (then it is kept until LOST); LOST or a new
+  session always lose it.  The block is cancelled at once and `LockLost`
+  raised once it has exited.  One chore of the coordinator's session follows
+  its connection states for every such block, until the coordinator closes.
+  As in Curator, a holder is not told if someone deletes its node by hand.
+- Cancelled or timed out while waiting, an acquisition deletes its node.
+  Releasing deletes the node shielded from cancellation, retrying across a
+  reconnect within the request timeout; past it, a chore of the session
+  deletes the node once the connection is back, so that a release cut off by
+  a connection loss leaves no orphan while the session lives.
+"""
+
+from __future__ import annotations
+
+from ._mutex import Mutex as Mutex
+from ._mutex import MutexParticipant as MutexParticipant
+from ._mutex import mutex as mutex
+
+__all__ = ("Mutex", "MutexParticipant", "mutex")

@@ -1,0 +1,369 @@
+"""`Mutex` and `mutex()`: acquiring, holding and releasing; see the package docstring."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import weakref
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import anyio
+
+from ...errors import (
+    ConfigError,
+    ConnectionLostError,
+    CoordinatorClosedError,
+    InvalidPathError,
+    LockNotAcquired,
+)
+from ...session import Coordinator
+from ...zk import ZkClient
+from ...zk.paths import join, validate_path
+from ...zk.states import ConnectionState
+from .._records import load_text
+from .._sequential import check_participant_id, default_participant_id, may_take, read_queue
+from .._tenure import Body
+from ._hold import Hold, Keeper
+from ._queue import LOCK, USABLE, Ticket
+
+__all__ = ("Mutex", "MutexParticipant", "mutex")
+
+log = logging.getLogger("aiocoord.recipes.mutex")
+
+# The tasks that hold, or wait for, each lock path of each client: a task that asks
+# again for a lock it holds gets an error rather than waiting for itself forever.
+_busy: weakref.WeakKeyDictionary[ZkClient, dict[str, set[asyncio.Task[Any]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MutexParticipant:
+    """A holder or waiter as its node says: `id` (the node's data), whether it `holds`
+    the lock (first in line), and its `node` name."""
+
+    id: str
+    holds: bool
+    node: str = field(default="", compare=False)
+
+
+def _check_timeout(timeout: object) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError(
+            f"timeout must be a number of seconds or None, not {type(timeout).__name__}"
+        )
+    if math.isnan(timeout) or timeout < 0:
+        raise ConfigError("timeout", f"must be a number of seconds >= 0, not {timeout!r}")
+    return float(timeout)
+
+
+class Mutex:
+    """A fair lock at `path`, shared with Curator's ``InterProcessMutex``; see the package docstring.
+
+    ``async with`` acquires (waiting as long as it takes, or `timeout`, then
+    `LockNotAcquired`), runs the block while held, and releases; the block is
+    cancelled when the lock is lost, then `LockLost` is raised.  It may be left
+    from another task than the one that entered it.  `acquire()` / `release()`
+    do the same without the cancellation: nothing is started in the background,
+    so check `is_held`.  Not reentrant: a task that asks again for a lock it
+    holds (through this or another `Mutex` of the same coordinator) gets
+    `RuntimeError`.  Several tasks may share one `Mutex`: they take it in turn.
+
+    `participant_id` (default ``<host>-<pid>``) is written in our node for
+    `participants()`; ``lose_on_suspend=False`` keeps the lock through
+    SUSPENDED until LOST; `timeout` bounds the wait of ``async with`` (None:
+    no bound).  Raises `InvalidPathError`, `ConfigError` or `TypeError` for
+    bad arguments.
+    """
+
+    def __init__(
+        self,
+        coord: Coordinator,
+        path: str,
+        *,
+        participant_id: str | None = None,
+        lose_on_suspend: bool = True,
+        timeout: float | None = None,
+    ) -> None:
+        if not isinstance(coord, Coordinator):
+            raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
+        validate_path(path)
+        if path == "/":
+            raise InvalidPathError(path, "a mutex needs a node of its own, not the root")
+        if not isinstance(lose_on_suspend, bool):
+            raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+        self._coord = coord
+        self._client: ZkClient = coord.client
+        self._path = path
+        self._id = check_participant_id(
+            default_participant_id() if participant_id is None else participant_id
+        )
+        self._data = self._id.encode("utf-8")
+        self._lose_on_suspend = lose_on_suspend
+        self._timeout = _check_timeout(timeout)
+        self._turn = asyncio.Lock()  # the tasks sharing this Mutex take it in turn
+        self._ticket: Ticket | None = None  # our node, while waiting or holding
+        self._hold: Hold | None = None
+        self._task: asyncio.Task[Any] | None = None  # the task that acquired it
+        self._keeper: Keeper | None = None  # `async with` only
+        self._body: Body | None = None
+
+    # --- state -------------------------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def participant_id(self) -> str:
+        return self._id
+
+    @property
+    def token(self) -> int | None:
+        """The fencing token while held: our node's czxid, larger for every later holder."""
+        return self._hold.token if self._hold is not None else None
+
+    @property
+    def node(self) -> str | None:
+        """Our node's path while waiting or holding."""
+        node = self._ticket.node if self._ticket is not None else None
+        return node.path if node is not None else None
+
+    @property
+    def lost(self) -> str | None:
+        """Why the current hold was lost (``async with`` only), else None."""
+        return self._hold.lost if self._hold is not None else None
+
+    @property
+    def is_held(self) -> bool:
+        """Whether the lock is ours right now (cheap: no request).
+
+        Acquired and not released; not lost; connected on the session that
+        created our node (or, with ``lose_on_suspend=False``, not LOST).
+        """
+        hold = self._hold
+        if hold is None or hold.lost is not None:
+            return False
+        state = self._coord.state
+        connected = state in USABLE or (
+            not self._lose_on_suspend and state not in (None, ConnectionState.LOST)
+        )
+        sid = self._coord.session_id
+        return may_take(owner=hold.node.owner, session_id=sid, connected=connected, node_gone=False)
+
+    def __repr__(self) -> str:
+        ticket, hold = self._ticket, self._hold
+        if hold is not None:
+            if self.is_held:
+                state = f"HELD token=0x{hold.token:x}"
+            else:
+                now = self._coord.state
+                state = f"LOST ({hold.lost or (now.value if now is not None else 'closed')})"
+        elif ticket is not None:
+            behind = f" behind {ticket.predecessor}" if ticket.predecessor else ""
+            state = f"WAITING{behind}"
+        else:
+            state = "FREE"
+        return f"<Mutex {self._path} id={self._id} {state}>"
+
+    # --- acquiring and releasing -------------------------------------------------------------
+
+    async def acquire(self, timeout: float | None = None) -> bool:
+        """Wait for the lock; True once held, False if `timeout` seconds passed first.
+
+        Joins the queue at the tail and waits for every node ahead to go (FIFO).
+        ``timeout=0`` takes it only if nobody holds or waits for it.  Cancelled
+        (or timed out) while waiting, it deletes our node before returning.
+        Connection losses are ridden out (a new session joins again at the
+        tail).  Raises `RuntimeError` if this task already holds or waits for
+        the lock, `CoordinatorClosedError` if the coordinator is not open.
+        """
+        seconds = _check_timeout(timeout)
+        self._check_open()
+        task = self._claim()
+        acquired = False
+        try:
+            acquired = await self._acquire(
+                None if seconds is None else anyio.current_time() + seconds
+            )
+        finally:
+            if acquired:
+                self._task = task
+            else:
+                self._unclaim(task)
+        return acquired
+
+    async def _acquire(self, deadline: float | None) -> bool:
+        if not await self._take_turn(deadline):
+            return False
+        ticket = Ticket(self._coord, self._path, self._data)
+        self._ticket = ticket
+        granted = False
+        try:
+            granted = await ticket.wait_turn(deadline)
+        finally:
+            if not granted:
+                self._ticket = None
+                await self._withdraw(ticket)
+                self._turn.release()
+        if not granted:
+            return False
+        assert ticket.node is not None
+        self._hold = hold = Hold(ticket.node, self._path)
+        log.info("mutex %s acquired by %s (token 0x%x)", self._path, self._id, hold.token)
+        return True
+
+    async def _take_turn(self, deadline: float | None) -> bool:
+        """Wait for the other tasks sharing this Mutex to be done with it."""
+        if deadline is None:
+            await self._turn.acquire()
+            return True
+        with anyio.CancelScope(deadline=deadline):
+            await self._turn.acquire()
+            return True
+        return False
+
+    async def release(self) -> None:
+        """Release the lock: delete our node, shielded, across a reconnect if need be.
+
+        Any task may release it.  Raises `RuntimeError` if it is not held,
+        `ConnectionLostError` if the node could not be deleted within the
+        request timeout: a chore of the session then deletes it once the
+        connection is back.  The `Mutex` is free for the next `acquire()`
+        either way.
+        """
+        ticket, hold, task = self._ticket, self._hold, self._task
+        if ticket is None or hold is None:
+            raise RuntimeError(f"{self!r} is not held")
+        self._ticket = self._hold = self._task = None
+        hold.end("released")
+        try:
+            deleted = await self._withdraw(ticket)
+        finally:
+            if task is not None:
+                self._unclaim(task)
+            self._turn.release()
+        if not deleted:
+            raise ConnectionLostError(
+                f"mutex {self._path}: our node is not deleted yet (it will be once connected)"
+            )
+        log.debug("mutex %s released by %s", self._path, self._id)
+
+    async def _withdraw(self, ticket: Ticket) -> bool:
+        """Delete our node, shielded and bounded by the request timeout; False if that
+        could not be done in time (a chore of the session finishes it)."""
+        limit = self._client.request_timeout()
+        with anyio.CancelScope(shield=True, deadline=anyio.current_time() + limit):
+            await ticket.withdraw()
+            return True
+        return not ticket.withdraw_later()
+
+    # --- async with --------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Mutex:
+        """Acquire (within `timeout`, else `LockNotAcquired`) and run the block while held."""
+        self._check_open()
+        keeper = Keeper.of(self._coord)
+        if not await self.acquire(self._timeout):
+            raise LockNotAcquired(self._path)
+        hold, ticket = self._hold, self._ticket
+        assert hold is not None and ticket is not None
+        keeper.keep(hold, lose_on_suspend=self._lose_on_suspend)
+        body = hold.tenure.body()
+        await body.__aenter__()
+        self._keeper, self._body = keeper, body
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        """Release; raises `LockLost` (after the block) if the lock was lost meanwhile."""
+        keeper, body, hold = self._keeper, self._body, self._hold
+        self._keeper = self._body = None
+        try:
+            return await body.__aexit__(exc_type, exc, tb) if body is not None else False
+        finally:
+            if keeper is not None and hold is not None:
+                keeper.drop(hold)
+            try:
+                if self._hold is not None:
+                    await self.release()
+            except ConnectionLostError as error:
+                log.warning("%s", error)
+
+    # --- observing ---------------------------------------------------------------------------
+
+    async def participants(self) -> list[MutexParticipant]:
+        """Holder and waiters in queue order, the holder first, without joining.
+
+        One read per node, pipelined; nodes that vanish while read are skipped; a
+        path that does not exist has none.  `NodeDataError` if a node's data is
+        not UTF-8 text.  A Curator process's id is what it wrote: its IP address.
+        """
+        nodes = await read_queue(self._client, self._path, LOCK)
+        return [
+            MutexParticipant(load_text(join(self._path, name), data, "participant id"), not i, name)
+            for i, (name, data) in enumerate(nodes)
+        ]
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._coord.state is None or self._coord.closed:
+            raise CoordinatorClosedError(
+                f"the coordinator of mutex {self._path} is not open: "
+                "use `async with aiocoord.connect(...)` first"
+            )
+
+    def _claim(self) -> asyncio.Task[Any]:
+        task = asyncio.current_task()
+        assert task is not None
+        tasks = _busy.setdefault(self._client, {}).setdefault(self._path, set())
+        if task in tasks:
+            raise RuntimeError(
+                f"this task already holds or waits for mutex {self._path}: "
+                "Mutex is not reentrant (release it first)"
+            )
+        tasks.add(task)
+        return task
+
+    def _unclaim(self, task: asyncio.Task[Any]) -> None:
+        per_path = _busy.get(self._client, {})
+        tasks = per_path.get(self._path)
+        if tasks is not None:
+            tasks.discard(task)
+            if not tasks:
+                del per_path[self._path]
+
+
+def mutex(
+    coord: Coordinator,
+    path: str,
+    *,
+    participant_id: str | None = None,
+    lose_on_suspend: bool = True,
+    timeout: float | None = None,
+) -> Mutex:
+    """A `Mutex` to use as ``async with mutex(coord, path, participant_id=...) as held``.
+
+    Entering waits for the lock (at most `timeout` seconds, then
+    `LockNotAcquired`); ``held.token`` is the fencing token.  The block is
+    cancelled when the lock is lost (SUSPENDED unless ``lose_on_suspend=False``,
+    LOST, a new session), and `LockLost` is raised once it has exited.
+    Leaving releases the lock.  See `Mutex` for the arguments.
+    """
+    return Mutex(
+        coord,
+        path,
+        participant_id=participant_id,
+        lose_on_suspend=lose_on_suspend,
+        timeout=timeout,
+    )
