@@ -6,6 +6,7 @@ its own file (tests/test_cron_exactly_once.py).
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -65,7 +66,7 @@ def covered(history: list[FiringOutcome], step: float) -> list[tuple[float, str]
 
 
 def consecutive(times: list[float], step: float) -> bool:
-    return all(math.isclose(b - a, step, abs_tol=1e-6) for a, b in zip(times, times[1:]))
+    return all(math.isclose(b - a, step, abs_tol=1e-6) for a, b in itertools.pairwise(times))
 
 
 async def test_jobs_fire_on_time_and_their_outcomes_are_kept(coordinator: Coordinator) -> None:
