@@ -125,7 +125,7 @@ async def test_missed_firings_follow_each_policy(
             async def job(firing: Firing) -> None:
                 seen.add(firing)
 
-            cron.job(every=step, name=missed, missed=missed, max_catch_up=2)(job)  # type: ignore[arg-type]
+            cron.job(every=step, name=missed, missed=missed, max_catch_up=2)(job)
         return cron
 
     with anyio.fail_after(40):
@@ -236,7 +236,7 @@ async def test_bad_cron_arguments_and_duplicates(coordinator: Coordinator) -> No
         pass
 
     with pytest.raises(TypeError):
-        cron.job(every=30)(not_async)  # type: ignore[arg-type]
+        cron.job(every=30)(not_async)  # type: ignore[type-var]
     assert cron.jobs == ("report",)
     assert await coordinator.client.exists(ROOT) is None
     with anyio.fail_after(10):
