@@ -2,7 +2,8 @@
 
 Three workers (two of 1.0, then one of 1.1), each with its own coordinator
 and session, run two 1-second jobs for over 40 firings each: ``plain``
-(``retry_interrupted=False``) and ``retry`` (``True``).  The 1.1 worker
+(``every=1``, ``retry_interrupted=False``) and ``retry`` (the six-field
+expression ``* * * * * *``, ``retry_interrupted=True``).  The 1.1 worker
 joins (a rolling upgrade: both jobs move to it), then its session is
 expired while both jobs hang in a firing; the 1.0 workers take over until
 it is back.  From the jobs' histories and from the functions' own log:
@@ -95,7 +96,10 @@ class Scene:
                     await anyio.sleep(60)  # until the session expiry cancels it
                 await anyio.sleep(0.1)
 
-            cron.job(every=1, name=job, retry_interrupted=job == "retry")(run)
+            if job == "plain":
+                cron.job(every=1, name=job)(run)
+            else:  # a cron expression with seconds: every second
+                cron.job("* * * * * *", name=job, retry_interrupted=True)(run)
         await self.stack.enter_async_context(cron)
         self.coords[worker_id], self.crons[worker_id] = coord, cron
 

@@ -100,6 +100,11 @@ class JobRunner:
                 if closing():
                     return
                 raise
+            except Exception:
+                # A fault of this loop, not of the job's function (whose errors are
+                # recorded): log it, and lead again after a pause rather than stop the cron.
+                log.exception("cron %s: leading %s failed", self.path, self.job.name)
+                await anyio.sleep(RETRY_DELAY)
 
     async def _lead(self, me: Me) -> None:
         job = self.job
