@@ -325,12 +325,27 @@ def test_record_round_trip() -> None:
         b'{"format": "aiocoord.cron/1", "last": 1, "history": [{"at": 1, "status": "great"}]}',
         b'{"format": "aiocoord.cron/1", "last": 1, "history": [1]}',
         b'{"format": "aiocoord.cron/1", "last": 1, "token": -1}',
+        b'{"format": "aiocoord.cron/1", "last": 1' + b"0" * 400 + b"}",
+        b'{"format": "aiocoord.cron/1", "last": 1e400}',
+        b'{"format": "aiocoord.cron/1", "last": 1, "history": '
+        + b"[" * 10**5
+        + b"]" * 10**5
+        + b"}",
+        b'{"format": "aiocoord.cron/1", "last": 1, "claim": {"at": 1, "token": 1, '
+        b'"worker": "\\ud800", "version": "1", "started": 1}}',
+        b"\xff\xfe",
     ],
 )
 def test_bad_records_are_node_data_errors(data: bytes) -> None:
     with pytest.raises(NodeDataError) as info:
         decode("/c/jobs/j", data)
     assert info.value.path == "/c/jobs/j"
+
+
+def test_an_error_text_with_a_lone_surrogate_is_stored_escaped() -> None:
+    entry = Entry.of_claim(OLD, "failed", ended=101.0, error="bad \ud800 text")
+    back = decode("/p", encode(JobRecord(last=1.0, history=(entry,))))
+    assert back.history[0].error == "bad \\ud800 text"
 
 
 def test_a_record_from_a_newer_writer_keeps_unknown_fields_readable() -> None:

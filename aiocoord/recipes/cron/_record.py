@@ -89,8 +89,11 @@ class Entry:
         cls, claim: Claim, status: Status, *, ended: float | None, error: str | None = None
     ) -> Entry:
         """The outcome of a claimed firing."""
-        if error is not None and len(error) > MAX_ERROR:
-            error = error[: MAX_ERROR - 3] + "..."
+        if error is not None:
+            # Any text an exception carries, lone surrogates included, as a record can hold it.
+            error = error.encode("utf-8", "backslashreplace").decode("utf-8")
+            if len(error) > MAX_ERROR:
+                error = error[: MAX_ERROR - 3] + "..."
         return cls(
             at=claim.at,
             status=status,
