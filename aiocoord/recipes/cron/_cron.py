@@ -30,16 +30,15 @@ MAX_HISTORY = 500  # entries kept per job: a few hundred bytes each, inside a no
 _MISSED = ("skip", "run_once", "run_all")
 
 
-def _seconds(field: str, value: object, *, positive: bool = False) -> float:
+def _seconds(field: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{field} must be a number of seconds, not {type(value).__name__}")
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        need = "> 0" if positive else ">= 0"
-        raise ConfigError(field, f"must be a finite number of seconds {need}, not {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(field, f"must be a finite number of seconds >= 0, not {value!r}")
     return float(value)
 
 
-def check_name(field: str, value: object) -> str:
+def _check_name(field: str, value: object) -> str:
     """`value` if it can name a job's node (no ``/``), else `ConfigError` naming `field`."""
     if not isinstance(value, str):
         raise TypeError(f"{field} must be a str, not {type(value).__name__}")
@@ -163,7 +162,7 @@ class Cron:
         def register(func: F) -> F:
             if not _is_async(func):
                 raise TypeError(f"a cron job must be an async function, not {func!r}")
-            job_name = check_name("name", func.__name__ if name is None else name)
+            job_name = _check_name("name", func.__name__ if name is None else name)
             if job_name in self._jobs:
                 raise ConfigError("name", f"a job named {job_name!r} is already registered")
             if self._life.started:
@@ -172,7 +171,7 @@ class Cron:
             return func
 
         if name is not None:
-            check_name("name", name)
+            _check_name("name", name)
         return register
 
     @property
@@ -192,7 +191,7 @@ class Cron:
         an unknown one has no history.  `NodeDataError` if its record is not
         one this code can read.
         """
-        name = check_name("name", name)
+        name = _check_name("name", name)
         path = join(self.root, "jobs", name)
         try:
             node = await self.coord.client.get(path)
