@@ -1,7 +1,8 @@
 """aiocoord: asyncio-native coordination on Apache ZooKeeper.
 
-Connection states as async streams, a leader latch, a queued mutex, a version-CAS lock, version-aware
-task leadership and a job scheduler, each held through ``async with``.
+Connection states as async streams, a leader latch, a queued mutex, a version-CAS lock,
+version-aware task leadership, cluster-wide cron and a job scheduler, each held through
+``async with``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from .recipes.cas_lock import LockStatus as LockStatus
 from .recipes.cas_lock import Slot as Slot
 from .recipes.cas_lock import cas_lock as cas_lock
 from .recipes.cas_lock import once_per as once_per
+from .recipes.cron import Cron as Cron
+from .recipes.cron import Firing as Firing
 from .recipes.leader_latch import ElectionEvent as ElectionEvent
 from .recipes.leader_latch import ElectionState as ElectionState
 from .recipes.leader_latch import LeaderLatch as LeaderLatch
@@ -86,10 +89,12 @@ __all__ = (
     "CoordinatorClosedError",
     "CreateMode",
     "CreateOp",
+    "Cron",
     "DeleteOp",
     "ElectionEvent",
     "ElectionState",
     "EventType",
+    "Firing",
     "InvalidPathError",
     "JobFailed",
     "JobInfo",

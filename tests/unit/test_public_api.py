@@ -20,6 +20,7 @@ LATCH = [
 ]
 LOCK = ["CasLock", "cas_lock", "once_per", "Mutex", "mutex"]
 TASKS = ["Worker", "task_leadership", "TaskLeadership", "maven_version_key"]
+CRON = ["Cron", "Firing"]
 SCHEDULER = ["Scheduler", "JobStatus"]
 ERRORS = [
     "CoordError",
@@ -35,7 +36,7 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("name", SESSION + LATCH + LOCK + TASKS + SCHEDULER + ERRORS)
+@pytest.mark.parametrize("name", SESSION + LATCH + LOCK + TASKS + CRON + SCHEDULER + ERRORS)
 def test_design_names_are_exported(name: str) -> None:
     assert name in aiocoord.__all__
     assert getattr(aiocoord, name) is not None

@@ -107,11 +107,11 @@ def test_rendezvous_is_stable_spreads_evenly_and_moves_little() -> None:
     tasks = [f"t{i}" for i in range(600)]
     before = assign(tasks, workers, version_key=maven_version_key).leaders
     counts = {w: list(before.values()).count(w) for w in workers}
-    assert all(150 <= n <= 250 for n in counts.values()), counts
+    assert set(counts.values()) == {200}  # balanced: the loads differ by at most one
     after = assign(tasks, {**workers, "w4": "1.0"}, version_key=maven_version_key).leaders
     moved = [t for t in tasks if before[t] != after[t]]
-    assert all(after[t] == "w4" for t in moved)  # only to the newcomer
-    assert 100 <= len(moved) <= 200  # about a quarter
+    assert sum(after[t] == "w4" for t in moved) == 150  # the newcomer's share
+    assert 150 <= len(moved) <= 150 + 37  # and a few more (tests/unit/test_task_choice.py)
     # A newer version takes everything; order of the mapping does not matter.
     newer = assign(tasks, {"w9": "1.1", **workers}, version_key=maven_version_key)
     assert set(newer.leaders.values()) == {"w9"}

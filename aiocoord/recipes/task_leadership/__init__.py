@@ -3,8 +3,8 @@
 Many cron-like tasks, many workers, several versions alive at once during a
 rolling upgrade.  Each task is led by exactly one worker, always one of the
 newest version present (``prefer="oldest"``: the oldest), and the tasks are
-spread over those workers by rendezvous hashing, so a worker that joins or
-leaves moves only its share of them.
+spread evenly over those workers by a balanced rendezvous, so a worker that
+joins or leaves moves mostly its share of them.
 
 Node layout, under `root`::
 
@@ -34,13 +34,16 @@ together hand over together.
 
 The choice, exactly (so that other languages can implement it): the
 candidates are the workers whose version no other present version beats
-(a documented fallback decides the rare cycles of Maven's order); task ``t``
-goes to the candidate ``w`` with the highest
-``blake2b(t + "\\0" + w, digest_size=8)`` as a big-endian integer.  See
-`aiocoord.recipes.task_leadership._choice`.  The choice does not know which
-tasks a worker has: all workers of one version should have the same tasks,
-and a task that only older workers have is not led while a newer one is
-present (the newest version decides what runs).
+(a documented fallback decides the rare cycles of Maven's order); the
+(task, candidate) pairs, ranked by ``blake2b(t + "\\0" + w, digest_size=8)``
+as a big-endian integer, are walked from the highest down, each giving its
+task to its candidate unless the task is given or the candidate is full (at
+``ceil(T/W)`` tasks, or ``floor(T/W)`` once ``T mod W`` candidates are at
+``ceil(T/W)``).  See `aiocoord.recipes.task_leadership._choice`.  The choice
+depends on the set of tasks and does not know which tasks a worker has: all
+workers of one version should have the same tasks, and a task that only
+older workers have is not led while a newer one is present (the newest
+version decides what runs).
 
 Where things are: `_leadership` (`TaskLeadership`), `_engine` (registration,
 the worker list, the choice, the set of tasks), `_leader_watch`, `_state` and

@@ -16,12 +16,22 @@ Candidates
     that implements this rule reaches the same answer whatever order it read
     the versions in.
 
-Rendezvous
-    Among the candidates a task goes to the worker with the highest
-    ``blake2b(task + "\\0" + worker_id, digest_size=8)`` read as a big-endian
-    unsigned integer (ties, which need a 64-bit collision, to the greater id).
-    Tasks spread evenly, and when a candidate joins or leaves only the tasks it
-    wins or held move.
+Balanced rendezvous
+    With ``m`` tasks over ``n`` candidates, ``q, r = divmod(m, n)``: ``r``
+    candidates lead ``q + 1`` tasks and the others ``q``.  Every (task,
+    candidate) pair has the rank ``blake2b(task + "\\0" + worker_id,
+    digest_size=8)`` read as a big-endian unsigned integer.  The pairs are
+    taken from the highest rank down (ties, which need a 64-bit collision, to
+    the greater worker id, then the greater task, both compared as UTF-8
+    bytes); a pair gives its task to its candidate unless the task is already
+    given or the candidate is full.  A candidate is full at ``q + 1`` tasks,
+    or at ``q`` once ``r`` candidates have reached ``q + 1``.  Every task is
+    given (the capacities add up to ``m``), the loads differ by at most one,
+    and the result does not depend on the order tasks or workers are listed
+    in.  It is the stable assignment of tasks to capacity-limited candidates
+    when both sides rank by the pair's hash, so a join or a leave moves mostly
+    the tasks that candidate takes or held (docs/task-leadership.md has the
+    measured moves).  With one task it is plain rendezvous hashing.
 
 Per-task step
     `next_step` maps what a worker knows about one task to the next step of
@@ -45,6 +55,7 @@ __all__ = (
     "TaskState",
     "VersionKey",
     "assign",
+    "balanced_rendezvous",
     "java_text_order",
     "next_step",
     "preferred_versions",
@@ -143,16 +154,48 @@ def assign(
 ) -> Assignment:
     """Choose a leader for every task among `workers` (worker id -> version text).
 
-    With no workers every task is left out of `leaders`.
+    The balanced rendezvous of the module docs over the preferred versions'
+    workers.  With no workers every task is left out of `leaders`.
     """
     preference = preferred_versions(workers.values(), prefer=prefer, version_key=version_key)
     candidates = frozenset(w for w, v in workers.items() if v in preference.versions)
-    leaders: dict[str, str] = {}
-    if candidates:
-        ordered = sorted(candidates)
-        for task in tasks:
-            leaders[task] = max(ordered, key=lambda w: (rendezvous_rank(task, w), w))
+    leaders = balanced_rendezvous(tasks, candidates) if candidates else {}
     return Assignment(leaders, candidates, preference.versions, preference.cyclic)
+
+
+def balanced_rendezvous(tasks: Iterable[str], candidates: Iterable[str]) -> dict[str, str]:
+    """``{task: candidate}`` by the balanced rendezvous rule of the module docs (pure)."""
+    names = sorted(set(tasks))
+    ids = sorted(set(candidates))
+    if not ids:
+        return {}
+    if len(ids) == 1:
+        return dict.fromkeys(names, ids[0])
+    q, r = divmod(len(names), len(ids))
+    tbytes = [t.encode("utf-8") for t in names]
+    wbytes = [w.encode("utf-8") for w in ids]
+    pairs = [
+        (rendezvous_rank(names[ti], ids[wi]), wbytes[wi], tbytes[ti], ti, wi)
+        for ti in range(len(names))
+        for wi in range(len(ids))
+    ]
+    pairs.sort(reverse=True)
+    loads = [0] * len(ids)
+    given: list[int | None] = [None] * len(names)
+    left, reached = len(names), 0  # tasks not given yet; candidates at q + 1
+    for _rank, _w, _t, ti, wi in pairs:
+        if given[ti] is not None:
+            continue
+        if loads[wi] >= (q + 1 if reached < r else q):
+            continue
+        given[ti] = wi
+        loads[wi] += 1
+        if loads[wi] == q + 1:
+            reached += 1
+        left -= 1
+        if not left:
+            break
+    return {names[ti]: ids[wi] for ti, wi in enumerate(given) if wi is not None}
 
 
 # --- the per-task loop ----------------------------------------------------------------------

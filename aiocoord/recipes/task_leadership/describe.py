@@ -4,8 +4,8 @@ For tools that watch a cluster rather than take part (``aiocoord inspect``, the
 demo, dashboards): `describe_task_leadership` reads ``<root>/workers`` and
 ``<root>/leaders`` and returns a `TaskLeadershipView`; `read_task_leader` and
 `read_task_worker` read one node; `choose_leaders` computes the recipe's own
-choice (the rendezvous among the newest version's workers) for a set of
-workers, so a tool can tell whether the cluster has settled.  Nothing here
+choice (the balanced rendezvous among the newest version's workers) for a set
+of workers, so a tool can tell whether the cluster has settled.  Nothing here
 writes or watches.  A record that does not decode is reported next to the
 others (`NodeDataError`), never raised.
 
@@ -152,7 +152,9 @@ def choose_leaders(
 
     The same choice every worker computes (see the package docstring): the
     candidates are the workers of the newest version (``prefer="oldest"``: the
-    oldest), and each task goes to the candidate with the highest rendezvous
-    hash.  With no workers the result is empty.
+    oldest), and the tasks are spread over them by the balanced rendezvous
+    (no candidate leads more than ``ceil(T/W)``).  The spread depends on the
+    whole set of tasks: pass all of them, not only those led now.  With no
+    workers the result is empty.
     """
     return assign(tasks, workers, prefer=prefer, version_key=version_key).leaders

@@ -1,0 +1,260 @@
+"""`Cron`: jobs registered with ``@cron.job(...)``, each led by one worker, each firing run once."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Awaitable, Callable
+from datetime import timedelta, tzinfo
+from types import TracebackType
+from typing import Any, TypeVar
+
+import anyio.abc
+
+from ..._lifecycle import Lifecycle
+from ...errors import ConfigError, InvalidPathError, NoNodeError
+from ...session import Coordinator
+from ...zk.paths import join, validate_path
+from ..task_leadership import TaskLeadership, Worker, task_leadership
+from ._firing import Firing, FiringOutcome, outcome_of
+from ._plan import Missed, Options
+from ._record import decode
+from ._runner import Job, JobRunner
+from ._schedule import resolve_timezone, schedule_of
+
+__all__ = ("Cron",)
+
+F = TypeVar("F", bound=Callable[[Firing], Awaitable[Any]])
+
+MAX_HISTORY = 500  # entries kept per job: a few hundred bytes each, inside a node's limit
+_MISSED = ("skip", "run_once", "run_all")
+
+
+def _seconds(field: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{field} must be a number of seconds, not {type(value).__name__}")
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(field, f"must be a finite number of seconds >= 0, not {value!r}")
+    return float(value)
+
+
+def _check_name(field: str, value: object) -> str:
+    """`value` if it can name a job's node (no ``/``), else `ConfigError` naming `field`."""
+    if not isinstance(value, str):
+        raise TypeError(f"{field} must be a str, not {type(value).__name__}")
+    try:
+        if not value or "/" in value:
+            raise InvalidPathError(value, "must be a non-empty node name without '/'")
+        validate_path("/" + value)
+    except InvalidPathError as exc:
+        raise ConfigError(field, f"{value!r} cannot name a job: {exc.reason}") from None
+    return value
+
+
+def _is_async(func: object) -> bool:
+    return inspect.iscoroutinefunction(func)
+
+
+def _count(field: str, value: object, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{field} must be an int, not {type(value).__name__}")
+    if not lo <= value <= hi:
+        raise ConfigError(field, f"must be from {lo} to {hi}, not {value!r}")
+    return value
+
+
+class Cron:
+    """Cluster-wide cron: every scheduled time of every job runs once across the fleet.
+
+    Register jobs with `job` before starting.  Entering (``async with cron``
+    or ``await cron.start()``) registers this worker in task leadership under
+    `root` (each job is a task) and blocks until it has read the worker list;
+    the jobs this worker is chosen for then fire in the background.  Leaving
+    cancels running firings (their claims stay: the next leader records them
+    interrupted, or runs them again with ``retry_interrupted=True``) and
+    removes this worker.  It may be left from another task than the one
+    that entered it.  Bad arguments raise `TypeError`, `InvalidPathError` or
+    `ConfigError` naming them, before anything is written.
+
+    `timezone` (an IANA name or a `tzinfo`; default UTC) is where cron
+    expressions are read and `Firing.scheduled_at` is shown; `history` is
+    how many outcomes each job keeps; `grace` (seconds) how late a firing may
+    still run as scheduled; `settle` goes to the task leadership (how long a
+    leader waits before it hands a job over to a newer worker).
+    """
+
+    def __init__(
+        self,
+        coord: Coordinator,
+        root: str,
+        *,
+        worker: Worker,
+        timezone: str | tzinfo | None = None,
+        history: int = 50,
+        grace: float = 60.0,
+        settle: float = 1.0,
+    ) -> None:
+        if not isinstance(coord, Coordinator):
+            raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
+        try:
+            root = validate_path(root)
+        except InvalidPathError as exc:
+            raise InvalidPathError(root, f"root {exc.reason}") from None
+        if not isinstance(worker, Worker):
+            raise TypeError(f"worker must be an aiocoord.Worker, not {type(worker).__name__}")
+        self.coord = coord
+        self.root = root
+        self.worker = worker
+        self.timezone = resolve_timezone(timezone)
+        self._tz_name = timezone if isinstance(timezone, str) else str(self.timezone)
+        self._history = _count("history", history, 0, MAX_HISTORY)
+        self._grace = _seconds("grace", grace)
+        self._settle = _seconds("settle", settle)
+        self._jobs: dict[str, Job] = {}
+        self._tl: TaskLeadership | None = None
+        self._closing = False
+        self._life = Lifecycle(
+            f"cron {root} ({worker.id})", self._setup, stopping=self._stop, stopped=self._stop
+        )
+
+    # --- jobs ------------------------------------------------------------------------------
+
+    def job(
+        self,
+        expression: str | None = None,
+        *,
+        every: timedelta | float | None = None,
+        name: str | None = None,
+        missed: Missed = "skip",
+        retry_interrupted: bool = False,
+        jitter: float = 0.0,
+        max_catch_up: int = 100,
+        grace: float | None = None,
+    ) -> Callable[[F], F]:
+        """Register the decorated ``async def f(firing)`` as a job; returns it unchanged.
+
+        Give either a cron `expression` (five fields, or six with seconds
+        first; read in the cron's time zone) or `every` (a `timedelta` or
+        seconds; fires at the multiples of it since the Unix epoch).  `name`
+        defaults to the function's name.  `missed` says what happens to
+        firings no worker ran within `grace` seconds of their time:
+        ``"skip"`` (recorded missed), ``"run_once"`` (the latest runs once,
+        late) or ``"run_all"`` (each runs, oldest first, at most
+        `max_catch_up`).  `retry_interrupted` runs again a firing whose runner
+        was interrupted (then at least once, not exactly once).  `jitter`
+        delays each firing by up to that many seconds, drawn at random.
+        """
+        if self._life.started:
+            raise RuntimeError("register cron jobs before starting the cron")
+        tz = self.timezone
+        schedule = schedule_of(expression, every, tz)
+        if missed not in _MISSED:
+            raise ConfigError("missed", f"must be one of {', '.join(_MISSED)}, not {missed!r}")
+        if not isinstance(retry_interrupted, bool):
+            raise TypeError(
+                f"retry_interrupted must be a bool, not {type(retry_interrupted).__name__}"
+            )
+        jitter = _seconds("jitter", jitter)
+        max_catch_up = _count("max_catch_up", max_catch_up, 1, 10_000)
+        grace = self._grace if grace is None else _seconds("grace", grace)
+        options = Options(missed, retry_interrupted, grace + jitter, max_catch_up, self._history)
+
+        def register(func: F) -> F:
+            if not _is_async(func):
+                raise TypeError(f"a cron job must be an async function, not {func!r}")
+            job_name = _check_name("name", func.__name__ if name is None else name)
+            if job_name in self._jobs:
+                raise ConfigError("name", f"a job named {job_name!r} is already registered")
+            if self._life.started:
+                raise RuntimeError("register cron jobs before starting the cron")
+            self._jobs[job_name] = Job(job_name, func, schedule, options, jitter)
+            return func
+
+        if name is not None:
+            _check_name("name", name)
+        return register
+
+    @property
+    def jobs(self) -> tuple[str, ...]:
+        """The registered jobs' names."""
+        return tuple(self._jobs)
+
+    @property
+    def leading(self) -> frozenset[str]:
+        """The jobs this worker leads now (and so fires)."""
+        return frozenset() if self._tl is None else self._tl.leading
+
+    async def history(self, name: str) -> list[FiringOutcome]:
+        """The last outcomes of job `name`, oldest first, read from ZooKeeper.
+
+        Any job under this cron's root may be read, registered here or not;
+        an unknown one has no history.  `NodeDataError` if its record is not
+        one this code can read.
+        """
+        name = _check_name("name", name)
+        path = join(self.root, "jobs", name)
+        try:
+            node = await self.coord.client.get(path)
+        except NoNodeError:
+            return []
+        record = decode(path, node.data)
+        return [outcome_of(name, entry, self.timezone) for entry in record.history]
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Register this worker and start leading its share of the jobs; see the class docs."""
+        if self._life.started:
+            raise RuntimeError("a Cron can be started only once")
+        await self._life.start()
+
+    async def aclose(self) -> None:
+        """Stop firing: cancel running firings, leave task leadership; from any task, twice."""
+        await self._life.aclose()
+
+    async def __aenter__(self) -> Cron:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
+        tl = task_leadership(
+            self.coord, self.root, worker=self.worker, tasks=self._jobs, settle=self._settle
+        )
+        self._tl = tl
+        await tl.start()
+        for job in self._jobs.values():
+            runner = JobRunner(
+                job,
+                client=self.coord.client,
+                path=join(self.root, "jobs", job.name),
+                tz=self.timezone,
+                tz_name=self._tz_name,
+                tl=tl,
+                worker=self.worker,
+                io_timeout=self.coord.session_timeout,
+            )
+            tg.start_soon(runner.serve, self._is_closing, name=f"cron job {job.name}")
+
+    def _is_closing(self) -> bool:
+        return self._closing
+
+    async def _stop(self) -> None:
+        """Leaving: task leadership cancels the firings, drains them and removes this worker."""
+        self._closing = True
+        if self._tl is not None:
+            await self._tl.aclose()
+
+    def __repr__(self) -> str:
+        state = self._life.phase.value.lower()
+        return (
+            f"<Cron {self.root} worker={self.worker.id} jobs={len(self._jobs)} "
+            f"leading={len(self.leading)} {state}>"
+        )
