@@ -153,7 +153,11 @@ async def test_missed_firings_follow_each_policy(
         statuses = [s for _, s in times]
         catch_ups = [h for h in history if h.catch_up]
         missed = [h for h in history if h.status == "missed"]
-        assert "interrupted" not in statuses and "failed" not in statuses
+        assert "failed" not in statuses
+        # Leaving the first cron may cut one firing between its claim and its run:
+        # that one is recorded interrupted, and no other.
+        assert statuses.count("interrupted") <= 1, statuses
+        assert all(t < restart for t, s in times if s == "interrupted"), times
         # Lateness is judged when the leader gets to a time: one that was inside the
         # grace at the restart may be past it once the backlog before it has run.
         first = missed[0]
