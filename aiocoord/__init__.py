@@ -7,6 +7,9 @@ version-aware task leadership, cluster-wide cron and a job scheduler, each held 
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from .errors import AuthFailedError as AuthFailedError
 from .errors import BadVersionError as BadVersionError
 from .errors import ConfigError as ConfigError
@@ -27,51 +30,53 @@ from .errors import SessionExpiredError as SessionExpiredError
 from .errors import SubscriberLagged as SubscriberLagged
 from .errors import TransactionFailed as TransactionFailed
 from .errors import ZooKeeperError as ZooKeeperError
-from .recipes.cas_lock import CasLock as CasLock
-from .recipes.cas_lock import LockStatus as LockStatus
-from .recipes.cas_lock import Slot as Slot
-from .recipes.cas_lock import cas_lock as cas_lock
-from .recipes.cas_lock import once_per as once_per
-from .recipes.cron import Cron as Cron
-from .recipes.cron import Firing as Firing
-from .recipes.leader_latch import ElectionEvent as ElectionEvent
-from .recipes.leader_latch import ElectionState as ElectionState
-from .recipes.leader_latch import LeaderLatch as LeaderLatch
-from .recipes.leader_latch import LeadershipTerm as LeadershipTerm
-from .recipes.leader_latch import Participant as Participant
-from .recipes.leader_latch import leader_latch as leader_latch
-from .recipes.mutex import Mutex as Mutex
-from .recipes.mutex import mutex as mutex
-from .recipes.task_leadership import MavenVersion as MavenVersion
-from .recipes.task_leadership import TaskChange as TaskChange
-from .recipes.task_leadership import TaskLeadership as TaskLeadership
-from .recipes.task_leadership import TaskTerm as TaskTerm
-from .recipes.task_leadership import Worker as Worker
-from .recipes.task_leadership import maven_version_key as maven_version_key
-from .recipes.task_leadership import task_leadership as task_leadership
-from .scheduler import JobInfo as JobInfo
-from .scheduler import JobStatus as JobStatus
-from .scheduler import JobWorker as JobWorker
-from .scheduler import LeastLoaded as LeastLoaded
-from .scheduler import RandomChoice as RandomChoice
-from .scheduler import RoundRobin as RoundRobin
-from .scheduler import Scheduler as Scheduler
-from .scheduler import Strategy as Strategy
-from .scheduler import WorkerLoad as WorkerLoad
-from .session import ConnectionEvent as ConnectionEvent
-from .session import ConnectionState as ConnectionState
-from .session import Coordinator as Coordinator
-from .session import connect as connect
-from .settings import Settings as Settings
-from .zk import CheckOp as CheckOp
-from .zk import CreateMode as CreateMode
-from .zk import CreateOp as CreateOp
-from .zk import DeleteOp as DeleteOp
-from .zk import EventType as EventType
-from .zk import SetDataOp as SetDataOp
-from .zk import Stat as Stat
-from .zk import WatchedEvent as WatchedEvent
-from .zk import ZkClient as ZkClient
+
+if TYPE_CHECKING:
+    from .recipes.cas_lock import CasLock as CasLock
+    from .recipes.cas_lock import LockStatus as LockStatus
+    from .recipes.cas_lock import Slot as Slot
+    from .recipes.cas_lock import cas_lock as cas_lock
+    from .recipes.cas_lock import once_per as once_per
+    from .recipes.cron import Cron as Cron
+    from .recipes.cron import Firing as Firing
+    from .recipes.leader_latch import ElectionEvent as ElectionEvent
+    from .recipes.leader_latch import ElectionState as ElectionState
+    from .recipes.leader_latch import LeaderLatch as LeaderLatch
+    from .recipes.leader_latch import LeadershipTerm as LeadershipTerm
+    from .recipes.leader_latch import Participant as Participant
+    from .recipes.leader_latch import leader_latch as leader_latch
+    from .recipes.mutex import Mutex as Mutex
+    from .recipes.mutex import mutex as mutex
+    from .recipes.task_leadership import MavenVersion as MavenVersion
+    from .recipes.task_leadership import TaskChange as TaskChange
+    from .recipes.task_leadership import TaskLeadership as TaskLeadership
+    from .recipes.task_leadership import TaskTerm as TaskTerm
+    from .recipes.task_leadership import Worker as Worker
+    from .recipes.task_leadership import maven_version_key as maven_version_key
+    from .recipes.task_leadership import task_leadership as task_leadership
+    from .scheduler import JobInfo as JobInfo
+    from .scheduler import JobStatus as JobStatus
+    from .scheduler import JobWorker as JobWorker
+    from .scheduler import LeastLoaded as LeastLoaded
+    from .scheduler import RandomChoice as RandomChoice
+    from .scheduler import RoundRobin as RoundRobin
+    from .scheduler import Scheduler as Scheduler
+    from .scheduler import Strategy as Strategy
+    from .scheduler import WorkerLoad as WorkerLoad
+    from .session import ConnectionEvent as ConnectionEvent
+    from .session import ConnectionState as ConnectionState
+    from .session import Coordinator as Coordinator
+    from .session import connect as connect
+    from .settings import Settings as Settings
+    from .zk import CheckOp as CheckOp
+    from .zk import CreateMode as CreateMode
+    from .zk import CreateOp as CreateOp
+    from .zk import DeleteOp as DeleteOp
+    from .zk import EventType as EventType
+    from .zk import SetDataOp as SetDataOp
+    from .zk import Stat as Stat
+    from .zk import WatchedEvent as WatchedEvent
+    from .zk import ZkClient as ZkClient
 
 __version__ = "0.1.0"
 
@@ -142,3 +147,74 @@ __all__ = (
     "once_per",
     "task_leadership",
 )
+
+# Where each name outside `errors` lives.  `import aiocoord` loads only the errors;
+# the session, the recipes and the scheduler (and with them anyio, asyncio, aiozk and
+# pydantic) load on first use of one of their names, through `__getattr__` (PEP 562).
+_LAZY_MODULES: dict[str, tuple[str, ...]] = {
+    "recipes.cas_lock": ("CasLock", "LockStatus", "Slot", "cas_lock", "once_per"),
+    "recipes.cron": ("Cron", "Firing"),
+    "recipes.leader_latch": (
+        "ElectionEvent",
+        "ElectionState",
+        "LeaderLatch",
+        "LeadershipTerm",
+        "Participant",
+        "leader_latch",
+    ),
+    "recipes.mutex": ("Mutex", "mutex"),
+    "recipes.task_leadership": (
+        "MavenVersion",
+        "TaskChange",
+        "TaskLeadership",
+        "TaskTerm",
+        "Worker",
+        "maven_version_key",
+        "task_leadership",
+    ),
+    "scheduler": (
+        "JobInfo",
+        "JobStatus",
+        "JobWorker",
+        "LeastLoaded",
+        "RandomChoice",
+        "RoundRobin",
+        "Scheduler",
+        "Strategy",
+        "WorkerLoad",
+    ),
+    "session": ("ConnectionEvent", "ConnectionState", "Coordinator", "connect"),
+    "settings": ("Settings",),
+    "zk": (
+        "CheckOp",
+        "CreateMode",
+        "CreateOp",
+        "DeleteOp",
+        "EventType",
+        "SetDataOp",
+        "Stat",
+        "WatchedEvent",
+        "ZkClient",
+    ),
+}
+_LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}
+
+# The subpackages a plain `import aiocoord` used to load: still reachable as attributes.
+_SUBMODULES = frozenset({"recipes", "scheduler", "session", "settings", "zk"})
+
+
+def __getattr__(name: str) -> object:
+    """Import the module that defines public `name` on first use, and keep the result."""
+    module = _LAZY.get(name)
+    if module is not None:
+        value: object = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
 from ._lifecycle import Lifecycle, Service
 from .errors import ConnectionLostError, CoordinatorClosedError
-from .settings import Settings
 from .zk import ZkClient, ZkSession
 from .zk.states import ConnectionEvent, ConnectionState
+
+if TYPE_CHECKING:
+    from .settings import Settings
 
 __all__ = ("ConnectionEvent", "ConnectionState", "Coordinator", "connect")
 
@@ -38,6 +40,8 @@ class Coordinator(Service):
     """
 
     def __init__(self, settings: Settings) -> None:
+        from .settings import Settings  # pydantic loads on first use, not on import
+
         if not isinstance(settings, Settings):
             raise TypeError(f"settings must be aiocoord.Settings, not {type(settings).__name__}")
         self.settings = settings
@@ -151,6 +155,8 @@ class Coordinator(Service):
 
 def _embedded_default(settings: Settings) -> bool:
     """Whether `settings` point at the default address, where ``aiocoord zk start`` serves."""
+    from .settings import Settings
+
     default = Settings.model_fields["hosts"].default
     host, _, port = default.partition(":")
     return settings.addresses in ([(host, int(port))], [("localhost", int(port))])
@@ -164,4 +170,6 @@ def connect(settings: Settings | str | None = None, /, **overrides: Any) -> Coor
     Settings field (`session_timeout=`, `namespace=`, ...), validated the same
     way: an invalid value raises `ConfigError` naming the field.
     """
+    from .settings import Settings
+
     return Coordinator(Settings.build(settings, **overrides))
