@@ -203,17 +203,21 @@ _LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in nam
 _SUBMODULES = frozenset({"recipes", "scheduler", "session", "settings", "zk"})
 
 
-def __getattr__(name: str) -> object:
-    """Import the module that defines public `name` on first use, and keep the result."""
-    module = _LAZY.get(name)
-    if module is not None:
-        value: object = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f"{__name__}.{name}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+# Hidden from type checkers, which see every name through the imports above: a
+# misspelled `aiocoord.X` stays an error for them.
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> object:
+        """Import the module that defines public `name` on first use, and keep the result."""
+        module = _LAZY.get(name)
+        if module is not None:
+            value: object = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        elif name in _SUBMODULES:
+            value = importlib.import_module(f"{__name__}.{name}")
+        else:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

@@ -109,7 +109,7 @@ def test_every_public_name_resolves_in_a_fresh_interpreter() -> None:
 
 def test_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="NoSuchName"):
-        aiocoord.NoSuchName  # noqa: B018
+        aiocoord.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
 
 
 def _type_checking_imports() -> dict[str, str]:
