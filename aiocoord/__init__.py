@@ -40,6 +40,7 @@ from .recipes.leader_latch import LeaderLatch as LeaderLatch
 from .recipes.leader_latch import LeadershipTerm as LeadershipTerm
 from .recipes.leader_latch import Participant as Participant
 from .recipes.leader_latch import leader_latch as leader_latch
+from .recipes.leader_latch import leader_selector as leader_selector
 from .recipes.mutex import Mutex as Mutex
 from .recipes.mutex import mutex as mutex
 from .recipes.task_leadership import MavenVersion as MavenVersion
@@ -137,6 +138,7 @@ __all__ = (
     "cas_lock",
     "connect",
     "leader_latch",
+    "leader_selector",
     "maven_version_key",
     "mutex",
     "once_per",
