@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .recipes.leader_latch import LeadershipTerm as LeadershipTerm
     from .recipes.leader_latch import Participant as Participant
     from .recipes.leader_latch import leader_latch as leader_latch
+    from .recipes.leader_latch import leader_selector as leader_selector
     from .recipes.mutex import Mutex as Mutex
     from .recipes.mutex import mutex as mutex
     from .recipes.task_leadership import MavenVersion as MavenVersion
@@ -142,6 +143,7 @@ __all__ = (
     "cas_lock",
     "connect",
     "leader_latch",
+    "leader_selector",
     "maven_version_key",
     "mutex",
     "once_per",
@@ -161,6 +163,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "LeadershipTerm",
         "Participant",
         "leader_latch",
+        "leader_selector",
     ),
     "recipes.mutex": ("Mutex", "mutex"),
     "recipes.task_leadership": (

@@ -3,12 +3,13 @@
 `Coordination` is framework-free (the FastAPI module only wires it into an
 app), so it can be driven and tested as plain anyio code.
 
-Leader tasks: for each ``{path: func}`` entry a `LeaderLatch` is joined and a
-runner loops on ``latch.leadership()``: `func` runs only inside it, so it is
+Leader tasks: for each ``{path: func}`` entry a `LeaderSelector` runs `func`
+while this process leads (inside the latch's ``leadership()``), so it is
 cancelled the moment leadership is lost (SUSPENDED by default, LOST, the node
 deleted) and started again when leadership comes back.  A `func` that returns
 keeps the leadership idle until it is lost; a `func` that raises is logged and
-started again after a backoff (1 s doubling to 30 s) while still leader.
+started again after a backoff (1 s doubling to 30 s) while still leader: both
+happen inside the selector's `lead`, which therefore never returns nor raises.
 
 Shutting down: `retire()` (called when the server is told to stop, see
 `_shutdown`): no leadership is taken from then on (see its docstring).
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,9 +34,14 @@ import anyio
 import anyio.abc
 
 from .._lifecycle import Lifecycle, Service
-from ..errors import CoordError, CoordinatorClosedError, LeadershipLost, LockNotAcquired
+from ..errors import CoordError, LockNotAcquired
 from ..recipes.cas_lock import CasLock, Slot, once_per
-from ..recipes.leader_latch import LeaderLatch, LeadershipTerm, default_participant_id
+from ..recipes.leader_latch import (
+    LeaderLatch,
+    LeaderSelector,
+    LeadershipTerm,
+    default_participant_id,
+)
 from ..recipes.task_leadership import TaskLeadership
 from ..session import Coordinator
 from ..zk.states import ConnectionState
@@ -43,7 +49,6 @@ from ._leader_tasks import (
     MAX_BACKOFF,
     LeaderFunc,
     LeaderTask,
-    TaskFailed,
     check_grace,
     check_leader_tasks,
     wants_term,
@@ -141,19 +146,29 @@ class Coordination(Service):
     async def _run(self, tg: anyio.abc.TaskGroup) -> None:
         stack = self._stack
         for path in self._paths:
-            latch = LeaderLatch(
-                self.coord,
-                path,
-                participant_id=self.participant_id,
-                lose_on_suspend=self._lose_on_suspend,
-            )
-            self.latches[path] = await stack.enter_async_context(latch)
+            task = self.tasks.get(path)
+            if task is None:
+                latch = LeaderLatch(
+                    self.coord,
+                    path,
+                    participant_id=self.participant_id,
+                    lose_on_suspend=self._lose_on_suspend,
+                )
+                await stack.enter_async_context(latch)
+            else:
+                selector = LeaderSelector(
+                    self.coord,
+                    path,
+                    self._leader(task),
+                    participant_id=self.participant_id,
+                    lose_on_suspend=self._lose_on_suspend,
+                )
+                latch = (await stack.enter_async_context(selector)).latch
+            self.latches[path] = latch
             if self.metrics is not None:
                 await stack.enter_async_context(self.metrics.watch_latch(latch))
         await tg.start(self._follow_session)
         tg.start_soon(self._leave_when_retired)
-        for path, task in self.tasks.items():
-            tg.start_soon(self._run_leader_task, self.latches[path], task)
 
     # --- shutting down ---------------------------------------------------------------------------
 
@@ -220,44 +235,50 @@ class Coordination(Service):
             if session is not None and session != current:
                 self._lost_at.setdefault(session, now)
 
-    async def _run_leader_task(self, latch: LeaderLatch, task: LeaderTask) -> None:
+    def _leader(self, task: LeaderTask) -> Callable[[LeadershipTerm], Awaitable[None]]:
+        """The selector's `lead` for `task`."""
         with_term = wants_term(task.func)
-        backoff = 1.0
-        while True:
+
+        async def lead(term: LeadershipTerm) -> None:
             try:
-                async with latch.leadership() as term:
-                    await self._lead(task, term, with_term)
-                    backoff = 1.0
-                    await anyio.sleep_forever()  # returned by itself: idle until the term ends
-            except LeadershipLost as exc:
-                task.losses += 1
-                task.last_loss = exc.reason
-                log.info("leader task %s stopped: %s", task.path, exc.reason)
-            except CoordinatorClosedError:
-                return
-            except TaskFailed:
-                await anyio.sleep(backoff)
-                backoff = min(MAX_BACKOFF, backoff * 2)
+                await self._lead(task, term, with_term)
+            except anyio.get_cancelled_exc_class():
+                if term.lost is not None:  # leadership ended (not only the process stopping)
+                    task.losses += 1
+                    task.last_loss = term.lost
+                    log.info("leader task %s stopped: %s", task.path, term.lost)
+                raise
+
+        return lead
 
     async def _lead(self, task: LeaderTask, term: LeadershipTerm, wants_term: bool) -> None:
+        """Run `task` while the term lasts: again after a backoff if it fails, idle once it returns."""
         if self._retiring:
             # Elected while shutting down: pass leadership on rather than start the task
             # (leaving the latch ends this term, so the wait below is cancelled).
             log.info("leader task %s not started: this process is shutting down", task.path)
             self._retired.set()
             await anyio.sleep_forever()
-        task.running, task.session, task.token = True, self.coord.session_id, term.token
-        task.starts += 1
-        log.info("leader task %s started (token 0x%x)", task.path, term.token)
-        try:
-            await (task.func(term) if wants_term else task.func())
-        except Exception as exc:
-            task.failures += 1
-            task.last_error = f"{type(exc).__name__}: {exc}"
-            log.exception("leader task %s failed; it starts again while still leader", task.path)
-            raise TaskFailed from exc
-        finally:
-            task.running = False
+        backoff = 1.0
+        while True:
+            task.running, task.session, task.token = True, self.coord.session_id, term.token
+            task.starts += 1
+            log.info("leader task %s started (token 0x%x)", task.path, term.token)
+            try:
+                await (task.func(term) if wants_term else task.func())
+            except Exception as exc:
+                task.failures += 1
+                task.last_error = f"{type(exc).__name__}: {exc}"
+                log.exception(
+                    "leader task %s failed; it starts again while still leader", task.path
+                )
+            else:
+                break
+            finally:
+                task.running = False
+            await anyio.sleep(backoff)
+            backoff = min(MAX_BACKOFF, backoff * 2)
+        await anyio.sleep_forever()  # returned by itself: idle until the term ends
 
     # --- tracked holds ----------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """Leader-only tasks of the FastAPI lifespan: checking them, and what each did so far.
 
-The runner itself is `Coordination._run_leader_task`; this module holds what it
-and the lifespan's argument checks share.
+Each task runs under a `LeaderSelector` with `Coordination._leader` as its
+`lead`; this module holds what that and the lifespan's argument checks share.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ __all__ = (
     "MAX_BACKOFF",
     "LeaderFunc",
     "LeaderTask",
-    "TaskFailed",
     "check_grace",
     "check_leader_tasks",
     "wants_term",
@@ -88,7 +87,3 @@ class LeaderTask:
     failures: int = 0
     last_error: str | None = None
     last_loss: str | None = None
-
-
-class TaskFailed(Exception):
-    """A leader task raised; the runner backs off and starts it again."""

@@ -49,6 +49,8 @@ from ._latch import LeadershipTerm as LeadershipTerm
 from ._latch import Participant as Participant
 from ._latch import default_participant_id as default_participant_id
 from ._latch import leader_latch as leader_latch
+from ._selector import LeaderSelector as LeaderSelector
+from ._selector import leader_selector as leader_selector
 from .describe import LatchParticipant as LatchParticipant
 from .describe import LatchView as LatchView
 from .describe import describe_latch as describe_latch
@@ -64,6 +66,8 @@ __all__ = (
     "Participant",
     "default_participant_id",
     "leader_latch",
+    "LeaderSelector",
+    "leader_selector",
     "LatchParticipant",
     "LatchView",
     "describe_latch",

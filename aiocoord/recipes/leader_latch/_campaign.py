@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -69,7 +70,8 @@ class Host:
     `elect(node)`: we lead on `node` (a no-op if we already do); `lose(reason)`:
     we lead no more (a no-op if we did not); `publish(event)`: an election
     event for `changes()` readers; `wake()`: wake the latch's waiters;
-    `node()`: our node's path, if any.
+    `node()`: our node's path, if any; `held()`: how long to wait before
+    joining again after our node went (0: at once; the selector's requeue).
     """
 
     elect: Callable[[CreatedNode], None]
@@ -77,6 +79,7 @@ class Host:
     publish: Callable[[ElectionEvent], None]
     wake: Callable[[], None]
     node: Callable[[], str | None]
+    held: Callable[[], float]
 
 
 class _Listing:
@@ -113,6 +116,9 @@ class Campaign:
         self._waiting: anyio.CancelScope | None = None
         self._own: Watch | None = None
         self._following: str | None = None
+        # When the current determination (a listing, or a predecessor's deletion) began:
+        # the start of the phase that FOLLOWING and ELECTED complete.
+        self.determining = time.monotonic()
         # The leader's participant id, read with the watch on it when it is the node just
         # ahead of ours; good while that watch has not fired.
         self._leader: tuple[Watch, str | None] | None = None
@@ -195,11 +201,17 @@ class Campaign:
             if node is not None:
                 self.host.lose("session lost")
                 await self._write(offer.delete(self.coord.session_id))  # an earlier session's
+            held = self.host.held()
+            if held > 0:  # released by the selector: join again later, or when poked
+                with anyio.move_on_after(held):
+                    await wake.wait()
+                return
             await self._join(offer)
             return
         own = await self._watch_own(offer, node)
         if own is None:
             return
+        self.determining = time.monotonic()
         try:
             order: Ordering | None = await offer.shared.ordered(self.layout)
         except NoNodeError:  # the parent is gone, and our node with it
@@ -232,11 +244,12 @@ class Campaign:
         self._own = None
         self._following = None
         self._leader = None
+        started = time.monotonic()
         await self._write(offer.create())
         node = offer.node
         assert node is not None
         log.debug("joined %s as %s", self.path, node.path)
-        self.host.publish(ElectionEvent(ElectionState.OFFERED, node.path))
+        self.host.publish(ElectionEvent(ElectionState.OFFERED, node.path, started=started))
 
     def _node_lost(self, offer: Candidacy) -> None:
         """Our node is gone (or not ours): lose leadership; the next pass joins again."""
@@ -311,6 +324,7 @@ class Campaign:
         """The node just ahead of ours changed (a watch callback: no await)."""
         if event.type is not EventType.DELETED or self._following != predecessor:
             return
+        self.determining = time.monotonic()
         if ahead == 1:
             self._grant(node, own, wake)  # it was the only one ahead
             return
@@ -365,7 +379,12 @@ class Campaign:
         if self._following != predecessor:
             self._following = predecessor
             self.host.publish(
-                ElectionEvent(ElectionState.FOLLOWING, node.path, predecessor=predecessor)
+                ElectionEvent(
+                    ElectionState.FOLLOWING,
+                    node.path,
+                    predecessor=predecessor,
+                    started=self.determining,
+                )
             )
         # Act the moment the notification is read, before this task (or any other woken
         # by it) runs: lead if it was the only node ahead, else send the listing, and

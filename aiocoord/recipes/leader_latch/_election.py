@@ -87,6 +87,11 @@ class ElectionEvent:
     `node` is our node's path; `token` the term's fencing token (ELECTED,
     LOST_LEADERSHIP); `predecessor` the node we watch (FOLLOWING); `reason`
     why (LOST_LEADERSHIP, FAILED); `at` the monotonic time it happened.
+    `started` is the monotonic time the phase this event completes began
+    (None if it has none), as ZooKeeper's election recipe pairs ``*_START``
+    with ``*_COMPLETE``: OFFERED, the create of our node; FOLLOWING and
+    ELECTED, the look at the election that decided it (a listing, or the
+    deletion of the node ahead); LOST_LEADERSHIP, the term's start.
     """
 
     state: ElectionState
@@ -95,6 +100,12 @@ class ElectionEvent:
     predecessor: str | None = None
     reason: str = ""
     at: float = field(default_factory=time.monotonic, compare=False)
+    started: float | None = field(default=None, compare=False)
+
+    @property
+    def took(self) -> float | None:
+        """Seconds from the phase's start to this event (None without a start)."""
+        return None if self.started is None else self.at - self.started
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Literal, overload
 
 import anyio
 import anyio.abc
@@ -50,6 +53,9 @@ log = logging.getLogger("aiocoord.recipes.leader_latch")
 
 _USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 
+CloseMode = Literal["notify", "silent"]
+_CLOSE_MODES = ("notify", "silent")
+
 
 class LeaderLatch(Service):
     """A participant in the election at `path`; see the module docstring.
@@ -60,6 +66,9 @@ class LeaderLatch(Service):
     request timeout), leaving withdraws; it may be
     left from another task than the one that entered it.  The observers
     (`leader`, `participants`) also work on a latch not entered.
+    `close_mode` (Curator's ``CloseMode``): with ``"notify"`` (the default)
+    leaving while leader publishes LOST_LEADERSHIP (reason ``"closed"``) to
+    `changes()` readers; with ``"silent"`` it does not (the term still ends).
     Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 
@@ -71,6 +80,7 @@ class LeaderLatch(Service):
         participant_id: str | None = None,
         layout: str = "curator",
         lose_on_suspend: bool = True,
+        close_mode: CloseMode = "notify",
     ) -> None:
         if not isinstance(coord, Coordinator):
             raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
@@ -81,6 +91,9 @@ class LeaderLatch(Service):
             raise ConfigError("layout", f"must be 'curator' or 'zookeeper', not {layout!r}")
         if not isinstance(lose_on_suspend, bool):
             raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+        if close_mode not in _CLOSE_MODES:
+            raise ConfigError("close_mode", f"must be 'notify' or 'silent', not {close_mode!r}")
+        self._close_mode = close_mode
         self._coord = coord
         self._client: ZkClient = coord.client
         self._path = path
@@ -104,6 +117,9 @@ class LeaderLatch(Service):
         self._entered = False
         self._closing = False
         self._stopped = False
+        # Nodes given back by `_release` (never led on again) and when to join again.
+        self._released: set[str] = set()
+        self._hold_until = 0.0
 
     # --- public state ----------------------------------------------------------------------
 
@@ -178,6 +194,7 @@ class LeaderLatch(Service):
             publish=self._publish,
             wake=self._signal,
             node=lambda: self.node,
+            held=self._held,
         )
         self._campaign = Campaign(host, self._coord, self._offer, self._layout, tg)
         await tg.start(self._follow_connection)
@@ -199,7 +216,8 @@ class LeaderLatch(Service):
         if campaign is not None:
             campaign.closing = True
             campaign.unwatch()
-        self._lose("closed")  # before the node goes, so no two leaders overlap
+        # Before the node goes, so no two leaders overlap.
+        self._lose("closed", publish=self._close_mode == "notify")
         # From `closing` on, the campaign starts no write.  Unless one is in flight
         # (then it is cancelled first), our node goes before the tasks unwind, so
         # the next leader need not wait for them.
@@ -222,14 +240,36 @@ class LeaderLatch(Service):
 
     # --- waiting for leadership --------------------------------------------------------------
 
-    async def wait(self) -> LeadershipTerm:
-        """Return the current term once we lead; bound it with ``anyio.fail_after``.
+    @overload
+    async def wait(self) -> LeadershipTerm: ...
 
-        It waits through a ZooKeeper outage (leadership comes back with the
-        connection), logging a WARNING once per outage that it is waiting and
-        why.  Raises `CoordinatorClosedError` if the latch is not entered, is
-        left, or its coordinator closes meanwhile.
+    @overload
+    async def wait(self, timeout: float) -> bool: ...
+
+    async def wait(self, timeout: float | None = None) -> LeadershipTerm | bool:
+        """Wait until we lead.
+
+        Without `timeout`, return the current term once we lead (bound it with
+        ``anyio.fail_after``).  With `timeout` (seconds, >= 0), return True once
+        we lead or False when it passes first, as Curator's ``await(timeout)``.
+        Either way it waits through a ZooKeeper outage (leadership comes back
+        with the connection), logging a WARNING once per outage that it is
+        waiting and why.  Raises `CoordinatorClosedError` if the latch is not
+        entered, is left, or its coordinator closes meanwhile; `ConfigError`
+        for a negative or NaN timeout.
         """
+        if timeout is None:
+            return await self._wait()
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
+        if math.isnan(timeout) or timeout < 0:
+            raise ConfigError("timeout", f"must be a number of seconds >= 0, not {timeout!r}")
+        with anyio.move_on_after(timeout):
+            await self._wait()
+            return True
+        return False
+
+    async def _wait(self) -> LeadershipTerm:
         warned = False
         while True:
             changed = self._changed.event()
@@ -330,23 +370,65 @@ class LeaderLatch(Service):
 
     def _elect(self, node: CreatedNode) -> None:
         """The campaign found us first, on a node of this session: lead (once per term)."""
-        if self._term is None and not self._closing:
+        if self._term is None and not self._closing and node.path not in self._released:
             self._term = LeadershipTerm(node.czxid, node.path, self._id, self._path)
             log.info("leader of %s as %s (token 0x%x)", self._path, self._id, node.czxid)
-            self._publish(ElectionEvent(ElectionState.ELECTED, node.path, token=node.czxid))
+            started = self._campaign.determining if self._campaign is not None else None
+            event = ElectionEvent(
+                ElectionState.ELECTED, node.path, token=node.czxid, started=started
+            )
+            self._publish(event)
             self._signal()
 
-    def _lose(self, reason: str) -> None:
+    def _lose(self, reason: str, *, publish: bool = True) -> None:
         term, self._term = self._term, None
         if term is None:
             return
         term.tenure.end(reason)
         log.info("no longer leader of %s as %s: %s", self._path, self._id, reason)
-        event = ElectionEvent(
-            ElectionState.LOST_LEADERSHIP, term.node, token=term.token, reason=reason
-        )
-        self._publish(event)
+        if publish:
+            event = ElectionEvent(
+                ElectionState.LOST_LEADERSHIP,
+                term.node,
+                token=term.token,
+                reason=reason,
+                started=term.started_at,
+            )
+            self._publish(event)
         self._signal()
+
+    # --- giving leadership back (the selector's requeue) ----------------------------------
+
+    async def _release(self, reason: str, *, rejoin_after: float) -> None:
+        """Give our node back: end the term, delete the node, join again after `rejoin_after` s.
+
+        `rejoin_after` may be ``math.inf`` (join again only on `_rejoin`).  The
+        released node is never led on again, even if its delete has to wait for
+        the connection (the session deletes it then, see `Candidacy.withdraw`).
+        """
+        offer = self._offer
+        node = offer.node if offer is not None else None
+        self._hold_until = time.monotonic() + rejoin_after
+        if node is not None:
+            self._released.add(node.path)
+        self._lose(reason)
+        if offer is not None and node is not None and not self._closing:
+            with (
+                anyio.CancelScope(shield=True),
+                anyio.move_on_after(self._client.request_timeout()),
+            ):
+                await offer.withdraw(self._coord.session_id)
+        if self._campaign is not None:
+            self._campaign.poke()
+
+    def _rejoin(self) -> None:
+        """Join again now (after a `_release`)."""
+        self._hold_until = 0.0
+        if self._campaign is not None:
+            self._campaign.poke()
+
+    def _held(self) -> float:
+        return max(0.0, self._hold_until - time.monotonic())
 
     def _publish(self, event: ElectionEvent) -> None:
         self._events.publish(event)
@@ -372,6 +454,7 @@ def leader_latch(
     participant_id: str | None = None,
     layout: str = "curator",
     lose_on_suspend: bool = True,
+    close_mode: CloseMode = "notify",
 ) -> LeaderLatch:
     """A `LeaderLatch` to use as ``async with leader_latch(coord, path, participant_id=...)``.
 
@@ -387,4 +470,5 @@ def leader_latch(
         participant_id=participant_id,
         layout=layout,
         lose_on_suspend=lose_on_suspend,
+        close_mode=close_mode,
     )

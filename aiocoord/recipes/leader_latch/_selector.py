@@ -1,0 +1,210 @@
+"""`LeaderSelector` and `leader_selector()`: run while leader, give it back, requeue.
+
+Curator's ``LeaderSelector`` on the leader-latch layout (Java selectors and
+latches on the same path elect one leader with it).  Each time this
+participant becomes leader, ``lead(term)`` runs inside the latch's
+``leadership()``, so it is cancelled the moment leadership is lost:
+
+- `lead` returns: our node is deleted (the next participant leads) and, with
+  ``requeue=True``, a new node joins at the back of the queue.
+- leadership is lost (SUSPENDED, LOST, our node deleted): `lead` is
+  cancelled, nothing is raised into the caller; the latch keeps its place
+  when it can (same session) or joins again, as a latch does.  Without
+  ``requeue`` the node is given back instead.
+- `lead` raises: the error is logged and counted, the node given back, and
+  the participant joins again after a backoff (doubling up to `max_backoff`,
+  reset once `lead` returns); with ``on_error="raise"`` the selector stops
+  instead and its exit (`aclose()`) raises the error.
+
+Without ``requeue``, a selector leads at most once per `requeue()` call
+(the first comes with `start()`), as Curator's without ``autoRequeue``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import Literal
+
+import anyio
+import anyio.abc
+
+from ..._lifecycle import Lifecycle, Service
+from ...errors import ConfigError, CoordinatorClosedError, LeadershipLost
+from ...session import Coordinator
+from ._election import LeadershipTerm
+from ._latch import LeaderLatch
+
+__all__ = ("LeaderSelector", "OnError", "leader_selector")
+
+log = logging.getLogger("aiocoord.recipes.leader_latch")
+
+LeadFunc = Callable[[LeadershipTerm], Awaitable[None]]
+OnError = Literal["requeue", "raise"]
+
+
+def _seconds(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds, not {value!r}")
+    if not 0 <= value < math.inf:  # NaN fails both comparisons
+        raise ConfigError(name, f"must be a finite number of seconds >= 0, not {value!r}")
+    return float(value)
+
+
+class LeaderSelector(Service):
+    """Runs `lead` each time this participant leads the election at `path`; see the module docstring.
+
+    Use it as ``async with`` (or `start()` ... `aclose()`, from any task).
+    `latch` is the `LeaderLatch` underneath (its observers and `changes()`
+    work as usual).  `runs`, `failures`, `losses` and `last_error` count what
+    `lead` did.  Raises `TypeError` / `ConfigError` for bad arguments, and
+    what `LeaderLatch` raises for the rest.
+    """
+
+    def __init__(
+        self,
+        coord: Coordinator,
+        path: str,
+        lead: LeadFunc,
+        *,
+        participant_id: str | None = None,
+        requeue: bool = True,
+        on_error: OnError = "requeue",
+        backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        layout: str = "curator",
+        lose_on_suspend: bool = True,
+    ) -> None:
+        if not inspect.iscoroutinefunction(lead) and not inspect.iscoroutinefunction(
+            getattr(lead, "__call__", None)  # noqa: B004 - an object with an async __call__
+        ):
+            raise TypeError(
+                f"lead must be an async function taking the LeadershipTerm, not {lead!r}"
+            )
+        if not isinstance(requeue, bool):
+            raise TypeError(f"requeue must be a bool, not {type(requeue).__name__}")
+        if on_error not in ("requeue", "raise"):
+            raise ConfigError("on_error", f"must be 'requeue' or 'raise', not {on_error!r}")
+        self._backoff = _seconds("backoff", backoff)
+        self._max_backoff = _seconds("max_backoff", max_backoff)
+        if self._max_backoff < self._backoff:
+            raise ConfigError(
+                "max_backoff", f"must be >= backoff ({backoff!r}), not {max_backoff!r}"
+            )
+        self.latch = LeaderLatch(
+            coord,
+            path,
+            participant_id=participant_id,
+            layout=layout,
+            lose_on_suspend=lose_on_suspend,
+        )
+        self._lead = lead
+        self._requeue = requeue
+        self._on_error = on_error
+        self.runs = 0
+        self.failures = 0
+        self.losses = 0
+        self.last_error: BaseException | None = None
+        self._error: BaseException | None = None
+        self._life = Lifecycle(
+            f"leader selector {path} ({self.latch.participant_id})",
+            self._run,
+            stopping=self.latch.aclose,
+        )
+
+    @property
+    def path(self) -> str:
+        return self.latch.path
+
+    @property
+    def participant_id(self) -> str:
+        return self.latch.participant_id
+
+    @property
+    def has_leadership(self) -> bool:
+        return self.latch.has_leadership
+
+    async def start(self) -> None:
+        """Join the election; returns once our node exists (as `LeaderLatch.start`)."""
+        await self._life.start()
+
+    async def aclose(self) -> None:
+        """Leave: `lead` is cancelled, the node deleted; raises `lead`'s error with ``on_error="raise"``."""
+        await self._life.aclose()
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    def requeue(self) -> None:
+        """Join the election again now (after `lead` returned without ``requeue``, or a backoff)."""
+        self.latch._rejoin()
+
+    async def _run(self, tg: anyio.abc.TaskGroup) -> None:
+        await self.latch.start()
+        tg.start_soon(self._loop)
+
+    async def _loop(self) -> None:
+        backoff = self._backoff
+        while True:
+            try:
+                async with self.latch.leadership() as term:
+                    self.runs += 1
+                    await self._lead(term)
+            except LeadershipLost as exc:
+                self.losses += 1
+                log.info("leader selector %s: lead cancelled: %s", self.path, exc.reason)
+                if not self._requeue:
+                    await self.latch._release("lost", rejoin_after=math.inf)
+                continue
+            except CoordinatorClosedError:
+                return  # the latch was left
+            except Exception as exc:
+                self.failures += 1
+                self.last_error = exc
+                if self._on_error == "raise":
+                    log.error("leader selector %s: lead failed; stopping", self.path, exc_info=exc)
+                    self._error = exc
+                    await self._life.aclose()  # from our own task: only signals
+                    return
+                log.exception(
+                    "leader selector %s: lead failed; joining again in %.1f s", self.path, backoff
+                )
+                after = backoff if self._requeue else math.inf
+                backoff = min(self._max_backoff, backoff * 2)
+                await self.latch._release("failed", rejoin_after=after)
+                continue
+            backoff = self._backoff
+            await self.latch._release("released", rejoin_after=0.0 if self._requeue else math.inf)
+
+    def __repr__(self) -> str:
+        return f"<LeaderSelector {self.path} id={self.participant_id} runs={self.runs}>"
+
+
+def leader_selector(
+    coord: Coordinator,
+    path: str,
+    lead: LeadFunc,
+    *,
+    participant_id: str | None = None,
+    requeue: bool = True,
+    on_error: OnError = "requeue",
+    backoff: float = 1.0,
+    max_backoff: float = 30.0,
+    layout: str = "curator",
+    lose_on_suspend: bool = True,
+) -> LeaderSelector:
+    """A `LeaderSelector` to use as ``async with leader_selector(coord, path, lead, ...)``."""
+    return LeaderSelector(
+        coord,
+        path,
+        lead,
+        participant_id=participant_id,
+        requeue=requeue,
+        on_error=on_error,
+        backoff=backoff,
+        max_backoff=max_backoff,
+        layout=layout,
+        lose_on_suspend=lose_on_suspend,
+    )

@@ -1,0 +1,279 @@
+"""The leader selector (run, give back, requeue) and the latch's Curator-parity API, on a real server."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import anyio
+import pytest
+
+import aiocoord
+from aiocoord import ConfigError, Coordinator, LeadershipTerm
+from aiocoord.recipes.leader_latch import (
+    ElectionEvent,
+    ElectionState,
+    LeaderLatch,
+    LeaderSelector,
+    leader_latch,
+    leader_selector,
+)
+from aiocoord.testing import ZooKeeperServer, expire_session
+from tests.helpers import eventually
+
+E = ElectionState
+pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def coordinators(
+    server: ZooKeeperServer, n: int, chroot: str
+) -> AsyncIterator[list[Coordinator]]:
+    async with AsyncExitStack() as stack:
+        yield [
+            await stack.enter_async_context(
+                aiocoord.connect(server.connect_string, namespace=chroot, session_timeout=4.0)
+            )
+            for _ in range(n)
+        ]
+
+
+async def events_until_stopped(
+    latch: LeaderLatch,
+    out: list[ElectionEvent],
+    seen: dict[ElectionState, anyio.Event] | None = None,
+) -> None:
+    async for event in latch.changes():
+        out.append(event)
+        if seen is not None and event.state in seen:
+            seen[event.state].set()
+
+
+# --- the selector ----------------------------------------------------------------------------
+
+
+async def test_run_return_requeue_order_across_three_participants(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    runs: list[tuple[str, int]] = []
+    all_joined = anyio.Event()
+    six = anyio.Event()
+
+    def lead_as(name: str) -> Callable[[LeadershipTerm], Awaitable[None]]:
+        async def lead(term: LeadershipTerm) -> None:
+            await all_joined.wait()  # the first leader holds on until every participant queued
+            runs.append((name, term.token))
+            if len(runs) >= 6:
+                six.set()
+                await anyio.sleep_forever()  # keep the rest from running while the test ends
+
+        return lead
+
+    with anyio.fail_after(30):
+        async with coordinators(zk_server, 3, zk_chroot) as coords, AsyncExitStack() as stack:
+            for i in range(3):
+                await stack.enter_async_context(
+                    leader_selector(coords[i], "/sel", lead_as(f"p{i}"), participant_id=f"p{i}")
+                )
+            all_joined.set()
+            await six.wait()
+    assert [name for name, _ in runs[:6]] == ["p0", "p1", "p2", "p0", "p1", "p2"]
+    tokens = [token for _, token in runs[:6]]
+    assert tokens == sorted(tokens) and len(set(tokens)) == 6  # a new node for each term
+
+
+async def test_without_requeue_it_leads_once_until_asked(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    runs: list[int] = []
+    ran = anyio.Event()
+
+    async def lead(term: LeadershipTerm) -> None:
+        runs.append(term.token)
+        ran.set()
+
+    with anyio.fail_after(20):
+        async with coordinators(zk_server, 1, zk_chroot) as (coord,):
+            async with leader_selector(coord, "/once", lead, requeue=False) as selector:
+                await ran.wait()
+                await anyio.sleep(0.3)  # room for a wrong second run
+                assert runs == [runs[0]] and selector.latch.node is None
+                assert await selector.latch.participants() == []
+                ran = anyio.Event()
+                selector.requeue()
+                await ran.wait()
+                assert len(runs) == 2 and runs[1] > runs[0]
+
+
+async def test_session_loss_cancels_lead_and_raises_nothing(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    started: list[int] = []
+    cancelled: list[int] = []
+    running = anyio.Event()
+
+    async def lead(term: LeadershipTerm) -> None:
+        started.append(term.token)
+        running.set()
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            cancelled.append(term.token)
+            raise
+
+    with anyio.fail_after(30):
+        async with coordinators(zk_server, 1, zk_chroot) as (coord,):
+            async with leader_selector(coord, "/lost", lead) as selector:
+                await running.wait()
+                running = anyio.Event()
+                await expire_session(coord)
+                await running.wait()  # led again on the new session
+                assert cancelled == started[:1] and len(started) == 2
+                assert started[1] > started[0]
+                assert (selector.losses, selector.failures, selector.runs) == (1, 0, 2)
+            # Leaving cancelled the second run; the exit raised nothing.
+            assert cancelled == started
+
+
+async def test_error_is_counted_and_requeues_after_a_backoff(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    times: list[float] = []
+    failing = anyio.Event()
+    again = anyio.Event()
+
+    async def lead(term: LeadershipTerm) -> None:
+        times.append(time.monotonic())
+        if len(times) == 1:
+            failing.set()
+            raise ValueError("boom")
+        again.set()
+
+    with anyio.fail_after(20):
+        async with coordinators(zk_server, 1, zk_chroot) as (coord,):
+            selector = LeaderSelector(coord, "/err", lead, backoff=0.5, requeue=True)
+            async with selector:
+                await failing.wait()
+
+                async def given_back() -> bool:
+                    return await selector.latch.participants() == []
+
+                await eventually(given_back)  # the node goes during the backoff
+                await again.wait()
+                assert isinstance(selector.last_error, ValueError)
+                assert selector.failures == 1
+    assert times[1] - times[0] >= 0.5
+
+
+async def test_on_error_raise_ends_the_selector_and_its_exit_raises(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    async def lead(term: LeadershipTerm) -> None:
+        raise ValueError("boom")
+
+    events: list[ElectionEvent] = []
+    with anyio.fail_after(20):
+        async with coordinators(zk_server, 1, zk_chroot) as (coord,):
+            with pytest.raises(ValueError, match="boom"):
+                async with leader_selector(coord, "/raise", lead, on_error="raise") as selector:
+                    await events_until_stopped(selector.latch, events)
+            assert await selector.latch.participants() == []
+    assert events[-1].state is E.STOPPED and selector.failures == 1
+
+
+def test_bad_arguments_are_refused_clearly() -> None:
+    coord = aiocoord.connect("127.0.0.1:1")
+
+    async def lead(term: LeadershipTerm) -> None:
+        pass
+
+    def sync_lead(term: LeadershipTerm) -> None:
+        pass
+
+    with pytest.raises(TypeError, match="lead must be an async function"):
+        LeaderSelector(coord, "/x", sync_lead)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError) as info:
+        LeaderSelector(coord, "/x", lead, on_error="ignore")  # type: ignore[arg-type]
+    assert info.value.field == "on_error"
+    for bad in (-1.0, math.nan, math.inf):
+        with pytest.raises(ConfigError) as info:
+            LeaderSelector(coord, "/x", lead, backoff=bad)
+        assert info.value.field == "backoff"
+    with pytest.raises(TypeError, match="backoff"):
+        LeaderSelector(coord, "/x", lead, backoff="1")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="max_backoff"):
+        LeaderSelector(coord, "/x", lead, backoff=5.0, max_backoff=1.0)
+    with pytest.raises(ConfigError) as info:
+        LeaderLatch(coord, "/x", close_mode="loud")  # type: ignore[arg-type]
+    assert info.value.field == "close_mode"
+
+
+# --- the latch's Curator-parity API ----------------------------------------------------------
+
+
+async def test_wait_with_timeout_is_true_or_false(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(20):
+        async with coordinators(zk_server, 2, zk_chroot) as coords:
+            async with leader_latch(coords[0], "/w", participant_id="a") as a:
+                assert isinstance(await a.wait(), aiocoord.LeadershipTerm)
+                assert await a.wait(0) is True
+                async with leader_latch(coords[1], "/w", participant_id="b") as b:
+                    before = time.monotonic()
+                    assert await b.wait(0.3) is False
+                    assert time.monotonic() - before >= 0.3
+                    for bad in (-1, math.nan):
+                        with pytest.raises(ConfigError):
+                            await b.wait(bad)
+                    await a.aclose()
+                    assert await b.wait(10) is True and b.has_leadership
+
+
+@pytest.mark.parametrize("mode", ["notify", "silent"])
+async def test_close_modes(zk_server: ZooKeeperServer, zk_chroot: str, mode: str) -> None:
+    events: list[ElectionEvent] = []
+    with anyio.fail_after(20):
+        async with coordinators(zk_server, 1, zk_chroot) as (coord,):
+            async with anyio.create_task_group() as tg:
+                latch = leader_latch(coord, "/cm", close_mode=mode)  # type: ignore[arg-type]
+                async with latch:
+                    elected = anyio.Event()
+                    tg.start_soon(events_until_stopped, latch, events, {E.ELECTED: elected})
+                    await elected.wait()
+    states = [e.state for e in events]
+    after = states[states.index(E.ELECTED) + 1 :]
+    if mode == "notify":
+        assert after == [E.LOST_LEADERSHIP, E.STOPPED]
+        assert events[-2].reason == "closed"
+    else:
+        assert after == [E.STOPPED]
+
+
+async def test_events_carry_the_start_of_each_phase(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    events: list[ElectionEvent] = []
+    with anyio.fail_after(20):
+        async with coordinators(zk_server, 2, zk_chroot) as coords:
+            async with leader_latch(coords[0], "/ph", participant_id="a") as a:
+                await a.wait()
+                async with anyio.create_task_group() as tg:
+                    before = time.monotonic()
+                    async with leader_latch(coords[1], "/ph", participant_id="b") as b:
+                        is_following = anyio.Event()
+                        tg.start_soon(events_until_stopped, b, events, {E.FOLLOWING: is_following})
+                        await is_following.wait()
+                        await a.aclose()
+                        term = await b.wait()
+    by_state = {e.state: e for e in events}
+    offered, following = by_state[E.OFFERED], by_state[E.FOLLOWING]
+    elected, lost = by_state[E.ELECTED], by_state[E.LOST_LEADERSHIP]
+    for event in (offered, following, elected, lost):
+        assert event.started is not None and event.took is not None and event.took >= 0
+    assert before <= offered.started <= offered.at <= following.started  # type: ignore[operator]
+    assert following.at <= elected.started  # type: ignore[operator]
+    assert lost.started == term.started_at
+    assert by_state[E.STOPPED].started is None
