@@ -22,6 +22,7 @@ from .errors import NodeDataError as NodeDataError
 from .errors import NodeExistsError as NodeExistsError
 from .errors import NoNodeError as NoNodeError
 from .errors import NotEmptyError as NotEmptyError
+from .errors import ProtocolError as ProtocolError
 from .errors import SessionExpiredError as SessionExpiredError
 from .errors import TransactionFailed as TransactionFailed
 from .errors import ZooKeeperError as ZooKeeperError
@@ -106,6 +107,7 @@ __all__ = (
     "NodeExistsError",
     "NotEmptyError",
     "Participant",
+    "ProtocolError",
     "RandomChoice",
     "RoundRobin",
     "Scheduler",
