@@ -27,10 +27,11 @@ from typing import cast
 import anyio
 import anyio.lowlevel
 
-from ..errors import ConnectionLostError, SessionExpiredError
+from ..errors import ConnectionLostError, ProtocolError, SessionExpiredError
 from . import _wire
+from ._replies import ConnectAnswer, reply_header
 from ._timing import SessionTiming
-from ._wire import ConnectAnswer, OpCode, WireRequest
+from ._wire import OpCode, WireRequest
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +44,21 @@ _MAX_REQUEST = 0xFFFFF
 
 @dataclass(slots=True, eq=False)
 class _Pending:
-    """A request waiting for its reply (replies come in request order)."""
+    """A request waiting for its reply (replies come in request order).
+
+    `parse` reads the body of a successful reply where the packet is read,
+    into `value`; if the body is malformed the request fails with
+    `ProtocolError` and the connection is dropped.
+    """
 
     xid: int
     opcode: OpCode
     done: asyncio.Future[None]
     on_reply: Callable[[int, int, bytes], None] | None = None
+    parse: Callable[[bytes], object] | None = None
     header: tuple[int, int] = (0, 0)  # zxid, err
     body: bytes = b""
+    value: object = None
     error: BaseException | None = None
 
 
@@ -94,6 +102,8 @@ class _Protocol(asyncio.Protocol):
                     break
                 pos = start + size
                 body = data[start:pos]
+                if self.end_reason is not None:
+                    return  # a packet before this one ended the connection
                 if self.on_frame is not None:
                     self.on_frame(body)
                 elif not self.first.done():
@@ -273,27 +283,41 @@ class Connection:
             await anyio.sleep(max(0.005, wake - now))
 
     def _dispatch_safely(self, body: bytes) -> None:
+        """Hand one packet on; the one place where whatever a server sends is read.
+
+        A packet that does not parse, or that answers no request, ends the
+        connection: the request it answered (if any) fails with its
+        `ProtocolError`, every other one in flight with `ConnectionLostError`.
+        """
         try:
             self._dispatch(body)
-        except Exception as exc:  # a reply that matches no request or does not parse
+        except Exception as exc:
             log.warning("dropping connection to %s:%s: %r", *self.address, exc)
-            self._end(f"malformed packet from {self.address[0]}:{self.address[1]}: {exc!r}")
+            self._protocol.ended(f"sent a malformed packet: {exc!r}")
             self._transport.abort()
 
     def _dispatch(self, body: bytes) -> None:
-        xid, zxid, err = _wire.reply_header(body)
+        xid, zxid, err = reply_header(body)
         if zxid > 0:
             self._on_zxid(zxid)
         if xid == _wire.NOTIFICATION_XID:
             self._on_notification(body)
             return
         if not self._pending:
-            raise ValueError(f"reply xid {xid} with no request waiting")
+            raise ProtocolError(f"a reply (xid {xid}) with no request waiting")
         pending = self._pending.popleft()
-        if pending.xid != xid:
-            raise ValueError(f"reply xid {xid} does not match request xid {pending.xid}")
         pending.header = (zxid, err)
         pending.body = body
+        try:
+            if pending.xid != xid:
+                raise ProtocolError(f"a reply to xid {xid} where xid {pending.xid} was next")
+            if err == 0 and pending.parse is not None:
+                pending.value = pending.parse(body)
+        except ProtocolError as exc:
+            pending.error = exc  # its caller learns why; the others fail with the connection
+            if not pending.done.done():
+                pending.done.set_result(None)
+            raise
         if pending.on_reply is not None:
             # Runs before the next packet is dispatched, so a watch is registered
             # before the notification that may follow its reply.
@@ -342,8 +366,9 @@ class Connection:
         xid: int,
         opcode: OpCode,
         on_reply: Callable[[int, int, bytes], None] | None = None,
+        parse: Callable[[bytes], object] | None = None,
     ) -> _Pending:
-        """Queue a framed request; the entry completes with its reply.
+        """Queue a framed request; the entry completes with its reply (parsed by `parse`).
 
         Synchronous, so the order of `queue` calls is the order on the wire and
         of the replies.  The first request of a step of the event loop is
@@ -360,7 +385,7 @@ class Connection:
             )
         if self.closed:
             raise ConnectionLostError(f"not connected ({self.close_reason})")
-        pending = _Pending(xid, opcode, self._loop.create_future(), on_reply)
+        pending = _Pending(xid, opcode, self._loop.create_future(), on_reply, parse)
         self._pending.append(pending)
         if self._flush_handle is None:
             self._flush_handle = self._loop.call_soon(self._flush)
@@ -391,10 +416,12 @@ class Connection:
         request: WireRequest,
         xid: int | None = None,
         on_reply: Callable[[int, int, bytes], None] | None = None,
+        parse: Callable[[bytes], object] | None = None,
     ) -> _Pending:
         """Frame and `queue` a request object (under the next xid unless given)."""
         xid = self.next_xid() if xid is None else xid
-        return self.queue(_wire.request_packet(xid, request), xid, request.opcode, on_reply)
+        packet = _wire.request_packet(xid, request)
+        return self.queue(packet, xid, request.opcode, on_reply, parse)
 
     async def call(
         self,

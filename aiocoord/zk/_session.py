@@ -37,6 +37,7 @@ from ..errors import (
 from . import _wire
 from ._connection import Connection
 from ._priming import close_session, prime
+from ._replies import parse_watch_event
 from ._sending import Sender
 from ._timing import SessionTiming
 from ._watches import WatchRegistry
@@ -335,7 +336,7 @@ class ZkSession:
     # --- notifications ---------------------------------------------------------------------
 
     def _on_notification(self, body: bytes) -> None:
-        type_, _state, server_path = _wire.parse_watch_event(body)
+        type_, _state, server_path = parse_watch_event(body)
         if type_ == _STATE_NOTICE:
             return  # state-change notices; our states come from the machine
         self.watches.dispatch(type_, server_path, strip_chroot(self.chroot, server_path))
