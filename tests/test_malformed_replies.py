@@ -59,16 +59,20 @@ def result(type_: int, body: bytes = b"") -> bytes:
 class Once:
     """A script that breaks the first reply to `opcode` and lets everything else through."""
 
-    def __init__(self, opcode: int, mutate: Callable[[bytes], bytes]) -> None:
+    def __init__(
+        self, opcode: int, mutate: Callable[[bytes], bytes], *, framed: bool = True
+    ) -> None:
         self.opcode = opcode
         self.mutate = mutate
+        self.framed = framed  # False: `mutate` returns the bytes to send, length prefix included
         self.done = False
 
     def __call__(self, request: FakeRequest) -> bytes | None:
         if request.opcode != self.opcode or self.done:
             return None
         self.done = True
-        return FakeZooKeeper.frame(self.mutate(request.reply))
+        data = self.mutate(request.reply)
+        return FakeZooKeeper.frame(data) if self.framed else data
 
 
 @dataclass
@@ -240,3 +244,24 @@ async def test_malformed_reply_to_a_listing_sent_from_a_callback() -> None:
             outcome = await dropped_and_back(coord, result)
             assert isinstance(outcome, ProtocolError), outcome
             assert seen == []  # the callback never saw a listing that does not parse
+
+
+async def test_a_frame_that_never_completes_drops_the_connection() -> None:
+    """A reply announcing more bytes than come: silence, though the server answers pings.
+
+    The ping replies fill the announced frame a few bytes at a time; counting
+    them as "heard from the server" kept the connection, and the request, up
+    for as long as the frame took to fill (here about a minute), with no
+    deadline configured.  Only a whole packet counts.
+    """
+
+    def announce_more(packet: bytes) -> bytes:
+        return struct.pack("!i", len(packet) + 4000) + packet
+
+    with anyio.fail_after(15):
+        async with served(Once(GET_DATA, announce_more, framed=False)) as (coord, _zk):
+            started = time.monotonic()
+            node = await dropped_and_back(coord, lambda: coord.client.get("/a"))
+            assert getattr(node, "data", None) == b"data"  # read again on the new connection
+            # Dropped once the server was silent for the read timeout (2/3 of 3 s).
+            assert time.monotonic() - started < coord.client.timing.read_timeout + 1.5

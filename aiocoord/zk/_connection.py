@@ -83,7 +83,7 @@ class _Protocol(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
 
     def data_received(self, data: bytes) -> None:
-        self.last_recv = time.monotonic()
+        now = time.monotonic()
         buf = self._buf
         if buf:  # the start of a frame came before: carry on from it
             buf += data
@@ -104,6 +104,9 @@ class _Protocol(asyncio.Protocol):
                 body = data[start:pos]
                 if self.end_reason is not None:
                     return  # a packet before this one ended the connection
+                # Only a whole packet is word from the server (as in the Java client):
+                # bytes trickling into a frame that never completes are silence.
+                self.last_recv = now
                 if self.on_frame is not None:
                     self.on_frame(body)
                 elif not self.first.done():
@@ -175,7 +178,7 @@ class Connection:
 
     @property
     def last_recv(self) -> float:
-        """When the server was last heard from (monotonic clock)."""
+        """When the server last sent a whole packet (monotonic clock)."""
         return self._protocol.last_recv
 
     # --- opening ---------------------------------------------------------------------------
