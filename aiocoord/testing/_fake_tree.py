@@ -13,11 +13,10 @@ session expiry (the fake server expires a session only when told to).
 
 from __future__ import annotations
 
-import copy
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ._fake_watches import (
     CHILDREN_CHANGED,
@@ -106,6 +105,7 @@ class FakeTree:
         self._watches = WatchTable()
         self._identities: dict[int, list[tuple[str, str]]] = {}
         self._txn: int | None = None  # the zxid of the multi being applied
+        self._undo: dict[str, _Node | None] | None = None  # its nodes as they were
         self._handlers: dict[int, Callable[[int, Reader], bytes]] = {
             2: self._delete,
             3: self._exists,
@@ -177,6 +177,17 @@ class FakeTree:
         self.zxid += 1
         return self.zxid
 
+    def _touch(self, *paths: str) -> None:
+        """Within a multi, keep each node as it was before its first change (None: absent)."""
+        if self._undo is None:
+            return
+        for path in paths:
+            if path not in self._undo:
+                node = self._nodes.get(path)
+                self._undo[path] = (
+                    None if node is None else replace(node, children=set(node.children))
+                )
+
     def _create(self, session: int, opcode: int, r: Reader) -> bytes:
         path, data, flags, ttl = _read_create(opcode, r)
         if (
@@ -202,6 +213,7 @@ class FakeTree:
         if path in self._nodes:
             raise _Refused(NODE_EXISTS)
         now = _now_ms()
+        self._touch(path, _parent(path))
         owner = session if flags in (1, 3) else 0
         self._nodes[path] = _Node(data, zxid, now, owner, zxid, now, pzxid=zxid)
         parent.children.add(path.rsplit("/", 1)[1])
@@ -223,6 +235,7 @@ class FakeTree:
         return b""
 
     def _remove(self, path: str) -> None:
+        self._touch(path, _parent(path))
         del self._nodes[path]
         parent = self._nodes[_parent(path)]
         parent.children.discard(path.rsplit("/", 1)[1])
@@ -236,6 +249,7 @@ class FakeTree:
         node = self._node(path)
         if version not in (-1, node.version):
             raise _Refused(BAD_VERSION)
+        self._touch(path)
         node.data, node.version = data, node.version + 1
         node.mzxid, node.mtime = self._commit(), _now_ms()
         self._watches.fire(path, DATA_CHANGED, ("data", "exist"))
@@ -257,21 +271,27 @@ class FakeTree:
             start = r.offset
             _skip_op(type_, r)
             ops.append((type_, r.data[start : r.offset]))
-        saved = copy.deepcopy((self._nodes, self._watches.table, self.zxid))
-        fired = len(self._watches.events)
+        # Undone on failure: the nodes it touched (`_touch`), the one-shot watches it fired.
+        zxid, watches, fired = self.zxid, dict(self._watches.table), len(self._watches.events)
+        self._undo = {}
         self._txn = self._commit()
         results: list[bytes] = []
         try:
             for type_, body in ops:
                 results.append(self._multi_op(session, type_, Reader(body)))
         except _Refused as refused:
-            self._nodes, self._watches.table, self.zxid = saved
+            for path, node in self._undo.items():
+                if node is None:
+                    self._nodes.pop(path, None)
+                else:
+                    self._nodes[path] = node
+            self.zxid, self._watches.table = zxid, watches
             del self._watches.events[fired:]  # nothing happened: no notification
             i = len(results)  # the operation that failed
             codes = [0] * i + [refused.code] + [RUNTIME_INCONSISTENCY] * (len(ops) - i - 1)
             return b"".join(_multi_header(-1, code) + int32(code) for code in codes) + _MULTI_END
         finally:
-            self._txn = None
+            self._txn = self._undo = None
         return b"".join(results) + _MULTI_END
 
     def _multi_op(self, session: int, type_: int, r: Reader) -> bytes:

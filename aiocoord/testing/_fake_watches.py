@@ -41,8 +41,10 @@ class WatchTable:
         return removed
 
     def forget(self, session: int) -> None:
-        for sessions in self.table.values():
+        for key, sessions in list(self.table.items()):
             sessions.discard(session)
+            if not sessions:
+                del self.table[key]
 
     def fire(self, path: str, event_type: int, kinds: tuple[str, ...]) -> None:
         """A change at `path`: notify the one-shot watches of `kinds`, and the lasting ones."""
