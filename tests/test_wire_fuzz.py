@@ -12,7 +12,7 @@ more than 100 ms (counted in its thread's CPU time, so that a busy machine
 is not mistaken for a blocked loop); memory stays bounded; once the server
 behaves again the session recovers and serves a request.
 
-CI runs 15 examples on each event loop; ``AIOCOORD_FUZZ_EXAMPLES=500`` (per
+CI runs 15 examples on each event loop; ``AIOCOORD_FUZZ_EXAMPLES=550`` (per
 loop) is the long local run.  docs/reliability.md, "Wire fuzzing", has the
 figures and what the fuzzer found.
 """
