@@ -98,7 +98,7 @@ def test_parse_watch_event_refuses_a_cut_path() -> None:
 
 def test_frames_are_cut_the_same_however_the_bytes_arrive() -> None:
     """A read may hold many frames, or end inside a length or a body: same frames, same order."""
-    from aiocoord.zk._connection import _Protocol
+    from aiocoord.zk._framing import FrameProtocol
 
     rng = random.Random(5)
     bodies = [
@@ -114,7 +114,7 @@ def test_frames_are_cut_the_same_however_the_bytes_arrive() -> None:
     try:
         for name, cuts in cuts_by_name.items():
             got: list[bytes] = []
-            protocol = _Protocol(loop)
+            protocol = FrameProtocol(loop)
             protocol.on_frame = got.append
             start = 0
             for cut in cuts:

@@ -5,10 +5,10 @@ one.  EOF, a reset, a malformed packet or silence longer than the read timeout
 end it at once (aiozk waited for its next heartbeat), and every request still
 waiting gets `ConnectionLostError`: its outcome is unknown.
 
-The socket is driven by an asyncio protocol, not by reader and writer tasks:
-frames are parsed, and replies handed to their callers, in the event loop's
-receive callback; requests queued during one step of the loop go out in one
-write from a loop callback.  A round trip then wakes one task (its caller)
+The socket is driven by an asyncio protocol (`_framing.FrameProtocol`), not
+by reader and writer tasks: frames are parsed, and replies handed to their
+callers, in the event loop's receive callback; requests queued during one
+step of the loop go out in one write from a loop callback.  A round trip then wakes one task (its caller)
 instead of three, and task wake-ups are most of a round trip's CPU time.
 """
 
@@ -22,13 +22,13 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
 
 import anyio
 import anyio.lowlevel
 
 from ..errors import ConnectionLostError, ProtocolError, SessionExpiredError
 from . import _wire
+from ._framing import FrameProtocol
 from ._replies import ConnectAnswer, reply_header
 from ._timing import SessionTiming
 from ._wire import OpCode, WireRequest
@@ -36,7 +36,6 @@ from ._wire import OpCode, WireRequest
 log = logging.getLogger(__name__)
 
 _INT = struct.Struct("!i")
-_MAX_PACKET = 0xFFFFF + 1024 * 16  # jute.maxbuffer (1 MiB) plus headers, as the Java client allows
 # The server drops the connection on a request longer than jute.maxbuffer (default
 # 0xFFFFF, the whole packet, headers included), which suspends everything on the session.
 _MAX_REQUEST = 0xFFFFF
@@ -62,88 +61,12 @@ class _Pending:
     error: BaseException | None = None
 
 
-class _Protocol(asyncio.Protocol):
-    """Frames the byte stream and hands each packet to `on_frame`, the end to `on_end`.
-
-    Until a `Connection` takes it over, the first packet (the handshake's
-    answer) resolves `first` and any later ones wait in `early`.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.first: asyncio.Future[bytes] = loop.create_future()
-        self.early: list[bytes] = []
-        self.on_frame: Callable[[bytes], None] | None = None
-        self.on_end: Callable[[str], None] | None = None
-        self.end_reason: str | None = None
-        self.last_recv = time.monotonic()
-        self._buf = bytearray()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
-
-    def data_received(self, data: bytes) -> None:
-        now = time.monotonic()
-        buf = self._buf
-        if buf:  # the start of a frame came before: carry on from it
-            buf += data
-            data = bytes(buf)
-            buf.clear()
-        # Frames are cut from `data` by offset, one copy each: a hand-over brings
-        # hundreds of notifications in one read.
-        pos, end = 0, len(data)
-        try:
-            while end - pos >= 4:
-                size = _INT.unpack_from(data, pos)[0]
-                if size < 0 or size > _MAX_PACKET:
-                    raise ValueError(f"packet length {size} out of range")
-                start = pos + 4
-                if end - start < size:
-                    break
-                pos = start + size
-                body = data[start:pos]
-                if self.end_reason is not None:
-                    return  # a packet before this one ended the connection
-                # Only a whole packet is word from the server (as in the Java client):
-                # bytes trickling into a frame that never completes are silence.
-                self.last_recv = now
-                if self.on_frame is not None:
-                    self.on_frame(body)
-                elif not self.first.done():
-                    self.first.set_result(body)
-                else:
-                    self.early.append(body)
-            if pos < end:
-                buf += data[pos:]
-        except Exception as exc:  # malformed packet: this connection is unusable
-            log.warning("dropping a connection: %r", exc)
-            self.ended(f"sent a malformed packet: {exc!r}")
-            if self.transport is not None:
-                self.transport.abort()
-
-    def eof_received(self) -> bool:
-        self.ended("closed by the server")
-        return False  # the transport closes itself
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.ended("closed" if exc is None else f"lost: {exc!r}")
-
-    def ended(self, reason: str) -> None:
-        if self.end_reason is not None:
-            return
-        self.end_reason = reason
-        if not self.first.done():
-            self.first.set_exception(ConnectionLostError(reason))
-        if self.on_end is not None:
-            self.on_end(reason)
-
-
 class Connection:
     """A live, handshaken connection; `run()` keeps it alive until it ends."""
 
     def __init__(
         self,
-        protocol: _Protocol,
+        protocol: FrameProtocol,
         address: tuple[str, int],
         answer: ConnectAnswer,
         timing: SessionTiming,
@@ -209,7 +132,7 @@ class Connection:
         host, port = address
         timeout = timing.connect_attempt
         loop = asyncio.get_running_loop()
-        protocol = _Protocol(loop)
+        protocol = FrameProtocol(loop)
         try:
             with anyio.fail_after(timeout):
                 await loop.create_connection(
@@ -449,6 +372,6 @@ async def wait_reply(pending: _Pending) -> tuple[int, int, bytes]:
     return err, zxid, pending.body
 
 
-def _abort(protocol: _Protocol) -> None:
+def _abort(protocol: FrameProtocol) -> None:
     if protocol.transport is not None:
         protocol.transport.abort()
