@@ -51,7 +51,7 @@ class Reader:
     def fail(self, what: str) -> ProtocolError:
         return ProtocolError(f"malformed reply: {what} at byte {self.pos} of {len(self.body)}")
 
-    def _unpack(self, fmt: struct.Struct, what: str) -> tuple[int, ...]:
+    def unpack(self, fmt: struct.Struct, what: str) -> tuple[int, ...]:
         pos = self.pos
         if pos + fmt.size > len(self.body):
             raise self.fail(f"{what} cut short")
@@ -59,10 +59,10 @@ class Reader:
         return fmt.unpack_from(self.body, pos)
 
     def int32(self, what: str = "an int") -> int:
-        return self._unpack(_INT, what)[0]
+        return self.unpack(_INT, what)[0]
 
     def int64(self, what: str = "a long") -> int:
-        return self._unpack(_LONG, what)[0]
+        return self.unpack(_LONG, what)[0]
 
     def boolean(self) -> bool:
         if self.pos >= len(self.body):
@@ -108,7 +108,7 @@ class Reader:
         return [self.text() for _ in range(self.count(_INT.size))]
 
     def stat(self) -> Stat:
-        return Stat(*self._unpack(_STAT, "a stat"))
+        return Stat(*self.unpack(_STAT, "a stat"))
 
 
 def reply_header(body: bytes) -> tuple[int, int, int]:
@@ -161,7 +161,7 @@ def parse_watch_event(body: bytes) -> tuple[int, int, str]:
     hundreds of notifications at once, and this is several times cheaper.
     """
     reader = Reader(body)
-    type_, state = reader._unpack(_WATCH_EVENT, "an event")
+    type_, state = reader.unpack(_WATCH_EVENT, "an event")
     return type_, state, reader.text(null="")
 
 
