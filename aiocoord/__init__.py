@@ -26,6 +26,7 @@ from .errors import NodeDataError as NodeDataError
 from .errors import NodeExistsError as NodeExistsError
 from .errors import NoNodeError as NoNodeError
 from .errors import NotEmptyError as NotEmptyError
+from .errors import ProtocolError as ProtocolError
 from .errors import SessionExpiredError as SessionExpiredError
 from .errors import SubscriberLagged as SubscriberLagged
 from .errors import TransactionFailed as TransactionFailed
@@ -121,6 +122,7 @@ __all__ = (
     "NodeExistsError",
     "NotEmptyError",
     "Participant",
+    "ProtocolError",
     "RandomChoice",
     "RoundRobin",
     "Scheduler",

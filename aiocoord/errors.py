@@ -27,6 +27,7 @@ __all__ = (
     "NodeExistsError",
     "NotEmptyError",
     "NotReadOnlyError",
+    "ProtocolError",
     "SessionExpiredError",
     "SubscriberLagged",
     "TransactionFailed",
@@ -63,6 +64,14 @@ class SessionExpiredError(ConnectionLostError):
     """The ZooKeeper session ended: its ephemeral nodes and watches are gone.
 
     The coordinator opens a new session by itself; recipes re-join on it.
+    """
+
+
+class ProtocolError(ConnectionLostError):
+    """A server sent a reply that does not parse (bad lengths, bad text, a reply to no request).
+
+    The connection is dropped and made again (SUSPENDED, then RECONNECTED);
+    as for any `ConnectionLostError`, the outcome of the request is unknown.
     """
 
 

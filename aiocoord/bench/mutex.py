@@ -79,7 +79,7 @@ def _instrument(coord: aiocoord.Coordinator, costs: Costs) -> None:
     """Count the requests `coord` sends and the notifications it receives."""
     session: Any = coord.client.session
     sender = session.sender
-    for name in ("call", "call_packet"):
+    for name in ("fetch", "fetch_packet"):  # `call` sends through `fetch`
         original = getattr(sender, name)
 
         def counted(*args: Any, _original: Any = original, **kwargs: Any) -> Awaitable[Any]:
@@ -88,14 +88,14 @@ def _instrument(coord: aiocoord.Coordinator, costs: Costs) -> None:
             return result
 
         setattr(sender, name, counted)
-    pipelined = sender.call_pipelined
+    pipelined = sender.fetch_pipelined
 
     def counted_pipelined(requests: list[Any], **kwargs: Any) -> Awaitable[Any]:
         costs.requests += len(requests)
         result: Awaitable[Any] = pipelined(requests, **kwargs)
         return result
 
-    sender.call_pipelined = counted_pipelined
+    sender.fetch_pipelined = counted_pipelined
     client: Any = coord.client
     children_now = client.children_now
 

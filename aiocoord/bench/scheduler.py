@@ -8,7 +8,7 @@ coordinator that submits.  Measured:
   result (submit -> result end to end), in jobs per second;
 - latency of one job at a time (submit -> result): p50 and p99;
 - ZooKeeper requests per job, counted by wrapping every coordinator's
-  ``client.session.sender``'s ``call``/``call_packet`` (the assigner's and the workers' included),
+  ``client.session.sender``'s ``fetch``/``fetch_packet`` (the assigner's and the workers' included),
   with W workers and again with 2W, to show it does not grow with them.
 
 No peer library has a scheduler to compare with, so the references are raw
@@ -50,7 +50,7 @@ class Counter:
 
     def wrap(self, coord: aiocoord.Coordinator) -> None:
         sender: Any = coord.client.session.sender
-        for name in ("call", "call_packet"):
+        for name in ("fetch", "fetch_packet"):  # `call` sends through `fetch`
             original = getattr(sender, name)
 
             def counted(*args: Any, _original: Any = original, **kwargs: Any) -> Awaitable[Any]:

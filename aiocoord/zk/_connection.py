@@ -5,10 +5,10 @@ one.  EOF, a reset, a malformed packet or silence longer than the read timeout
 end it at once (aiozk waited for its next heartbeat), and every request still
 waiting gets `ConnectionLostError`: its outcome is unknown.
 
-The socket is driven by an asyncio protocol, not by reader and writer tasks:
-frames are parsed, and replies handed to their callers, in the event loop's
-receive callback; requests queued during one step of the loop go out in one
-write from a loop callback.  A round trip then wakes one task (its caller)
+The socket is driven by an asyncio protocol (`_framing.FrameProtocol`), not
+by reader and writer tasks: frames are parsed, and replies handed to their
+callers, in the event loop's receive callback; requests queued during one
+step of the loop go out in one write from a loop callback.  A round trip then wakes one task (its caller)
 instead of three, and task wake-ups are most of a round trip's CPU time.
 """
 
@@ -22,20 +22,20 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
 
 import anyio
 import anyio.lowlevel
 
-from ..errors import ConnectionLostError, SessionExpiredError
+from ..errors import ConnectionLostError, ProtocolError, SessionExpiredError
 from . import _wire
+from ._framing import FrameProtocol
+from ._replies import ConnectAnswer, reply_header
 from ._timing import SessionTiming
-from ._wire import ConnectAnswer, OpCode, WireRequest
+from ._wire import OpCode, WireRequest
 
 log = logging.getLogger(__name__)
 
 _INT = struct.Struct("!i")
-_MAX_PACKET = 0xFFFFF + 1024 * 16  # jute.maxbuffer (1 MiB) plus headers, as the Java client allows
 # The server drops the connection on a request longer than jute.maxbuffer (default
 # 0xFFFFF, the whole packet, headers included), which suspends everything on the session.
 _MAX_REQUEST = 0xFFFFF
@@ -43,86 +43,22 @@ _MAX_REQUEST = 0xFFFFF
 
 @dataclass(slots=True, eq=False)
 class _Pending:
-    """A request waiting for its reply (replies come in request order)."""
+    """A request waiting for its reply (replies come in request order).
+
+    `parse` reads the body of a successful reply where the packet is read,
+    into `value`; if the body is malformed the request fails with
+    `ProtocolError` and the connection is dropped.
+    """
 
     xid: int
     opcode: OpCode
     done: asyncio.Future[None]
     on_reply: Callable[[int, int, bytes], None] | None = None
+    parse: Callable[[bytes], object] | None = None
     header: tuple[int, int] = (0, 0)  # zxid, err
     body: bytes = b""
+    value: object = None
     error: BaseException | None = None
-
-
-class _Protocol(asyncio.Protocol):
-    """Frames the byte stream and hands each packet to `on_frame`, the end to `on_end`.
-
-    Until a `Connection` takes it over, the first packet (the handshake's
-    answer) resolves `first` and any later ones wait in `early`.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.first: asyncio.Future[bytes] = loop.create_future()
-        self.early: list[bytes] = []
-        self.on_frame: Callable[[bytes], None] | None = None
-        self.on_end: Callable[[str], None] | None = None
-        self.end_reason: str | None = None
-        self.last_recv = time.monotonic()
-        self._buf = bytearray()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
-
-    def data_received(self, data: bytes) -> None:
-        self.last_recv = time.monotonic()
-        buf = self._buf
-        if buf:  # the start of a frame came before: carry on from it
-            buf += data
-            data = bytes(buf)
-            buf.clear()
-        # Frames are cut from `data` by offset, one copy each: a hand-over brings
-        # hundreds of notifications in one read.
-        pos, end = 0, len(data)
-        try:
-            while end - pos >= 4:
-                size = _INT.unpack_from(data, pos)[0]
-                if size < 0 or size > _MAX_PACKET:
-                    raise ValueError(f"packet length {size} out of range")
-                start = pos + 4
-                if end - start < size:
-                    break
-                pos = start + size
-                body = data[start:pos]
-                if self.on_frame is not None:
-                    self.on_frame(body)
-                elif not self.first.done():
-                    self.first.set_result(body)
-                else:
-                    self.early.append(body)
-            if pos < end:
-                buf += data[pos:]
-        except Exception as exc:  # malformed packet: this connection is unusable
-            log.warning("dropping a connection: %r", exc)
-            self.ended(f"sent a malformed packet: {exc!r}")
-            if self.transport is not None:
-                self.transport.abort()
-
-    def eof_received(self) -> bool:
-        self.ended("closed by the server")
-        return False  # the transport closes itself
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.ended("closed" if exc is None else f"lost: {exc!r}")
-
-    def ended(self, reason: str) -> None:
-        if self.end_reason is not None:
-            return
-        self.end_reason = reason
-        if not self.first.done():
-            self.first.set_exception(ConnectionLostError(reason))
-        if self.on_end is not None:
-            self.on_end(reason)
 
 
 class Connection:
@@ -130,7 +66,7 @@ class Connection:
 
     def __init__(
         self,
-        protocol: _Protocol,
+        protocol: FrameProtocol,
         address: tuple[str, int],
         answer: ConnectAnswer,
         timing: SessionTiming,
@@ -165,7 +101,7 @@ class Connection:
 
     @property
     def last_recv(self) -> float:
-        """When the server was last heard from (monotonic clock)."""
+        """When the server last sent a whole packet (monotonic clock)."""
         return self._protocol.last_recv
 
     # --- opening ---------------------------------------------------------------------------
@@ -196,7 +132,7 @@ class Connection:
         host, port = address
         timeout = timing.connect_attempt
         loop = asyncio.get_running_loop()
-        protocol = _Protocol(loop)
+        protocol = FrameProtocol(loop)
         try:
             with anyio.fail_after(timeout):
                 await loop.create_connection(
@@ -273,27 +209,41 @@ class Connection:
             await anyio.sleep(max(0.005, wake - now))
 
     def _dispatch_safely(self, body: bytes) -> None:
+        """Hand one packet on; the one place where whatever a server sends is read.
+
+        A packet that does not parse, or that answers no request, ends the
+        connection: the request it answered (if any) fails with its
+        `ProtocolError`, every other one in flight with `ConnectionLostError`.
+        """
         try:
             self._dispatch(body)
-        except Exception as exc:  # a reply that matches no request or does not parse
+        except Exception as exc:
             log.warning("dropping connection to %s:%s: %r", *self.address, exc)
-            self._end(f"malformed packet from {self.address[0]}:{self.address[1]}: {exc!r}")
+            self._protocol.ended(f"sent a malformed packet: {exc!r}")
             self._transport.abort()
 
     def _dispatch(self, body: bytes) -> None:
-        xid, zxid, err = _wire.reply_header(body)
+        xid, zxid, err = reply_header(body)
         if zxid > 0:
             self._on_zxid(zxid)
         if xid == _wire.NOTIFICATION_XID:
             self._on_notification(body)
             return
         if not self._pending:
-            raise ValueError(f"reply xid {xid} with no request waiting")
+            raise ProtocolError(f"a reply (xid {xid}) with no request waiting")
         pending = self._pending.popleft()
-        if pending.xid != xid:
-            raise ValueError(f"reply xid {xid} does not match request xid {pending.xid}")
         pending.header = (zxid, err)
         pending.body = body
+        try:
+            if pending.xid != xid:
+                raise ProtocolError(f"a reply to xid {xid} where xid {pending.xid} was next")
+            if err == 0 and pending.parse is not None:
+                pending.value = pending.parse(body)
+        except ProtocolError as exc:
+            pending.error = exc  # its caller learns why; the others fail with the connection
+            if not pending.done.done():
+                pending.done.set_result(None)
+            raise
         if pending.on_reply is not None:
             # Runs before the next packet is dispatched, so a watch is registered
             # before the notification that may follow its reply.
@@ -342,8 +292,9 @@ class Connection:
         xid: int,
         opcode: OpCode,
         on_reply: Callable[[int, int, bytes], None] | None = None,
+        parse: Callable[[bytes], object] | None = None,
     ) -> _Pending:
-        """Queue a framed request; the entry completes with its reply.
+        """Queue a framed request; the entry completes with its reply (parsed by `parse`).
 
         Synchronous, so the order of `queue` calls is the order on the wire and
         of the replies.  The first request of a step of the event loop is
@@ -360,7 +311,7 @@ class Connection:
             )
         if self.closed:
             raise ConnectionLostError(f"not connected ({self.close_reason})")
-        pending = _Pending(xid, opcode, self._loop.create_future(), on_reply)
+        pending = _Pending(xid, opcode, self._loop.create_future(), on_reply, parse)
         self._pending.append(pending)
         if self._flush_handle is None:
             self._flush_handle = self._loop.call_soon(self._flush)
@@ -391,10 +342,12 @@ class Connection:
         request: WireRequest,
         xid: int | None = None,
         on_reply: Callable[[int, int, bytes], None] | None = None,
+        parse: Callable[[bytes], object] | None = None,
     ) -> _Pending:
         """Frame and `queue` a request object (under the next xid unless given)."""
         xid = self.next_xid() if xid is None else xid
-        return self.queue(_wire.request_packet(xid, request), xid, request.opcode, on_reply)
+        packet = _wire.request_packet(xid, request)
+        return self.queue(packet, xid, request.opcode, on_reply, parse)
 
     async def call(
         self,
@@ -419,6 +372,6 @@ async def wait_reply(pending: _Pending) -> tuple[int, int, bytes]:
     return err, zxid, pending.body
 
 
-def _abort(protocol: _Protocol) -> None:
+def _abort(protocol: FrameProtocol) -> None:
     if protocol.transport is not None:
         protocol.transport.abort()

@@ -10,20 +10,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
-from ..errors import TransactionFailed
+from ..errors import ProtocolError, TransactionFailed
 from . import _errors
 from ._arguments import check_data, check_mode, check_version
 from ._connection import _Pending
-from ._wire import (
-    OpCode,
-    check_request,
-    create_request,
-    read_stat,
-    reply_header,
-    set_data_request,
-)
+from ._replies import Reader, reply_header
+from ._wire import OpCode, check_request, create_request, set_data_request
 from .paths import validate_path
 from .types import (
     ACL,
@@ -42,22 +36,30 @@ from .types import (
     SetDataResult,
 )
 
-__all__ = ("MultiResults", "SentMulti", "multi_packet", "parse_multi", "validate_ops")
+__all__ = (
+    "MultiResults",
+    "SentMulti",
+    "multi_packet",
+    "outcome",
+    "parse_multi",
+    "results_parser",
+    "validate_ops",
+)
 
 _INT = struct.Struct("!i")
-_HEADER_SIZE = 16  # reply header: xid, zxid, err
 _MULTI_HEADER = struct.Struct("!i?i")  # a multi's per-operation header: type, done, err
 _MULTI_END = _MULTI_HEADER.pack(-1, True, -1)
 _MULTI_OPCODE = _INT.pack(OpCode.MULTI)
 _DELETE_HEADER = _MULTI_HEADER.pack(OpCode.DELETE, False, -1)
 _CREATE2_HEADER = _MULTI_HEADER.pack(OpCode.CREATE2, False, -1)
 # Plain ints for the per-operation loops (an enum member costs a lookup each time).
-_ERROR, _CREATE, _CREATE2, _DELETE, _SET_DATA = (
+_ERROR, _CREATE, _CREATE2, _DELETE, _SET_DATA, _CHECK = (
     int(OpCode.ERROR),
     int(OpCode.CREATE),
     int(OpCode.CREATE2),
     int(OpCode.DELETE),
     int(OpCode.SET_DATA),
+    int(OpCode.CHECK),
 )
 _CREATED_WITH_STAT = frozenset(
     int(o) for o in (OpCode.CREATE2, OpCode.CREATE_CONTAINER, OpCode.CREATE_TTL)
@@ -117,40 +119,37 @@ def multi_packet(
     return _INT.pack(len(packet)) + packet
 
 
-def parse_multi(body: bytes) -> list[tuple[int, Any]]:
-    """Per-operation results of a multi reply: ``(type, value)``; type ERROR carries the code."""
-    offset = _HEADER_SIZE
+def parse_multi(body: bytes, expected: int | None = None) -> list[tuple[int, Any]]:
+    """Per-operation results of a multi reply: ``(type, value)``; type ERROR carries the code.
+
+    `expected` is the number of operations sent: a reply with another number
+    of results is malformed.  Every result consumes bytes, so a reply of any
+    content ends within its length (`ProtocolError` if it is malformed).
+    """
+    reader = Reader(body)
     out: list[tuple[int, Any]] = []
     while True:
-        type_, done, _err = _MULTI_HEADER.unpack_from(body, offset)
-        offset += _MULTI_HEADER.size
+        type_ = reader.int32("a result type")
+        done = reader.boolean()
+        reader.int32("a result error")
         if done:
-            return out
+            break
         if type_ == _ERROR:
-            code = _INT.unpack_from(body, offset)[0]
-            offset += _INT.size
-            out.append((_ERROR, int(code)))
+            out.append((_ERROR, reader.int32("an error code")))
         elif type_ == _CREATE:
-            path, offset = _parse_ustring(body, offset)
-            out.append((_CREATE, (path, None)))
+            out.append((_CREATE, (reader.text(), None)))
         elif type_ in _CREATED_WITH_STAT:
-            path, offset = _parse_ustring(body, offset)
-            stat, offset = read_stat(body, offset)
-            out.append((_CREATE2, (path, stat)))
+            path = reader.text()
+            out.append((_CREATE2, (path, reader.stat())))
         elif type_ == _SET_DATA:
-            stat, offset = read_stat(body, offset)
-            out.append((_SET_DATA, stat))
+            out.append((_SET_DATA, reader.stat()))
+        elif type_ in (_DELETE, _CHECK):
+            out.append((type_, None))
         else:
-            out.append((int(type_), None))
-
-
-def _parse_ustring(body: bytes, offset: int) -> tuple[str | None, int]:
-    """A length-prefixed UTF-8 string (length -1: None), as aiozk's `UString.parse`."""
-    size = _INT.unpack_from(body, offset)[0]
-    offset += _INT.size
-    if size == -1:
-        return None, offset
-    return body[offset : offset + size].decode("utf-8"), offset + size
+            raise reader.fail(f"result type {type_}")
+    if expected is not None and len(out) != expected:
+        raise reader.fail(f"{len(out)} results for {expected} operations")
+    return out
 
 
 def _typed(raw: list[tuple[int, Any]], strip: Callable[[str], str]) -> list[OpResult]:
@@ -204,15 +203,25 @@ def validate_ops(ops: Sequence[Op], server_path: Callable[[str], str]) -> list[t
     return pairs
 
 
-def results_of(
-    ops: Sequence[Op], err: int, body: bytes, client_path: Callable[[str], str]
-) -> MultiResults:
-    """The results of a multi reply, or the error it stands for."""
-    if err:
+def results_parser(
+    count: int, client_path: Callable[[str], str]
+) -> Callable[[bytes], MultiResults]:
+    """The parser of the reply to a multi of `count` operations (run where the reply is read)."""
+
+    def parse(body: bytes) -> MultiResults:
+        results = MultiResults(_typed(parse_multi(body, count), client_path))
+        results.zxid = reply_header(body)[1]
+        return results
+
+    return parse
+
+
+def outcome(ops: Sequence[Op], err: int, results: MultiResults | None) -> MultiResults:
+    """The results of a multi, or the error they stand for."""
+    if err or results is None:
         # A whole-request error (connection, session) rather than an operation's.
         _errors.check(err, None)
-    results = MultiResults(_typed(parse_multi(body), client_path))
-    results.zxid = reply_header(body)[1]
+        raise ProtocolError("a multi reply without results")
     for i, result in enumerate(results):
         if isinstance(result, ErrorResult) and result.code not in (0, -2):
             cause = result.error
@@ -224,9 +233,9 @@ def results_of(
 class SentMulti:
     """A `multi` already written (`ZkClient.send_multi`): its outcome once the reply is in."""
 
-    def __init__(self, pending: _Pending, parse: Callable[[int, bytes], MultiResults]) -> None:
+    def __init__(self, pending: _Pending, ops: Sequence[Op]) -> None:
         self._pending = pending
-        self._parse = parse
+        self._ops = ops
 
     def done(self) -> bool:
         return self._pending.done.done()
@@ -242,4 +251,4 @@ class SentMulti:
         pending = self._pending
         if pending.error is not None:
             raise pending.error
-        return self._parse(pending.header[1], pending.body)
+        return outcome(self._ops, pending.header[1], cast(MultiResults | None, pending.value))

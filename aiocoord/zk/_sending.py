@@ -6,29 +6,31 @@ retries and reconnect waits so that their total stays within it.  While
 connected, with at least a read timeout left, a request is sent at once (the
 connection's read timeout bounds it); otherwise it waits for a connection
 within the deadline.  A connection lost with the request in flight raises
-`ConnectionLostError`: the outcome is unknown, and only the caller knows
-whether trying again is safe.  A deadline that passes raises
-`ConnectionLostError` saying how long it waited and, when there is no
-connection, why (the last connect error, chained as the cause).
+`ConnectionLostError`, a malformed reply `ProtocolError` (the connection is
+dropped): the outcome is unknown, and only the caller knows whether trying
+again is safe.  A deadline that passes raises `ConnectionLostError` saying how
+long it waited and, when there is no connection, why (the last connect error,
+chained as the cause).  Each reply is read by its request's parser where the
+packet arrives (`Connection._dispatch`), never here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 
 from ..errors import ConnectionLostError
 from . import _errors
-from ._connection import Connection, _Pending, wait_reply
+from ._connection import Connection, _Pending
 from ._wire import OpCode, WireRequest
 
 if TYPE_CHECKING:
     from ._session import ZkSession
 
-__all__ = ("Deadline", "Sender", "unreachable")
+__all__ = ("Deadline", "Sender", "outcome_of", "unreachable")
 
 T = TypeVar("T")
 
@@ -87,78 +89,97 @@ class Sender:
         on_reply: Callable[[int, int, bytes], None] | None = None,
         timeout: float | None = None,
         deadline: Deadline | None = None,
-    ) -> tuple[int, bytes]:
-        """Send one request on the current connection, waiting for one if needed.
-
-        Returns ``(zxid, body)``; raises the `CoordError` for a non-zero error
-        code, `ConnectionLostError` if no connection came within the deadline
-        (`deadline`, else `timeout`, else the request timeout from now) or the
-        connection dropped with the request in flight (outcome unknown).
-        """
-        return await self._call(
-            lambda conn: conn.call(request, on_reply=on_reply), path, timeout, deadline
+    ) -> None:
+        """Send a request whose reply carries nothing but its error code; see `fetch`."""
+        await self.fetch(
+            request, _nothing, path=path, on_reply=on_reply, timeout=timeout, deadline=deadline
         )
 
-    async def call_packet(
+    async def fetch(
+        self,
+        request: WireRequest,
+        parse: Callable[[bytes], T],
+        *,
+        path: str | None = None,
+        on_reply: Callable[[int, int, bytes], None] | None = None,
+        timeout: float | None = None,
+        deadline: Deadline | None = None,
+    ) -> T:
+        """Send one request on the current connection, waiting for one if needed.
+
+        Returns what `parse` read from the reply (it runs where the reply is
+        read); raises the `CoordError` for a non-zero error code, `ProtocolError`
+        for a malformed reply, `ConnectionLostError` if no connection came within
+        the deadline (`deadline`, else `timeout`, else the request timeout from
+        now) or the connection dropped with the request in flight (outcome
+        unknown).
+        """
+
+        async def send(conn: Connection) -> tuple[int, object]:
+            return await outcome_of(conn.submit(request, on_reply=on_reply, parse=parse))
+
+        err, value = await self._on_connection(send, timeout, deadline)
+        _errors.check(err, path)
+        return cast(T, value)
+
+    async def fetch_packet(
         self,
         build: Callable[[int], bytes],
         opcode: OpCode,
+        parse: Callable[[bytes], T],
         *,
-        path: str | None = None,
         timeout: float | None = None,
-    ) -> tuple[int, bytes]:
-        """Like `call`, for a prebuilt packet (multi): `build(xid)` returns the framed bytes."""
+    ) -> tuple[int, T | None]:
+        """Like `fetch`, for a prebuilt packet (multi): `build(xid)` returns the framed bytes.
 
-        async def send(conn: Connection) -> tuple[int, int, bytes]:
+        Returns ``(err, value)``: the error code is not raised, and the value
+        is None unless the error code is 0.
+        """
+
+        async def send(conn: Connection) -> tuple[int, object]:
             xid = conn.next_xid()
-            return await wait_reply(conn.queue(build(xid), xid, opcode))
+            return await outcome_of(conn.queue(build(xid), xid, opcode, parse=parse))
 
-        return await self._call(send, path, timeout, None, check=False)
+        err, value = await self._on_connection(send, timeout, None)
+        return err, cast(T | None, value)
 
-    def queue_packet(self, build: Callable[[int], bytes], opcode: OpCode) -> _Pending:
+    def queue_packet(
+        self, build: Callable[[int], bytes], opcode: OpCode, parse: Callable[[bytes], object]
+    ) -> _Pending:
         """Queue a prebuilt packet on the current connection now, without awaiting anything.
 
-        The entry's ``done`` future completes with the reply or the connection's
-        end.  Raises `ConnectionLostError` at once when there is no connection
-        (`call_packet` waits for one).
+        The entry's ``done`` future completes with the reply (read by `parse`
+        into its ``value``) or the connection's end.  Raises `ConnectionLostError`
+        at once when there is no connection (`fetch_packet` waits for one).
         """
         conn = self._session.connection_now()
         xid = conn.next_xid()
-        return conn.queue(build(xid), xid, opcode)
+        return conn.queue(build(xid), xid, opcode, parse=parse)
 
-    async def call_pipelined(
+    async def fetch_pipelined(
         self,
-        requests: list[tuple[WireRequest, Callable[[int, int, bytes], None] | None]],
+        requests: list[
+            tuple[WireRequest, Callable[[bytes], object], Callable[[int, int, bytes], None] | None]
+        ],
         *,
-        path: str | None = None,
         timeout: float | None = None,
-    ) -> list[tuple[int, int, bytes]]:
-        """Send `requests` back to back on one connection; ``(err, zxid, body)`` of each.
+    ) -> list[tuple[int, Any]]:
+        """Send `(request, parse, on_reply)`s back to back on one connection; ``(err, value)`` of each.
 
         They leave in one write and the server answers them in order, so a
         write followed by a read costs one round trip and one wake-up.  Error
-        codes are returned, not raised; `ConnectionLostError` as in `call`.
+        codes are returned, not raised (a value is None unless its code is 0);
+        `ProtocolError` and `ConnectionLostError` as in `fetch`.
         """
 
-        async def send(conn: Connection) -> list[tuple[int, int, bytes]]:
-            pendings = [conn.submit(request, on_reply=on_reply) for request, on_reply in requests]
-            return [await wait_reply(pending) for pending in pendings]
+        async def send(conn: Connection) -> list[tuple[int, Any]]:
+            pendings = [
+                conn.submit(request, on_reply=on_reply, parse=parse)
+                for request, parse, on_reply in requests
+            ]
+            return [await outcome_of(pending) for pending in pendings]
 
         return await self._on_connection(send, timeout, None)
-
-    async def _call(
-        self,
-        send: Callable[[Connection], Awaitable[tuple[int, int, bytes]]],
-        path: str | None,
-        timeout: float | None,
-        deadline: Deadline | None,
-        check: bool = True,
-    ) -> tuple[int, bytes]:
-        err, zxid, body = await self._on_connection(send, timeout, deadline)
-        if check:
-            _errors.check(err, path)
-            return zxid, body
-        return err, body
 
     async def _on_connection(
         self,
@@ -189,3 +210,16 @@ class Sender:
                 return await send(conn)
         session.ensure_open()
         raise unreachable(session, deadline, "no answer from ZooKeeper")
+
+
+def _nothing(_body: bytes) -> None:
+    return None
+
+
+async def outcome_of(pending: _Pending) -> tuple[int, object]:
+    """Wait for a queued request's reply: ``(err, value read by its parser)``."""
+    if not pending.done.done():
+        await pending.done
+    if pending.error is not None:
+        raise pending.error
+    return pending.header[1], pending.value

@@ -38,6 +38,7 @@ from ..errors import (
 from . import _wire
 from ._connection import Connection
 from ._priming import close_session, prime
+from ._replies import parse_watch_event
 from ._sending import Sender
 from ._timing import SessionTiming
 from ._watches import WatchRegistry
@@ -206,57 +207,66 @@ class ZkSession:
             log.exception("%s failed", name)
 
     async def _connect_loop(self) -> None:
-        failures = 0
+        failures = 0  # attempts in a row that gave no stable connection
         while not self._closing and self._fatal is None:
-            address = self._addresses[self._next_host % len(self._addresses)]
-            self._next_host += 1
-            attempt_id, attempt_pw = self._session_id, self._password
-            try:
-                conn = await Connection.open(
-                    address,
-                    timing=self.timing,
-                    last_zxid=self._last_zxid,
-                    timeout_ms=self._requested_ms,
-                    session_id=attempt_id,
-                    password=attempt_pw,
-                    read_only=self.settings.read_only,
-                    ssl_context=self._ssl,
-                    tls_hostname=self.settings.tls_server_name,
-                    on_notification=self._on_notification,
-                    on_zxid=self._on_zxid,
-                )
-            except SessionExpiredError as exc:
-                self.last_error = exc
-                if attempt_id == self._session_id:
-                    self._feed(Expired(str(exc)))
+            if await self._attempt():
+                failures = 0
                 continue
-            except ConnectionLostError as exc:
-                self.last_error = exc
-                # Before the first session, a refused attempt past the first second is
-                # worth a WARNING each (nothing may be listening); later ones are routine.
-                first = self._machine.state is None
-                late = time.monotonic() - self._started_at >= 1.0
-                level = logging.WARNING if first and late else logging.DEBUG
-                log.log(level, "connect attempt failed: %s (retrying)", exc)
-                failures += 1
-                if failures % len(self._addresses) == 0:
-                    await anyio.sleep(self._backoff(failures // len(self._addresses)))
-                continue
-            failures = 0
-            if attempt_id and attempt_id != self._session_id:
-                # The session was declared LOST while this attempt ran: end it on the
-                # server rather than revive it, so its ephemerals go now.
-                await self._discard(conn)
-                continue
-            await self._serve(conn, new_session=attempt_id == 0)
+            # Whatever phase it failed in (connect, handshake, "expired", priming, a
+            # connection that ended at once), back off once every host has been tried.
+            failures += 1
+            if failures % len(self._addresses) == 0 and not self._closing:
+                await anyio.sleep(self._backoff(failures // len(self._addresses)))
+
+    async def _attempt(self) -> bool:
+        """Connect to the next host and serve the connection; True if it was stable."""
+        address = self._addresses[self._next_host % len(self._addresses)]
+        self._next_host += 1
+        attempt_id, attempt_pw = self._session_id, self._password
+        try:
+            conn = await Connection.open(
+                address,
+                timing=self.timing,
+                last_zxid=self._last_zxid,
+                timeout_ms=self._requested_ms,
+                session_id=attempt_id,
+                password=attempt_pw,
+                read_only=self.settings.read_only,
+                ssl_context=self._ssl,
+                tls_hostname=self.settings.tls_server_name,
+                on_notification=self._on_notification,
+                on_zxid=self._on_zxid,
+            )
+        except SessionExpiredError as exc:
+            self.last_error = exc
+            if attempt_id == self._session_id:
+                self._feed(Expired(str(exc)))
+            return False
+        except ConnectionLostError as exc:
+            self.last_error = exc
+            # Before the first session, a refused attempt past the first second is
+            # worth a WARNING each (nothing may be listening); later ones are routine.
+            first = self._machine.state is None
+            late = time.monotonic() - self._started_at >= 1.0
+            level = logging.WARNING if first and late else logging.DEBUG
+            log.log(level, "connect attempt failed: %s (retrying)", exc)
+            return False
+        if attempt_id and attempt_id != self._session_id:
+            # The session was declared LOST while this attempt ran: end it on the
+            # server rather than revive it, so its ephemerals go now.
+            await self._discard(conn)
+            return False
+        return await self._serve(conn, new_session=attempt_id == 0)
 
     def _backoff(self, rounds: int) -> float:
         # Jittered, so that a fleet cut off together does not come back together.
         bound = self.timing.backoff_bound(rounds, session_alive=bool(self._session_id))
         return random.uniform(0, bound)
 
-    async def _serve(self, conn: Connection, *, new_session: bool) -> None:
+    async def _serve(self, conn: Connection, *, new_session: bool) -> bool:
+        """Prime and serve `conn` until it ends; True if it was up for `timing.stable_after`."""
         answer = conn.answer
+        established_at: float | None = None
         self._session_id = answer.session_id
         self._password = answer.password
         self.timing = conn.timing
@@ -282,6 +292,7 @@ class ZkSession:
             else:
                 if self._session_id == answer.session_id:
                     self._established(conn, new_session)
+                    established_at = time.monotonic()
                 else:
                     # Declared LOST while priming (the server went silent again): the
                     # recipes have let go of it, so end it rather than revive it.
@@ -290,6 +301,10 @@ class ZkSession:
         self._conn = None
         self._last_heard = max(self._last_heard, conn.last_recv)
         self._feed(Dropped(conn.close_reason or "connection closed"))
+        return (
+            established_at is not None
+            and time.monotonic() - established_at >= self.timing.stable_after
+        )
 
     def _established(self, conn: Connection, new_session: bool) -> None:
         answer = conn.answer
@@ -379,7 +394,7 @@ class ZkSession:
     # --- notifications ---------------------------------------------------------------------
 
     def _on_notification(self, body: bytes) -> None:
-        type_, _state, server_path = _wire.parse_watch_event(body)
+        type_, _state, server_path = parse_watch_event(body)
         if type_ == _STATE_NOTICE:
             return  # state-change notices; our states come from the machine
         self.watches.dispatch(type_, server_path, strip_chroot(self.chroot, server_path))

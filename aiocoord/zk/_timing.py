@@ -20,6 +20,11 @@ backoff_bound(rounds) = min(cap, 0.05 s * 2^min(rounds, 8)); cap = 1/4 T, or 1 s
     Reconnect sleeps are jittered below this: short enough that a session
     that may still live survives the reconnect (aiozk slept up to 60 s and
     let sessions expire; kazoo's default did too).
+stable_after = 1/3 T
+    A connection up this long (one ping interval) resets the reconnect
+    backoff.  One that ends sooner (hung up after the handshake, failed
+    priming) is a failed attempt, like a refused connect or an "expired"
+    answer: each is followed by a backoff sleep once every host was tried.
 lost_after = session_lost_fraction * T
     Curator's simulated session expiration: SUSPENDED becomes LOST that long
     after the server was last heard from, without waiting for the server to
@@ -79,6 +84,10 @@ class SessionTiming:
     @property
     def connect_attempt(self) -> float:
         return max(0.25, self.session_timeout / max(3, self.hosts))
+
+    @property
+    def stable_after(self) -> float:
+        return self.session_timeout / 3
 
     def backoff_bound(self, rounds: int, *, session_alive: bool) -> float:
         """The longest reconnect sleep after `rounds` failed rounds over every host."""

@@ -1,10 +1,10 @@
 """Wire format: the one module that imports aiozk, for its jute request and response types.
 
-Everything else in aiocoord sees typed values: `OpCode`, a `WireRequest`
-(opcode and serialized body) built by the small functions below, and the
-parsed replies (`Node`, `Stat`, paths).  Added to aiozk's types here:
-createContainer, createTTL, addWatch, setWatches2, whoAmI, getEphemerals,
-and a ConnectResponse that reads the readOnly flag.
+Everything else in aiocoord sees typed values: `OpCode` and a `WireRequest`
+(opcode and serialized body) built by the small functions below.  Added to
+aiozk's types here: createContainer, createTTL, addWatch, setWatches2, whoAmI
+and getEphemerals.  Replies are read by `_replies`, with bounds checks,
+not by aiozk's parsers.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from typing import Any
 from aiozk import protocol as proto
 from aiozk.protocol.primitives import Buffer, Int, Long, UString, Vector
 from aiozk.protocol.request import Request
-from aiozk.protocol.response import Response
-from aiozk.protocol.stat import Stat as _WireStat
 
 from .types import (
     ACL,
@@ -28,10 +26,8 @@ from .types import (
     CreateMode,
     CreateOp,
     DeleteOp,
-    Node,
     Op,
     SetDataOp,
-    Stat,
 )
 
 __all__ = (
@@ -40,11 +36,9 @@ __all__ = (
     "PING_XID",
     "SET_WATCHES_XID",
     "WATCHER_ANY",
-    "ConnectAnswer",
     "OpCode",
     "WireRequest",
     "frame",
-    "reply_header",
 )
 
 
@@ -86,7 +80,6 @@ _ADD_WATCH_PERSISTENT = 0
 _ADD_WATCH_PERSISTENT_RECURSIVE = 1
 
 _INT = struct.Struct("!i")
-_HEADER = struct.Struct("!iqi")  # reply header: xid, zxid, err
 _REQUEST_HEAD = struct.Struct("!iii")  # length, xid, opcode
 
 
@@ -126,28 +119,14 @@ class _AddWatchRequest(Request):  # type: ignore[misc]
     parts = (("path", UString), ("mode", Int))
 
 
-class _ClientInfo(proto.part.Part):  # type: ignore[misc]
-    parts = (("auth_scheme", UString), ("user", UString))
-
-
 class _WhoAmIRequest(Request):  # type: ignore[misc]
     opcode = OpCode.WHO_AM_I
     parts = ()
 
 
-class _WhoAmIResponse(Response):  # type: ignore[misc]
-    opcode = OpCode.WHO_AM_I
-    parts = (("client_info", Vector.of(_ClientInfo)),)
-
-
 class _GetEphemeralsRequest(Request):  # type: ignore[misc]
     opcode = OpCode.GET_EPHEMERALS
     parts = (("prefix_path", UString),)
-
-
-class _GetEphemeralsResponse(Response):  # type: ignore[misc]
-    opcode = OpCode.GET_EPHEMERALS
-    parts = (("ephemerals", Vector.of(UString)),)
 
 
 # --- building requests ---------------------------------------------------------------------
@@ -312,113 +291,3 @@ def multi_packet_aiozk(
         else:  # pragma: no cover - guarded by the caller
             raise TypeError(f"not a multi operation: {op!r}")
     return frame(txn.serialize(xid))
-
-
-# --- parsing replies -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectAnswer:
-    """The server's ConnectResponse.  `session_id == 0` or `timeout_ms <= 0` means expired."""
-
-    timeout_ms: int
-    session_id: int
-    password: bytes
-    read_only: bool
-
-    @property
-    def expired(self) -> bool:
-        return self.session_id == 0 or self.timeout_ms <= 0
-
-    @classmethod
-    def parse(cls, body: bytes) -> ConnectAnswer:
-        if len(body) < 20:
-            # Not a ConnectResponse: a read-only server that cannot make a session
-            # (no local sessions) answers with a bare error reply instead.
-            raise ValueError(
-                f"the server refused the session ({len(body)}-byte answer: {body.hex()})"
-            )
-        resp, offset = proto.ConnectResponse.parse(body, 0)
-        read_only = bool(body[offset]) if len(body) > offset else False
-        return cls(resp.timeout, resp.session_id, resp.password or b"", read_only)
-
-
-def reply_header(body: bytes) -> tuple[int, int, int]:
-    """(xid, zxid, err) of a reply packet."""
-    xid, zxid, err = _HEADER.unpack_from(body, 0)
-    return xid, zxid, err
-
-
-def _stat(raw: Any) -> Stat:
-    return Stat(
-        czxid=raw.created_zxid,
-        mzxid=raw.last_modified_zxid,
-        ctime=raw.created,
-        mtime=raw.modified,
-        version=raw.version,
-        cversion=raw.child_version,
-        aversion=raw.acl_version,
-        ephemeral_owner=raw.ephemeral_owner,
-        data_length=raw.data_length,
-        num_children=raw.num_children,
-        pzxid=raw.last_modified_children,
-    )
-
-
-def read_stat(body: bytes, offset: int) -> tuple[Stat, int]:
-    """A `Stat` at `offset`, and the offset after it."""
-    raw, offset = _WireStat.parse(body, offset)
-    return _stat(raw), offset
-
-
-def parse_stat(body: bytes) -> Stat:
-    """The stat of an exists or setData reply."""
-    return read_stat(body, _HEADER.size)[0]
-
-
-def parse_node(body: bytes) -> Node:
-    """The data and stat of a getData reply."""
-    resp, _ = proto.GetDataResponse.parse(body, _HEADER.size)
-    return Node(resp.data or b"", _stat(resp.stat))
-
-
-def parse_children(body: bytes) -> list[str]:
-    """The child names of a getChildren reply."""
-    resp, _ = proto.GetChildrenResponse.parse(body, _HEADER.size)
-    return list(resp.children)
-
-
-def parse_created(body: bytes) -> tuple[str, Stat]:
-    """The server path and stat of a create2, createContainer or createTTL reply."""
-    resp, _ = proto.Create2Response.parse(body, _HEADER.size)
-    return str(resp.path), _stat(resp.stat)
-
-
-def parse_who_am_i(body: bytes) -> list[tuple[str, str]]:
-    """The (scheme, id) pairs of a whoAmI reply."""
-    resp, _ = _WhoAmIResponse.parse(body, _HEADER.size)
-    return [(str(i.auth_scheme), str(i.user)) for i in resp.client_info]
-
-
-def parse_ephemerals(body: bytes) -> list[str]:
-    """The server paths of a getEphemerals reply."""
-    resp, _ = _GetEphemeralsResponse.parse(body, _HEADER.size)
-    return [str(p) for p in resp.ephemerals]
-
-
-_WATCH_EVENT = struct.Struct("!iii")  # type, state, path length
-
-
-def parse_watch_event(body: bytes) -> tuple[int, int, str]:
-    """(type, state, server_path) of a notification packet (a null path reads as "").
-
-    Parsed here rather than with aiozk's `WatchEvent`: a hand-over brings
-    hundreds of notifications at once, and this is several times cheaper.
-    """
-    type_, state, size = _WATCH_EVENT.unpack_from(body, _HEADER.size)
-    if size <= 0:
-        return type_, state, ""
-    start = _HEADER.size + _WATCH_EVENT.size
-    if start + size > len(body):
-        raise ValueError("notification shorter than its path")
-    return type_, state, body[start : start + size].decode("utf-8")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
+from typing import cast
 
 import anyio
 
@@ -27,12 +28,11 @@ from ..errors import (
     NotEmptyError,
     ZooKeeperError,
 )
-from . import _errors, _wire
+from . import _errors, _replies, _wire
 from ._arguments import MAX_DATA, check_acl, check_data, check_mode, check_version
-from ._connection import wait_reply
-from ._multi import MultiResults, SentMulti, multi_packet, results_of, validate_ops
+from ._multi import MultiResults, SentMulti, multi_packet, outcome, results_parser, validate_ops
 from ._protected import PROTECTED_PREFIX, create_protected, protected_name
-from ._sending import Deadline
+from ._sending import Deadline, outcome_of
 from ._view import SessionView
 from ._watches import PersistentWatch, Watch, WatchKind
 from ._wire import OpCode
@@ -86,13 +86,14 @@ class ZkClient(SessionView):
         )
         for _ in range(5):
             try:
-                _zxid, body = await self._sender.call(request, path=path)
+                server_path, stat = await self._sender.fetch(
+                    request, _replies.parse_created, path=path
+                )
             except NoNodeError:
                 if not make_parents or parent(path) == "/":
                     raise
                 await self.ensure_path(parent(path))
                 continue
-            server_path, stat = _wire.parse_created(body)
             return Created(session.client_path(server_path), stat)
         raise NoNodeError("parent keeps vanishing", path=parent(path))
 
@@ -141,8 +142,7 @@ class ZkClient(SessionView):
         req = _wire.get_data_request(session.server_path(path), False)
 
         async def op(deadline: Deadline) -> Node:
-            _zxid, body = await self._sender.call(req, path=path, deadline=deadline)
-            return _wire.parse_node(body)
+            return await self._sender.fetch(req, _replies.parse_node, path=path, deadline=deadline)
 
         return await self._retrying(op)
 
@@ -156,10 +156,10 @@ class ZkClient(SessionView):
         async def op(deadline: Deadline) -> tuple[Node, Watch]:
             watch = Watch(WatchKind.DATA, path)
             with self._arming(watch, sp, {0: WatchKind.DATA}) as on_reply:
-                _zxid, body = await self._sender.call(
-                    req, path=path, on_reply=on_reply, deadline=deadline
+                node = await self._sender.fetch(
+                    req, _replies.parse_node, path=path, on_reply=on_reply, deadline=deadline
                 )
-                return _wire.parse_node(body), watch
+                return node, watch
 
         return await self._retrying(op)
 
@@ -171,10 +171,11 @@ class ZkClient(SessionView):
 
         async def op(deadline: Deadline) -> Stat | None:
             try:
-                _zxid, body = await self._sender.call(req, path=path, deadline=deadline)
+                return await self._sender.fetch(
+                    req, _replies.parse_stat, path=path, deadline=deadline
+                )
             except NoNodeError:
                 return None
-            return _wire.parse_stat(body)
 
         return await self._retrying(op)
 
@@ -190,12 +191,12 @@ class ZkClient(SessionView):
             kinds = {0: WatchKind.DATA, NoNodeError.code: WatchKind.EXIST}
             with self._arming(watch, sp, kinds) as on_reply:
                 try:
-                    _zxid, body = await self._sender.call(
-                        req, path=path, on_reply=on_reply, deadline=deadline
+                    stat = await self._sender.fetch(
+                        req, _replies.parse_stat, path=path, on_reply=on_reply, deadline=deadline
                     )
                 except NoNodeError:
                     return None, watch
-                return _wire.parse_stat(body), watch
+                return stat, watch
 
         return await self._retrying(op)
 
@@ -206,8 +207,9 @@ class ZkClient(SessionView):
         req = _wire.get_children_request(session.server_path(path), False)
 
         async def op(deadline: Deadline) -> list[str]:
-            _zxid, body = await self._sender.call(req, path=path, deadline=deadline)
-            return _wire.parse_children(body)
+            return await self._sender.fetch(
+                req, _replies.parse_children, path=path, deadline=deadline
+            )
 
         return await self._retrying(op)
 
@@ -218,32 +220,31 @@ class ZkClient(SessionView):
 
         `on_reply(names)` runs where the reply is read, before any task wakes,
         so it must be quick and must not await (what it raises is logged and
-        dropped); an error reply does not call it.  The returned function
-        awaits the same reply: the names, or the error `children` raises.  No
-        retry across a reconnect.  Raises `ConnectionLostError` at once when
-        there is no connection.
+        dropped); an error reply or a malformed one does not call it.  The
+        returned function awaits the same reply: the names, or the error
+        `children` raises (`ProtocolError` for a malformed reply).  No retry
+        across a reconnect.  Raises `ConnectionLostError` at once when there is
+        no connection.
         """
         validate_path(path, allow_reserved=True)
         session = self._session
         conn = session.connection_now()
-        names: list[str] = []
 
-        def on_packet(err: int, _zxid: int, body: bytes) -> None:
-            if err:
-                return
+        def parse(body: bytes) -> list[str]:
+            names = _replies.parse_children(body)  # a malformed reply stops here
             try:
-                names.extend(_wire.parse_children(body))
                 on_reply(list(names))
             except Exception:
                 log.exception("children of %s: the reply's callback failed", path)
+            return names
 
         request = _wire.get_children_request(session.server_path(path), False)
-        pending = conn.submit(request, on_reply=on_packet)
+        pending = conn.submit(request, parse=parse)
 
         async def result() -> list[str]:
-            err, _zxid, body = await wait_reply(pending)
+            err, names = await outcome_of(pending)
             _errors.check(err, path)
-            return list(names) if names else _wire.parse_children(body)
+            return list(cast(list[str], names))
 
         return result
 
@@ -257,10 +258,10 @@ class ZkClient(SessionView):
         async def op(deadline: Deadline) -> tuple[list[str], Watch]:
             watch = Watch(WatchKind.CHILD, path)
             with self._arming(watch, sp, {0: WatchKind.CHILD}) as on_reply:
-                _zxid, body = await self._sender.call(
-                    req, path=path, on_reply=on_reply, deadline=deadline
+                names = await self._sender.fetch(
+                    req, _replies.parse_children, path=path, on_reply=on_reply, deadline=deadline
                 )
-                return _wire.parse_children(body), watch
+                return names, watch
 
         return await self._retrying(op)
 
@@ -276,8 +277,7 @@ class ZkClient(SessionView):
         version = check_version(version)
         session = self._session
         req = _wire.set_data_request(session.server_path(path), raw, version)
-        _zxid, body = await self._sender.call(req, path=path)
-        return _wire.parse_stat(body)
+        return await self._sender.fetch(req, _replies.parse_stat, path=path)
 
     async def set_and_get(
         self, path: str, data: bytes, version: int, *, watch: bool = False
@@ -301,22 +301,18 @@ class ZkClient(SessionView):
             self._arming(watcher, sp, {0: WatchKind.DATA}) if watcher else nullcontext()
         )
         with arming as on_reply:
-            (set_err, _, set_body), (get_err, _, get_body) = await self._sender.call_pipelined(
+            (set_err, stat), (get_err, node) = await self._sender.fetch_pipelined(
                 [
-                    (_wire.set_data_request(sp, raw, version), None),
-                    (_wire.get_data_request(sp, watch), on_reply),
-                ],
-                path=path,
+                    (_wire.set_data_request(sp, raw, version), _replies.parse_stat, None),
+                    (_wire.get_data_request(sp, watch), _replies.parse_node, on_reply),
+                ]
             )
-            stat: Stat | None = None
-            if set_err == 0:
-                stat = _wire.parse_stat(set_body)
-            elif set_err not in (BadVersionError.code, NoNodeError.code):
+            if set_err not in (0, BadVersionError.code, NoNodeError.code):
                 _errors.check(set_err, path)
             if get_err == NoNodeError.code:
                 return stat, None, None
             _errors.check(get_err, path)
-            return stat, _wire.parse_node(get_body), watcher
+            return stat, node, watcher
 
     async def delete(self, path: str, version: int = -1) -> None:
         """Delete a node if its version matches (-1: any)."""
@@ -352,10 +348,12 @@ class ZkClient(SessionView):
         if not pairs:
             return MultiResults()
         acl = session.default_acl
-        err, body = await self._sender.call_packet(
-            lambda xid: multi_packet(xid, pairs, acl), OpCode.MULTI
+        err, results = await self._sender.fetch_packet(
+            lambda xid: multi_packet(xid, pairs, acl),
+            OpCode.MULTI,
+            results_parser(len(pairs), session.client_path),
         )
-        return results_of(ops, err, body, session.client_path)
+        return outcome(ops, err, results)
 
     def send_multi(self, ops: Sequence[Op]) -> SentMulti:
         """Write `multi(ops)` to the connection now; the `SentMulti` gives its outcome.
@@ -370,9 +368,12 @@ class ZkClient(SessionView):
         if not pairs:
             raise ValueError("ops must not be empty")
         acl = session.default_acl
-        pending = self._sender.queue_packet(lambda xid: multi_packet(xid, pairs, acl), OpCode.MULTI)
-        client_path = session.client_path
-        return SentMulti(pending, lambda err, body: results_of(ops, err, body, client_path))
+        pending = self._sender.queue_packet(
+            lambda xid: multi_packet(xid, pairs, acl),
+            OpCode.MULTI,
+            results_parser(len(pairs), session.client_path),
+        )
+        return SentMulti(pending, ops)
 
     # --- watches and misc -------------------------------------------------------------------
 
@@ -422,17 +423,18 @@ class ZkClient(SessionView):
     async def whoami(self) -> list[tuple[str, str]]:
         """The (scheme, id) pairs the server authenticated this session as."""
         req = _wire.who_am_i_request()
-        _zxid, body = await self._retrying(
-            lambda deadline: self._sender.call(req, deadline=deadline)
+        return await self._retrying(
+            lambda deadline: self._sender.fetch(req, _replies.parse_who_am_i, deadline=deadline)
         )
-        return _wire.parse_who_am_i(body)
 
     async def ephemerals(self, prefix: str = "/") -> list[str]:
         """Paths of this session's ephemeral nodes under `prefix`."""
         validate_path(prefix, allow_reserved=True)
         session = self._session
         req = _wire.get_ephemerals_request(session.server_path(prefix))
-        _zxid, body = await self._retrying(
-            lambda deadline: self._sender.call(req, path=prefix, deadline=deadline)
+        paths = await self._retrying(
+            lambda deadline: self._sender.fetch(
+                req, _replies.parse_ephemerals, path=prefix, deadline=deadline
+            )
         )
-        return [session.client_path(p) for p in _wire.parse_ephemerals(body)]
+        return [session.client_path(p) for p in paths]

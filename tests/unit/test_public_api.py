@@ -32,6 +32,7 @@ ERRORS = [
     "JobFailed",
     "InvalidPathError",
     "NodeDataError",
+    "ProtocolError",
     "ConfigError",
 ]
 
@@ -57,6 +58,7 @@ def test_every_error_is_a_coord_error() -> None:
     assert issubclass(aiocoord.InvalidPathError, ValueError)
     assert issubclass(aiocoord.ConfigError, ValueError)
     assert issubclass(aiocoord.SessionExpiredError, aiocoord.ConnectionLostError)
+    assert issubclass(aiocoord.ProtocolError, aiocoord.ConnectionLostError)
 
 
 def test_connection_states_are_curators_five() -> None:

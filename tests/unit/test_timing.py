@@ -32,6 +32,7 @@ def test_the_table(
     timing = SessionTiming(t, hosts=hosts)
     assert timing.read_timeout == pytest.approx(read, abs=1e-3)
     assert timing.ping_interval == pytest.approx(ping, abs=1e-3)
+    assert timing.stable_after == pytest.approx(ping, abs=1e-3)
     assert timing.connect_attempt == pytest.approx(attempt, abs=1e-3)
     assert timing.discard_bound == discard
     assert timing.drain_bound == drain

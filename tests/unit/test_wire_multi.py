@@ -17,7 +17,18 @@ import struct
 import pytest
 from aiozk import protocol as proto
 
-from aiocoord.zk import ACL, CheckOp, CreateMode, CreateOp, DeleteOp, SetDataOp, _multi, _wire
+from aiocoord.errors import ProtocolError
+from aiocoord.zk import (
+    ACL,
+    CheckOp,
+    CreateMode,
+    CreateOp,
+    DeleteOp,
+    SetDataOp,
+    _multi,
+    _replies,
+    _wire,
+)
 from aiocoord.zk.types import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, Op
 
 
@@ -74,20 +85,20 @@ def test_parse_watch_event_reads_what_aiozk_reads() -> None:
         body = struct.pack("!iqi", -1, rng.randint(-1, 2**40), 0)
         body += struct.pack("!iii", type_, state, len(raw)) + raw
         event, _ = proto.WatchEvent.parse(body, 16)
-        assert _wire.parse_watch_event(body) == (event.type, event.state, event.path)
+        assert _replies.parse_watch_event(body) == (event.type, event.state, event.path)
     null_path = struct.pack("!iqi", -1, 5, 0) + struct.pack("!iii", -1, 3, -1)
-    assert _wire.parse_watch_event(null_path) == (-1, 3, "")
+    assert _replies.parse_watch_event(null_path) == (-1, 3, "")
 
 
 def test_parse_watch_event_refuses_a_cut_path() -> None:
     body = struct.pack("!iqi", -1, 5, 0) + struct.pack("!iii", 2, 3, 10) + b"/short"
-    with pytest.raises(ValueError, match="shorter"):
-        _wire.parse_watch_event(body)
+    with pytest.raises(ProtocolError, match="length 10 with 6 bytes left"):
+        _replies.parse_watch_event(body)
 
 
 def test_frames_are_cut_the_same_however_the_bytes_arrive() -> None:
     """A read may hold many frames, or end inside a length or a body: same frames, same order."""
-    from aiocoord.zk._connection import _Protocol
+    from aiocoord.zk._framing import FrameProtocol
 
     rng = random.Random(5)
     bodies = [
@@ -103,7 +114,7 @@ def test_frames_are_cut_the_same_however_the_bytes_arrive() -> None:
     try:
         for name, cuts in cuts_by_name.items():
             got: list[bytes] = []
-            protocol = _Protocol(loop)
+            protocol = FrameProtocol(loop)
             protocol.on_frame = got.append
             start = 0
             for cut in cuts:
