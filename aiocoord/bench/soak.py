@@ -7,32 +7,37 @@ coordinators (default 10), each behind a `FaultProxy` of its own:
   session; a leader holds its term 2-20 s, then leaves and joins again;
 - 20 CAS locks, each contended by `contenders` (3) holders on different
   sessions, held 20-200 ms at a time;
-- task leadership over 200 tasks by `task_workers` (4) workers that stay
-  20-60 s, leave, and join again 2-10 s later under a new id;
+- task leadership over 200 tasks by `task_workers` (4) workers; in every
+  sampling interval one of them leaves and joins again under a new id
+  (between two samples, so that each sample sees them all);
 - the scheduler: `job_workers` (3) workers, and a client submitting `job_rate`
-  (100) jobs/s, each awaited to its result;
+  (100) jobs/s, each awaited to its result, at most `open_jobs` (200) open;
 - every 5-15 s (`fault_every` 10 s on average) one session's connection is
   cut, or paused for less than its session timeout, or (one fault in ten,
   `expire_share`) for longer, so that the server expires the session and
-  everything on it starts again on a new one.
+  everything on it starts again on a new one.  The first fault (at
+  `rehearse` s) expires the job client's session, the run's largest
+  transient, so that its high-water mark in RSS falls in the warm-up.
 
-Every `interval` (10 s) it samples this process's RSS (``/proc/self/status``),
-file descriptors (``/proc/self/fd``), asyncio tasks, the watches the
-coordinators hold and the server's (``wchs``), the server's node count
-(``mntr``), and over the interval the p50/p99 of a job's submit->result time,
-a lock's acquire wait, a round trip on an unfaulted session and the event
-loop's lateness.  At the end it stops the faults and the submissions, waits
-(at most `drain` s) for the open jobs, and checks the targets: after the
-warm-up (default the longer of 10 % of the run and two intervals) RSS, watches,
-tasks and fds grow less than 5 % (`soak_verdict.growth`); no job lost; no
-two terms of one latch, lock or task overlap, unless the earlier holder's
+Every `interval` (10 s) it samples this process's RSS (``/proc/self/status``)
+and allocated heap blocks, file descriptors (``/proc/self/fd``), asyncio
+tasks, the watches the coordinators hold and the server's (``wchs``), the
+server's node count (``mntr``), and over the interval the p50/p99 of a job's
+submit->result time, a lock's acquire wait, a round trip on an unfaulted
+session, and the event loop's longest lateness.  At the end it stops the
+faults and the submissions, waits (at most `drain` s) for the open jobs, and
+checks the targets: after the warm-up (the longest of 10 % of the run, two
+intervals, and the rehearsal plus four session timeouts) RSS, watches, tasks
+and fds grow less than 5 % (`soak_verdict.growth`); no job lost; no two
+terms of one latch, lock or task overlap, unless the earlier holder's
 SUSPENDED arrived during its term and it ended within `grace` of it; fencing
 tokens in order; no exception that is not a `CoordError`.  Exits 1 if a
 target fails.
 
     python -m aiocoord.bench.soak [--seconds 600] [--interval 10] [--sessions 10]
         [--latch-paths 50] [--locks 20] [--contenders 3] [--tasks 200] [--task-workers 4]
-        [--job-rate 100] [--job-workers 3] [--seed 1] [--loop uvloop|asyncio]
+        [--job-rate 100] [--job-workers 3] [--fault-every 10] [--seed 1]
+        [--loop uvloop|asyncio] [--json FILE]
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ from .soak_verdict import (
     Term,
     format_samples,
     format_verdict,
+    growth,
     overlaps,
     token_disorder,
     verdict,
@@ -89,7 +95,7 @@ SETUP_ALLOWANCE = 120.0  # connecting, and stopping everything at the end
 class SoakConfig:
     seconds: float = 600.0
     interval: float = 10.0
-    warmup: float | None = None  # None: max(10 % of the run, two intervals)
+    warmup: float | None = None  # None: see warmup_s
     sessions: int = 10
     latch_paths: int = 50
     locks: int = 20
@@ -100,6 +106,8 @@ class SoakConfig:
     job_workers: int = 3
     session_timeout: float = 5.0
     fault_every: float = 10.0  # on average; each wait is 0.5-1.5 times this
+    rehearse: float = 5.0  # when the job client's session is first expired (0: not)
+    open_jobs: int = 200  # the job client's bound on jobs awaiting their result
     expire_share: float = 0.1
     result_ttl: float = 30.0
     drain: float = 60.0
@@ -108,9 +116,11 @@ class SoakConfig:
 
     @property
     def warmup_s(self) -> float:
+        """The warm-up: 10 % of the run, two intervals, or until the rehearsal is well over."""
         if self.warmup is not None:
             return self.warmup
-        return max(0.1 * self.seconds, 2 * self.interval)
+        rehearsal = self.rehearse + 4 * self.session_timeout if self.rehearse > 0 else 0.0
+        return max(0.1 * self.seconds, 2 * self.interval, rehearsal)
 
 
 @dataclass(slots=True)
@@ -193,6 +203,7 @@ async def _load(
                     cfg.fault_every,
                     cfg.session_timeout,
                     cfg.expire_share,
+                    cfg.rehearse if cfg.rehearse > 0 else None,
                 )
 
         tg.start_soon(run_faults)
@@ -200,7 +211,7 @@ async def _load(
         stop = anyio.Event()
         with anyio.CancelScope() as drain:
             async with anyio.create_task_group() as jobs:
-                jobs.start_soon(submit_jobs, client, rec, cfg.job_rate, stop, jobs)
+                jobs.start_soon(submit_jobs, client, rec, cfg.job_rate, cfg.open_jobs, stop, jobs)
                 samples = outcome.samples
                 while (due := (len(samples) + 1) * cfg.interval) <= cfg.seconds:
                     await anyio.sleep(max(0.0, due - rec.now()))
@@ -257,6 +268,9 @@ def report(outcome: Outcome) -> str:
     cfg, rec = outcome.config, outcome.rec
     kinds = Counter(_kind(t) for t in outcome.terms)
     load = " -> ".join("/".join(f"{x:.2f}" for x in avg) for avg in outcome.load)
+    after = [(x.t, float(x.blocks)) for x in outcome.samples if x.t >= cfg.warmup_s]
+    trend = growth(after)
+    heap = "n/a" if trend is None else f"{trend * 100:+.1f} %"
     logged = Counter({f"{level} {msg!r}": n for (level, _, msg), n in outcome.log.counts.items()})
     lines = [
         f"soak: {cfg.seconds:.0f} s, {cfg.sessions} sessions, "
@@ -269,12 +283,14 @@ def report(outcome: Outcome) -> str:
         format_samples(outcome.samples),
         "",
         f"terms: {_counts(kinds)}",
-        f"faults: {_counts(Counter(f.kind for f in rec.faults))}",
+        f"faults: {_counts(Counter(f.kind for f in rec.faults))}: "
+        + ", ".join(f"{f.kind} s{f.session} {f.start:.0f}-{f.end:.0f}" for f in rec.faults),
         f"jobs: {rec.jobs.submitted} submitted, {rec.jobs.done} done, {rec.jobs.failed} failed, "
         f"{rec.jobs.wrong} wrong, {len(rec.jobs.lost)} lost",
         f"expected errors: {_counts(rec.counts)}",
         f"library log: {_counts(logged, 5)}",
-        f"growth: least-squares trend over the samples from t={cfg.warmup_s:.0f} s on",
+        f"growth: the trend (Theil-Sen) over the samples from t={cfg.warmup_s:.0f} s on; "
+        f"heap blocks (not a target: what RSS would show without fragmentation) {heap}",
     ]
     if rec.jobs.lost:
         lines.append("lost jobs: " + " ".join(rec.jobs.lost[:20]))

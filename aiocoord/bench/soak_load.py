@@ -176,7 +176,7 @@ async def task_worker(
             async with anyio.create_task_group() as tg:
                 for task in tasks:
                     tg.start_soon(lead, tl, task, worker.id)
-                await anyio.sleep(leave - rec.now())
+                await anyio.sleep(max(0.0, leave - rec.now()))
                 tg.cancel_scope.cancel()
 
     await forever(rec, "tasks", once)
@@ -202,7 +202,7 @@ async def job_worker(coord: aiocoord.Coordinator, rec: Recorder, root: str, ttl:
     await forever(rec, "job worker", once)
 
 
-async def _one_job(sched: Scheduler, rec: Recorder, n: int) -> None:
+async def _one_job(sched: Scheduler, rec: Recorder, n: int, slots: anyio.Semaphore) -> None:
     job_id = f"soak-{n}"
     asked = time.monotonic()
     rec.open_jobs[job_id] = asked
@@ -225,20 +225,35 @@ async def _one_job(sched: Scheduler, rec: Recorder, n: int) -> None:
         del rec.open_jobs[job_id]
     except Exception as exc:
         rec.error(f"job {job_id}", exc)
+    finally:
+        slots.release()
 
 
 async def submit_jobs(
-    sched: Scheduler, rec: Recorder, rate: float, stop: anyio.Event, tg: anyio.abc.TaskGroup
+    sched: Scheduler,
+    rec: Recorder,
+    rate: float,
+    most: int,
+    stop: anyio.Event,
+    tg: anyio.abc.TaskGroup,
 ) -> None:
-    """Start one job every 1/`rate` s until `stop` is set (each awaits its result in `tg`)."""
+    """Start one job every 1/`rate` s until `stop` is set (each awaits its result in `tg`).
+
+    At most `most` jobs are open at a time, as a client with bounded
+    concurrency would have: while the job client's session is away, the
+    backlog (and the memory it takes) stops there instead of growing with
+    the outage, so the largest one is reached early in the run.
+    """
+    slots = anyio.Semaphore(most)
     n = 0
     start = time.monotonic()
     while not stop.is_set():
+        await slots.acquire()
         n += 1
-        tg.start_soon(_one_job, sched, rec, n)
+        tg.start_soon(_one_job, sched, rec, n, slots)
         due = start + n / rate
         behind = time.monotonic() - due
-        if behind > 1.0:  # the loop was held up: go on at the rate, do not burst to catch up
+        if behind > 1.0:  # held up (by the bound or the loop): go on at the rate, no burst
             start += behind
             rec.counts["submitter: behind by more than 1 s"] += 1
         with anyio.move_on_after(max(0.0, due - time.monotonic())):
@@ -252,34 +267,47 @@ async def inject_faults(
     every: float,
     session_timeout: float,
     expire_share: float,
+    rehearse: float | None,
 ) -> None:
     """Every `every` s on average (0.5-1.5 times), fault one session: cut it, or pause it.
 
     A pause lasts 10-50 % of the session timeout, or (`expire_share` of the
-    faults) 130-160 %, so that the server expires the session.
+    faults) 130-160 %, so that the server expires the session.  With
+    `rehearse`, the first fault, at that time, expires session 0 (the job
+    client's): the largest transient of the run (a full backlog of jobs)
+    then comes during the warm-up, and the high-water mark it leaves in RSS
+    is not counted as growth.
     """
+    if rehearse is not None:
+        await anyio.sleep(max(0.0, rehearse - rec.now()))
+        await _fault(proxies, rec, 0, "expire", 1.5 * session_timeout)
     while True:
         await anyio.sleep(rng.uniform(0.5, 1.5) * every)
         session = rng.randrange(len(proxies))
-        proxy = proxies[session]
-        start = rec.now()
         roll = rng.random()
         if roll < expire_share:
-            kind, hold = "expire", rng.uniform(1.3, 1.6) * session_timeout
+            await _fault(proxies, rec, session, "expire", rng.uniform(1.3, 1.6) * session_timeout)
         elif roll < 0.5:
-            kind, hold = "pause", rng.uniform(0.1, 0.5) * session_timeout
+            await _fault(proxies, rec, session, "pause", rng.uniform(0.1, 0.5) * session_timeout)
         else:
-            kind, hold = "cut", 0.0
-        if kind == "cut":
-            await anyio.to_thread.run_sync(proxy.cut)
-        else:
-            await anyio.to_thread.run_sync(proxy.pause)
-            try:
-                await anyio.sleep(hold)
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(proxy.resume)
-        rec.faults.append(Fault(session, kind, start, rec.now()))
+            await _fault(proxies, rec, session, "cut", 0.0)
+
+
+async def _fault(
+    proxies: Sequence[FaultProxy], rec: Recorder, session: int, kind: str, hold: float
+) -> None:
+    proxy = proxies[session]
+    start = rec.now()
+    if kind == "cut":
+        await anyio.to_thread.run_sync(proxy.cut)
+    else:
+        await anyio.to_thread.run_sync(proxy.pause)
+        try:
+            await anyio.sleep(hold)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(proxy.resume)
+    rec.faults.append(Fault(session, kind, start, rec.now()))
 
 
 async def follow(coord: aiocoord.Coordinator, rec: Recorder, session: int) -> None:

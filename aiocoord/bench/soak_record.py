@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 import re
+import sys
 import time
 import traceback
 from collections import Counter, defaultdict
@@ -183,6 +184,7 @@ async def take_sample(
     sample = Sample(
         t=rec.now(),
         rss_kib=_rss_kib(),
+        blocks=sys.getallocatedblocks(),
         fds=len(os.listdir("/proc/self/fd")),
         tasks=len(asyncio.all_tasks()),
         client_watches=_client_watches(coords),

@@ -1,9 +1,9 @@
 """The soak's verdict: pure functions over what it sampled and recorded, no I/O.
 
-- `growth`: the least-squares trend of a series over the samples after the
-  warm-up, as a fraction of its level at the first of them.  A trend rather
-  than last-over-first, because watch and task counts move with faults and
-  jobs in flight: one sample taken during a reconnect says little, a trend
+- `growth`: the trend of a series over the samples after the warm-up, as a
+  fraction of its level at the first of them.  A robust trend rather than
+  last-over-first, because watch and task counts move with faults and jobs
+  in flight: one sample taken during a reconnect says little, the trend
   over all of them says whether something accumulates.
 - `overlaps`: two terms of one resource (latch path, lock path, task) whose
   bodies ran at the same time.  An overlap is excused only when the earlier
@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ class Sample:
 
     t: float
     rss_kib: int
+    blocks: int  # memory blocks the interpreter has allocated (sys.getallocatedblocks)
     fds: int
     tasks: int
     client_watches: int
@@ -117,21 +119,25 @@ def percentiles(values: Sequence[float]) -> tuple[float, float] | None:
 
 
 def growth(points: Sequence[tuple[float, float]]) -> float | None:
-    """The least-squares trend across `points` (t, value), as a fraction of its value at the first.
+    """The trend across `points` (t, value) over their time span, as a fraction of its start.
 
+    The trend is Theil-Sen's: the median of the slopes between every two
+    points, through the median intercept, so that a sample or two taken in an
+    outage (a session's watches gone until it reconnects) do not tilt it.
     None with fewer than two points, or when the trend starts at zero or below.
     """
-    if len(points) < 2:
+    slopes = [
+        (v2 - v1) / (t2 - t1)
+        for i, (t1, v1) in enumerate(points)
+        for t2, v2 in points[i + 1 :]
+        if t2 != t1
+    ]
+    if not slopes:
         return None
-    n = len(points)
-    mt = sum(t for t, _ in points) / n
-    mv = sum(v for _, v in points) / n
-    var = sum((t - mt) ** 2 for t, _ in points)
-    if var == 0:
-        return None
-    slope = sum((t - mt) * (v - mv) for t, v in points) / var
+    slope = statistics.median(slopes)
+    intercept = statistics.median(v - slope * t for t, v in points)
     first, last = points[0][0], points[-1][0]
-    base = mv + slope * (first - mt)
+    base = intercept + slope * first
     if base <= 0:
         return None
     return slope * (last - first) / base
@@ -238,7 +244,7 @@ def format_samples(samples: Sequence[Sample], header: bool = True) -> str:
     lines = []
     if header:
         lines.append(
-            f"{'t s':>5} {'RSS MiB':>8} {'fds':>5} {'tasks':>6} {'watch c/s':>11} "
+            f"{'t s':>5} {'RSS MiB':>8} {'blocks k':>8} {'fds':>5} {'tasks':>6} {'watch c/s':>11} "
             f"{'znodes':>7} {'terms':>7} {'jobs':>7} {'open':>5} {'faults':>6} "
             f"{'job ms':>10} {'lock ms':>10} {'rtt ms':>9} {'lag ms':>7}"
         )
@@ -246,7 +252,7 @@ def format_samples(samples: Sequence[Sample], header: bool = True) -> str:
         server = "-" if s.server_watches is None else str(s.server_watches)
         znodes = "-" if s.znodes is None else str(s.znodes)
         lines.append(
-            f"{s.t:5.0f} {s.rss_kib / 1024:8.1f} {s.fds:5d} {s.tasks:6d} "
+            f"{s.t:5.0f} {s.rss_kib / 1024:8.1f} {s.blocks / 1000:8.0f} {s.fds:5d} {s.tasks:6d} "
             f"{f'{s.client_watches}/{server}':>11} {znodes:>7} {s.terms:7d} {s.jobs_done:7d} "
             f"{s.jobs_open:5d} {s.faults:6d} {_ms(s.job_ms):>10} {_ms(s.lock_ms):>10} "
             f"{_ms(s.rtt_ms):>9} {s.lag_ms:7.0f}"

@@ -22,6 +22,7 @@ def sample(t: float, rss: int = 80_000, tasks: int = 3000, watches: int = 1000) 
     return Sample(
         t=t,
         rss_kib=rss,
+        blocks=500_000,
         fds=90,
         tasks=tasks,
         client_watches=watches,
@@ -58,6 +59,8 @@ def test_growth_is_the_trend_not_the_end_points() -> None:
     rising = [(float(t), 100.0 + t / 60) for t in range(0, 600, 10)]  # +10 over the run
     g = growth(rising)
     assert g == pytest.approx((590 / 60) / 100)
+    outage = [(float(t), 60.0 if t in (300, 310) else 100.0) for t in range(0, 600, 10)]
+    assert growth(outage) == 0.0  # two samples in an outage do not make a trend
     assert growth([(0.0, 1.0)]) is None
     assert growth([(0.0, 0.0), (10.0, 0.0)]) is None  # nothing to grow from
 
@@ -146,6 +149,6 @@ def test_sample_table() -> None:
     text = format_samples([sample(10.0), sample(20.0)])
     header, first, _ = text.splitlines()
     assert header.split()[:3] == ["t", "s", "RSS"]
-    assert first.split()[:4] == ["10", "78.1", "90", "3000"]
+    assert first.split()[:5] == ["10", "78.1", "500", "90", "3000"]
     assert "1000/1000" in first and "60.0/250" in first
     assert len(format_samples([sample(10.0)], header=False).splitlines()) == 1
