@@ -198,6 +198,7 @@ async def take_sample(
         lock_ms=ms(rec.lock_latency),
         rtt_ms=ms(rec.rtt),
         lag_ms=rec.lag * 1e3,
+        load=os.getloadavg()[0],
     )
     rec.lag = 0.0
     return sample

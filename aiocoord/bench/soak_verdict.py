@@ -62,6 +62,7 @@ class Sample:
     lock_ms: tuple[float, float] | None = None
     rtt_ms: tuple[float, float] | None = None
     lag_ms: float = 0.0  # the event loop's longest lateness over the interval
+    load: float = 0.0  # the machine's 1-minute load average
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +247,7 @@ def format_samples(samples: Sequence[Sample], header: bool = True) -> str:
         lines.append(
             f"{'t s':>5} {'RSS MiB':>8} {'blocks k':>8} {'fds':>5} {'tasks':>6} {'watch c/s':>11} "
             f"{'znodes':>7} {'terms':>7} {'jobs':>7} {'open':>5} {'faults':>6} "
-            f"{'job ms':>10} {'lock ms':>10} {'rtt ms':>9} {'lag ms':>7}"
+            f"{'job ms':>10} {'lock ms':>10} {'rtt ms':>9} {'lag ms':>7} {'load':>5}"
         )
     for s in samples:
         server = "-" if s.server_watches is None else str(s.server_watches)
@@ -255,7 +256,7 @@ def format_samples(samples: Sequence[Sample], header: bool = True) -> str:
             f"{s.t:5.0f} {s.rss_kib / 1024:8.1f} {s.blocks / 1000:8.0f} {s.fds:5d} {s.tasks:6d} "
             f"{f'{s.client_watches}/{server}':>11} {znodes:>7} {s.terms:7d} {s.jobs_done:7d} "
             f"{s.jobs_open:5d} {s.faults:6d} {_ms(s.job_ms):>10} {_ms(s.lock_ms):>10} "
-            f"{_ms(s.rtt_ms):>9} {s.lag_ms:7.0f}"
+            f"{_ms(s.rtt_ms):>9} {s.lag_ms:7.0f} {s.load:5.2f}"
         )
     return "\n".join(lines)
 
