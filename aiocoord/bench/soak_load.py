@@ -1,0 +1,337 @@
+"""The soak's load: the roles it runs on its sessions, and the `Recorder` they report to.
+
+Each role loops until cancelled and uses only the public API:
+
+- `latch_participant`: joins a leader latch, and once it leads holds the term
+  for a while, then leaves the latch and joins again at the back;
+- `lock_contender`: takes a contended `cas_lock`, holds it briefly, lets go;
+- `task_worker`: a task-leadership worker that leads its share of the tasks,
+  leaves now and then and joins again a few seconds later under a new id;
+- `job_worker` / `submit_jobs`: the scheduler's workers, and a client that
+  submits jobs at a steady rate, each awaited to its result;
+- `inject_faults`: now and then cuts one session's connection, or pauses it
+  for less (or, more rarely, more) than the session timeout;
+- `follow` and `probe`: each session's connection states, and a round trip
+  plus the event loop's lateness on a session of its own.
+
+Every term (latch, lock, task) is recorded with its fencing token when its
+body starts and when it ends.  The body passes a checkpoint first, so a term
+that was already lost when its body was scheduled is never recorded as
+begun.  A `CoordError` is expected under faults (counted); anything else is a
+defect: recorded with its traceback, and the role starts again.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+import anyio.to_thread
+
+import aiocoord
+from aiocoord import (
+    ConnectionLostError,
+    ConnectionState,
+    CoordError,
+    JobFailed,
+    LeadershipLost,
+    LockLost,
+    Scheduler,
+    Worker,
+    cas_lock,
+    leader_latch,
+    task_leadership,
+)
+from aiocoord.testing import FaultProxy
+
+from .soak_record import Fault, Recorder
+
+__all__ = (
+    "forever",
+    "follow",
+    "inject_faults",
+    "job_worker",
+    "latch_participant",
+    "lock_contender",
+    "make_scheduler",
+    "probe",
+    "submit_jobs",
+    "task_worker",
+)
+
+LATCH_HOLD = (2.0, 20.0)  # a latch leader holds its term this long, then leaves and rejoins
+LOCK_HOLD = (0.02, 0.2)
+LOCK_PAUSE = (0.0, 0.3)  # between a release and the next try
+LOCK_LEASE = 5.0
+JOB_CAPACITY = 64
+PROBE_EVERY = 0.1
+SUSPENDED = (ConnectionState.SUSPENDED, ConnectionState.LOST)
+
+
+async def forever(rec: Recorder, role: str, body: Callable[[], Awaitable[None]]) -> None:
+    """Run `body` again and again; a `CoordError` is counted, anything else recorded as a defect."""
+    while True:
+        try:
+            await body()
+        except CoordError as exc:
+            rec.counts[f"{role}: {type(exc).__name__}"] += 1
+            await anyio.sleep(0.2)
+        except Exception as exc:
+            rec.error(role, exc)
+            await anyio.sleep(0.5)
+
+
+async def latch_participant(
+    coord: aiocoord.Coordinator, rec: Recorder, rng: random.Random, path: str, session: int
+) -> None:
+    holder = f"s{session}"
+
+    async def once() -> None:
+        async with leader_latch(coord, path, participant_id=holder) as latch:
+            while True:
+                try:
+                    async with latch.leadership() as term:
+                        async with rec.term(path, holder, session, term.token):
+                            await anyio.sleep(rng.uniform(*LATCH_HOLD))
+                    break  # held it to the end: leave and join again at the back
+                except LeadershipLost:
+                    continue
+        await anyio.sleep(rng.uniform(0.0, 1.0))
+
+    await forever(rec, "latch", once)
+
+
+async def lock_contender(
+    coord: aiocoord.Coordinator,
+    rec: Recorder,
+    rng: random.Random,
+    path: str,
+    owner: str,
+    session: int,
+) -> None:
+    async def once() -> None:
+        asked = time.monotonic()
+        try:
+            async with cas_lock(coord, path, owner=owner, lease=LOCK_LEASE) as lock:
+                rec.lock_latency.append(time.monotonic() - asked)
+                token = -1 if lock.token is None else lock.token  # -1: out of order, reported
+                async with rec.term(path, owner, session, token):
+                    await anyio.sleep(rng.uniform(*LOCK_HOLD))
+        except LockLost:
+            pass
+        await anyio.sleep(rng.uniform(*LOCK_PAUSE))
+
+    await forever(rec, "lock", once)
+
+
+async def task_worker(
+    coord: aiocoord.Coordinator,
+    rec: Recorder,
+    root: str,
+    tasks: Sequence[str],
+    slot: int,
+    slots: int,
+    interval: float,
+    session: int,
+) -> None:
+    """A worker that leaves and joins again once every `slots` intervals, between two samples.
+
+    Slot k is away from 25 % to 65 % into interval k of each cycle of `slots`
+    intervals, so that one worker leaves and one joins in every interval, and
+    every sample (taken at the end of an interval) sees them all: the task
+    count, which moves by hundreds with each worker, then measures a leak.
+    """
+    generation = 0
+    cycle = slots * interval
+
+    def away(at: float) -> tuple[float, float]:
+        """The next away window of this slot that has not ended by `at`."""
+        base = (at // cycle) * cycle + (slot + 0.25) * interval
+        while base + 0.4 * interval <= at:
+            base += cycle
+        return base, base + 0.4 * interval
+
+    async def lead(tl: aiocoord.TaskLeadership, task: str, holder: str) -> None:
+        while True:
+            try:
+                async with tl.lead(task) as term:
+                    async with rec.term(f"task:{task}", holder, session, term.token):
+                        await anyio.sleep_forever()
+            except LeadershipLost:
+                continue
+
+    async def once() -> None:
+        nonlocal generation
+        leave, back = away(rec.now())
+        if leave <= rec.now():  # inside the window: stay away until its end
+            await anyio.sleep(back - rec.now())
+            leave, back = away(back)
+        generation += 1
+        worker = Worker(version="1.0.0", id=f"w{slot}-{generation}")
+        async with task_leadership(coord, root, worker=worker, tasks=tasks, settle=0.5) as tl:
+            async with anyio.create_task_group() as tg:
+                for task in tasks:
+                    tg.start_soon(lead, tl, task, worker.id)
+                await anyio.sleep(max(0.0, leave - rec.now()))
+                tg.cancel_scope.cancel()
+
+    await forever(rec, "tasks", once)
+
+
+def make_scheduler(coord: aiocoord.Coordinator, root: str, result_ttl: float) -> Scheduler:
+    sched = Scheduler(coord, root, result_ttl=result_ttl)
+
+    @sched.job("square")
+    async def square(n: int) -> int:
+        return n * n
+
+    return sched
+
+
+async def job_worker(coord: aiocoord.Coordinator, rec: Recorder, root: str, ttl: float) -> None:
+    sched = make_scheduler(coord, root, ttl)
+
+    async def once() -> None:
+        async with sched.worker(capacity=JOB_CAPACITY):
+            await anyio.sleep_forever()
+
+    await forever(rec, "job worker", once)
+
+
+async def _one_job(sched: Scheduler, rec: Recorder, n: int, slots: anyio.Semaphore) -> None:
+    job_id = f"soak-{n}"
+    asked = time.monotonic()
+    rec.open_jobs[job_id] = asked
+    rec.jobs.submitted += 1
+    try:
+        while True:
+            try:
+                await sched.submit("square", {"n": n}, job_id=job_id)
+                break
+            except ConnectionLostError:  # it may have been queued: submit it again to be sure
+                rec.counts["submit: ConnectionLostError"] += 1
+        try:
+            value = await sched.result(job_id)
+        except JobFailed:
+            rec.jobs.failed += 1
+        else:
+            rec.jobs.done += 1
+            rec.jobs.wrong += value != n * n
+        rec.job_latency.append(time.monotonic() - asked)
+        del rec.open_jobs[job_id]
+    except Exception as exc:
+        rec.error(f"job {job_id}", exc)
+    finally:
+        slots.release()
+
+
+async def submit_jobs(
+    sched: Scheduler,
+    rec: Recorder,
+    rate: float,
+    most: int,
+    stop: anyio.Event,
+    tg: anyio.abc.TaskGroup,
+) -> None:
+    """Start one job every 1/`rate` s until `stop` is set (each awaits its result in `tg`).
+
+    At most `most` jobs are open at a time, as a client with bounded
+    concurrency would have: while the job client's session is away, the
+    backlog (and the memory it takes) stops there instead of growing with
+    the outage, so the largest one is reached early in the run.
+    """
+    slots = anyio.Semaphore(most)
+    n = 0
+    start = time.monotonic()
+    while not stop.is_set():
+        await slots.acquire()
+        n += 1
+        tg.start_soon(_one_job, sched, rec, n, slots)
+        due = start + n / rate
+        behind = time.monotonic() - due
+        if behind > 1.0:  # held up (by the bound or the loop): go on at the rate, no burst
+            start += behind
+            rec.counts["submitter: behind by more than 1 s"] += 1
+        with anyio.move_on_after(max(0.0, due - time.monotonic())):
+            await stop.wait()
+
+
+async def inject_faults(
+    proxies: Sequence[FaultProxy],
+    rec: Recorder,
+    rng: random.Random,
+    every: float,
+    session_timeout: float,
+    expire_share: float,
+    rehearse: float | None,
+) -> None:
+    """Every `every` s on average (0.5-1.5 times), fault one session: cut it, or pause it.
+
+    A pause lasts 10-50 % of the session timeout, or (`expire_share` of the
+    faults) 130-160 %, so that the server expires the session.  With
+    `rehearse`, the first fault, at that time, expires session 0 (the job
+    client's): the largest transient of the run (a full backlog of jobs)
+    then comes during the warm-up, and the high-water mark it leaves in RSS
+    is not counted as growth.
+    """
+    if rehearse is not None:
+        await anyio.sleep(max(0.0, rehearse - rec.now()))
+        await _fault(proxies, rec, 0, "expire", 1.5 * session_timeout)
+    while True:
+        await anyio.sleep(rng.uniform(0.5, 1.5) * every)
+        session = rng.randrange(len(proxies))
+        roll = rng.random()
+        if roll < expire_share:
+            await _fault(proxies, rec, session, "expire", rng.uniform(1.3, 1.6) * session_timeout)
+        elif roll < 0.5:
+            await _fault(proxies, rec, session, "pause", rng.uniform(0.1, 0.5) * session_timeout)
+        else:
+            await _fault(proxies, rec, session, "cut", 0.0)
+
+
+async def _fault(
+    proxies: Sequence[FaultProxy], rec: Recorder, session: int, kind: str, hold: float
+) -> None:
+    proxy = proxies[session]
+    start = rec.now()
+    if kind == "cut":
+        await anyio.to_thread.run_sync(proxy.cut)
+    else:
+        await anyio.to_thread.run_sync(proxy.pause)
+        try:
+            await anyio.sleep(hold)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(proxy.resume)
+    rec.faults.append(Fault(session, kind, start, rec.now()))
+
+
+async def follow(coord: aiocoord.Coordinator, rec: Recorder, session: int) -> None:
+    """Record when `session`'s SUSPENDED and LOST arrive."""
+
+    async def once() -> None:
+        async for event in coord.connection_events():
+            if event.state in SUSPENDED:
+                rec.suspended[session].append(rec.now())
+        await anyio.sleep_forever()  # the coordinator closed: the run is ending
+
+    await forever(rec, "follow", once)
+
+
+async def probe(coord: aiocoord.Coordinator, rec: Recorder) -> None:
+    """Every 0.1 s: how late the event loop woke up, and one exists() round trip."""
+
+    async def once() -> None:
+        while True:
+            asked = time.monotonic()
+            await anyio.sleep(PROBE_EVERY)
+            rec.lag = max(rec.lag, time.monotonic() - asked - PROBE_EVERY)
+            asked = time.monotonic()
+            await coord.client.exists("/")
+            rec.rtt.append(time.monotonic() - asked)
+
+    await forever(rec, "probe", once)

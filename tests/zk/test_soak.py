@@ -1,0 +1,74 @@
+"""The soak's one-minute version: every recipe and the scheduler under load and faults, no leak.
+
+It runs ``benchmarks/soak.py`` as a user would, at full counts (500 latches
+over 10 sessions, 20 contended CAS locks, 200 tasks with workers joining and
+leaving, 100 jobs/s) for 60 s, sampling every 5 s, with a fault every 5 s on
+average.  Seed 10 plans the job client's session expired twice (once as the
+warm-up's rehearsal, once after it), cuts and a short pause.  The ten-minute
+figures are in docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SECONDS = 60
+TARGETS = {
+    "RSS growth",
+    "client watches growth",
+    "server watches growth (wchs)",
+    "tasks growth",
+    "fds growth",
+    "overlapping terms",
+    "fencing tokens out of order",
+    "jobs lost",
+    "jobs failed or wrong",
+    "unexpected errors",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SECONDS + 240)
+def test_one_minute_soak_passes_its_verdict(tmp_path: Path) -> None:
+    figures_path = tmp_path / "soak.json"
+    command = [
+        sys.executable,
+        str(ROOT / "benchmarks" / "soak.py"),
+        *("--seconds", str(SECONDS), "--interval", "5", "--fault-every", "5"),
+        *("--seed", "10", "--json", str(figures_path)),
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIOCOORD_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        command,
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=SECONDS + 180,  # the soak bounds itself too: run time, drain and set-up
+        check=False,
+    )
+    output = f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert done.returncode == 0, output
+    assert done.stdout.rstrip().endswith("verdict: PASS"), output
+    figures = json.loads(figures_path.read_text(encoding="utf-8"))
+    assert figures["passed"], output
+    assert {t["name"] for t in figures["targets"]} == TARGETS
+    assert all(t["ok"] for t in figures["targets"]), output
+
+    # It really ran: a sample every 5 s, every kind of fault, terms of every recipe, and the
+    # jobs at (at least half) their rate, each one with its result.
+    assert [round(s["t"] / 5) for s in figures["samples"]] == list(range(1, 13)), output
+    assert set(figures["faults"]) == {"cut", "pause", "expire"}, output
+    assert figures["terms"]["latch"] > 100 and figures["terms"]["task"] > 200, output
+    assert figures["terms"]["lock"] > 1000, output
+    jobs = figures["jobs"]
+    assert jobs["done"] == jobs["submitted"] > 50 * SECONDS, output
+    assert not figures["errors"], output
