@@ -219,7 +219,7 @@ class ZkSession:
                 await anyio.sleep(self._backoff(failures // len(self._addresses)))
 
     async def _attempt(self) -> bool:
-        """Connect to the next host and serve the connection; True if it was stable."""
+        """Connect to the next host and serve it; True if stable (no backoff before the next)."""
         address = self._addresses[self._next_host % len(self._addresses)]
         self._next_host += 1
         attempt_id, attempt_pw = self._session_id, self._password
@@ -241,7 +241,9 @@ class ZkSession:
             self.last_error = exc
             if attempt_id == self._session_id:
                 self._feed(Expired(str(exc)))
-            return False
+            # Our session is gone: the next attempt opens a new one, at once.  Only a
+            # server that answers "expired" to a new session counts as failing.
+            return attempt_id != 0
         except ConnectionLostError as exc:
             self.last_error = exc
             # Before the first session, a refused attempt past the first second is

@@ -1,7 +1,7 @@
 """Cluster-wide cron against a real server: firing and history, missed firings, bad input.
 
 The exactly-once scenario across a rolling upgrade and a session expiry has
-its own file (tests/test_cron_exactly_once.py).
+its own file (tests/zk/test_cron_exactly_once.py).
 """
 
 from __future__ import annotations

@@ -740,9 +740,11 @@ def test_benchmark_runs_with_tiny_parameters(zk_server: ZooKeeperServer) -> None
         sys.path.remove(str(bench_dir))
     assert result.overlaps == 0
     assert len(result.gaps) == 3
-    assert all(0 <= gap < 5 for gap in result.gaps)
+    # Bounds for sanity only: speed is measured by the benchmark itself, and a
+    # loaded machine can stall the worker processes for seconds.
+    assert all(0 <= gap < 30 for gap in result.gaps), result.gaps
     assert len(result.released_to_created) == len(result.released_to_led) == 3
-    assert all(0 < t < 5 for t in result.released_to_created + result.released_to_led)
+    assert all(0 < t < 30 for t in result.released_to_created + result.released_to_led)
 
 
 @pytest.mark.anyio
