@@ -343,14 +343,17 @@ def run(
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run the soak, print the report; 0 if every target passed."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     defaults = SoakConfig()
     for f in fields(SoakConfig):
         value = getattr(defaults, f.name)
         if isinstance(value, tuple):
             continue
         kind = float if f.name == "warmup" else type(value)
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=value)
+        help = f"default {value}" if value is not None else "default: see the description"
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=value, help=help)
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)

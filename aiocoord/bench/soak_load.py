@@ -1,4 +1,4 @@
-"""The soak's load: the roles it runs on its sessions, and the `Recorder` they report to.
+"""The soak's load: the roles it runs on its sessions, each reporting to the `Recorder`.
 
 Each role loops until cancelled and uses only the public API:
 
@@ -6,9 +6,10 @@ Each role loops until cancelled and uses only the public API:
   for a while, then leaves the latch and joins again at the back;
 - `lock_contender`: takes a contended `cas_lock`, holds it briefly, lets go;
 - `task_worker`: a task-leadership worker that leads its share of the tasks,
-  leaves now and then and joins again a few seconds later under a new id;
+  leaves once in a while (between two samples) and joins again under a new id;
 - `job_worker` / `submit_jobs`: the scheduler's workers, and a client that
-  submits jobs at a steady rate, each awaited to its result;
+  submits jobs at a steady rate, each awaited to its result, a bounded
+  number at a time;
 - `inject_faults`: now and then cuts one session's connection, or pauses it
   for less (or, more rarely, more) than the session timeout;
 - `follow` and `probe`: each session's connection states, and a round trip
