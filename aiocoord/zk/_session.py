@@ -36,6 +36,7 @@ from ..errors import (
     ZooKeeperError,
 )
 from . import _wire
+from ._chores import Chores
 from ._connection import Connection
 from ._priming import close_session, prime
 from ._replies import parse_watch_event
@@ -79,26 +80,23 @@ class ZkSession:
         self.settings = settings
         self.chroot = settings.chroot
         self._addresses = list(settings.addresses)
-        if settings.randomize_hosts:
-            random.shuffle(
-                self._addresses
-            )  # spread clients over the ensemble, as the Java client does
+        if settings.randomize_hosts:  # spread clients over the ensemble, as the Java client does
+            random.shuffle(self._addresses)
         self._next_host = 0
         self._machine = ConnectionMachine()
-        self.watches = WatchRegistry()
-        """Every live watch of this session, restored after a reconnect."""
+        self.watches = WatchRegistry()  # every live watch, restored after a reconnect
         self._conn: Connection | None = None
         self._changed = anyio.Event()
         self._session_id = 0
         self._password = _NO_PASSWORD
         self._requested_ms = int(settings.session_timeout * 1000)
+        # The timers, for the timeout negotiated last (the requested one before).
         self.timing = SessionTiming(
             settings.session_timeout,
             hosts=len(self._addresses),
             lost_fraction=settings.session_lost_fraction,
             configured_request_timeout=settings.request_timeout,
         )
-        """The timers of the session, for the timeout negotiated last (requested before)."""
         self._last_zxid = 0
         self._last_heard = time.monotonic()
         self._events: Broadcast[ConnectionEvent] = Broadcast()
@@ -108,12 +106,11 @@ class ZkSession:
         self._fatal: CoordError | None = None
         self.last_error: BaseException | None = None
         self._run_scope: anyio.CancelScope | None = None
-        self._chores: anyio.abc.TaskGroup | None = None  # the loop's task group, while it runs
+        self._chores = Chores()  # cleanup that outlives its caller, in the loop's task group
         self._started = False
         self._started_at = 0.0
         self._ssl = settings.ssl_context()
-        self.sender = Sender(self)
-        """Sends requests on the current connection, waiting for one within the deadline."""
+        self.sender = Sender(self)  # requests on the current connection, within their deadline
         # With credentials, nodes belong to the identities that made them (others may
         # read them only with world_readable); without, ZooKeeper's open default.
         self.default_acl: tuple[ACL, ...] = (
@@ -167,44 +164,25 @@ class ZkSession:
         stops it.
         """
         self._started = True
-        # Replies and notifications are handled in the transport's callbacks, which
-        # run in a copy of this task's context: recipes call anyio from them (spawn
-        # a task, cancel a scope), and outside a task anyio learns the library only
-        # from this variable, which `asyncio.run()` (unlike `anyio.run()`) never sets.
+        # Transport callbacks run in a copy of this context and recipes call anyio there;
+        # outside a task anyio reads this variable, which `asyncio.run()` never sets.
         sniffio.current_async_library_cvar.set("asyncio")
         self._started_at = time.monotonic()
         with anyio.CancelScope(shield=True) as scope:
             self._run_scope = scope
             async with anyio.create_task_group() as tg:
-                self._chores = tg
+                self._chores.tg = tg
                 tg.start_soon(self._lost_watchdog)
                 task_status.started()
                 try:
                     await self._connect_loop()
                 finally:
-                    self._chores = None
+                    self._chores.tg = None
                     tg.cancel_scope.cancel()
 
     def start_chore(self, chore: Callable[[], Awaitable[None]], name: str) -> bool:
-        """Run `chore()` in the session loop's task group, which outlives every recipe.
-
-        For cleanup that must go on after its caller has left (a node to delete
-        once the connection is back).  It is cancelled when the session is
-        closed; an exception it raises is logged, never raised.  False (and
-        nothing started) if the session is not running.
-        """
-        tg = self._chores
-        if tg is None or self.closed:
-            return False
-        tg.start_soon(self._run_chore, chore, name, name=f"aiocoord: {name}")
-        return True
-
-    @staticmethod
-    async def _run_chore(chore: Callable[[], Awaitable[None]], name: str) -> None:
-        try:
-            await chore()
-        except Exception:
-            log.exception("%s failed", name)
+        """Run `chore()` until the session is closed (see `_chores`); False if not running."""
+        return not self.closed and self._chores.start(chore, name)
 
     async def _connect_loop(self) -> None:
         failures = 0  # attempts in a row that gave no stable connection
@@ -419,11 +397,7 @@ class ZkSession:
             raise self._fatal
 
     def connection_now(self) -> Connection:
-        """The current connection, for a request sent without awaiting anything.
-
-        Raises what a closed coordinator raises, and `ConnectionLostError` at
-        once when there is no connection (the awaiting calls wait for one).
-        """
+        """The connection for a request sent without awaiting; `ConnectionLostError` if none."""
         self.ensure_open()
         conn = self._conn
         if conn is None or conn.closed:
@@ -455,11 +429,7 @@ class ZkSession:
     # --- closing ---------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Close the session on the server (its ephemerals vanish now) and stop the loop.
-
-        Idempotent and bounded: it always releases everything, even when the
-        server cannot be reached.
-        """
+        """Close the session on the server (ephemerals vanish now), stop the loop; idempotent, bounded."""
         if self._closed:
             return
         self._closing = True

@@ -26,9 +26,10 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal
 
-from ...errors import LeadershipLost
+from ...errors import ConfigError, InvalidPathError, LeadershipLost
+from ...zk.paths import validate_path
 from .._sequential import MAX_ID_BYTES as MAX_ID_BYTES
 from .._sequential import Follow as Follow
 from .._sequential import Lead as Lead
@@ -44,6 +45,8 @@ from .._sequential import next_move as next_move
 from .._tenure import Tenure
 
 __all__ = (
+    "CloseMode",
+    "check_latch_arguments",
     "CURATOR",
     "LAYOUTS",
     "ZOOKEEPER",
@@ -184,3 +187,23 @@ def sort_children(names: Sequence[str], layout: LatchLayout) -> list[str]:
     if layout is ZOOKEEPER:
         return sorted(names, key=zookeeper_sort_key)
     return curator_sorted(names, _LATCH)
+
+
+CloseMode = Literal["notify", "silent"]
+
+
+def check_latch_arguments(
+    path: str, participant_id: str | None, layout: str, lose_on_suspend: object, close_mode: object
+) -> tuple[LatchLayout, str]:
+    """A latch's arguments checked (errors name them): its layout and participant id."""
+    validate_path(path)
+    if path == "/":
+        raise InvalidPathError(path, "a latch needs a node of its own, not the root")
+    if layout not in LAYOUTS:
+        raise ConfigError("layout", f"must be 'curator' or 'zookeeper', not {layout!r}")
+    if not isinstance(lose_on_suspend, bool):
+        raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+    if close_mode not in ("notify", "silent"):
+        raise ConfigError("close_mode", f"must be 'notify' or 'silent', not {close_mode!r}")
+    pid = default_participant_id() if participant_id is None else participant_id
+    return LAYOUTS[layout], check_participant_id(pid)

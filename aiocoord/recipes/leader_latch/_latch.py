@@ -7,7 +7,7 @@ import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Literal, overload
+from typing import overload
 
 import anyio
 import anyio.abc
@@ -18,22 +18,20 @@ from ..._lifecycle import Lifecycle, Service
 from ...errors import (
     ConfigError,
     CoordinatorClosedError,
-    InvalidPathError,
 )
 from ...session import Coordinator
 from ...zk.client import ZkClient
-from ...zk.paths import validate_path
 from ...zk.states import ConnectionEvent, ConnectionState
 from .._change_signal import ChangeSignal
 from ._campaign import Campaign, Host
 from ._election import (
-    LAYOUTS,
     MAX_ID_BYTES,
+    CloseMode,
     ElectionEvent,
     ElectionState,
     LeadershipTerm,
     Participant,
-    check_participant_id,
+    check_latch_arguments,
     default_participant_id,
 )
 from ._nodes import Candidacy, CreatedNode, SharedPath, leader_of, participants_of
@@ -53,9 +51,6 @@ log = logging.getLogger("aiocoord.recipes.leader_latch")
 
 _USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 
-CloseMode = Literal["notify", "silent"]
-_CLOSE_MODES = ("notify", "silent")
-
 
 class LeaderLatch(Service):
     """A participant in the election at `path`; see the module docstring.
@@ -63,8 +58,7 @@ class LeaderLatch(Service):
     Use it as ``async with`` (or ``await latch.start()`` ... ``await
     latch.aclose()``): entering joins (returns once our node exists, not once
     we lead; `ConnectionLostError` if ZooKeeper stays unreachable for the
-    request timeout), leaving withdraws; it may be
-    left from another task than the one that entered it.  The observers
+    request timeout), leaving withdraws, from any task.  The observers
     (`leader`, `participants`) also work on a latch not entered.
     `close_mode` (Curator's ``CloseMode``): with ``"notify"`` (the default)
     leaving while leader publishes LOST_LEADERSHIP (reason ``"closed"``) to
@@ -84,24 +78,14 @@ class LeaderLatch(Service):
     ) -> None:
         if not isinstance(coord, Coordinator):
             raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
-        validate_path(path)
-        if path == "/":
-            raise InvalidPathError(path, "a latch needs a node of its own, not the root")
-        if layout not in LAYOUTS:
-            raise ConfigError("layout", f"must be 'curator' or 'zookeeper', not {layout!r}")
-        if not isinstance(lose_on_suspend, bool):
-            raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
-        if close_mode not in _CLOSE_MODES:
-            raise ConfigError("close_mode", f"must be 'notify' or 'silent', not {close_mode!r}")
+        self._layout, self._id = check_latch_arguments(
+            path, participant_id, layout, lose_on_suspend, close_mode
+        )
         self._close_mode = close_mode
         self._coord = coord
         self._client: ZkClient = coord.client
         self._path = path
-        self._id = check_participant_id(
-            default_participant_id() if participant_id is None else participant_id
-        )
         self._data = self._id.encode("utf-8")
-        self._layout = LAYOUTS[layout]
         self._lose_on_suspend = lose_on_suspend
         self._offer: Candidacy | None = None
         self._campaign: Campaign | None = None
@@ -138,12 +122,10 @@ class LeaderLatch(Service):
 
     @property
     def known_leader(self) -> str | None:
-        """The leader's participant id as far as this process knows it without asking ZooKeeper.
+        """The leader's id as this process knows it, with no request (`leader()` asks ZooKeeper).
 
-        Ours while we lead; the leader's when our node is the one just behind
-        it (its id came with the watch on it); otherwise None, and always None
-        while the connection is not usable.  Cheap: no request.  For an answer
-        from ZooKeeper itself, `await latch.leader()`.
+        Ours while we lead; the leader's when our node is just behind it (its
+        id came with the watch); else None, and None while not connected.
         """
         if self._term is not None:
             return self._id
@@ -168,11 +150,10 @@ class LeaderLatch(Service):
     async def start(self) -> None:
         """Join the election: block until our node exists (not until we lead).
 
-        Connection trouble is ridden out within the request timeout (the
-        connectivity deadline); past it, `ConnectionLostError` says how long it
-        waited and why (the last connect error is its cause).  Cancelled
-        meanwhile, it leaves no node behind.  Raises `CoordinatorClosedError`
-        if the coordinator is not open or this latch was started before.
+        Connection trouble is ridden out within the request timeout; past it,
+        `ConnectionLostError` says how long it waited and why.  Cancelled, it
+        leaves no node behind.  `CoordinatorClosedError` if the coordinator is
+        not open or this latch was started before.
         """
         if self._life.started:
             raise CoordinatorClosedError("a LeaderLatch can be entered only once; make a new one")
@@ -188,24 +169,19 @@ class LeaderLatch(Service):
 
     async def _run(self, tg: anyio.abc.TaskGroup) -> None:
         assert self._offer is not None
+        # Host's fields, in order: elect, lose, publish, wake, node, held.
         host = Host(
-            elect=self._elect,
-            lose=self._lose,
-            publish=self._publish,
-            wake=self._signal,
-            node=lambda: self.node,
-            held=self._held,
+            self._elect, self._lose, self._publish, self._signal, lambda: self.node, self._held
         )
         self._campaign = Campaign(host, self._coord, self._offer, self._layout, tg)
         await tg.start(self._follow_connection)
         await tg.start(self._campaign.run)
 
     async def aclose(self) -> None:
-        """Withdraw: delete our node and stop; from any task, blocking until done.
+        """Withdraw from any task, blocking until done; safe to call twice.
 
         Leadership ends first (a `leadership()` body is cancelled), then the
-        node is deleted (shielded, bounded by the request timeout).  Safe to
-        call twice.
+        node is deleted (shielded, bounded by the request timeout).
         """
         await self._life.aclose()
 

@@ -36,7 +36,6 @@ import anyio.abc
 
 from aiocoord.errors import (
     ConnectionLostError,
-    CoordError,
     NodeDataError,
     NoNodeError,
 )
@@ -49,7 +48,7 @@ from .._change_signal import ChangeSignal
 from ._changes import ChangeFeed
 from ._choice import Prefer, VersionKey, assign
 from ._leader_watch import LeaderWatch
-from ._leave import delete_own_nodes, drain
+from ._leave import leave
 from ._records import (
     Worker,
     decode_worker,
@@ -232,23 +231,9 @@ class TaskEngine:
                 slot.close()
 
     async def _leave(self) -> None:
-        bound = self.client.timing.drain_bound
-        if not await drain(list(self.slots.values()), bound):
-            log.warning("lead() bodies of %s did not finish within %.1fs", self.root, bound)
-        session = self.coord.session_id
-        if session is None or self.registered != session or self.coord.closed:
-            return  # the session is gone (or closes with the coordinator), and its nodes with it
-        if self.coord.state not in _CONNECTED or self.coord.connected_address is None:
-            # Disconnected, or the coordinator's own tasks were cancelled with ours: the
-            # nodes go with the session; waiting for a connection would only delay the exit.
-            log.info("worker %s left %s without deleting its nodes", self.worker.id, self.root)
-            return
-        with anyio.move_on_after(self.client.request_timeout()):
-            try:
-                await delete_own_nodes(self.client, self.leaders_path, self.my_path)
-            except CoordError as exc:
-                log.warning("could not delete the nodes of worker %s: %s", self.worker.id, exc)
-        log.info("worker %s left %s", self.worker.id, self.root)
+        slots = list(self.slots.values())
+        paths = (self.leaders_path, self.my_path)
+        await leave(self.coord, slots, self.registered, self.worker.id, self.root, *paths)
 
     # --- connection ------------------------------------------------------------------------
 

@@ -7,18 +7,55 @@ one hand-over instead of two.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from contextlib import suppress
 
 import anyio
 
-from aiocoord.errors import NoNodeError, TransactionFailed
+from aiocoord.errors import CoordError, NoNodeError, TransactionFailed
+from aiocoord.session import Coordinator
 from aiocoord.zk import DeleteOp, ZkClient
 from aiocoord.zk.paths import parent
+from aiocoord.zk.states import ConnectionState
 
 from ._slot import TaskSlot
 
-__all__ = ("delete_own_nodes", "drain")
+__all__ = ("delete_own_nodes", "drain", "leave")
+
+log = logging.getLogger("aiocoord.recipes.task_leadership")
+
+_CONNECTED = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
+
+
+async def leave(
+    coord: Coordinator,
+    slots: Sequence[TaskSlot],
+    registered: int | None,
+    worker_id: str,
+    root: str,
+    leaders_path: str,
+    worker_path: str,
+) -> None:
+    """Drain the bodies (bounded), then delete this worker's nodes if its session still has them."""
+    client = coord.client
+    bound = client.timing.drain_bound
+    if not await drain(slots, bound):
+        log.warning("lead() bodies of %s did not finish within %.1fs", root, bound)
+    session = coord.session_id
+    if session is None or registered != session or coord.closed:
+        return  # the session is gone (or closes with the coordinator), and its nodes with it
+    if coord.state not in _CONNECTED or coord.connected_address is None:
+        # Disconnected, or the coordinator's own tasks were cancelled with ours: the
+        # nodes go with the session; waiting for a connection would only delay the exit.
+        log.info("worker %s left %s without deleting its nodes", worker_id, root)
+        return
+    with anyio.move_on_after(client.request_timeout()):
+        try:
+            await delete_own_nodes(client, leaders_path, worker_path)
+        except CoordError as exc:
+            log.warning("could not delete the nodes of worker %s: %s", worker_id, exc)
+    log.info("worker %s left %s", worker_id, root)
 
 
 async def drain(slots: Sequence[TaskSlot], bound: float) -> bool:
