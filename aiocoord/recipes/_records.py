@@ -28,6 +28,7 @@ from ..errors import NodeDataError
 from ..zk.client import MAX_DATA
 
 __all__ = (
+    "check_format",
     "FLAG",
     "INT64",
     "MAX_DEPTH",
@@ -399,3 +400,24 @@ def dump(value: object, *, sort_keys: bool = False, ensure_ascii: bool = True) -
     except ValueError as exc:  # e.g. a NaN dict key
         raise RecordEncodeError(str(exc)) from exc
     return text.encode("utf-8")
+
+
+_FORMAT_DIGITS = re.compile("[0-9]+")
+
+
+def check_format(record: Record, kind: str, name: str, newest: int) -> None:
+    """The record's ``format`` field is ``<name>/<version>`` with a version this aiocoord reads.
+
+    `kind` names the record in the error (``"lock"``, ``"cron job"``).
+    """
+    if "format" not in record:
+        raise record.error(f"not a {kind} record: no 'format' field")
+    fmt = record.get("format", TEXT)
+    prefix, _, version = fmt.partition("/")
+    if prefix != name or not _FORMAT_DIGITS.fullmatch(version):
+        raise record.error(f"foreign record format {show(fmt)}")
+    digits = version.lstrip("0") or "0"
+    if len(digits) > 9 or int(digits) > newest:
+        raise record.error(
+            f"record format {show(version)} is newer than this aiocoord reads ({newest})"
+        )

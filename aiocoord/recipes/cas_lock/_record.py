@@ -27,7 +27,6 @@ from __future__ import annotations
 import enum
 import math
 import os
-import re
 import socket
 import sys
 from dataclasses import dataclass, replace
@@ -35,7 +34,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ...errors import ConfigError
-from .._records import TEXT, TIMESTAMP, Record, dump, integer, load_record, one_of, show
+from .._records import (
+    TEXT,
+    TIMESTAMP,
+    Record,
+    check_format,
+    dump,
+    integer,
+    load_record,
+    one_of,
+    show,
+)
 
 __all__ = (
     "FORMAT",
@@ -64,7 +73,6 @@ MAX_OWNER = 256
 MAX_ERROR = 300
 MAX_LEASE = 10 * 365 * 86400.0
 TOKEN = integer(0, 2**63 - 1)  # a zxid
-_DIGITS = re.compile("[0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,17 +162,7 @@ def _run(record: Record | None) -> RunInfo | None:
 
 
 def _check_format(record: Record) -> None:
-    if "format" not in record:
-        raise record.error("not a lock record: no 'format' field")
-    fmt = record.get("format", TEXT)
-    name, _, version = fmt.partition("/")
-    if name != FORMAT_NAME or not _DIGITS.fullmatch(version):
-        raise record.error(f"foreign record format {show(fmt)}")
-    digits = version.lstrip("0") or "0"
-    if len(digits) > 9 or int(digits) > FORMAT_VERSION:
-        raise record.error(
-            f"record format {show(version)} is newer than this aiocoord reads ({FORMAT_VERSION})"
-        )
+    check_format(record, "lock", FORMAT_NAME, FORMAT_VERSION)
 
 
 def decode(path: str, data: bytes) -> LockRecord | None:

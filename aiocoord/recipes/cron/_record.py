@@ -21,7 +21,6 @@ overwritten.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -32,12 +31,12 @@ from .._records import (
     TIMESTAMP,
     Invalid,
     Record,
+    check_format,
     dump,
     integer,
     list_of,
     load_record,
     one_of,
-    show,
 )
 
 __all__ = ("FORMAT", "Claim", "Entry", "JobRecord", "Status", "decode", "encode")
@@ -49,7 +48,6 @@ MAX_ERROR = 300
 TOKEN = integer(0, 2**63 - 1)  # a zxid
 COUNT = integer(1, 2**63 - 1)
 ATTEMPT = integer(1, 1_000_000)
-_DIGITS = re.compile("[0-9]+")
 
 Status = Literal["ok", "failed", "interrupted", "missed"]
 STATUSES: tuple[Status, ...] = ("ok", "failed", "interrupted", "missed")
@@ -172,17 +170,7 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
 
 
 def _check_format(record: Record) -> None:
-    if "format" not in record:
-        raise record.error("not a cron job record: no 'format' field")
-    fmt = record.get("format", TEXT)
-    name, _, version = fmt.partition("/")
-    if name != FORMAT_NAME or not _DIGITS.fullmatch(version):
-        raise record.error(f"foreign record format {show(fmt)}")
-    digits = version.lstrip("0") or "0"
-    if len(digits) > 9 or int(digits) > FORMAT_VERSION:
-        raise record.error(
-            f"record format {show(version)} is newer than this aiocoord reads ({FORMAT_VERSION})"
-        )
+    check_format(record, "cron job", FORMAT_NAME, FORMAT_VERSION)
 
 
 def _read_entry(value: object) -> Entry:
