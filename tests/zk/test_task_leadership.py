@@ -744,7 +744,8 @@ def test_benchmark_runs_with_tiny_parameters(zk_server: ZooKeeperServer) -> None
     # loaded machine can stall the worker processes for seconds.
     assert all(0 <= gap < 30 for gap in result.gaps), result.gaps
     assert len(result.released_to_created) == len(result.released_to_led) == 3
-    assert all(0 < t < 30 for t in result.released_to_created + result.released_to_led)
+    # Both changes can arrive in one read: a difference of zero is possible.
+    assert all(0 <= t < 30 for t in result.released_to_created + result.released_to_led)
 
 
 @pytest.mark.anyio
