@@ -10,8 +10,11 @@ Nothing is measured unless you make a `Metrics` and hand it what to watch::
             ...
         async with metrics.lock(coord, "/locks/report", lease=30):   # a cas_lock, measured
             ...
+        async with metrics.watch_cron(cron), cron:                   # a Cron's firings
+            ...
 
-The FastAPI integration takes one too: ``lifespan(..., metrics=Metrics())``.
+The FastAPI integration takes one too: ``lifespan(..., metrics=Metrics())``
+(with ``cron=``, the cron is measured as well).
 Expose them as usual with prometheus_client (``make_asgi_app()``,
 ``start_http_server()``).
 
@@ -27,6 +30,9 @@ are in seconds):
 ``aiocoord_lock_held_seconds``             histogram how long each hold lasted (``path``)
 ``aiocoord_jobs_total``                    counter   ``job`` (the job's name), ``outcome`` = done|failed
 ``aiocoord_job_duration_seconds``          histogram a job handler's run time (``job``)
+``aiocoord_cron_firings_total``            counter   ``path``, ``job``, ``outcome`` = ok|failed|interrupted
+``aiocoord_cron_missed_total``             counter   scheduled times given up (``path``, ``job``)
+``aiocoord_cron_firing_duration_seconds``  histogram a firing's run time, ok or failed (``path``, ``job``)
 ========================================== ========= ==========================================
 
 Label values are paths and job names, so keep them few (one per recipe, not
@@ -46,7 +52,7 @@ import anyio
 import anyio.abc
 
 from ._lifecycle import Lifecycle
-from .errors import LockNotAcquired
+from .errors import LockNotAcquired, SubscriberLagged
 from .recipes.cas_lock import CasLock
 from .recipes.leader_latch import ElectionState
 from .session import Coordinator
@@ -55,6 +61,7 @@ from .zk.states import ConnectionState
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
+    from .recipes.cron import Cron, FiringOutcome
     from .recipes.leader_latch import LeaderLatch
 
 __all__ = ("Metrics", "Watcher")
@@ -63,10 +70,11 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _STATES = [s.value for s in ConnectionState]
+_FIRING_OUTCOMES = ("ok", "failed", "interrupted")
 
 
 class Watcher:
-    """What `Metrics.watch_session` and `Metrics.watch_latch` return: it measures while open.
+    """What `Metrics.watch_session`, `watch_latch` and `watch_cron` return: it measures while open.
 
     Use it as ``async with`` (entering returns None), or ``await w.start()``
     ... ``await w.aclose()``; it may be left from another task than the one
@@ -161,6 +169,24 @@ class Metrics:
         self.job_duration = prom.Histogram(
             "aiocoord_job_duration_seconds", "Job handler run time", ["job"], registry=reg
         )
+        self.cron_firings = prom.Counter(
+            "aiocoord_cron_firings",
+            "Cron firings by outcome: ended here (ok, failed), or found interrupted",
+            ["path", "job", "outcome"],
+            registry=reg,
+        )
+        self.cron_missed = prom.Counter(
+            "aiocoord_cron_missed",
+            "Scheduled cron times given up as missed",
+            ["path", "job"],
+            registry=reg,
+        )
+        self.cron_duration = prom.Histogram(
+            "aiocoord_cron_firing_duration_seconds",
+            "How long a cron firing ran (ok or failed)",
+            ["path", "job"],
+            registry=reg,
+        )
 
     def __repr__(self) -> str:
         return f"<Metrics registry={type(self.registry).__name__}>"
@@ -193,6 +219,22 @@ class Metrics:
             raise ValueError(f"outcome must be 'done' or 'failed', not {outcome!r}")
         self.jobs.labels(job=job, outcome=outcome).inc()
         self.job_duration.labels(job=job).observe(seconds)
+
+    def observe_firing(self, path: str, outcome: FiringOutcome) -> None:
+        """Record one outcome of a job of the cron rooted at `path` (see `Cron.outcomes`).
+
+        ``"missed"`` adds its `count` to the missed times; the others count one
+        firing by status, and an ended one (ok, failed) its duration.
+        """
+        if outcome.status == "missed":
+            self.cron_missed.labels(path=path, job=outcome.job).inc(outcome.count)
+            return
+        if outcome.status not in _FIRING_OUTCOMES:
+            raise ValueError(f"not a firing's outcome: {outcome.status!r}")
+        self.cron_firings.labels(path=path, job=outcome.job, outcome=outcome.status).inc()
+        duration = outcome.duration
+        if duration is not None and outcome.status != "interrupted":
+            self.cron_duration.labels(path=path, job=outcome.job).observe(max(0.0, duration))
 
     # --- watchers ---------------------------------------------------------------------------------
 
@@ -234,6 +276,33 @@ class Metrics:
                 self.observe_leadership(latch.path, True)
             elif event.state is ElectionState.LOST_LEADERSHIP:
                 self.observe_leadership(latch.path, False)
+
+    def watch_cron(self, cron: Cron) -> Watcher:
+        """Measure a `Cron`'s firings, misses and durations while the block runs (a `Watcher`).
+
+        Enter it before or after the cron: it counts what this worker records
+        from then on (`Cron.outcomes`), labelled with the cron's root.
+        """
+
+        async def run(tg: anyio.abc.TaskGroup) -> None:
+            tg.start_soon(self._follow_cron, cron, cron.outcomes())
+
+        return Watcher(f"metrics of cron {cron.root}", run)
+
+    async def _follow_cron(self, cron: Cron, outcomes: AsyncIterator[FiringOutcome]) -> None:
+        while True:
+            try:
+                async for outcome in outcomes:
+                    self.observe_firing(cron.root, outcome)
+                return  # the cron closed
+            except SubscriberLagged:
+                pass  # fell behind (a stalled loop): count on from now
+            finally:
+                aclose: Callable[[], Awaitable[None]] | None = getattr(outcomes, "aclose", None)
+                if aclose is not None:
+                    with anyio.CancelScope(shield=True):
+                        await aclose()
+            outcomes = cron.outcomes()
 
     @asynccontextmanager
     async def lock(

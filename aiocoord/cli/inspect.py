@@ -3,15 +3,19 @@
 Recognised, in this order, at a node:
 
 - a CAS lock (also once_per): the node's data is an ``aiocoord.cas-lock/N`` record;
+- a cron: children named ``workers``, ``leaders`` and ``jobs``, whose ``jobs`` holds
+  cron job records (see `_inspect_cron`);
 - task leadership: children named ``workers`` and ``leaders``;
 - a job scheduler: children named ``jobs`` and ``assignments`` (see `jobs`);
 - a leader latch: every child is an election node (Curator ``_c_<uuid>-latch-<seq>``,
   or ZooKeeper's ``n_<seq>``);
+- a mutex: every child is a lock node (Curator ``_c_<uuid>-lock-<seq>``);
 - otherwise a plain node, whose children are inspected the same way, down to
   ``--depth`` levels.
 
 Each recipe is read through its public describe API (``describe_latch``,
-``lock_view``, ``describe_task_leadership``, ``describe_scheduler``).
+``lock_view``, ``describe_cron``, ``describe_task_leadership``, ``describe_scheduler``,
+``describe_mutex``).
 `inspect_path` returns plain dicts (the ``--json`` output); `render` turns them
 into text.  Foreign or corrupt data never crashes the command: it is shown as
 an error next to the node.
@@ -19,16 +23,19 @@ an error next to the node.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ..errors import NoAuthError, NodeDataError, NoNodeError
 from ..recipes.cas_lock import LockRun, is_lock_record, lock_view
+from ..recipes.cron import describe_cron, is_cron
 from ..recipes.leader_latch import describe_latch, latch_layout
+from ..recipes.mutex import describe_mutex, is_mutex
 from ..recipes.task_leadership import describe_task_leadership, is_task_leadership
 from ..scheduler import is_scheduler
 from ..session import Coordinator
 from ..zk.paths import join
+from ._inspect_cron import cron_info, render_cron, workers_info
 
 __all__ = ("inspect_path", "render")
 
@@ -66,6 +73,10 @@ async def _inspect(coord: Coordinator, path: str, depth: int, budget: list[int])
     base: Info = {"path": path}
     if is_lock_record(node.data):
         return base | _lock_info(path, node.data, node.stat.mzxid)
+    if is_cron(children):
+        cron = await describe_cron(coord, path)
+        if cron.recognised:
+            return base | cron_info(cron)
     if is_task_leadership(children):
         return base | await _task_info(coord, path)
     if is_scheduler(children):
@@ -74,6 +85,8 @@ async def _inspect(coord: Coordinator, path: str, depth: int, budget: list[int])
         return base | await scheduler_info(coord, path)
     if latch_layout(children) is not None:
         return base | await _latch_info(coord, path)
+    if is_mutex(children):
+        return base | await _mutex_info(coord, path)
     info: Info = base | {
         "kind": "node",
         "data": _text(node.data) if node.data else None,
@@ -123,17 +136,6 @@ def _lock_info(path: str, data: bytes, mzxid: int) -> Info:
 
 async def _task_info(coord: Coordinator, path: str) -> Info:
     view = await describe_task_leadership(coord, path)
-    workers: dict[str, Info] = {
-        w.id: {
-            "id": w.id,
-            "version": w.version,
-            "host": w.host,
-            "pid": w.pid,
-            "started": iso(datetime.fromtimestamp(w.started, UTC)),
-        }
-        for w in view.workers
-    }
-    workers |= {name: {"id": name, "error": e.reason} for name, e in view.invalid_workers.items()}
     leaders: dict[str, Info] = {
         task: {"leader": lead.worker, "version": lead.version, "token": lead.token}
         for task, lead in view.leaders.items()
@@ -141,7 +143,7 @@ async def _task_info(coord: Coordinator, path: str) -> Info:
     leaders |= {task: {"error": e.reason} for task, e in view.invalid_leaders.items()}
     return {
         "kind": "task_leadership",
-        "workers": [workers[name] for name in sorted(workers)],
+        "workers": workers_info(view),
         "leaders": {task: leaders[task] for task in sorted(leaders)},
     }
 
@@ -156,6 +158,22 @@ async def _latch_info(coord: Coordinator, path: str) -> Info:
             {"id": p.id, "node": p.node, "token": p.token, "session": f"0x{p.session:x}"}
             for p in view.participants
         ],
+    }
+
+
+async def _mutex_info(coord: Coordinator, path: str) -> Info:
+    view = await describe_mutex(coord, path)
+    contenders: list[Info] = []
+    for c in view.contenders:
+        entry: Info = {"id": c.id, "node": c.node, "token": c.token, "session": f"0x{c.session:x}"}
+        if c.invalid is not None:
+            entry["error"] = c.invalid
+        contenders.append(entry)
+    return {
+        "kind": "mutex",
+        "holder": view.holder.id if view.holder else None,
+        "token": view.holder_token,
+        "contenders": contenders,
     }
 
 
@@ -185,6 +203,10 @@ def render(info: Info, indent: int = 0) -> list[str]:
             role = "leader  " if i == 0 else f"#{i:<7}"
             lines.append(f"{pad}  {role} {p['id']:<28} token 0x{p['token']:x}  {p['node']}")
         return lines
+    if kind == "mutex":
+        return _render_mutex(info, pad, name)
+    if kind == "cron":
+        return render_cron(info, pad, name)
     if kind == "cas_lock":
         token = f"0x{info['token']:x}" if info["token"] is not None else "-"
         if info["held"]:
@@ -229,3 +251,17 @@ def render(info: Info, indent: int = 0) -> list[str]:
 
         return render_scheduler(info, pad, name)
     return [f"{pad}{name}  [{kind}]"]
+
+
+def _render_mutex(info: Info, pad: str, name: str) -> list[str]:
+    queue = info["contenders"]
+    if not queue:
+        return [f"{pad}{name}  [mutex] free"]
+    holder = queue[0]["id"] if queue[0]["id"] is not None else "(invalid id)"
+    waiting = len(queue) - 1
+    lines = [f"{pad}{name}  [mutex] held by {holder}, token 0x{info['token']:x}, {waiting} waiting"]
+    for i, c in enumerate(queue):
+        role = "holder  " if i == 0 else f"#{i:<7}"
+        who = f"invalid id: {c['error']}" if "error" in c else c["id"]
+        lines.append(f"{pad}  {role} {who:<28} token 0x{c['token']:x}  {c['node']}")
+    return lines

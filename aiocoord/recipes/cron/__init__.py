@@ -34,7 +34,8 @@ Failure handling:
 
 Where things are: `_cron` (`Cron`), `_runner` (one job's loop), `_plan` (the
 pure decisions), `_record` (the record), `_schedule` (cron expressions and
-intervals), `_firing` (`Firing`, `FiringOutcome`).
+intervals), `_firing` (`Firing`, `FiringOutcome`), `describe` (the read-only view for
+tools: `describe_cron`).
 """
 
 from __future__ import annotations
@@ -42,5 +43,21 @@ from __future__ import annotations
 from ._cron import Cron as Cron
 from ._firing import Firing as Firing
 from ._firing import FiringOutcome as FiringOutcome
+from .describe import CronJobView as CronJobView
+from .describe import CronRun as CronRun
+from .describe import CronView as CronView
+from .describe import describe_cron as describe_cron
+from .describe import is_cron as is_cron
+from .describe import read_cron_job as read_cron_job
 
-__all__ = ("Cron", "Firing", "FiringOutcome")
+__all__ = (
+    "Cron",
+    "Firing",
+    "FiringOutcome",
+    "CronJobView",
+    "CronRun",
+    "CronView",
+    "describe_cron",
+    "is_cron",
+    "read_cron_job",
+)

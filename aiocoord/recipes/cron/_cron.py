@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta, tzinfo
 from types import TracebackType
 from typing import Any, TypeVar
 
 import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ..._broadcast import Broadcast
 from ..._lifecycle import Lifecycle
 from ...errors import ConfigError, InvalidPathError, NoNodeError
 from ...session import Coordinator
@@ -18,7 +20,7 @@ from ...zk.paths import join, validate_path
 from ..task_leadership import TaskLeadership, Worker, task_leadership
 from ._firing import Firing, FiringOutcome, outcome_of
 from ._plan import Missed, Options
-from ._record import decode
+from ._record import Entry, decode
 from ._runner import Job, JobRunner
 from ._schedule import resolve_timezone, schedule_of
 
@@ -113,6 +115,7 @@ class Cron:
         self._jobs: dict[str, Job] = {}
         self._tl: TaskLeadership | None = None
         self._closing = False
+        self._outcomes: Broadcast[FiringOutcome] = Broadcast(replay_last=False)
         self._life = Lifecycle(
             f"cron {root} ({worker.id})", self._setup, stopping=self._stop, stopped=self._stop
         )
@@ -200,6 +203,36 @@ class Cron:
         record = decode(path, node.data)
         return [outcome_of(name, entry, self.timezone) for entry in record.history]
 
+    def outcomes(self) -> AsyncIterator[FiringOutcome]:
+        """Your own stream of the outcomes this worker writes, as it writes them.
+
+        Subscribed at the call (before the first ``async for``): each firing
+        this worker ran, as it ends (``"ok"`` or ``"failed"``, with its times),
+        and each interrupted or missed time it records as a job's leader
+        (``"interrupted"``: a firing whose runner, maybe on another worker,
+        was cut off; ``"missed"``: `FiringOutcome.count` times given up).
+        What `Metrics.watch_cron` counts.  A reader that falls 4096 outcomes
+        behind gets `SubscriberLagged`; the stream ends when the cron closes.
+        """
+        send, receive = self._outcomes.open()
+        return self._read_outcomes(send, receive)
+
+    async def _read_outcomes(
+        self,
+        send: MemoryObjectSendStream[FiringOutcome],
+        receive: MemoryObjectReceiveStream[FiringOutcome],
+    ) -> AsyncIterator[FiringOutcome]:
+        try:
+            with receive:
+                async for outcome in receive:
+                    yield outcome
+            self._outcomes.check(send)
+        finally:
+            self._outcomes.unsubscribe(send)
+
+    def _publish(self, job: str, entry: Entry) -> None:
+        self._outcomes.publish(outcome_of(job, entry, self.timezone))
+
     # --- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -240,6 +273,7 @@ class Cron:
                 tl=tl,
                 worker=self.worker,
                 io_timeout=self.coord.session_timeout,
+                on_outcome=self._publish,
             )
             tg.start_soon(runner.serve, self._is_closing, name=f"cron job {job.name}")
 
@@ -249,8 +283,11 @@ class Cron:
     async def _stop(self) -> None:
         """Leaving: task leadership cancels the firings, drains them and removes this worker."""
         self._closing = True
-        if self._tl is not None:
-            await self._tl.aclose()
+        try:
+            if self._tl is not None:
+                await self._tl.aclose()
+        finally:
+            self._outcomes.close()
 
     def __repr__(self) -> str:
         state = self._life.phase.value.lower()

@@ -6,7 +6,9 @@
   is stale and writes nothing more.
 - `Wait`: nothing is due before `until` (None: the schedule never fires again).
 - `Write`: write `record` with a CAS on the version read; then, if `run` is
-  set, run that firing (its claim is in the record).
+  set, run that firing (its claim is in the record).  `entries` are the
+  history entries the write adds (interrupted or missed times), for those
+  who count outcomes.
 
 The rules, in order:
 
@@ -75,10 +77,11 @@ class Wait:
 
 @dataclass(frozen=True, slots=True)
 class Write:
-    """Write `record` (CAS); then run `run` if set."""
+    """Write `record` (CAS); then run `run` if set.  `entries`: what it adds to the history."""
 
     record: JobRecord
     run: Claim | None = None
+    entries: tuple[Entry, ...] = ()
 
 
 Step = Fenced | Wait | Write
@@ -102,35 +105,47 @@ def plan(record: JobRecord, schedule: Schedule, now: float, options: Options, me
     if latest is None or count < 1:  # cannot happen for a schedule that fired at `nxt`
         latest, count = nxt, 1
     if options.missed == "skip":
-        return Write(_missed(base, latest, count, options).with_last(latest))
+        missed = Entry(at=latest, status="missed", count=count)
+        return _written(base, missed, options, last=latest)
     if options.missed == "run_once":
+        done: tuple[Entry, ...] = ()
         if count > 1:
             older = schedule.back(cutoff, 2)
-            base = _missed(base, older if older is not None else latest, count - 1, options)
-        return _claim(base, latest, now, me, catch_up=True)
+            at = older if older is not None else latest
+            done = (Entry(at=at, status="missed", count=count - 1),)
+            base = base.with_entries(done, options.keep)
+        return _claim(base, latest, now, me, catch_up=True, entries=done)
     if count > options.max_catch_up:
         dropped = schedule.back(cutoff, options.max_catch_up + 1)
         if dropped is not None and dropped > record.last:
-            missed = _missed(base, dropped, count - options.max_catch_up, options)
-            return Write(missed.with_last(dropped))
+            missed = Entry(at=dropped, status="missed", count=count - options.max_catch_up)
+            return _written(base, missed, options, last=dropped)
     return _claim(base, nxt, now, me, catch_up=True)
 
 
-def _claim(record: JobRecord, at: float, now: float, me: Me, *, catch_up: bool) -> Write:
+def _claim(
+    record: JobRecord,
+    at: float,
+    now: float,
+    me: Me,
+    *,
+    catch_up: bool,
+    entries: tuple[Entry, ...] = (),
+) -> Write:
     claim = Claim(at, me.token, me.worker, me.version, now, 1, catch_up)
-    return Write(replace(record, last=max(record.last, at), claim=claim), claim)
+    return Write(replace(record, last=max(record.last, at), claim=claim), claim, entries)
 
 
-def _missed(record: JobRecord, at: float, count: int, options: Options) -> JobRecord:
-    entry = Entry(at=at, status="missed", count=count)
-    return record.with_entries((entry,), options.keep)
+def _written(record: JobRecord, entry: Entry, options: Options, *, last: float) -> Write:
+    """Write `entry` into the history, with every time up to `last` handled."""
+    return Write(record.with_entries((entry,), options.keep).with_last(last), None, (entry,))
 
 
 def _interrupted(record: JobRecord, claim: Claim, now: float, options: Options, me: Me) -> Write:
     entry = Entry.of_claim(claim, "interrupted", ended=None)
     record = replace(record.with_entries((entry,), options.keep), claim=None)
     if not options.retry_interrupted:
-        return Write(record)
+        return Write(record, None, (entry,))
     again = Claim(
         claim.at,
         me.token,
@@ -140,4 +155,4 @@ def _interrupted(record: JobRecord, claim: Claim, now: float, options: Options, 
         claim.attempt + 1,
         catch_up=claim.catch_up or now - claim.at > options.grace,
     )
-    return Write(replace(record, claim=again), again)
+    return Write(replace(record, claim=again), again, (entry,))

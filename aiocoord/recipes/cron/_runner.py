@@ -7,7 +7,10 @@ function runs inside the ``lead()`` block, so a hand-over, SUSPENDED or LOST
 cancels it; its claim then stays in the record without an outcome, and the
 next leader records it interrupted (or runs it again).  A write whose reply
 was lost is resolved by reading the node back: our exact bytes at the next
-version mean it landed.
+version mean it landed.  Each outcome is handed to `on_outcome` (the cron's
+outcome stream) once it is written: the end of a firing this worker ran (even
+if the record moved on meanwhile), and the interrupted and missed times it
+recorded.
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ class JobRunner:
         tl: TaskLeadership,
         worker: Worker,
         io_timeout: float,
+        on_outcome: Callable[[str, Entry], None] = lambda _job, _entry: None,
     ) -> None:
         self.job = job
         self.path = path
@@ -82,6 +86,7 @@ class JobRunner:
         self._tl = tl
         self._worker = worker
         self._io_timeout = io_timeout
+        self._on_outcome = on_outcome
         self._jitter: tuple[float, float] | None = None  # (scheduled time, its drawn delay)
         self._bad: NodeDataError | None = None
 
@@ -141,7 +146,11 @@ class JobRunner:
                     log.warning("cron %s: %s; trying again", self.path, exc)
                     await anyio.sleep(RETRY_DELAY)
                     continue
-                if stat is not None and step.run is not None:
+                if stat is None:
+                    continue
+                for entry in step.entries:
+                    self._on_outcome(job.name, entry)
+                if step.run is not None:
                     await self._fire(step.record, stat.version, step.run)
 
     # --- firing ----------------------------------------------------------------------------
@@ -184,6 +193,8 @@ class JobRunner:
                     job.name,
                     exc,
                 )
+        # What this worker ran, whether or not the record still took it.
+        self._on_outcome(job.name, entry)
 
     async def _finish(self, record: JobRecord, version: int, claim: Claim, entry: Entry) -> None:
         keep = self.job.options.keep

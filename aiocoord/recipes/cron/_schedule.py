@@ -21,6 +21,7 @@ zone, counted in whole microseconds.
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -28,9 +29,11 @@ from cronsim import CronSim, CronSimError
 
 from ...errors import ConfigError
 
-__all__ = ("CronExpr", "Every", "Schedule", "resolve_timezone", "schedule_of")
+__all__ = ("CronExpr", "Every", "Schedule", "resolve_timezone", "schedule_of", "schedule_from_text")
 
 _US = 1_000_000
+# `Every.text`: "every " and the interval as `str(timedelta)` writes it ("1 day, 0:00:30.5").
+_EVERY_TEXT = re.compile(r"every (?:(\d+) days?, )?(\d+):(\d\d):(\d\d)(?:\.(\d{6}))?")
 
 
 def resolve_timezone(value: str | tzinfo | None) -> tzinfo:
@@ -153,3 +156,17 @@ def schedule_of(expr: str | None, every: timedelta | float | None, tz: tzinfo) -
     if not math.isfinite(seconds) or seconds <= 0:
         raise ConfigError("every", f"must be a positive, finite interval, not {every!r}")
     return Every(seconds)
+
+
+def schedule_from_text(text: str, tz: tzinfo) -> Schedule:
+    """The schedule whose `Schedule.text` is `text` (as a job's record keeps it).
+
+    For tools that read a record without the job's code; `ConfigError` if
+    `text` is neither an interval's text nor a cron expression.
+    """
+    found = _EVERY_TEXT.fullmatch(text)
+    if found is None:
+        return CronExpr(text, tz)
+    days, hours, minutes, seconds, micros = (int(g or 0) for g in found.groups())
+    step = timedelta(days, seconds, micros, minutes=minutes, hours=hours)
+    return Every(step / timedelta(microseconds=1) / _US)

@@ -51,6 +51,9 @@ Failure handling:
   reconnect within the request timeout; past it, a chore of the session
   deletes the node once the connection is back, so that a release cut off by
   a connection loss leaves no orphan while the session lives.
+
+For tools that watch rather than contend, `describe` reads the queue: holder,
+waiters in order, participant ids and fencing tokens (`describe_mutex`).
 """
 
 from __future__ import annotations
@@ -58,5 +61,17 @@ from __future__ import annotations
 from ._mutex import Mutex as Mutex
 from ._mutex import MutexParticipant as MutexParticipant
 from ._mutex import mutex as mutex
+from .describe import MutexContender as MutexContender
+from .describe import MutexView as MutexView
+from .describe import describe_mutex as describe_mutex
+from .describe import is_mutex as is_mutex
 
-__all__ = ("Mutex", "MutexParticipant", "mutex")
+__all__ = (
+    "Mutex",
+    "MutexParticipant",
+    "mutex",
+    "MutexContender",
+    "MutexView",
+    "describe_mutex",
+    "is_mutex",
+)
