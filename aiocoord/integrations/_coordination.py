@@ -11,6 +11,10 @@ keeps the leadership idle until it is lost; a `func` that raises is logged and
 started again after a backoff (1 s doubling to 30 s) while still leader: both
 happen inside the selector's `lead`, which therefore never returns nor raises.
 
+Cron: a `Cron` given to the coordination starts once the latches are joined
+(after its metrics watcher, if any) and stops first when the coordination
+does; its jobs and what this process leads show in the status.
+
 Shutting down: `retire()` (called when the server is told to stop, see
 `_shutdown`): no leadership is taken from then on (see its docstring).
 
@@ -36,6 +40,7 @@ import anyio.abc
 from .._lifecycle import Lifecycle, Service
 from ..errors import CoordError, LockNotAcquired
 from ..recipes.cas_lock import CasLock, Slot, once_per
+from ..recipes.cron import Cron
 from ..recipes.leader_latch import (
     LeaderLatch,
     LeaderSelector,
@@ -97,6 +102,7 @@ class Coordination(Service):
         metrics: Metrics | None = None,
         grace: float = 1.0,
         status_detail: bool = False,
+        cron: Cron | None = None,
     ) -> None:
         self.coord = coord
         self.participant_id = participant_id or default_participant_id()
@@ -105,6 +111,8 @@ class Coordination(Service):
         self._lose_on_suspend = lose_on_suspend
         self.metrics = metrics
         self.grace = check_grace(grace)
+        self.cron = cron
+        """The `Cron` run with the app, if any."""
         self.status_detail = status_detail
         """Whether ``/coordination/status`` shows hosts, session ids, owners, tokens, errors."""
         self._retiring = False
@@ -135,9 +143,10 @@ class Coordination(Service):
         return self
 
     async def start(self) -> None:
-        """Join the latches and start the leader tasks; from any task.
+        """Join the latches, start the leader tasks and the cron; from any task.
 
-        Blocks until every latch has its node (not until it leads).  Raises
+        Blocks until every latch has its node (not until it leads) and the
+        cron's worker is registered.  Raises
         what a latch's start raises, once the latches joined so far are left;
         `CoordinatorClosedError` if started before.
         """
@@ -167,6 +176,10 @@ class Coordination(Service):
             self.latches[path] = latch
             if self.metrics is not None:
                 await stack.enter_async_context(self.metrics.watch_latch(latch))
+        if self.cron is not None:  # left first: its firings end before the latches go
+            if self.metrics is not None:
+                await stack.enter_async_context(self.metrics.watch_cron(self.cron))
+            await stack.enter_async_context(self.cron)
         await tg.start(self._follow_session)
         tg.start_soon(self._leave_when_retired)
 
@@ -208,7 +221,10 @@ class Coordination(Service):
             log.warning("leaving leader latch %s: %s", latch.path, exc)
 
     async def aclose(self) -> None:
-        """Stop the leader tasks, then leave the latches; from any task.  Safe to call twice."""
+        """Stop the cron and the leader tasks, then leave the latches; from any task.
+
+        Safe to call twice.
+        """
         await self._life.aclose()
 
     async def _follow_session(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:

@@ -1,8 +1,9 @@
 """``/coordination/status``: what a `Coordination` runs, from memory, with a few bounded reads.
 
 What this process knows (its session state, whether it leads, its leader
-tasks, the locks it holds) is answered from memory; what only ZooKeeper
-knows (each latch's participants, task leaders) is read while connected,
+tasks, the locks it holds, the cron jobs it leads) is answered from memory;
+what only ZooKeeper knows (each latch's participants, task leaders, each
+cron job's record) is read while connected,
 all reads together within one short budget, so the route answers in about
 that time whatever the connection does.  An entry that could not be read
 says why under ``"error"``.
@@ -17,11 +18,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ..errors import CoordError
+from ..recipes.cron import Cron, CronJobView, read_cron_job
 from ..recipes.leader_latch import LeaderLatch
 from ..recipes.task_leadership import TaskLeadership
 from ..zk.states import ConnectionState
@@ -56,6 +59,7 @@ async def status_of(c: Coordination, timeout: float, detail: bool) -> dict[str, 
         "latches": [],
         "locks": [_lock(h.path, h.owner, h.token, h.since, detail) for h in c.holds],
         "task_leadership": [],
+        "cron": None,
     }
     reads: list[tuple[dict[str, Any], Read]] = []
     for path, latch in c.latches.items():
@@ -84,6 +88,8 @@ async def status_of(c: Coordination, timeout: float, detail: bool) -> dict[str, 
             entry |= {"worker": tl.worker.id, "version": tl.worker.version}
             reads.append((entry, _leaders_view(tl)))
         out["task_leadership"].append(entry)
+    if c.cron is not None:
+        out["cron"] = _cron(c.cron, detail, reads)
     await _read_all(reads, timeout, coord.state)
     return out
 
@@ -121,6 +127,55 @@ def _leaders_view(tl: TaskLeadership) -> Read:
         return {"leaders": await tl.leaders()}
 
     return read
+
+
+def _cron(cron: Cron, detail: bool, reads: list[tuple[dict[str, Any], Read]]) -> dict[str, Any]:
+    """The cron's entry: its jobs, those led here; each job's record is one of the `reads`."""
+    leading = cron.leading
+    jobs: list[dict[str, Any]] = []
+    for name in sorted(cron.jobs):
+        job: dict[str, Any] = {"name": name, "leading": name in leading}
+        jobs.append(job)
+        reads.append((job, _cron_job(cron, name, detail)))
+    entry: dict[str, Any] = {"root": cron.root, "leading": sorted(leading), "jobs": jobs}
+    if detail:
+        entry |= {"worker": cron.worker.id, "version": cron.worker.version}
+    return entry
+
+
+def _cron_job(cron: Cron, name: str, detail: bool) -> Read:
+    async def read() -> dict[str, Any]:
+        view = await read_cron_job(cron.coord, cron.root, name)
+        return {} if view is None else _cron_job_view(view, detail)
+
+    return read
+
+
+def _iso(when: datetime | None) -> str | None:
+    return None if when is None else when.isoformat(timespec="seconds")
+
+
+def _cron_job_view(view: CronJobView, detail: bool) -> dict[str, Any]:
+    """A job's record: schedule, next time, running firing, last outcome (who: with detail)."""
+    out: dict[str, Any] = {"schedule": view.schedule, "next": _iso(view.next_at)}
+    run = view.running
+    out["running"] = None
+    if run is not None:
+        out["running"] = {"scheduled_at": _iso(run.scheduled_at), "attempt": run.attempt}
+        if detail:
+            out["running"] |= {"worker": run.worker, "token": _hex(run.token)}
+    last = view.last
+    out["last"] = None
+    if last is not None:
+        out["last"] = {
+            "scheduled_at": _iso(last.scheduled_at),
+            "status": last.status,
+            "duration": last.duration,
+            "error": last.error if detail else _type_only(last.error),
+        }
+        if detail:
+            out["last"] |= {"worker": last.worker, "version": last.version}
+    return out
 
 
 async def _read_all(

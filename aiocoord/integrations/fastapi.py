@@ -38,10 +38,23 @@ Routes (``router``):
 - ``GET /coordination/health/ready``: 200 while the session is CONNECTED or
   RECONNECTED, 503 while SUSPENDED, LOST (until the next session) or READ_ONLY;
 - ``GET /coordination/status``: session, each latch's leader and participant
-  count, leader tasks, held locks, task leadership; within about 100 ms
+  count, leader tasks, held locks, task leadership, the cron's jobs; within about 100 ms
   whatever the connection state (what could not be read says so).  Redacted
   unless ``status_detail=True``: no hosts, session id, lock owners or tokens,
   worker ids or exception texts.
+
+With ``cron=`` (an `aiocoord.Cron` made on ``aiocoord.connect(...)``, not
+entered), the lifespan connects the cron's coordinator, starts the cron once
+connected (this process then fires its share of the jobs) and stops it on
+shutdown, before the latches are left and the session closed::
+
+    coord = aiocoord.connect()               # connected by the lifespan
+    cron = aiocoord.Cron(coord, "/app/cron", worker=aiocoord.Worker(version="2.5.0"))
+
+    @cron.job("0 */6 * * *")
+    async def revenue_query(firing: aiocoord.Firing) -> None: ...
+
+    app = FastAPI(lifespan=lifespan(cron=cron))
 
 `require_leader(path)` answers 503 at once, from what this process knows
 (no request), naming the leader when known without a round trip, when this
@@ -62,6 +75,7 @@ from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from ..errors import ConfigError
+from ..recipes.cron import Cron
 from ..recipes.leader_latch import LeadershipTerm, check_participant_id
 from ..session import Coordinator, connect
 from ..settings import Settings
@@ -102,6 +116,7 @@ def lifespan(
     liveness_grace: float = 1.0,
     status_detail: bool = False,
     retire_on_signal: bool = True,
+    cron: Cron | None = None,
     **overrides: Any,
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[dict[str, Any]]]:
     """A FastAPI ``lifespan=`` that runs a coordinator for the application's lifetime.
@@ -122,7 +137,13 @@ def lifespan(
     texts (redacted by default: serve it behind authentication).
     `retire_on_signal`: when the server is told to stop (SIGTERM, SIGINT),
     this process takes no more leadership (`Coordination.retire`), so that
-    leadership goes to a process that stays; see `_shutdown`.
+    leadership goes to a process that stays; see `_shutdown`.  `cron`: an
+    `aiocoord.Cron` to run with the app: its coordinator (made with
+    ``aiocoord.connect(...)``) is the app's, so `settings` and `overrides`
+    are refused with it (`ConfigError`); the lifespan connects it (or uses
+    it as it is, if already connected: its owner then closes it), starts the
+    cron once connected and stops it first on shutdown.  A `Cron` runs once:
+    such an app's lifespan runs once.
 
     At startup, before connecting, every route that depends on
     `require_leader(path)` is checked: a `path` this lifespan does not run
@@ -132,7 +153,15 @@ def lifespan(
     (``request.state.aiocoord``); ``app.state.aiocoord`` too, for the app's own
     lifespan.
     """
-    built = Settings.build(settings, **overrides)
+    if cron is not None and not isinstance(cron, Cron):
+        raise TypeError(f"cron must be an aiocoord.Cron, not {type(cron).__name__}")
+    if cron is not None and (settings is not None or overrides):
+        raise ConfigError(
+            "cron",
+            "the cron's coordinator is the app's: give the settings to the aiocoord.connect() "
+            "that made it, not to lifespan()",
+        )
+    built = cron.coord.settings if cron is not None else Settings.build(settings, **overrides)
     tasks = check_leader_tasks(leader_tasks)
     if isinstance(latches, str):
         raise TypeError("latches must be an iterable of paths, not a single string")
@@ -156,7 +185,7 @@ def lifespan(
                 "status_detail=True: /coordination/status shows ZooKeeper hosts, the session id, "
                 "lock owners and tokens and error texts; serve it behind authentication"
             )
-        async with connect(built) as coord:
+        async with _connected(built, cron) as coord:
             coord_state = Coordination(
                 coord,
                 leader_tasks=tasks,
@@ -166,6 +195,7 @@ def lifespan(
                 metrics=metrics,
                 grace=grace,
                 status_detail=status_detail,
+                cron=cron,
             )
             retiring = retire_on_signals(coord_state) if retire_on_signal else nullcontext()
             async with _watched(coord_state), coord_state.running():
@@ -182,6 +212,19 @@ def lifespan(
                     app.state.aiocoord = None
 
     return run
+
+
+@asynccontextmanager
+async def _connected(settings: Settings, cron: Cron | None) -> AsyncIterator[Coordinator]:
+    """The app's coordinator: a new one, or the cron's (connected here unless it is already)."""
+    if cron is None:
+        async with connect(settings) as coord:
+            yield coord
+    elif cron.coord.state is None and not cron.coord.closed:
+        async with cron.coord as coord:
+            yield coord
+    else:
+        yield cron.coord  # entered by its owner, who closes it
 
 
 @asynccontextmanager
