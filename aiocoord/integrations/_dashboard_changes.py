@@ -1,4 +1,5 @@
-"""What changed between two reads of a tree: leaders, lock holders, task hand-overs, workers.
+"""What changed between two reads of a tree: leaders, lock holders, task and cron job hand-overs,
+workers.
 
 Pure functions over the plain dicts of ``aiocoord inspect`` (`inspect_path`):
 the dashboard's watcher calls `changes` after each read and keeps the lines
@@ -21,7 +22,9 @@ Change = dict[str, str]
 _LABELS = {
     "leader_latch": "leader latch",
     "cas_lock": "lock",
+    "mutex": "mutex",
     "task_leadership": "task leadership",
+    "cron": "cron",
     "scheduler": "scheduler",
 }
 
@@ -94,6 +97,14 @@ def _lock(was: Info, now: Info) -> list[str]:
     return []  # free before and after: a recorded run, not a change of holder
 
 
+def _mutex(was: Info, now: Info) -> list[str]:
+    if was["holder"] == now["holder"] and was["token"] == now["token"]:
+        return []
+    if now["token"] is None:
+        return [f"released by {_who(was['holder'])}"]
+    return [f"holder {_who(was['holder'])} → {_who(now['holder'])} (token 0x{now['token']:x})"]
+
+
 def _workers(was: Info, now: Info, key: str) -> list[str]:
     def ids(info: Info) -> dict[str, str]:
         return {w[key]: str(w.get("version", w.get("id", ""))) for w in info["workers"]}
@@ -104,22 +115,40 @@ def _workers(was: Info, now: Info, key: str) -> list[str]:
     return joined + left
 
 
-def _tasks(was: Info, now: Info) -> list[str]:
+def _tasks(was: Info, now: Info, *, field: str = "leader", what: str = "task") -> list[str]:
     out: list[str] = []
     before, after = was["leaders"], now["leaders"]
     for task in sorted(before.keys() | after.keys()):
         if "error" in before.get(task, {}) or "error" in after.get(task, {}):
             continue  # an unreadable leader record says nothing about who leads
-        a, b = before.get(task, {}).get("leader"), after.get(task, {}).get("leader")
+        a, b = before.get(task, {}).get(field), after.get(task, {}).get(field)
         if a == b:
             continue
         if a is not None and b is not None:
-            out.append(f"task {task}: handed over {a} → {b} ({after[task]['version']})")
+            out.append(f"{what} {task}: handed over {a} → {b} ({after[task]['version']})")
         elif b is not None:
-            out.append(f"task {task}: led by {b} ({after[task]['version']})")
+            out.append(f"{what} {task}: led by {b} ({after[task]['version']})")
         else:
-            out.append(f"task {task}: released by {a}")
+            out.append(f"{what} {task}: released by {a}")
     return _workers(was, now, "id") + out
+
+
+def _cron(was: Info, now: Info) -> list[str]:
+    """Workers joining and leaving, and who leads each job (as for task leadership)."""
+
+    def leaders(info: Info) -> dict[str, Info]:
+        return {
+            job: entry["leader"]
+            for job, entry in info["jobs"].items()
+            if entry.get("leader") is not None and "error" not in entry
+        }
+
+    return _tasks(
+        {"workers": was["workers"], "leaders": leaders(was)},
+        {"workers": now["workers"], "leaders": leaders(now)},
+        field="worker",
+        what="job",
+    )
 
 
 def _scheduler(was: Info, now: Info) -> list[str]:
@@ -132,6 +161,8 @@ def _scheduler(was: Info, now: Info) -> list[str]:
 _COMPARE = {
     "leader_latch": _latch,
     "cas_lock": _lock,
+    "mutex": _mutex,
     "task_leadership": _tasks,
+    "cron": _cron,
     "scheduler": _scheduler,
 }

@@ -10,6 +10,7 @@
     ["latch", "Latches"],
     ["lock", "Locks"],
     ["tasks", "Tasks"],
+    ["cron", "Cron"],
     ["scheduler", "Scheduler"],
     ["other", "Other"],
     ["tree", "Tree"],
@@ -17,13 +18,17 @@
   const GROUP = {
     leader_latch: "latch",
     cas_lock: "lock",
+    mutex: "lock",
     task_leadership: "tasks",
+    cron: "cron",
     scheduler: "scheduler",
   };
   const LABEL = {
     leader_latch: "leader latch",
     cas_lock: "lock",
+    mutex: "mutex",
     task_leadership: "task leadership",
+    cron: "cron",
     scheduler: "scheduler",
   };
   const BANNER = {
@@ -121,7 +126,7 @@
       box.append(line("unreadable", val(k + "error", info.error, "value bad")));
       return box;
     }
-    const render = { leader_latch: latch, cas_lock: lock, task_leadership: tasks, scheduler }[kind] || other;
+    const render = { leader_latch: latch, cas_lock: lock, mutex, task_leadership: tasks, cron, scheduler }[kind] || other;
     render(box, info, k);
     return box;
   }
@@ -161,6 +166,67 @@
     if (info.last_failure) {
       const f = info.last_failure;
       box.append(line("last failure", el("span", "bad", when(f.at) + " by " + f.owner + ": " + f.error)));
+    }
+  }
+
+  function mutex(box, info, k) {
+    const queue = info.contenders || [];
+    const holder = queue.length ? (queue[0].error !== undefined ? "(invalid id)" : queue[0].id) : "nobody (free)";
+    box.append(
+      line("holder", val(k + "holder", holder, queue.length ? "value strong" : "value"),
+        " ", el("span", "label", "token"), " ", val(k + "token", hex(info.token))),
+      line("", String(Math.max(0, queue.length - 1)) + " waiting"),
+    );
+    const rows = queue.map((c, i) => {
+      let who = val(k + "c" + i, c.id);
+      if (c.error !== undefined) {
+        who = el("span", "bad", "invalid id");
+        who.title = c.error; // the reason on hover: the queue's columns stay in view
+      }
+      const row = [i === 0 ? "holder" : "#" + i, who, hex(c.token), c.session, nodeName(c.node)];
+      row.leader = i === 0;
+      return row;
+    });
+    if (rows.length) box.append(table(["order", "participant", "token", "session", "node"], rows));
+  }
+
+  // A long reason, shortened so that the table's other columns stay in view; whole on hover.
+  function reason(prefix, text) {
+    const whole = prefix + text;
+    const span = el("span", "bad", whole.length > 60 ? whole.slice(0, 59) + "…" : whole);
+    span.title = whole;
+    return span;
+  }
+
+  function cron(box, info, k) {
+    const jobs = info.jobs || {};
+    box.append(line("", String(info.workers.length) + " worker(s), " + Object.keys(jobs).length + " job(s)"));
+    const workers = info.workers.map((w) =>
+      w.error !== undefined ? [w.id, reason("invalid record: ", w.error), "", ""] : [w.id, w.version, w.host, String(w.pid)],
+    );
+    if (workers.length) box.append(table(["worker", "version", "host", "pid"], workers));
+    const names = Object.keys(jobs);
+    const rows = names.filter((name) => jobs[name].error === undefined).map((name) => {
+      const job = jobs[name];
+      const lead = job.leader;
+      let leader = "nobody";
+      if (lead && lead.error !== undefined) leader = reason("invalid leader record: ", lead.error);
+      else if (lead) leader = val(k + "job|" + name, lead.worker + " (" + lead.version + ")", "value strong");
+      let last = "–";
+      if (job.running) last = val(k + "last|" + name, "running since " + when(job.running.started));
+      else if (job.last) {
+        const l = job.last;
+        const text = l.status === "missed" ? "missed ×" + l.count : l.status + (l.duration !== null ? " in " + l.duration.toFixed(3) + " s" : "");
+        last = val(k + "last|" + name, text, l.status === "ok" ? "value" : "value bad");
+        if (l.error) last.title = l.error;
+      }
+      const schedule = job.schedule === null ? "(no record yet)" : job.schedule + (job.timezone ? " [" + job.timezone + "]" : "");
+      return [name, leader, last, when(job.next), schedule];
+    });
+    if (rows.length) box.append(table(["job", "leader", "last", "next firing", "schedule"], rows));
+    // Unreadable records under the table, wrapped: their reasons may be long.
+    for (const name of names.filter((n) => jobs[n].error !== undefined)) {
+      box.append(line(name, val(k + "job|" + name, "invalid record: " + jobs[name].error, "value bad")));
     }
   }
 
