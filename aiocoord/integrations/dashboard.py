@@ -12,10 +12,11 @@ or from the command line: ``aiocoord dashboard /app``.
 
 The page shows each recipe under the path, recognised by its layout as
 ``aiocoord inspect`` recognises it: leader latches (participants in order,
-leader, tokens, sessions), CAS locks (owner, token, remaining lease),
-task leadership (workers with versions, task -> leader), schedulers (pending,
-running per worker, failed), and the changes as they happen (leader changes,
-lock hand-overs, task hand-overs).  It updates live: one ZooKeeper watch per
+leader, tokens, sessions), mutexes (holder and waiters), CAS locks (owner,
+token, remaining lease), task leadership (workers with versions, task ->
+leader), crons (each job's leader, last outcome, next firing), schedulers
+(pending, running per worker, failed), and the changes as they happen
+(leader changes, lock hand-overs, task and job hand-overs).  It updates live: one ZooKeeper watch per
 router serves every open page over server-sent events, so viewers add no
 load on ZooKeeper.  The connection state (SUSPENDED, LOST) is shown on the
 page, which then marks what it shows as possibly out of date.
