@@ -52,7 +52,7 @@ async def _until_seen(
 
 
 def _cron(coord: Coordinator) -> Cron:
-    cron = Cron(coord, ROOT, worker=Worker("1.0", id="w1"), grace=0.5)
+    cron = Cron(coord, ROOT, worker=Worker("1.0", id="w1"), grace=3.0)
 
     @cron.job(every=timedelta(seconds=STEP))
     async def tick(firing: Firing) -> None:
@@ -70,7 +70,8 @@ def _cron(coord: Coordinator) -> Cron:
 
 
 async def _late_record(coord: Coordinator) -> None:
-    """Job `late` last handled ten seconds ago: its first leader gives nine or ten times up."""
+    """Job `late` last handled ten seconds ago: its first leader gives six or seven times up
+    (those more than `grace`, 3 s, late)."""
     record = JobRecord(last=time.time() - 10.0, schedule="every 0:00:01", timezone="UTC")
     await coord.client.create(f"{ROOT}/jobs/late", encode(record), make_parents=True)
 
@@ -96,15 +97,20 @@ async def test_outcomes_stream_and_metrics_count_firings_failures_and_misses(
             return 0.0 if value is None else value
 
         counts = Counter(f"{o.job}/{o.status}" for o in seen)
-        assert sample("aiocoord_cron_firings_total", job="tick", outcome="ok") == counts["tick/ok"]
-        failures = sample("aiocoord_cron_firings_total", job="boom", outcome="failed")
-        assert failures == counts["boom/failed"] >= 2
-        assert sample("aiocoord_cron_firings_total", job="boom", outcome="ok") == 0
-        durations = sample("aiocoord_cron_firing_duration_seconds_count", job="tick")
-        assert durations == counts["tick/ok"]
-        missed = [o for o in seen if o.status == "missed"]
-        assert [o.job for o in missed] == ["late"] and missed[0].count >= 8
-        assert sample("aiocoord_cron_missed_total", job="late") == missed[0].count
+        misses = Counter[str]()
+        for o in seen:
+            if o.status == "missed":
+                misses[o.job] += o.count
+        for job in ("tick", "boom", "late"):
+            for outcome in ("ok", "failed", "interrupted"):
+                got = sample("aiocoord_cron_firings_total", job=job, outcome=outcome)
+                assert got == counts[f"{job}/{outcome}"], (job, outcome)
+            ended = counts[f"{job}/ok"] + counts[f"{job}/failed"]
+            assert sample("aiocoord_cron_firing_duration_seconds_count", job=job) == ended
+            assert sample("aiocoord_cron_missed_total", job=job) == misses[job]
+        assert counts["boom/ok"] == 0 and counts["boom/failed"] >= 2
+        # Ten seconds behind, one firing a second, 3 s of grace: most were given up.
+        assert misses["late"] >= 5
         failed = next(o for o in seen if o.status == "failed")
         assert failed.error == "ValueError: bad" and failed.worker == "w1"
         assert failed.duration is not None and failed.duration >= 0
@@ -166,6 +172,24 @@ async def test_a_task_leadership_root_with_a_scheduler_under_jobs_is_not_a_cron(
     assert not (await describe_cron(coordinator, "/app2")).recognised
     info = await inspect_path(coordinator, "/app2")
     assert info["kind"] == "task_leadership"
+
+
+async def test_a_corrupt_leader_node_is_shown_next_to_the_job(coordinator: Coordinator) -> None:
+    client = coordinator.client
+    await _late_record(coordinator)
+    await client.create(f"{ROOT}/workers", b"")
+    await client.create(f"{ROOT}/leaders/ghost", b"\xff\xfe", make_parents=True)
+    await client.create(f"{ROOT}/workers/w9", b"{}")
+    info = await inspect_path(coordinator, ROOT)
+    assert info["kind"] == "cron"
+    assert info["jobs"]["late"]["leader"] is None and info["jobs"]["late"]["last"] is None
+    ghost = info["jobs"]["ghost"]
+    assert ghost["schedule"] is None and "error" in ghost["leader"]
+    assert info["workers"][0]["id"] == "w9" and "error" in info["workers"][0]
+    text = "\n".join(render(info))
+    assert "job late" in text and "nobody leads" in text
+    assert "job ghost" in text and "invalid leader record" in text
+    assert "worker w9: invalid record" in text
 
 
 def test_recognisers() -> None:

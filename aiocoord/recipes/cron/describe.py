@@ -76,8 +76,9 @@ class CronJobView:
 class CronView:
     """A cron under `path`.
 
-    `jobs` maps each job (with a record, or led) to its `CronJobView`; records
-    that do not decode are in `invalid_jobs` (by job name).  `tasks` is the
+    `jobs` maps each job (with a record, or a leader node) to its
+    `CronJobView`; records that do not decode are in `invalid_jobs` (by job
+    name), leader nodes that do not decode in ``tasks.invalid_leaders``.  `tasks` is the
     task leadership underneath: the workers (with their versions) and the
     leader nodes, invalid ones included.
     """
@@ -189,7 +190,8 @@ async def describe_cron(target: Coordinator | ZkClient, root: str) -> CronView:
             continue
         if job is not None:
             jobs[name] = job
-    for name, leader in tasks.leaders.items():  # led, but no record written yet
+    # Led (or with a leader node that does not decode), but no record written yet.
+    for name in [*tasks.leaders, *tasks.invalid_leaders]:
         if name not in jobs and name not in invalid:
-            jobs[name] = _job_view(name, None, leader)
+            jobs[name] = _job_view(name, None, tasks.leaders.get(name))
     return CronView(root, dict(sorted(jobs.items())), invalid, tasks)
