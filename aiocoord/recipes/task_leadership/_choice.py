@@ -30,8 +30,10 @@ Balanced rendezvous
     and the result does not depend on the order tasks or workers are listed
     in.  It is the stable assignment of tasks to capacity-limited candidates
     when both sides rank by the pair's hash, so a join or a leave moves mostly
-    the tasks that candidate takes or held (docs/task-leadership.md has the
-    measured moves).  With one task it is plain rendezvous hashing.
+    the tasks that candidate takes or held, and a few more as the capacities
+    change (docs/task-leadership.md has the measured moves, and why no rule
+    of the names alone can bound them at the changed candidate's share plus
+    one).  With one task it is plain rendezvous hashing.
 
 Per-task step
     `next_step` maps what a worker knows about one task to the next step of
