@@ -273,7 +273,7 @@ class Demo:
         # Let the once-per job run a few full windows with workers alive all through.
         interval = args.interval
         want = (math.ceil(covered_from / interval) + args.windows) * interval + ONCE_LEASE
-        want = max(want, time.time() + max(s.period for s in self.specs) + FIRE_WORK + 0.5)
+        want = max(want, time.time() + max(s.period for s in self.specs) + FIRE_WORK + 1.0)
         view.say(f"letting the cron jobs and the once-per-{interval:g}s job run a little more")
         await anyio.sleep(want - time.time())
 
