@@ -87,7 +87,7 @@ def run_demo(args: argparse.Namespace) -> int:
     _check_args(args)
     view = View()
     view.line(
-        view.bold("aiocoord demo") + ": task leadership through a rolling upgrade and a crash"
+        view.bold("aiocoord demo") + ": cluster-wide cron through a rolling upgrade and a crash"
     )
     with local_zookeeper(Path(args.dir) if args.dir is not None else None) as settings:
         where = "AIOCOORD_HOSTS" if "hosts" in Settings().model_fields_set else "embedded"
