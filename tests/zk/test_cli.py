@@ -341,6 +341,14 @@ def test_verdict_checks_every_scheduled_firing_ran_exactly_once() -> None:
     assert not bad.ok and "no completed run" in bad.detail
     bad = check_exactly_once([every], {"j": history}, runs, history_bound=3)
     assert not bad.ok and "history full" in bad.detail
+    odd = [*runs, Run("j", 11.5, "a", 7, 1, 11.5, 11.8, "ok")]
+    bad = check_exactly_once([every], {"j": history}, odd, history_bound=50)
+    assert not bad.ok and "not a scheduled time" in bad.detail
+    late = [*runs, Run("j", 13.0, "a", 7, 1, 13.0, 13.3, "ok")]  # ran, never recorded
+    bad = check_exactly_once([every], {"j": history}, late, history_bound=50)
+    assert not bad.ok and "no outcome in ZooKeeper" in bad.detail
+    stopped = [*runs, Run("j", 13.0, "a", 7, 1, 13.0, 13.1, "cancelled")]  # the final stop
+    assert check_exactly_once([every], {"j": history}, stopped, history_bound=50).ok
     # Interrupted (killed mid-firing): recorded once; run again only with retry_interrupted.
     killed = Run("j", 11.0, "a", 7, 1, 11.0, 11.1, "killed")
     cut = [runs[0], killed, runs[2]]
@@ -353,6 +361,9 @@ def test_verdict_checks_every_scheduled_firing_ran_exactly_once() -> None:
     assert not bad.ok and "outcomes" in bad.detail  # a second attempt without retry_interrupted
     ok = check_exactly_once([retried], {"j": again}, rerun, history_bound=50)
     assert ok.ok and "run again by b" in ok.detail, ok
+    unstarted = [runs[0], runs[2]]  # claimed, then killed before its function started
+    ok = check_exactly_once([every], {"j": recorded}, unstarted, history_bound=50)
+    assert ok.ok and "cut off before it started; recorded interrupted" in ok.detail, ok
 
 
 def test_verdict_catches_missing_and_duplicate_windows() -> None:

@@ -153,7 +153,10 @@ def check_exactly_once(
             if note:
                 notes.append(note)
         for t in sorted(set(logged) - set(expected)):
-            if t > last and any(r.ended == "ok" for r in by_time[(spec.name, t)]):
+            if first <= t <= last:
+                problems.append(f"{spec.name} ran at {_hms(t)}, not a scheduled time")
+            elif t > last and any(r.ended == "ok" for r in by_time[(spec.name, t)]):
+                # Later than the last outcome: cut by the final stop, never completed.
                 problems.append(f"{spec.name} {_hms(t)} ran but has no outcome in ZooKeeper")
     title = "every scheduled firing ran exactly once"
     if problems:
@@ -199,7 +202,8 @@ def _one_time(
     if statuses == [("ok", 1)]:
         return None, None
     cut = next((r for r in runs if r.attempt == 1), None)
-    how = {"killed": "killed mid-firing", "cancelled": "cancelled by a hand-over"}
-    note = f"{where} ({entries[0].worker} {how.get(cut.ended if cut else '', 'cut off')}; "
+    how = {"killed": "killed mid-firing", "cancelled": "cancelled as its term ended"}
+    cause = how.get(cut.ended, "cut off") if cut else "cut off before it started"
+    note = f"{where} ({entries[0].worker} {cause}; "
     note += f"run again by {entries[-1].worker}" if n > 1 else "recorded interrupted"
     return None, note + (", after it had returned: at least once)" if lost else ")")

@@ -52,7 +52,6 @@ __all__ = (
     "demo_cron",
     "demo_scheduler",
     "run_worker",
-    "task_names",
     "window_name",
 )
 
@@ -91,10 +90,6 @@ def demo_scheduler(
     return sched
 
 
-def task_names(count: int) -> list[str]:
-    return [spec.name for spec in job_specs(count)]
-
-
 def demo_cron(coord: Coordinator, root: str, me: Worker, tasks: int, out: JsonLog) -> Cron:
     """The demo's cron under ``<root>/tasks``, its jobs registered; each firing is logged."""
     cron = Cron(coord, join(root, "tasks"), worker=me, history=HISTORY, settle=0.3)
@@ -111,10 +106,13 @@ def demo_cron(coord: Coordinator, root: str, me: Worker, tasks: int, out: JsonLo
             out.write("fired" if done else "fire-cancelled", **ids)
 
     for spec in job_specs(tasks):
-        every = spec.every
-        cron.job(
-            spec.expression, every=every, name=spec.name, retry_interrupted=spec.retry_interrupted
-        )(fire)
+        register = cron.job(
+            spec.expression,
+            every=spec.every,
+            name=spec.name,
+            retry_interrupted=spec.retry_interrupted,
+        )
+        register(fire)
     return cron
 
 
