@@ -4,7 +4,10 @@
 implementation in another language can check itself against it: tasks
 ``task-0`` ... ``task-<T-1>`` over workers ``worker-1`` ... ``worker-<W>``;
 the loads; what a join of ``worker-<W+1>`` moves (and the newcomer's share);
-what the worst single leave moves (and the leaver's share).
+what the worst single leave moves (and the leaver's share).  The cap and
+the moves are also checked over random names for T = 12, 100, 1,000 and
+W = 2 ... 10, and the T = 12 rows of the spread benchmark's table (random
+names, `aiocoord.bench.spread`) against the docs.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from aiocoord.bench.spread import format_table, measure_cell
 from aiocoord.recipes.task_leadership._choice import (
     assign,
     balanced_rendezvous,
@@ -134,19 +138,45 @@ def test_the_pair_order_decides_by_rank_then_by_id() -> None:
     assert len(set(choice.values())) == 2
 
 
-@pytest.mark.parametrize("t", [12, 100])
-def test_a_join_or_leave_moves_little_more_than_the_changed_workers_share(t: int) -> None:
-    # Measured, not a theorem: the tasks of the worker that joins or leaves,
-    # plus at most 1.5 * sqrt(T) others (docs/task-leadership.md).
+def capped(tasks: list[str], workers: list[str]) -> dict[str, str]:
+    """The choice, checked: every task led, loads floor(T/W) and ceil(T/W)."""
+    choice = balanced_rendezvous(tasks, workers)
+    assert sorted(choice) == sorted(tasks)
+    counts = loads(choice, workers)
+    t, w = len(tasks), len(workers)
+    assert (min(counts), max(counts)) == (t // w, math.ceil(t / w))
+    return choice
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("t", [12, 100, 1000])
+def test_the_cap_and_the_moves_over_the_grid(t: int) -> None:
+    # For W = 2 ... 10 and random names: every task is led, loads are
+    # floor(T/W) and ceil(T/W) before and after any single join or leave, and
+    # a change moves the tasks of the worker that joins or leaves plus at most
+    # 1.5 * sqrt(T) others.  Measured, not a theorem: no rule that depends only
+    # on the names can bound the moves at ceil(T/W) + 1 (docs/task-leadership.md).
     rnd = random.Random(t * 31)
-    tasks = [f"task-{i}" for i in range(t)]
     slack = math.ceil(1.5 * math.sqrt(t))
-    for w, _trial in itertools.product(range(1, 11), range(8)):
+    sets = {12: 12, 100: 3, 1000: 1}[t]
+    for w, _set in itertools.product(range(2, 11), range(sets)):
+        tasks = ids(rnd, t)
         workers = ids(rnd, w + 1)
-        small = balanced_rendezvous(tasks, workers[:w])
-        large = balanced_rendezvous(tasks, workers)
-        share = loads(large, workers[w:])[0]
-        assert moved(small, large) <= share + slack
+        before = capped(tasks, workers[:w])
+        joined = capped(tasks, workers)
+        share = loads(joined, workers[w:])[0]
+        assert share <= moved(before, joined) <= share + slack
+        for gone, held in zip(workers[:w], loads(before, workers[:w]), strict=True):
+            after = capped(tasks, [x for x in workers[:w] if x != gone])
+            assert held <= moved(before, after) <= held + slack
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("w", range(2, 11))
+def test_the_published_random_set_rows_for_twelve_tasks(w: int) -> None:
+    # The T = 12 rows of the spread benchmark's table, as docs/task-leadership.md shows them.
+    row = format_table([measure_cell(12, w, sets=200, joins=3, seed=1)]).splitlines()[-1]
+    assert row in DOC.read_text(encoding="utf-8")
 
 
 def test_assign_keeps_the_version_rule_and_balances_the_candidates() -> None:

@@ -12,27 +12,25 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import secrets
 import subprocess
 import sys
 from contextlib import AsyncExitStack
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import pytest
 
 import aiocoord
 from aiocoord.cli import main
-from aiocoord.cli.demo.verdict import (
-    Term,
-    WorkerLog,
-    check_no_two_leaders,
-    check_once_windows,
-    parse_log,
-    terms_of,
-)
+from aiocoord.cli.demo.crons import JobSpec, job_specs, scheduled_times
+from aiocoord.cli.demo.firings import Run, check_exactly_once, check_no_two_runners, runs_of
+from aiocoord.cli.demo.verdict import WorkerLog, check_once_windows, parse_log
 from aiocoord.recipes.cas_lock import CasLock, once_per
+from aiocoord.recipes.cron import FiringOutcome
 from aiocoord.scheduler import Scheduler
 from aiocoord.testing import ZooKeeperServer
 from aiocoord.testing._server import free_ports
@@ -286,23 +284,86 @@ def _log(worker: str, *records: dict[str, Any], killed: float | None = None) -> 
     return parse_log(worker, "1.1", text, killed)
 
 
-def test_verdict_catches_two_leaders_and_bad_tokens() -> None:
-    a = _log(
-        "a",
-        {"ev": "lead", "task": "t", "token": 10, "t": 1.0},
-        {"ev": "end", "task": "t", "token": 10, "t": 2.0},
-    )
-    b = _log("b", {"ev": "lead", "task": "t", "token": 11, "t": 2.5})
-    ok, terms = check_no_two_leaders([a, b])
+def _fire(job: str, at: float, token: int, t: float, attempt: int = 1) -> dict[str, Any]:
+    return {"ev": "fire", "job": job, "at": at, "token": token, "attempt": attempt, "t": t}
+
+
+def _fired(job: str, at: float, t: float, attempt: int = 1) -> dict[str, Any]:
+    return {"ev": "fired", "job": job, "at": at, "attempt": attempt, "t": t}
+
+
+def test_verdict_catches_two_runners_and_bad_tokens() -> None:
+    a = _log("a", _fire("j", 1.0, 10, 1.0), _fired("j", 1.0, 1.3))
+    b = _log("b", _fire("j", 2.0, 11, 2.0))
+    ok, runs = check_no_two_runners([a, b])
     assert ok.ok and a.bad_lines == 1
-    assert terms[-1] == Term("t", "b", 11, 2.5, math.inf)  # still leading: open term
-    overlap = _log("c", {"ev": "lead", "task": "t", "token": 12, "t": 1.5})
-    bad, _ = check_no_two_leaders([a, b, overlap])
-    assert not bad.ok and "before a stopped" in bad.detail
-    stale = _log("d", {"ev": "lead", "task": "t", "token": 5, "t": 3.0}, killed=3.1)
-    assert terms_of(stale) == [Term("t", "d", 5, 3.0, 3.1)]  # a killed worker's term ends
-    bad, _ = check_no_two_leaders([a, stale])
+    assert runs[-1] == Run("j", 2.0, "b", 11, 1, 2.0, math.inf, "open")  # still running
+    overlap = _log("c", _fire("j", 1.0, 12, 1.2))
+    bad, _ = check_no_two_runners([a, overlap])
+    assert not bad.ok and "before a's ended" in bad.detail
+    stale = _log("d", _fire("j", 3.0, 5, 3.0), killed=3.1)
+    assert runs_of(stale) == [Run("j", 3.0, "d", 5, 1, 3.0, 3.1, "killed")]  # cut by the kill
+    bad, _ = check_no_two_runners([a, stale])
     assert not bad.ok and "token 0x5 after 0xa" in bad.detail
+
+
+def _outcome(
+    at: float,
+    status: Literal["ok", "interrupted"] = "ok",
+    worker: str = "a",
+    token: int = 7,
+    attempt: int = 1,
+) -> FiringOutcome:
+    when = datetime.fromtimestamp(at, UTC)
+    return FiringOutcome("j", when, status, attempt=attempt, token=token, worker=worker)
+
+
+def test_verdict_checks_every_scheduled_firing_ran_exactly_once() -> None:
+    every = JobSpec("j", None, 1.0, retry_interrupted=False)
+    retried = JobSpec("j", "* * * * * *", None, retry_interrupted=True)
+    assert scheduled_times(every, 10.0, 13.0) == [10.0, 11.0, 12.0, 13.0]
+    assert scheduled_times(retried, 10.0, 13.0) == [10.0, 11.0, 12.0, 13.0]
+    assert scheduled_times(job_specs(2)[1], 60.0, 66.0) == [60.0, 62.0, 64.0, 66.0]
+    times = (10.0, 11.0, 12.0)
+    history = [_outcome(t) for t in times]
+    runs = [Run("j", t, "a", 7, 1, t, t + 0.3, "ok") for t in times]
+    good = check_exactly_once([every], {"j": history}, runs, history_bound=50)
+    assert good.ok and "3 scheduled times of 1 jobs" in good.detail, good
+    assert "none interrupted" in good.detail
+    # A double run, a missing time, a run without an outcome, a full history: each fails.
+    twice = [*runs, Run("j", 11.0, "b", 8, 1, 11.5, 11.8, "ok")]
+    bad = check_exactly_once([every], {"j": history}, twice, history_bound=50)
+    assert not bad.ok and "ran 2 times" in bad.detail
+    gap = [history[0], history[2]]
+    bad = check_exactly_once([every], {"j": gap}, runs, history_bound=50)
+    assert not bad.ok and "never ran" in bad.detail
+    bad = check_exactly_once([every], {"j": history}, runs[:2], history_bound=50)
+    assert not bad.ok and "no completed run" in bad.detail
+    bad = check_exactly_once([every], {"j": history}, runs, history_bound=3)
+    assert not bad.ok and "history full" in bad.detail
+    odd = [*runs, Run("j", 11.5, "a", 7, 1, 11.5, 11.8, "ok")]
+    bad = check_exactly_once([every], {"j": history}, odd, history_bound=50)
+    assert not bad.ok and "not a scheduled time" in bad.detail
+    late = [*runs, Run("j", 13.0, "a", 7, 1, 13.0, 13.3, "ok")]  # ran, never recorded
+    bad = check_exactly_once([every], {"j": history}, late, history_bound=50)
+    assert not bad.ok and "no outcome in ZooKeeper" in bad.detail
+    stopped = [*runs, Run("j", 13.0, "a", 7, 1, 13.0, 13.1, "cancelled")]  # the final stop
+    assert check_exactly_once([every], {"j": history}, stopped, history_bound=50).ok
+    # Interrupted (killed mid-firing): recorded once; run again only with retry_interrupted.
+    killed = Run("j", 11.0, "a", 7, 1, 11.0, 11.1, "killed")
+    cut = [runs[0], killed, runs[2]]
+    recorded = [history[0], _outcome(11.0, "interrupted"), history[2]]
+    ok = check_exactly_once([every], {"j": recorded}, cut, history_bound=50)
+    assert ok.ok and "1 interrupted: j 00:00:11 (a killed mid-firing; recorded" in ok.detail
+    again = [*recorded[:2], _outcome(11.0, "ok", "b", 9, 2), history[2]]
+    rerun = [*cut, Run("j", 11.0, "b", 9, 2, 13.0, 13.3, "ok")]
+    bad = check_exactly_once([every], {"j": again}, rerun, history_bound=50)
+    assert not bad.ok and "outcomes" in bad.detail  # a second attempt without retry_interrupted
+    ok = check_exactly_once([retried], {"j": again}, rerun, history_bound=50)
+    assert ok.ok and "run again by b" in ok.detail, ok
+    unstarted = [runs[0], runs[2]]  # claimed, then killed before its function started
+    ok = check_exactly_once([every], {"j": recorded}, unstarted, history_bound=50)
+    assert ok.ok and "cut off before it started; recorded interrupted" in ok.detail, ok
 
 
 def test_verdict_catches_missing_and_duplicate_windows() -> None:
@@ -330,13 +391,17 @@ def test_demo_runs_to_a_passing_verdict(zk_server: ZooKeeperServer) -> None:
         "rolling out version 1.1: starting w3 w4",
         "crash: SIGKILL w",
         "10/10 jobs done",
-        "ok   no task ever had two leaders",
+        "ok   no job ever ran on two workers at once",
         "ok   every task led by a live 1.1 worker at the end",
+        "ok   every scheduled firing ran exactly once: ",
         "ok   every once-per-3s window ran exactly once",
         "ok   every job completed: 10/10",
         "PASSED",
     ):
         assert line in done.stdout, f"{line!r} missing\n{report}"
+    # The exactly-once check covered every job over a stretch of firings.
+    found = re.search(r"exactly once: (\d+) scheduled times of (\d+) jobs", done.stdout)
+    assert found is not None and found.group(2) == "4" and int(found.group(1)) >= 12, report
 
 
 @pytest.mark.slow

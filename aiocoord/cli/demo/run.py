@@ -3,17 +3,21 @@
 1. ZooKeeper: ``AIOCOORD_HOSTS`` if set, else the embedded server (started for
    the demo and stopped after it, unless it already ran).
 2. Worker processes of version 1.0 (``python -m aiocoord _demo-worker``, see
-   `_demo_worker`) lead a dozen cron tasks through task leadership and share a
+   `worker`) run a dozen `aiocoord.Cron` jobs (`crons`: every 1 to 3 seconds,
+   each led by one worker through version-aware task leadership) and share a
    once-per-interval job.
 3. Version 1.1 workers roll out: the tasks move to them (the newest version
    leads), then the 1.0 workers retire with SIGTERM.
-4. One 1.1 worker is SIGKILLed: its tasks stay put until its session expires,
-   then fail over to the other 1.1 workers.
+4. One 1.1 worker is SIGKILLed, in the middle of a firing if it can be: its
+   tasks stay put until its session expires, then fail over to the other 1.1
+   workers, which run the firings due meanwhile, late.
 5. A batch of scheduler jobs runs on the surviving workers.
-6. The verdict, checked against ZooKeeper and the workers' logs (`_demo_verdict`):
-   no task ever had two leaders, every task ends on a live 1.1 worker with the
-   token its log shows, every once-per window ran exactly once, every job
-   completed.  The exit status is 0 only if all of it holds.
+6. The verdict, checked against ZooKeeper and the workers' logs (`verdict`,
+   `firings`): no job ever ran on two workers at once, every task ends on a
+   live 1.1 worker with the token its firings show, every scheduled firing of
+   every cron job ran exactly once (the jobs' histories against the logs;
+   interrupted firings listed), every once-per window ran exactly once, every
+   job completed.  The exit status is 0 only if all of it holds.
 
 The live view follows ZooKeeper itself (a recursive watch on the task
 leadership nodes), so every hand-over is printed as the server saw it.
@@ -23,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import secrets
@@ -34,47 +37,34 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
 
-from ...errors import CoordError, NoNodeError
+from ...errors import CoordError
 from ...session import Coordinator, connect
 from ...settings import Settings
-from ...zk.paths import join
 from ..zk import UserError, local_zookeeper
+from .collect import Proc, once_runs, open_firing, read_histories, read_logs
+from .crons import FIRE_WORK, job_specs
+from .firings import Run, check_exactly_once, check_no_two_runners
 from .follow import NEW, OLD, Follower
 from .verdict import (
     Check,
-    WorkerLog,
     check_final_leaders,
     check_jobs,
-    check_no_two_leaders,
     check_once_windows,
-    parse_log,
 )
 from .view import View
-from .worker import ONCE_LEASE, checksum, demo_scheduler, task_names
+from .worker import HISTORY, ONCE_LEASE, checksum, demo_scheduler
 
 __all__ = ("run_demo",)
 
 
 class DemoFailed(Exception):
     """A step did not happen in time; the demo stops and says which."""
-
-
-@dataclass(slots=True)
-class Proc:
-    id: str
-    version: str
-    popen: subprocess.Popen[bytes]
-    log: Path
-    out: Path
-    killed_at: float | None = None
-    stopped: bool = False
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -97,7 +87,7 @@ def run_demo(args: argparse.Namespace) -> int:
     _check_args(args)
     view = View()
     view.line(
-        view.bold("aiocoord demo") + ": task leadership through a rolling upgrade and a crash"
+        view.bold("aiocoord demo") + ": cluster-wide cron through a rolling upgrade and a crash"
     )
     with local_zookeeper(Path(args.dir) if args.dir is not None else None) as settings:
         where = "AIOCOORD_HOSTS" if "hosts" in Settings().model_fields_set else "embedded"
@@ -119,7 +109,8 @@ class Demo:
         self.settings = settings
         self.view = view
         self.root = f"/aiocoord-demo/{secrets.token_hex(4)}"
-        self.tasks = task_names(args.tasks)
+        self.specs = job_specs(args.tasks)
+        self.tasks = [spec.name for spec in self.specs]
         self.run_dir = Path(tempfile.mkdtemp(prefix="aiocoord-demo-"))
         self.procs: dict[str, Proc] = {}
         self.zk = Follower(self.root, self.tasks, view)
@@ -200,8 +191,9 @@ class Demo:
     async def run(self) -> int:
         view, args = self.view, self.args
         view.say(
-            f"demo root {self.root}: {args.tasks} cron tasks, a once-per-{args.interval:g}s job, "
-            f"{args.workers} workers per version, logs in {self.run_dir}"
+            f"demo root {self.root}: {args.tasks} cron jobs firing every 1 to 3s, "
+            f"a once-per-{args.interval:g}s job, {args.workers} workers per version, "
+            f"logs in {self.run_dir}"
         )
         checks: list[Check] = []
         try:
@@ -252,12 +244,15 @@ class Demo:
         counts = {w: sum(1 for v in self.zk.leaders.values() if v and v[0] == w) for w in new}
         victim = max(new, key=lambda w: counts[w])
         orphans = [t for t, v in self.zk.leaders.items() if v and v[0] == victim]
-        view.say(
-            f"crash: SIGKILL {victim} ({NEW}), leader of {len(orphans)} tasks; they fail over "
-            f"once its session expires (session timeout {args.session_timeout:g}s)"
-        )
+        firing = await self.mid_firing(victim)
         started = time.monotonic()
         await self.kill(victim)
+        cut = open_firing(self.procs[victim]) if firing is not None else None
+        during = f", in the middle of {cut.job}'s firing of {_hms(cut.at)}" if cut else ""
+        view.say(
+            f"crash: SIGKILL {victim} ({NEW}), leader of {len(orphans)} tasks{during}; they "
+            f"fail over once its session expires (session timeout {args.session_timeout:g}s)"
+        )
         survivors = [w for w in new if w != victim]
         await self.until(
             f"the tasks of {victim} fail over",
@@ -272,34 +267,41 @@ class Demo:
         checks: list[Check] = []
         checks += await self.jobs(coord)
 
+        # The final leaders, as ZooKeeper has them; each fires under its token before the end.
+        snapshot = {t: await self.zk.read_leader(coord, t) for t in self.tasks}
+        live = {w: v for w, v in self.zk.workers.items() if w in self.live()}
         # Let the once-per job run a few full windows with workers alive all through.
         interval = args.interval
         want = (math.ceil(covered_from / interval) + args.windows) * interval + ONCE_LEASE
-        if time.time() < want:
-            view.say(f"letting the once-per-{interval:g}s job run a few more windows")
-            await anyio.sleep(want - time.time())
-
-        # Final snapshot: read ZooKeeper first, then the logs (each lead record is
-        # written after its node was created).
-        snapshot = {t: await self.zk.read_leader(coord, t) for t in self.tasks}
-        registry = dict(self.zk.workers)
-        live = {w: v for w, v in registry.items() if w in self.live()}
-        logs_now = self.read_logs()
-        _, terms_now = check_no_two_leaders(logs_now)
-        final = check_final_leaders(snapshot, self.tasks, live, NEW, terms_now)
+        want = max(want, time.time() + max(s.period for s in self.specs) + FIRE_WORK + 1.0)
+        view.say(f"letting the cron jobs and the once-per-{interval:g}s job run a little more")
+        await anyio.sleep(want - time.time())
 
         covered_to = time.time()
         view.say(f"stopping the {NEW} workers")
         await self.terminate(list(self.live()))
-        logs = self.read_logs()
-        no_two, _ = check_no_two_leaders(logs)
-        runs = await self.once_runs(coord)
+        logs = read_logs(self.procs.values())
+        no_two, firings = check_no_two_runners(logs)
+        fired = {(r.job, r.worker, r.token) for r in firings}
+        final = check_final_leaders(snapshot, self.tasks, live, NEW, fired)
+        histories = await read_histories(coord, self.root, self.specs)
+        exactly = check_exactly_once(self.specs, histories, firings, history_bound=HISTORY)
+        runs = await once_runs(coord, self.root)
         once = check_once_windows(
             runs, logs, interval=interval, covered_from=covered_from, covered_to=covered_to
         )
-        ticks = sum(len(log.events("tick")) for log in logs)
-        view.say(f"{ticks} cron runs and {len(runs)} once-per runs done by {len(logs)} workers")
-        return [no_two, final, once, *checks]
+        view.say(
+            f"{len(firings)} cron firings and {len(runs)} once-per runs done by {len(logs)} workers"
+        )
+        return [no_two, final, exactly, once, *checks]
+
+    async def mid_firing(self, worker_id: str) -> Run | None:
+        """Wait (a few seconds at most) until `worker_id` is in the middle of a firing."""
+        with anyio.move_on_after(max(s.period for s in self.specs) + 1.0):
+            while (run := open_firing(self.procs[worker_id])) is None:  # noqa: ASYNC110
+                await anyio.sleep(0.02)  # a child's log has no event to wait on
+            return run
+        return None
 
     async def jobs(self, coord: Coordinator) -> list[Check]:
         """Submit a batch of scheduler jobs and await every result, with a progress bar."""
@@ -341,31 +343,6 @@ class Demo:
         expected = {text: checksum(text, rounds) for text in texts}
         return [check_jobs(count, results, expected)]
 
-    def read_logs(self) -> list[WorkerLog]:
-        logs = []
-        for proc in self.procs.values():
-            try:
-                text = proc.log.read_text(encoding="utf-8", errors="replace")
-            except FileNotFoundError:
-                text = ""
-            logs.append(parse_log(proc.id, proc.version, text, proc.killed_at))
-        return logs
-
-    async def once_runs(self, coord: Coordinator) -> dict[str, dict[str, Any]]:
-        base = join(self.root, "once", "runs")
-        out: dict[str, dict[str, Any]] = {}
-        try:
-            names = await coord.client.children(base)
-        except NoNodeError:
-            return out
-        for name in names:
-            try:
-                data = json.loads((await coord.client.get(join(base, name))).data)
-            except (NoNodeError, ValueError):
-                continue
-            out[name] = data if isinstance(data, dict) else {}
-        return out
-
     def verdict(self, checks: list[Check]) -> int:
         view = self.view
         view.line()
@@ -380,3 +357,7 @@ class Demo:
             view.line(f"workers' logs kept in {self.run_dir}")
         view.line(view.green("PASSED") if passed else view.red("FAILED"))
         return 0 if passed else 1
+
+
+def _hms(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(t))

@@ -1,20 +1,13 @@
 """The demo's verdict: pure checks over the workers' logs and what ZooKeeper says.
 
-Nothing here does I/O.  `_demo` collects the inputs (each worker's JSON-lines
+Nothing here does I/O.  `run` collects the inputs (each worker's JSON-lines
 log, the time it was killed if it was, a final snapshot of the leader nodes,
-the once-per result nodes, the jobs' results) and prints the `Check` results.
-
-Why the interval check is sound: a ``lead()`` body's ``lead`` record is
-written after the leader node was created and its ``end`` record before the
-node is deleted (task leadership drains bodies before it hands a task over),
-so on one machine, with one clock, two terms of one task may never overlap in
-time.  A SIGKILLed worker's open terms end at the moment it was killed: a
-dead process does nothing, even while its node waits for the session to expire.
+the cron jobs' histories, the once-per result nodes, the jobs' results) and
+prints the `Check` results.  The cron checks are in `firings`.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -23,14 +16,11 @@ from typing import Any
 
 __all__ = (
     "Check",
-    "Term",
     "WorkerLog",
     "check_final_leaders",
     "check_jobs",
-    "check_no_two_leaders",
     "check_once_windows",
     "parse_log",
-    "terms_of",
 )
 
 
@@ -73,78 +63,21 @@ def parse_log(worker: str, version: str, text: str, killed_at: float | None = No
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class Term:
-    task: str
-    worker: str
-    token: int
-    start: float
-    end: float  # math.inf: still open when the log ends (worker alive)
-
-
-def terms_of(log: WorkerLog) -> list[Term]:
-    """The worker's terms, from its ``lead``/``end`` pairs; open terms end when it was killed."""
-    open_: dict[str, dict[str, Any]] = {}
-    terms: list[Term] = []
-    for r in log.records:
-        ev = r["ev"]
-        if ev == "lead":
-            open_[r["task"]] = r
-        elif ev == "end" and r.get("task") in open_:
-            start = open_.pop(r["task"])
-            terms.append(Term(r["task"], log.worker, int(start["token"]), start["t"], r["t"]))
-    last = log.records[-1]["t"] if log.records else 0.0
-    for task, start in open_.items():
-        exited = any(r["ev"] in ("exit", "crash") for r in log.records)
-        end = log.killed_at if log.killed_at is not None else (last if exited else math.inf)
-        terms.append(Term(task, log.worker, int(start["token"]), start["t"], end))
-    return terms
-
-
-def check_no_two_leaders(logs: Iterable[WorkerLog]) -> tuple[Check, list[Term]]:
-    """No two terms of one task overlap in time, and each term's token is larger than the last."""
-    logs = list(logs)
-    terms = [t for log in logs for t in terms_of(log)]
-    by_task: dict[str, list[Term]] = {}
-    for term in terms:
-        by_task.setdefault(term.task, []).append(term)
-    problems: list[str] = []
-    for task, items in sorted(by_task.items()):
-        items.sort(key=lambda t: t.start)
-        for before, after in itertools.pairwise(items):
-            if after.start < before.end:
-                problems.append(
-                    f"{task}: {after.worker} started {before.end - after.start:.3f}s "
-                    f"before {before.worker} stopped"
-                )
-            if after.token <= before.token:
-                problems.append(f"{task}: token 0x{after.token:x} after 0x{before.token:x}")
-    cut = sum(log.bad_lines for log in logs)
-    detail = (
-        f"{len(terms)} terms over {len(by_task)} tasks in {len(logs)} workers' logs; "
-        "tokens strictly increasing"
-    )
-    if cut:
-        detail += f" ({cut} unreadable log lines skipped)"
-    if problems:
-        return Check(False, "two leaders of one task at once", "; ".join(problems[:5])), terms
-    return Check(True, "no task ever had two leaders", detail), terms
-
-
 def check_final_leaders(
     leaders: Mapping[str, tuple[str, str, int] | None],
     tasks: Iterable[str],
     live: Mapping[str, str],
     newest: str,
-    terms: Iterable[Term],
+    fired: Iterable[tuple[str, str, int]],
 ) -> Check:
-    """Every task is led, in ZooKeeper, by a live worker of the newest version, with the
-    token that worker's log shows for its current term.
+    """Every task is led, in ZooKeeper, by a live worker of the newest version, whose log
+    shows firings of the task under the token of the leader node.
 
     `leaders` maps a task to (worker id, version, czxid) as read from its leader
-    node; `live` maps live worker ids to their versions.
+    node; `live` maps live worker ids to their versions; `fired` holds the
+    (task, worker, token) of each firing in the logs.
     """
-    open_terms = {(t.task, t.worker): t.token for t in terms if t.end == math.inf}
+    fired = set(fired)
     problems: list[str] = []
     count = 0
     for task in tasks:
@@ -157,7 +90,7 @@ def check_final_leaders(
             problems.append(f"{task} is led by {worker}, which is not running")
         elif version != newest:
             problems.append(f"{task} is led by {worker} of version {version}, not {newest}")
-        elif open_terms.get((task, worker)) != token:
+        elif (task, worker, token) not in fired:
             problems.append(f"{task}: token 0x{token:x} in ZooKeeper, not in {worker}'s log")
         else:
             count += 1
@@ -166,7 +99,7 @@ def check_final_leaders(
     return Check(
         True,
         f"every task led by a live {newest} worker at the end",
-        f"{count} leader nodes read from ZooKeeper, their tokens match the workers' logs",
+        f"{count} leader nodes read from ZooKeeper, their tokens match the workers' firings",
     )
 
 

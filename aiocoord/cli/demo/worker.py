@@ -1,15 +1,16 @@
 """One worker process of ``aiocoord demo`` (``python -m aiocoord _demo-worker ...``).
 
-It connects with the ``AIOCOORD_*`` settings its parent gives it, takes part in
-task leadership over the demo's cron tasks under ``<root>/tasks``, runs the
-once-per-interval job guarded by ``once_per`` at ``<root>/once/report``, and,
-when the scheduler is available, runs the demo's jobs.  Everything it does is
-written to its log as JSON lines (one ``write`` each, flushed), which the demo
-reads for its verdict:
+It connects with the ``AIOCOORD_*`` settings its parent gives it, runs the
+demo's cron jobs (`crons`) as an `aiocoord.Cron` under ``<root>/tasks`` (each
+job a task of version-aware task leadership), runs the once-per-interval job
+guarded by ``once_per`` at ``<root>/once/report``, and runs the demo's
+scheduler jobs.  Everything it does is written to its log as JSON lines (one
+``write`` each, flushed), which the demo reads for its verdict:
 
-- ``{"ev": "lead", "task", "token", "t"}`` when a ``lead()`` body starts, and
-  ``{"ev": "end", ...}`` when it has exited (before the leader node is deleted);
-- ``{"ev": "tick", "task", "token", "t"}`` each time a cron task fires;
+- ``{"ev": "fire", "job", "at", "token", "attempt", "catch_up", "version",
+  "pid", "t"}`` when a cron firing starts (`at`: its scheduled Unix time), and
+  ``{"ev": "fired", "job", "at", "token", "attempt", "t"}`` when it returned,
+  or ``"fire-cancelled"`` when it was cancelled (a hand-over, leaving);
 - ``{"ev": "once", "window", "token", "t"}`` after a successful once-per run has
   written its result node ``<root>/once/runs/<window ms>``, or
   ``{"ev": "once-duplicate", ...}`` if that node already existed;
@@ -17,8 +18,9 @@ reads for its verdict:
 - ``ready``, ``stopping`` and ``exit`` around its life.
 
 SIGTERM (or SIGINT, or its parent going away) stops it gracefully: the
-once-per job finishes the run in progress, then task leadership is left,
-which cancels the cron bodies and deletes the worker's nodes.
+once-per job finishes the run in progress, then the cron is left, which
+cancels a running firing (its claim stays: the next leader records it
+interrupted) and deletes the worker's nodes.
 """
 
 from __future__ import annotations
@@ -35,24 +37,27 @@ from typing import IO, Any
 import anyio
 import anyio.abc
 
-from ...errors import (
-    ConnectionLostError,
-    CoordError,
-    LeadershipLost,
-    LockLost,
-    NodeExistsError,
-)
+from ...errors import ConnectionLostError, CoordError, LockLost, NodeExistsError
 from ...recipes.cas_lock import once_per
-from ...recipes.task_leadership import TaskLeadership, Worker, task_leadership
+from ...recipes.cron import Cron, Firing
+from ...recipes.task_leadership import Worker
 from ...scheduler import Scheduler
 from ...session import Coordinator, connect
 from ...zk.paths import join
+from .crons import FIRE_WORK, job_specs
 
-__all__ = ("TICK", "checksum", "demo_scheduler", "run_worker", "task_names", "window_name")
+__all__ = (
+    "HISTORY",
+    "checksum",
+    "demo_cron",
+    "demo_scheduler",
+    "run_worker",
+    "window_name",
+)
 
 log = logging.getLogger(__name__)
 
-TICK = 0.5  # seconds between two firings of a cron task
+HISTORY = 500  # outcomes kept per cron job: the whole run, for the verdict
 ONCE_WORK = 0.3  # how long the once-per "query" takes
 ONCE_POLL = 0.25  # how often a worker tries the once-per job
 ONCE_LEASE = 1.0  # its lease: a crashed runner blocks the window at most this long (+ skew)
@@ -85,8 +90,30 @@ def demo_scheduler(
     return sched
 
 
-def task_names(count: int) -> list[str]:
-    return [f"cron-{i:02d}" for i in range(count)]
+def demo_cron(coord: Coordinator, root: str, me: Worker, tasks: int, out: JsonLog) -> Cron:
+    """The demo's cron under ``<root>/tasks``, its jobs registered; each firing is logged."""
+    cron = Cron(coord, join(root, "tasks"), worker=me, history=HISTORY, settle=0.3)
+
+    async def fire(firing: Firing) -> None:
+        at = firing.scheduled_at.timestamp()
+        ids = {"job": firing.job, "at": at, "token": firing.token, "attempt": firing.attempt}
+        out.write("fire", **ids, catch_up=firing.catch_up, version=me.version, pid=os.getpid())
+        done = False
+        try:
+            await anyio.sleep(FIRE_WORK)  # the "work"
+            done = True
+        finally:
+            out.write("fired" if done else "fire-cancelled", **ids)
+
+    for spec in job_specs(tasks):
+        register = cron.job(
+            spec.expression,
+            every=spec.every,
+            name=spec.name,
+            retry_interrupted=spec.retry_interrupted,
+        )
+        register(fire)
+    return cron
 
 
 def window_name(window: float) -> str:
@@ -104,24 +131,6 @@ class JsonLog:
         record = {"ev": ev, "t": time.time(), **fields}
         self._stream.write(json.dumps(record, separators=(",", ":")) + "\n")
         self._stream.flush()
-
-
-async def _lead_loop(tl: TaskLeadership, task: str, out: JsonLog) -> None:
-    """Run the cron task `task` whenever this worker leads it."""
-    while True:
-        try:
-            async with tl.lead(task) as term:
-                out.write("lead", task=task, token=term.token)
-                try:
-                    while True:
-                        out.write("tick", task=task, token=term.token)
-                        await anyio.sleep(TICK)
-                finally:
-                    out.write("end", task=task, token=term.token)
-        except LeadershipLost as exc:
-            out.write("lost", task=task, reason=exc.reason)
-        except RuntimeError:
-            return  # the recipe closed
 
 
 async def _once_loop(
@@ -181,17 +190,12 @@ async def _main(args: argparse.Namespace, out: JsonLog) -> None:
         async with connect(session_timeout=args.session_timeout, connect_timeout=15.0) as coord:
             out.write("session", session=coord.session_id)
             me = Worker(version=args.version, id=args.id)
-            tasks = task_names(args.tasks)
             sched = demo_scheduler(coord, args.root, args.id, out)
             async with (
-                task_leadership(
-                    coord, join(args.root, "tasks"), worker=me, tasks=tasks, settle=0.3
-                ) as tl,
+                demo_cron(coord, args.root, me, args.tasks, out),
                 sched.worker(capacity=4, worker_id=args.id, drain_timeout=5.0),
             ):
                 async with anyio.create_task_group() as tg:
-                    for task in tasks:
-                        tg.start_soon(_lead_loop, tl, task, out)
                     once = anyio.Event()
 
                     async def once_job() -> None:

@@ -30,8 +30,10 @@ Balanced rendezvous
     and the result does not depend on the order tasks or workers are listed
     in.  It is the stable assignment of tasks to capacity-limited candidates
     when both sides rank by the pair's hash, so a join or a leave moves mostly
-    the tasks that candidate takes or held (docs/task-leadership.md has the
-    measured moves).  With one task it is plain rendezvous hashing.
+    the tasks that candidate takes or held, and a few more as the capacities
+    change (docs/task-leadership.md has the measured moves, and why no rule
+    of the names alone can bound them at the changed candidate's share plus
+    one).  With one task it is plain rendezvous hashing.
 
 Per-task step
     `next_step` maps what a worker knows about one task to the next step of
@@ -165,28 +167,31 @@ def assign(
 
 def balanced_rendezvous(tasks: Iterable[str], candidates: Iterable[str]) -> dict[str, str]:
     """``{task: candidate}`` by the balanced rendezvous rule of the module docs (pure)."""
-    names = sorted(set(tasks))
+    names = sorted(set(tasks))  # code point order, which is the order of the UTF-8 bytes
     ids = sorted(set(candidates))
     if not ids:
         return {}
     if len(ids) == 1:
         return dict.fromkeys(names, ids[0])
-    q, r = divmod(len(names), len(ids))
-    tbytes = [t.encode("utf-8") for t in names]
+    m, n = len(names), len(ids)
+    q, r = divmod(m, n)
+    size = m * n
+    blake2b, from_bytes = hashlib.blake2b, int.from_bytes
     wbytes = [w.encode("utf-8") for w in ids]
-    pairs = [
-        (rendezvous_rank(names[ti], ids[wi]), wbytes[wi], tbytes[ti], ti, wi)
-        for ti in range(len(names))
-        for wi in range(len(ids))
+    # One int per pair, rank first: a pair's index (candidate-major) breaks ties
+    # toward the greater id, then the greater task, and ints sort fast.
+    keys = [
+        from_bytes(blake2b(prefix + wb, digest_size=8).digest(), "big") * size + wi * m + ti
+        for ti, prefix in enumerate(t.encode("utf-8") + b"\0" for t in names)
+        for wi, wb in enumerate(wbytes)
     ]
-    pairs.sort(reverse=True)
-    loads = [0] * len(ids)
-    given: list[int | None] = [None] * len(names)
-    left, reached = len(names), 0  # tasks not given yet; candidates at q + 1
-    for _rank, _w, _t, ti, wi in pairs:
-        if given[ti] is not None:
-            continue
-        if loads[wi] >= (q + 1 if reached < r else q):
+    keys.sort(reverse=True)
+    loads = [0] * n
+    given = [-1] * m
+    left, reached = m, 0  # tasks not given yet; candidates at q + 1
+    for key in keys:
+        wi, ti = divmod(key % size, m)
+        if given[ti] >= 0 or loads[wi] >= (q + 1 if reached < r else q):
             continue
         given[ti] = wi
         loads[wi] += 1
@@ -195,7 +200,7 @@ def balanced_rendezvous(tasks: Iterable[str], candidates: Iterable[str]) -> dict
         left -= 1
         if not left:
             break
-    return {names[ti]: ids[wi] for ti, wi in enumerate(given) if wi is not None}
+    return {task: ids[wi] for task, wi in zip(names, given, strict=True)}
 
 
 # --- the per-task loop ----------------------------------------------------------------------
