@@ -29,6 +29,7 @@ import pydantic
 import pydantic_core
 import typing_extensions
 
+from ._policy import DEFAULT_OPTIONS, JobOptions
 from ._records import ResultRecord, check_job_name
 
 __all__ = ("Handler", "JobType", "run_job")
@@ -54,6 +55,7 @@ class JobType:
     result_adapter: pydantic.TypeAdapter[Any]
     model_param: bool  # True: the handler takes the payload model as its one argument
     params: tuple[str, ...]
+    options: JobOptions = DEFAULT_OPTIONS  # timeout, retries, deliveries (see `Scheduler.job`)
 
     @classmethod
     def build(cls, name: str, handler: Handler) -> JobType:

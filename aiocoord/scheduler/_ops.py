@@ -28,13 +28,14 @@ from ..errors import (
 )
 from ..session import Coordinator
 from ..zk.client import ZkClient
-from ..zk.types import CreateMode, CreateOp, DeleteOp, SetDataOp
+from ..zk.types import CreateMode, CreateOp, DeleteOp, Op, SetDataOp
 from ._records import JobsLayout, ResultRecord, encode_result
 
 __all__ = (
     "Retention",
     "ensure_layout",
     "fail_job",
+    "finish_with",
     "move_back",
     "probe_ttl",
     "reclaim",
@@ -129,6 +130,36 @@ async def write_result(
         except NoNodeError:
             await ensure_layout(client, layout)
     raise NoNodeError("the scheduler's results node keeps vanishing", path=layout.results)
+
+
+async def finish_with(
+    client: ZkClient,
+    layout: JobsLayout,
+    retention: Retention,
+    job_id: str,
+    data: bytes,
+    others: list[Op],
+) -> None:
+    """Create the result node and apply `others` in one transaction (`TransactionFailed`).
+
+    The result's creation is the one decision point of a job's end: whoever
+    creates ``results/<id>`` first decides its final status, and the other
+    operations (removing the job from where it was) happen with it or not at all.
+    """
+    path = layout.result(job_id)
+    for _ in range(2):
+        if retention.ttl_supported is False:
+            create = CreateOp(path, data)
+        else:
+            create = CreateOp(path, data, mode=CreateMode.PERSISTENT_WITH_TTL, ttl=retention.ms)
+        try:
+            await client.multi([create, *others])
+            return
+        except ZooKeeperError as exc:
+            refused = isinstance(exc, TransactionFailed) and exc.failed_index != 0
+            if exc.code != UNIMPLEMENTED or refused or retention.ttl_supported is False:
+                raise
+            retention.unsupported()
 
 
 async def fail_job(

@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ._records import JobRecord, WorkerRecord
-from ._strategies import JobInfo, Strategy, WorkerLoad
+from ._strategies import JobRequest, Strategy, WorkerLoad
 
 __all__ = ("Assign", "AssignerState", "Fetch", "Fetched", "Outcome", "Resolve")
 
@@ -250,7 +250,7 @@ class AssignerState:
             candidates = [load for w, load in room.items() if name in self.workers[w].jobs]
             if not candidates:
                 continue
-            info = JobInfo(job_id, name, job.record.payload)
+            info = JobRequest(job_id, name, job.record.payload)
             chosen = self.strategy.choose(info, candidates)
             if chosen is None or chosen not in room or name not in self.workers[chosen].jobs:
                 continue

@@ -202,6 +202,7 @@ class WorkerSession:
             outcome = ResultRecord("", ok=False, type="NodeDataError", message=str(exc))
         else:
             outcome = await run_job(self._handlers.get(job.name), job.name, job.payload)
+            outcome = outcome.with_job(job)
         # A result that cannot be stored fails this job only (never the worker's other jobs).
         data = encode_outcome(
             replace(outcome, worker=self.worker), room_for_data(layout.result(job_id))

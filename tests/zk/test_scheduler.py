@@ -31,12 +31,13 @@ from aiocoord import (
     ConfigError,
     CreateMode,
     InvalidPathError,
+    JobConflict,
     JobFailed,
     NodeDataError,
     NoNodeError,
 )
 from aiocoord.scheduler import (
-    JobInfo,
+    JobRequest,
     JobStatus,
     JobWorker,
     LeastLoaded,
@@ -189,7 +190,7 @@ async def test_run_job_turns_errors_into_failed_results() -> None:
 
 # --- strategies -----------------------------------------------------------------------------
 
-JOB = JobInfo("j", "square", {})
+JOB = JobRequest("j", "square", {})
 
 
 def loads(*spec: tuple[str, int, int]) -> list[WorkerLoad]:
@@ -472,7 +473,7 @@ async def test_least_loaded_and_custom_strategies(
         await gate.wait()
 
     class OnlyB:
-        def choose(self, job: JobInfo, workers: Sequence[WorkerLoad]) -> str | None:
+        def choose(self, job: JobRequest, workers: Sequence[WorkerLoad]) -> str | None:
             return next((w.id for w in workers if w.id.startswith("b-")), None)
 
     with anyio.fail_after(30):
@@ -619,15 +620,19 @@ async def test_same_job_id_twice_runs_once(zk_server: ZooKeeperServer, zk_chroot
     with anyio.fail_after(30):
         async with fleet(zk_server, zk_chroot) as f:
             client = await f.member("client")
-            # Pending: the second submit writes nothing; the first payload wins.
+            # Pending: the second submit writes nothing; another payload is a conflict.
             assert await client.sched.submit("square", {"n": 3}, job_id="order-1") == "order-1"
-            assert await client.sched.submit("square", {"n": 4}, job_id="order-1") == "order-1"
+            assert await client.sched.submit("square", {"n": 3}, job_id="order-1") == "order-1"
+            with pytest.raises(JobConflict, match="order-1"):
+                await client.sched.submit("square", {"n": 4}, job_id="order-1")
             assert await children(client.coord, LAYOUT.jobs) == ["order-1"]
             assert await client.sched.status("order-1") is JobStatus.PENDING
             w = await f.member("w", capacity=4, behave=gated)
             assert await client.sched.result("order-1") == 9
             # Done: nothing is written, so nothing can run again.
-            assert await client.sched.submit("square", {"n": 5}, job_id="order-1") == "order-1"
+            assert await client.sched.submit("square", {"n": 3}, job_id="order-1") == "order-1"
+            with pytest.raises(JobConflict, match="order-1"):
+                await client.sched.submit("square", {"n": 5}, job_id="order-1")
             assert await client.coord.client.exists(LAYOUT.job("order-1")) is None
             assert await client.sched.status("order-1") is JobStatus.DONE
             # Running: the copy waits, then is dropped because the first run left a result.
