@@ -48,4 +48,5 @@ async def main(hosts: str, chroot: str, worker_id: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, *sys.argv[1:4])
+    hosts, chroot, worker_id = sys.argv[1:4]
+    anyio.run(main, hosts, chroot, worker_id)
