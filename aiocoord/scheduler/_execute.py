@@ -6,7 +6,7 @@
     create results/<id>                  done or failed (the decision point, see `finish_with`)
     delete assignments/<w>/<id>
 or, for a failed attempt that is retried:
-    multi  create jobs/<id> (failures + 1, run_at = now + backoff, the error), delete the assignment
+    multi  delete the assignment, create jobs/<id> (failures + 1, run_at = now + backoff, the error)
 
 The result comes before the delete: a crash in between re-runs nothing (the
 assigner sees the result and only removes the assignment).  A retry moves
@@ -136,13 +136,15 @@ class Execution:
         path, pending = layout.assignment(self.worker, job_id), layout.job(job_id)
 
         async def move() -> None:
+            # The assignment goes first, so the assigner sees the job leave the worker
+            # before it sees it pending again.
             try:
-                await client.multi([CreateOp(pending, data), DeleteOp(path)])
+                await client.multi([DeleteOp(path), CreateOp(pending, data)])
             except TransactionFailed as exc:
-                if exc.failed_index == 0 and isinstance(exc.cause, NodeExistsError):
+                if exc.failed_index == 1 and isinstance(exc.cause, NodeExistsError):
                     # A second submit of the id waits there: this run's record replaces it.
                     with contextlib.suppress(TransactionFailed):
-                        await client.multi([SetDataOp(pending, data), DeleteOp(path)])
+                        await client.multi([DeleteOp(path), SetDataOp(pending, data)])
                 # Else the assignment went (cancelled, taken back): whoever did decides.
 
         await retry_connection(self.coord, move)

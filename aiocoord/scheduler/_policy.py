@@ -27,6 +27,8 @@ __all__ = (
 
 MAX_SECONDS = 10 * 365 * 86400.0  # ten years: past any sensible delay or timeout
 MAX_DELIVERIES = 1000
+_EPOCH = 0.0
+_LAST = 253370764800.0  # 9998-12-31: inside what a record's timestamp may hold
 
 
 def check_seconds(what: str, value: object, *, allow_zero: bool = True) -> float:
@@ -146,7 +148,10 @@ def check_run_at(run_at: object) -> float:
             f"run_at must be a timezone-aware datetime, not the naive {run_at.isoformat()} "
             "(use datetime.now(timezone.utc) + timedelta(...))"
         )
-    return run_at.timestamp()
+    when = run_at.timestamp()
+    if not _EPOCH <= when <= _LAST:
+        raise ValueError(f"run_at must be between 1970 and 9998, not {run_at.isoformat()}")
+    return when
 
 
 DEFAULT_BACKOFF = Backoff()

@@ -11,6 +11,11 @@ assigner drops it once the first run has left a result.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 import anyio
 
 from ..errors import (
@@ -24,10 +29,68 @@ from ..errors import (
 )
 from ..zk.client import ZkClient
 from ..zk.types import CreateOp, DeleteOp
+from ._jobs import JobType
 from ._ops import ensure_layout
-from ._records import JobsLayout, decode_job, decode_result
+from ._policy import check_delay, check_run_at
+from ._records import (
+    JobsLayout,
+    check_job_id,
+    decode_job,
+    decode_result,
+    encode_job,
+    job_key,
+    job_limit,
+    new_job_id,
+)
 
-__all__ = ("check_conflict", "write_job")
+__all__ = ("NewJob", "check_conflict", "prepare_job", "write_job")
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """A job checked and encoded, ready to be written."""
+
+    job_id: str
+    data: bytes
+    key: str
+    careful: bool  # its id was given: create it only if it has no result
+
+
+def prepare_job(
+    handlers: Mapping[str, JobType],
+    layout: JobsLayout,
+    name: object,
+    payload: Any,
+    job_id: str | None,
+    delay: object,
+    run_at: object,
+) -> NewJob:
+    """Check a submit's arguments and encode the job (see `Scheduler.submit`); writes nothing."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, not {type(name).__name__}")
+    job = handlers.get(name)
+    if job is None:
+        known = ", ".join(repr(n) for n in handlers) or "none"
+        raise ValueError(
+            f"name: no job {name!r} is registered here (registered: {known}); "
+            f"use @scheduler.job({name!r})"
+        )
+    if delay is not None and run_at is not None:
+        raise ValueError("delay and run_at: give one of them, not both")
+    due = None
+    if delay is not None:
+        due = check_delay(delay, time.time()) if delay != 0 else None
+    elif run_at is not None:
+        due = check_run_at(run_at)
+    value = job.validate_payload(payload)
+    key = job_key(name, value)
+    limit = job_limit(layout)
+    data = encode_job(
+        name, value, limit, run_at=due, max_deliveries=job.options.max_deliveries, key=key
+    )
+    careful = job_id is not None
+    job_id = check_job_id(job_id) if job_id is not None else new_job_id()
+    return NewJob(job_id, data, key, careful)
 
 
 async def check_conflict(client: ZkClient, layout: JobsLayout, job_id: str, key: str) -> None:

@@ -49,7 +49,6 @@ characters: submit in waves rather than queue more than that.
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from datetime import datetime
@@ -74,19 +73,15 @@ from ._cancel import cancel_job
 from ._jobs import Handler, JobType
 from ._lookup import info_of, list_jobs, locate
 from ._ops import Retention
-from ._policy import DEFAULT_BACKOFF, Backoff, JobOptions, check_delay, check_run_at
+from ._policy import DEFAULT_BACKOFF, Backoff, JobOptions
 from ._records import (
     JobsLayout,
     check_job_id,
     decode_result,
-    encode_job,
-    job_key,
-    job_limit,
-    new_job_id,
 )
 from ._status import JobInfo, JobStatus
 from ._strategies import Strategy, strategy_from
-from ._submit import write_job
+from ._submit import prepare_job, write_job
 from ._worker import JobWorker
 
 __all__ = ("JobStatus", "Scheduler")
@@ -143,6 +138,21 @@ class Scheduler:
     def job_names(self) -> tuple[str, ...]:
         """The names of the registered jobs."""
         return tuple(self._handlers)
+
+    def payload_schema(self, name: str) -> dict[str, Any]:
+        """The JSON Schema of job `name`'s payload, from its handler's hints (`KeyError` if unknown).
+
+        What `submit` validates against: an HTTP layer can publish it (OpenAPI).
+        """
+        schema: dict[str, Any] = self._handlers[name].payload_adapter.json_schema()
+        return schema
+
+    def result_schema(self, name: str) -> dict[str, Any]:
+        """The JSON Schema of job `name`'s result, from its return annotation."""
+        schema: dict[str, Any] = self._handlers[name].result_adapter.json_schema(
+            mode="serialization"
+        )
+        return schema
 
     # --- registration ------------------------------------------------------------------------
 
@@ -239,31 +249,10 @@ class Scheduler:
         waits; the cause is chained): the job may have been queued all the
         same, so submit again with the same `job_id` to be sure.
         """
-        if not isinstance(name, str):
-            raise TypeError(f"name must be a str, not {type(name).__name__}")
-        job = self._handlers.get(name)
-        if job is None:
-            known = ", ".join(repr(n) for n in self._handlers) or "none"
-            raise ValueError(
-                f"name: no job {name!r} is registered here (registered: {known}); "
-                f"use @scheduler.job({name!r})"
-            )
-        if delay is not None and run_at is not None:
-            raise ValueError("delay and run_at: give one of them, not both")
-        due = None
-        if delay is not None:
-            due = check_delay(delay, time.time()) if delay != 0 else None
-        elif run_at is not None:
-            due = check_run_at(run_at)
-        value = job.validate_payload(payload)
-        key = job_key(name, value)
-        limit = job_limit(self._layout)
-        data = encode_job(
-            name, value, limit, run_at=due, max_deliveries=job.options.max_deliveries, key=key
+        new = prepare_job(self._handlers, self._layout, name, payload, job_id, delay, run_at)
+        return await write_job(
+            self._client, self._layout, new.job_id, new.data, careful=new.careful, key=new.key
         )
-        careful = job_id is not None
-        job_id = check_job_id(job_id) if job_id is not None else new_job_id()
-        return await write_job(self._client, self._layout, job_id, data, careful=careful, key=key)
 
     async def result(self, job_id: str) -> Any:
         """Wait for the job's outcome through a watch and return its result.

@@ -118,6 +118,9 @@ def test_delays_and_run_at_are_checked() -> None:
         check_run_at(datetime(2030, 1, 2))
     with pytest.raises(TypeError, match="run_at"):
         check_run_at(1234.0)
+    for far in (datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC)):
+        with pytest.raises(ValueError, match="run_at must be between"):
+            check_run_at(far)  # outside what a record's timestamp holds
 
 
 # --- records and status --------------------------------------------------------------------------

@@ -201,6 +201,12 @@ async def test_bad_input_is_refused_and_writes_nothing(
                 with pytest.raises((TypeError, ValueError), match=match):
                     sched.job("other", **kwargs)  # type: ignore[arg-type]
             assert "other" not in sched.job_names
+            schema = sched.payload_schema("step")
+            assert schema["properties"]["key"]["type"] == "string"
+            assert schema["required"] == ["key"]
+            assert sched.result_schema("boom")["type"] == "integer"
+            with pytest.raises(KeyError):
+                sched.payload_schema("nope")
             assert await it.coord.client.children(LAYOUT.jobs) == []
             assert await it.coord.client.children(LAYOUT.results) == []
             # The same id with another payload is a conflict; with the same one, a no-op.
