@@ -861,5 +861,7 @@ def test_benchmark_runs_and_requests_per_job_do_not_grow_with_workers(
         ["--jobs", "60", "--latency-jobs", "5", "--workers", "2", "--raw-seconds", "0.2"]
     )
     assert "requests/job" in capsys.readouterr().out
-    assert 7 <= out["requests_per_job"] <= 9
+    # A submit, the assigner's read and transaction, the worker's read, RUNNING mark, result
+    # and delete, the client's watch and read: 9, and a little more for retried requests.
+    assert 8 <= out["requests_per_job"] <= 10
     assert out["requests_per_job_2w"] == pytest.approx(out["requests_per_job"], rel=0.1)
