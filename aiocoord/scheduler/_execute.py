@@ -135,6 +135,17 @@ class Execution:
         data = encode_job_record(again)
         path, pending = layout.assignment(self.worker, job_id), layout.job(job_id)
 
+        # Logged first: deleting the assignment cancels this run through the watch.
+        log.info(
+            "job %s failed (%s: %s); retry %d of %d in %.2f s",
+            job_id,
+            outcome.type,
+            outcome.message,
+            failures,
+            handler.options.retries,
+            wait,
+        )
+
         async def move() -> None:
             # The assignment goes first, so the assigner sees the job leave the worker
             # before it sees it pending again.
@@ -148,12 +159,3 @@ class Execution:
                 # Else the assignment went (cancelled, taken back): whoever did decides.
 
         await retry_connection(self.coord, move)
-        log.info(
-            "job %s failed (%s: %s); retry %d of %d in %.2f s",
-            job_id,
-            outcome.type,
-            outcome.message,
-            failures,
-            handler.options.retries,
-            wait,
-        )
