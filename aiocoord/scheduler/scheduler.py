@@ -33,9 +33,9 @@ heap rebuilt on each term (`_state`), so delayed jobs survive a failover.
 
 Requests per job are constant in the number of workers and jobs: a submit
 (1), the assigner's read and transaction (2), the worker's read, running
-mark, result and delete (4), the client's watch and read (2).  Nobody lists a directory per
-job; the assigner and each worker learn of changes from one persistent
-recursive watch each.
+mark, result and delete (4), the client's watch and read (2).  Nobody lists
+a directory per job; the assigner and each worker learn of changes from one
+persistent recursive watch each.
 
 Results are TTL nodes where the server allows them (``extendedTypesEnabled``);
 otherwise persistent nodes that the assigner sweeps after `result_ttl` (by
