@@ -7,6 +7,7 @@ runner worker whose handlers wait on gates, a client that submits).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import anyio
@@ -14,6 +15,7 @@ import pytest
 
 import aiocoord
 from aiocoord import JobCancelled, JobFailed, JobStatus, NoNodeError
+from aiocoord.scheduler._records import decode_job, encode_job_record
 from aiocoord.testing import ZooKeeperServer
 from tests.zk._jobs_lab import LAYOUT, ROOT, Lab, fake_worker, lab
 
@@ -223,3 +225,41 @@ async def test_describe_and_inspect_show_the_new_statuses(
             assert "0 pending, 1 scheduled, 1 assigned (1 running)" in text
             assert "cancelled 1" in text
             it.gates["r"].set()
+
+
+async def test_a_dead_workers_jobs_go_back_to_pending_or_fail_as_poison(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """ASSIGNED -> PENDING when its worker dies; RUNNING counts a delivery, up to poison."""
+    with anyio.fail_after(30):
+        async with lab(zk_server, zk_chroot) as it:
+            it.client.job("held")(_held)
+            it.client.job("fragile", max_deliveries=2)(_held)
+            zk = it.coord.client
+            for round_ in range(2):
+                worker = f"doomed-{round_}"
+                await fake_worker(it.coord, worker, frozenset({"held", "fragile"}))
+                if round_ == 0:
+                    waiting = await it.client.submit("held", {}, job_id="waiting")
+                    fragile = await it.client.submit("fragile", {}, job_id="fragile")
+                await it.reaches(waiting, JobStatus.ASSIGNED)
+                await it.reaches(fragile, JobStatus.ASSIGNED)
+                # The fake worker starts `fragile` (as a worker marks it RUNNING), then dies.
+                path = LAYOUT.assignment(worker, fragile)
+                job = decode_job(path, (await zk.get(path)).data)
+                started = replace(job, attempts=job.attempts + 1, started=time.time())
+                await zk.set(path, encode_job_record(started))
+                assert await it.client.status(fragile) is JobStatus.RUNNING
+                await zk.delete(LAYOUT.worker(worker))  # its ephemeral node: it died
+                await it.reaches(waiting, JobStatus.PENDING)
+                if round_ == 0:
+                    await it.reaches(fragile, JobStatus.PENDING)  # one delivery of two
+                    assert (await it.client.info(fragile)).attempts == 1
+            with pytest.raises(JobFailed) as failed:
+                await it.client.result(fragile)
+            assert failed.value.type == "PoisonJob"
+            info = await it.client.info(fragile)
+            assert (info.status, info.attempts) == (JobStatus.FAILED, 2)
+            assert info.error is not None and "max_deliveries=2" in info.error
+            assert await it.client.status(waiting) is JobStatus.PENDING  # never started: no count
+            assert await it.client.cancel(waiting) is JobStatus.CANCELLED
