@@ -342,7 +342,7 @@ class Scheduler:
         job_id = check_job_id(job_id)
         return await cancel_job(self._client, self._layout, self._retention, job_id)
 
-    async def jobs(
+    def jobs(
         self,
         status: JobStatus | None = None,
         *,
@@ -354,7 +354,7 @@ class Scheduler:
         `status` keeps only jobs with that status; `limit` stops after that
         many; `after` starts after that job id (the last id of the previous
         page).  Results are kept `result_ttl` seconds.  A record that does not
-        decode is logged and left out.
+        decode is logged and left out.  Bad arguments fail at the call.
         """
         if status is not None and not isinstance(status, JobStatus):
             raise TypeError(f"status must be a JobStatus, not {type(status).__name__}")
@@ -363,11 +363,11 @@ class Scheduler:
         ):
             raise ValueError(f"limit must be a positive int, not {limit!r}")
         if after is not None:
-            after = check_job_id(after)
-        async for info in list_jobs(
-            self._client, self._layout, status=status, limit=limit, after=after
-        ):
-            yield info
+            try:
+                after = check_job_id(after)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"after: {exc}") from None
+        return list_jobs(self._client, self._layout, status=status, limit=limit, after=after)
 
     def __repr__(self) -> str:
         return (

@@ -152,7 +152,11 @@ async def test_listing_pages_through_jobs_by_status(
             assert [i.id async for i in it.client.jobs(JobStatus.SCHEDULED)] == [later]
             assert [i.id async for i in it.client.jobs(JobStatus.CANCELLED)] == []
             with pytest.raises(ValueError, match="limit"):
-                _ = [i async for i in it.client.jobs(limit=0)]
+                it.client.jobs(limit=0)
+            with pytest.raises(ValueError, match="after"):
+                it.client.jobs(after="a/b")
+            with pytest.raises(TypeError, match="status"):
+                it.client.jobs(status="failed")  # type: ignore[arg-type]
             it.gates["r"].set()
 
 
