@@ -17,6 +17,8 @@ from .errors import ConnectionLostError as ConnectionLostError
 from .errors import CoordError as CoordError
 from .errors import CoordinatorClosedError as CoordinatorClosedError
 from .errors import InvalidPathError as InvalidPathError
+from .errors import JobCancelled as JobCancelled
+from .errors import JobConflict as JobConflict
 from .errors import JobFailed as JobFailed
 from .errors import LeadershipLost as LeadershipLost
 from .errors import LockLost as LockLost
@@ -56,7 +58,9 @@ if TYPE_CHECKING:
     from .recipes.task_leadership import Worker as Worker
     from .recipes.task_leadership import maven_version_key as maven_version_key
     from .recipes.task_leadership import task_leadership as task_leadership
+    from .scheduler import Backoff as Backoff
     from .scheduler import JobInfo as JobInfo
+    from .scheduler import JobRequest as JobRequest
     from .scheduler import JobStatus as JobStatus
     from .scheduler import JobWorker as JobWorker
     from .scheduler import LeastLoaded as LeastLoaded
@@ -84,6 +88,7 @@ __version__ = "0.1.0"
 
 __all__ = (
     "AuthFailedError",
+    "Backoff",
     "BadVersionError",
     "CasLock",
     "CheckOp",
@@ -103,8 +108,11 @@ __all__ = (
     "EventType",
     "Firing",
     "InvalidPathError",
+    "JobCancelled",
+    "JobConflict",
     "JobFailed",
     "JobInfo",
+    "JobRequest",
     "JobStatus",
     "JobWorker",
     "LeaderLatch",
@@ -178,7 +186,9 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "task_leadership",
     ),
     "scheduler": (
+        "Backoff",
         "JobInfo",
+        "JobRequest",
         "JobStatus",
         "JobWorker",
         "LeastLoaded",

@@ -16,6 +16,8 @@ __all__ = (
     "CoordError",
     "CoordinatorClosedError",
     "InvalidPathError",
+    "JobCancelled",
+    "JobConflict",
     "JobFailed",
     "LeadershipLost",
     "LockLost",
@@ -211,6 +213,34 @@ class JobFailed(CoordError):
         self.job_id = job_id
         self.type = type
         self.message = message
+
+
+class JobCancelled(CoordError):
+    """A scheduled job was cancelled (`Scheduler.cancel`) before it finished.
+
+    Raised by `Scheduler.result` for a job whose final status is CANCELLED:
+    it never ran, or its handler was cancelled while running.
+    """
+
+    def __init__(self, job_id: str, message: str = "cancelled") -> None:
+        super().__init__(f"job {job_id} was cancelled: {message}")
+        self.job_id = job_id
+        self.type = "JobCancelled"
+        self.message = message
+
+
+class JobConflict(CoordError, ValueError):
+    """A job id was submitted again with a different job name or payload.
+
+    The job id is the idempotence key: submitting the same id with the same
+    name and payload is a no-op, a different one is refused (an HTTP layer
+    answers 409).  Submit under a new id, or wait until the old result expires.
+    """
+
+    def __init__(self, job_id: str, reason: str) -> None:
+        super().__init__(f"job_id: {job_id!r} already exists {reason}")
+        self.job_id = job_id
+        self.reason = reason
 
 
 class SubscriberLagged(CoordError):

@@ -6,7 +6,10 @@ See `aiocoord.scheduler.scheduler` for the protocol and node layout.
 from __future__ import annotations
 
 from ._jobs import Handler as Handler
-from ._strategies import JobInfo as JobInfo
+from ._policy import Backoff as Backoff
+from ._status import JobInfo as JobInfo
+from ._status import JobStatus as JobStatus
+from ._strategies import JobRequest as JobRequest
 from ._strategies import LeastLoaded as LeastLoaded
 from ._strategies import RandomChoice as RandomChoice
 from ._strategies import RoundRobin as RoundRobin
@@ -19,12 +22,13 @@ from .describe import SchedulerView as SchedulerView
 from .describe import SchedulerWorker as SchedulerWorker
 from .describe import describe_scheduler as describe_scheduler
 from .describe import is_scheduler as is_scheduler
-from .scheduler import JobStatus as JobStatus
 from .scheduler import Scheduler as Scheduler
 
 __all__ = (
+    "Backoff",
     "Handler",
     "JobInfo",
+    "JobRequest",
     "JobStatus",
     "JobWorker",
     "LeastLoaded",

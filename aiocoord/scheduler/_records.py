@@ -1,27 +1,27 @@
-"""The scheduler's node layout and JSON record formats, with strict decoding.
+"""The scheduler's JSON record formats, with strict decoding.
 
 Every node the scheduler writes holds one JSON object with a format version
 ``"v": 1``, read and written by the one record codec (`aiocoord.recipes._records`);
 decoding checks each field and raises `NodeDataError` for anything else
 (foreign data, corruption, a newer format), so one bad node fails only the job
-it belongs to.  Nothing is ever pickled.
+it belongs to.  Nothing is ever pickled.  The layout is in `_layout`:
 
-    <root>/jobs/<id>                 PERSISTENT  JobRecord      a pending job
-    <root>/workers/<worker>          EPHEMERAL   WorkerRecord   a live worker
-    <root>/assignments/<worker>      PERSISTENT  (empty)        the worker's queue
-    <root>/assignments/<worker>/<id> PERSISTENT  JobRecord      a job assigned to it
-    <root>/results/<id>              PERSISTENT_WITH_TTL  ResultRecord
-    <root>/assigner/                 the assigners' leader latch
-    <root>/ttl-probe-<hex>           TTL node an assigner creates and deletes once per term
+    jobs/<id>, assignments/<worker>/<id>   JobRecord     (the same bytes move between them)
+    workers/<worker>                       WorkerRecord
+    results/<id>                           ResultRecord  (done, failed or cancelled)
+
+A job record carries its run so far (attempts, failures, deliveries, the
+last error, when it is due and when it started), so whoever holds the node
+(the assigner, a worker, a canceller) decides from it alone.  Fields added
+after the first format are optional with a default, so older nodes still read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-import re
 import socket
 import time
-import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,13 +37,25 @@ from ..recipes._records import (
     list_of,
     load_record,
     one_of,
+    optional,
     show,
 )
 from ..zk.client import MAX_DATA
-from ..zk.paths import join
+from ._layout import (
+    FORMAT,
+    MAX_CAPACITY,
+    JobsLayout,
+    check_job_id,
+    check_job_name,
+    dumps,
+    job_limit,
+    new_job_id,
+    room_for_data,
+)
 
 __all__ = (
     "FORMAT",
+    "MAX_CAPACITY",
     "JobRecord",
     "JobsLayout",
     "ResultRecord",
@@ -55,93 +67,18 @@ __all__ = (
     "decode_worker",
     "dumps",
     "encode_job",
-    "job_limit",
-    "room_for_data",
+    "encode_job_record",
     "encode_outcome",
     "encode_result",
     "encode_worker",
+    "job_key",
+    "job_limit",
     "new_job_id",
+    "room_for_data",
 )
 
-FORMAT = 1
-MAX_CAPACITY = 2**31 - 1
-_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@=+-]{0,199}")
-
-
-def dumps(value: object) -> bytes:
-    """Compact, strict JSON: `RecordEncodeError` (a `ValueError`) for what `load` would refuse."""
-    return dump(value, ensure_ascii=False)
-
-
-def _check_name(kind: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{kind} must be a str, not {type(value).__name__}")
-    if not _NAME_RE.fullmatch(value):
-        raise ValueError(
-            f"{kind} {value!r} is not valid: 1-200 characters of letters, digits and "
-            "'_.:@=+-', starting with a letter or digit"
-        )
-    return value
-
-
-def check_job_id(job_id: object) -> str:
-    """A job id is a node name: 1-200 of ``[A-Za-z0-9_.:@=+-]``, not starting with punctuation."""
-    return _check_name("job_id", job_id)
-
-
-def check_job_name(name: object) -> str:
-    """Job names follow the same rule as ids (they are written in worker records)."""
-    return _check_name("name", name)
-
-
-def new_job_id() -> str:
-    return uuid.uuid4().hex
-
-
-@dataclass(frozen=True, slots=True)
-class JobsLayout:
-    """The paths under one scheduler root."""
-
-    root: str
-
-    @property
-    def jobs(self) -> str:
-        return join(self.root, "jobs")
-
-    @property
-    def workers(self) -> str:
-        return join(self.root, "workers")
-
-    @property
-    def assignments(self) -> str:
-        return join(self.root, "assignments")
-
-    @property
-    def results(self) -> str:
-        return join(self.root, "results")
-
-    @property
-    def assigner(self) -> str:
-        return join(self.root, "assigner")
-
-    @property
-    def parents(self) -> tuple[str, ...]:
-        return (self.jobs, self.workers, self.assignments, self.results)
-
-    def job(self, job_id: str) -> str:
-        return join(self.jobs, job_id)
-
-    def worker(self, worker: str) -> str:
-        return join(self.workers, worker)
-
-    def queue(self, worker: str) -> str:
-        return join(self.assignments, worker)
-
-    def assignment(self, worker: str, job_id: str) -> str:
-        return join(self.assignments, worker, job_id)
-
-    def result(self, job_id: str) -> str:
-        return join(self.results, job_id)
+_COUNT = integer(0, 2**31 - 1)
+_MAX_ERROR = 100  # characters of an error message kept in a job record (the result keeps all)
 
 
 def _load(path: str, data: bytes) -> Record:
@@ -152,60 +89,113 @@ def _load(path: str, data: bytes) -> Record:
     return record
 
 
+def job_key(name: str, payload: Any) -> str:
+    """The digest of a job's name and payload: the same id submitted twice must match it."""
+    return hashlib.sha256(dump([name, payload], sort_keys=True)).hexdigest()[:32]
+
+
 # --- jobs --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class JobRecord:
-    """A job: the handler's name and its JSON payload (already validated at submit)."""
+    """A job: the handler's name, its JSON payload (validated at submit) and its run so far.
+
+    `attempts` counts the runs started (RUNNING recorded), `failures` those
+    that failed (for `retries`), `deliveries` those whose worker died while
+    running it (for `max_deliveries`).  `run_at` is when it is due (None: at
+    once), `started` when the current run began (set on the assignment only).
+    """
 
     name: str
     payload: Any
     submitted: float
+    run_at: float | None = None
+    attempts: int = 0
+    failures: int = 0
+    deliveries: int = 0
+    max_deliveries: int = 5
+    started: float | None = None
+    error_type: str = ""
+    error_message: str = ""
+    key: str = ""
+
+    def due(self, now: float) -> bool:
+        return self.run_at is None or self.run_at <= now
 
 
-def room_for_data(*paths: str) -> int:
-    """The largest node data a request carrying `paths` can hold.
+def encode_job_record(job: JobRecord) -> bytes:
+    """The node bytes of `job` (for a record that was already within its limit at submit)."""
+    record: dict[str, Any] = {
+        "v": FORMAT,
+        "name": job.name,
+        "payload": job.payload,
+        "submitted": job.submitted,
+    }
+    if job.key:
+        record["key"] = job.key
+    if job.run_at is not None:
+        record["run_at"] = job.run_at
+    if job.attempts or job.failures or job.deliveries or job.max_deliveries != 5:
+        record.update(
+            attempts=job.attempts,
+            failures=job.failures,
+            deliveries=job.deliveries,
+            max_deliveries=job.max_deliveries,
+        )
+    if job.started is not None:
+        record["started"] = job.started
+    if job.error_type:
+        record["error"] = {
+            "type": _escaped(job.error_type)[:_MAX_ERROR],
+            "message": _escaped(job.error_message)[:_MAX_ERROR],
+        }
+    return dumps(record)
 
-    ZooKeeper drops a request longer than jute.maxbuffer (`MAX_DATA`) in all:
-    the data shares it with the paths, the ACL and the headers.
-    """
-    return MAX_DATA - 512 - sum(len(p.encode("utf-8")) + 32 for p in paths)
 
-
-def job_limit(layout: JobsLayout) -> int:
-    """The largest job record: the assigner's transaction carries it with three paths.
-
-    Those are the worker's node, the assignment and the job, with worker and
-    job ids of up to 200 characters (a worker's node name adds its session).
-    """
-    longest_id = "x" * 220
-    return room_for_data(
-        layout.worker(longest_id), layout.assignment(longest_id, longest_id), layout.job(longest_id)
-    )
-
-
-def encode_job(name: str, payload: Any, limit: int = MAX_DATA) -> bytes:
-    """The job node's bytes; `ValueError` naming `payload` if over `limit` (see `job_limit`)."""
+def encode_job(
+    name: str,
+    payload: Any,
+    limit: int = MAX_DATA,
+    *,
+    run_at: float | None = None,
+    max_deliveries: int = 5,
+    key: str = "",
+) -> bytes:
+    """A new job's bytes; `ValueError` naming `payload` if over `limit` (see `job_limit`)."""
+    job = JobRecord(name, payload, time.time())
     try:
-        data = dumps({"v": FORMAT, "name": name, "payload": payload, "submitted": time.time()})
+        data = encode_job_record(job)
     except RecordEncodeError as exc:
         raise RecordEncodeError(f"payload: {exc}") from exc
+    # The limit is on name, payload and time: the rest has its room (`BOOKKEEPING_ROOM`).
     if len(data) > limit:
         raise ValueError(
             f"payload: the job is {len(data)} bytes as JSON; a job holds at most "
             f"{limit} bytes (ZooKeeper's 1 MB request limit, less the paths that "
             "travel with it): pass a reference to the data instead"
         )
-    return data
+    if run_at is None and max_deliveries == 5 and not key:
+        return data
+    return encode_job_record(replace(job, run_at=run_at, max_deliveries=max_deliveries, key=key))
 
 
 def decode_job(path: str, data: bytes) -> JobRecord:
     record = _load(path, data)
+    error = record.maybe_record("error")
     return JobRecord(
         name=record.get("name", TEXT),
         payload=record.value("payload"),
         submitted=record.get("submitted", TIMESTAMP),
+        run_at=record.get("run_at", optional(TIMESTAMP), None),
+        attempts=record.get("attempts", _COUNT, 0),
+        failures=record.get("failures", _COUNT, 0),
+        deliveries=record.get("deliveries", _COUNT, 0),
+        max_deliveries=record.get("max_deliveries", integer(1, 2**31 - 1), 5),
+        started=record.get("started", optional(TIMESTAMP), None),
+        error_type=error.get("type", TEXT) if error is not None else "",
+        error_message=error.get("message", TEXT) if error is not None else "",
+        key=record.get("key", TEXT, ""),
     )
 
 
@@ -214,7 +204,12 @@ def decode_job(path: str, data: bytes) -> JobRecord:
 
 @dataclass(frozen=True, slots=True)
 class ResultRecord:
-    """A job's outcome: `value` when `ok`, else the handler's error `type` and `message`."""
+    """A job's outcome: `value` when `ok`, else the error `type` and `message`.
+
+    `cancelled` marks a job cancelled by `Scheduler.cancel` (not `ok`, type
+    ``JobCancelled``).  The rest copies the job's run for `Scheduler.info`;
+    it is left out when the value alone fills the node.
+    """
 
     name: str
     ok: bool
@@ -223,15 +218,45 @@ class ResultRecord:
     message: str = ""
     worker: str = ""
     finished: float = 0.0
+    cancelled: bool = False
+    attempts: int = 0
+    submitted: float | None = None
+    run_at: float | None = None
+    started: float | None = None
+    key: str = ""
+
+    def with_job(self, job: JobRecord) -> ResultRecord:
+        """This outcome with the run's bookkeeping copied from `job`."""
+        return replace(
+            self,
+            attempts=job.attempts,
+            submitted=job.submitted,
+            run_at=job.run_at,
+            started=job.started,
+            key=job.key,
+        )
+
+    @property
+    def status(self) -> str:
+        return "done" if self.ok else ("cancelled" if self.cancelled else "failed")
 
 
-def encode_result(result: ResultRecord) -> bytes:
+def encode_result(result: ResultRecord, *, bookkeeping: bool = True) -> bytes:
     record: dict[str, Any] = {"v": FORMAT, "name": result.name, "worker": result.worker}
     record["finished"] = result.finished or time.time()
+    record["status"] = result.status
     if result.ok:
-        record.update(status="done", value=result.value)
+        record["value"] = result.value
     else:
-        record.update(status="failed", type=result.type, message=result.message)
+        record.update(type=result.type, message=result.message)
+    if bookkeeping:
+        if result.attempts:
+            record["attempts"] = result.attempts
+        for field in ("submitted", "run_at", "started"):
+            if getattr(result, field) is not None:
+                record[field] = getattr(result, field)
+        if result.key:
+            record["key"] = result.key
     return dumps(record)
 
 
@@ -242,12 +267,15 @@ def encode_outcome(result: ResultRecord, limit: int) -> bytes:
     ...) or a record over `limit` bytes becomes a failed result of type
     ``ValueError`` naming the reason; a failure keeps its type and message,
     with what UTF-8 cannot hold escaped (``\\udcff``).  Never raises for what a
-    handler returned or raised.
+    handler returned or raised.  The run's bookkeeping is dropped first when
+    the record does not fit with it.
     """
     if not result.ok:
         result = replace(result, type=_escaped(result.type), message=_escaped(result.message))
     try:
         data = encode_result(result)
+        if len(data) > limit:
+            data = encode_result(result, bookkeeping=False)
     except (ValueError, TypeError) as exc:  # RecordEncodeError is a ValueError
         why = f"the result cannot be stored as JSON: {_escaped(str(exc))}"
     else:
@@ -266,15 +294,26 @@ def decode_result(path: str, data: bytes) -> ResultRecord:
     record = _load(path, data)
     name, worker = record.get("name", TEXT), record.get("worker", TEXT)
     finished = record.get("finished", TIMESTAMP)
-    if record.get("status", one_of("done", "failed")) == "done":
-        return ResultRecord(name, True, record.value("value"), worker=worker, finished=finished)
-    return ResultRecord(
-        name,
-        False,
-        type=record.get("type", TEXT),
-        message=record.get("message", TEXT),
-        worker=worker,
-        finished=finished,
+    status = record.get("status", one_of("done", "failed", "cancelled"))
+    if status == "done":
+        outcome = ResultRecord(name, True, record.value("value"), worker=worker, finished=finished)
+    else:
+        outcome = ResultRecord(
+            name,
+            False,
+            type=record.get("type", TEXT),
+            message=record.get("message", TEXT),
+            worker=worker,
+            finished=finished,
+            cancelled=status == "cancelled",
+        )
+    return replace(
+        outcome,
+        attempts=record.get("attempts", _COUNT, 0),
+        submitted=record.get("submitted", optional(TIMESTAMP), None),
+        run_at=record.get("run_at", optional(TIMESTAMP), None),
+        started=record.get("started", optional(TIMESTAMP), None),
+        key=record.get("key", TEXT, ""),
     )
 
 

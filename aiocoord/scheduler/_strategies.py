@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 __all__ = (
     "STRATEGIES",
-    "JobInfo",
+    "JobRequest",
     "LeastLoaded",
     "RandomChoice",
     "RoundRobin",
@@ -29,8 +29,11 @@ __all__ = (
 
 
 @dataclass(frozen=True, slots=True)
-class JobInfo:
-    """The job being placed: its id, handler name and JSON payload."""
+class JobRequest:
+    """The job a strategy places: its id, handler name and JSON payload.
+
+    (A job's status, as `Scheduler.info` returns it, is a `JobInfo`.)
+    """
 
     id: str
     name: str
@@ -54,7 +57,7 @@ class WorkerLoad:
 class Strategy(Protocol):
     """Anything with this method is a strategy (``Scheduler(..., strategy=obj)``)."""
 
-    def choose(self, job: JobInfo, workers: Sequence[WorkerLoad]) -> str | None:
+    def choose(self, job: JobRequest, workers: Sequence[WorkerLoad]) -> str | None:
         """The id of the worker (one of `workers`, never empty) to run `job`, or None."""
         ...
 
@@ -69,7 +72,7 @@ class RoundRobin:
     def __init__(self) -> None:
         self._last: str | None = None
 
-    def choose(self, job: JobInfo, workers: Sequence[WorkerLoad]) -> str | None:
+    def choose(self, job: JobRequest, workers: Sequence[WorkerLoad]) -> str | None:
         last = self._last
         chosen = next((w.id for w in workers if last is None or w.id > last), workers[0].id)
         self._last = chosen
@@ -85,7 +88,7 @@ class RandomChoice:
     def __init__(self, seed: int | None = None) -> None:
         self._random = random.Random(seed)
 
-    def choose(self, job: JobInfo, workers: Sequence[WorkerLoad]) -> str | None:
+    def choose(self, job: JobRequest, workers: Sequence[WorkerLoad]) -> str | None:
         return self._random.choice(workers).id
 
     def __repr__(self) -> str:
@@ -103,7 +106,7 @@ class LeastLoaded:
     def __init__(self) -> None:
         self._ties = RoundRobin()
 
-    def choose(self, job: JobInfo, workers: Sequence[WorkerLoad]) -> str | None:
+    def choose(self, job: JobRequest, workers: Sequence[WorkerLoad]) -> str | None:
         best = min(w.load / w.capacity for w in workers)
         return self._ties.choose(job, [w for w in workers if w.load / w.capacity == best])
 

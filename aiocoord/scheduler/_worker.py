@@ -15,9 +15,12 @@ Failure handling:
   worker registers again under a new id.
 - The coordinator closed: the jobs are cancelled; nothing more is done.
 - A corrupt assignment is failed with a ``NodeDataError`` result; a handler
-  that raises gives a failed result (`JobFailed` for the client), and so does
-  a result that cannot be stored (not UTF-8-encodable, or over the node
-  limit): that job fails, the worker and its other jobs go on.
+  that raises (or runs past its timeout) is retried if its job allows, else
+  gives a failed result (`JobFailed` for the client), and so does a result
+  that cannot be stored (not UTF-8-encodable, or over the node limit): that
+  job fails, the worker and its other jobs go on.
+- An assignment deleted under a running job (cancelled, or taken back)
+  cancels that job's run only.
 
 Leaving: drain, then hand back what is left (see `JobWorker`).
 """

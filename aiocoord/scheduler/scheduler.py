@@ -19,17 +19,23 @@ submits idempotent.
 
 Node layout under `root` (details in `aiocoord.scheduler._records`)::
 
-    jobs/<id>                 pending jobs
+    jobs/<id>                 pending and scheduled jobs (due later: a delay or a retry's backoff)
     workers/<worker>          live workers (ephemeral), capacity and job names
-    assignments/<worker>/<id> jobs given to a worker
-    results/<id>              outcomes, kept `result_ttl` seconds (TTL nodes)
+    assignments/<worker>/<id> jobs given to a worker (marked when the handler starts)
+    results/<id>              outcomes (done, failed, cancelled), kept `result_ttl` seconds
     assigner/                 the assigner election (Curator LeaderLatch layout)
 
+Statuses: PENDING, SCHEDULED, ASSIGNED, RUNNING, then DONE, FAILED or
+CANCELLED; creating ``results/<id>`` is the one decision point of a job's
+end, so a cancel racing a completion ends in one final status.  Retries go
+back to ``jobs/`` with a later `run_at`; the assigner keeps due times in a
+heap rebuilt on each term (`_state`), so delayed jobs survive a failover.
+
 Requests per job are constant in the number of workers and jobs: a submit
-(1), the assigner's read and transaction (2), the worker's read, result and
-delete (3), the client's watch and read (2).  Nobody lists a directory per
-job; the assigner and each worker learn of changes from one persistent
-recursive watch each.
+(1), the assigner's read and transaction (2), the worker's read, running
+mark, result and delete (4), the client's watch and read (2).  Nobody lists
+a directory per job; the assigner and each worker learn of changes from one
+persistent recursive watch each.
 
 Results are TTL nodes where the server allows them (``extendedTypesEnabled``);
 otherwise persistent nodes that the assigner sweeps after `result_ttl` (by
@@ -43,11 +49,11 @@ characters: submit in waves rather than queue more than that.
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
+from datetime import datetime
 from typing import Any, TypeVar
 
-import anyio
 import pydantic
 
 from ..errors import (
@@ -55,40 +61,32 @@ from ..errors import (
     ConnectionLostError,
     CoordinatorClosedError,
     InvalidPathError,
+    JobCancelled,
     JobFailed,
     NodeDataError,
-    NodeExistsError,
     NoNodeError,
-    TransactionFailed,
 )
 from ..session import Coordinator
 from ..zk.paths import validate_path
-from ..zk.types import CreateOp, DeleteOp, EventType
+from ..zk.types import EventType
+from ._cancel import cancel_job
 from ._jobs import Handler, JobType
-from ._ops import Retention, ensure_layout
+from ._lookup import info_of, list_jobs, locate
+from ._ops import Retention
+from ._policy import DEFAULT_BACKOFF, Backoff, JobOptions
 from ._records import (
     JobsLayout,
     check_job_id,
     decode_result,
-    encode_job,
-    job_limit,
-    new_job_id,
 )
+from ._status import JobInfo, JobStatus
 from ._strategies import Strategy, strategy_from
+from ._submit import prepare_job, write_job
 from ._worker import JobWorker
 
 __all__ = ("JobStatus", "Scheduler")
 
 H = TypeVar("H", bound=Handler)
-
-
-class JobStatus(enum.Enum):
-    """Where a job is: waiting, with a worker, or finished (with a result or an error)."""
-
-    PENDING = "pending"
-    ASSIGNED = "assigned"
-    DONE = "done"
-    FAILED = "failed"
 
 
 class Scheduler:
@@ -137,24 +135,62 @@ class Scheduler:
         return self._strategy
 
     @property
-    def jobs(self) -> tuple[str, ...]:
+    def job_names(self) -> tuple[str, ...]:
         """The names of the registered jobs."""
         return tuple(self._handlers)
 
+    def payload_schema(self, name: str) -> dict[str, Any]:
+        """The JSON Schema of job `name`'s payload, from its handler's hints (`KeyError` if unknown).
+
+        What `submit` validates against: an HTTP layer can publish it (OpenAPI).
+        """
+        schema: dict[str, Any] = self._handlers[name].payload_adapter.json_schema()
+        return schema
+
+    def result_schema(self, name: str) -> dict[str, Any]:
+        """The JSON Schema of job `name`'s result, from its return annotation."""
+        schema: dict[str, Any] = self._handlers[name].result_adapter.json_schema(
+            mode="serialization"
+        )
+        return schema
+
     # --- registration ------------------------------------------------------------------------
 
-    def job(self, name: str) -> Callable[[H], H]:
+    def job(
+        self,
+        name: str,
+        *,
+        timeout: float | None = None,
+        retries: int = 0,
+        backoff: Backoff = DEFAULT_BACKOFF,
+        retry_on: type[Exception] | tuple[type[Exception], ...] = (Exception,),
+        max_deliveries: int = 5,
+    ) -> Callable[[H], H]:
         """Register the decorated async function as the handler of jobs named `name`.
 
         The payload and result are described by its type hints (see
-        `aiocoord.scheduler._jobs`).  Register every job before entering
-        `worker()`: a worker advertises the names it has when it registers.
-        Raises `TypeError` for a handler that is not async or whose hints are
-        not JSON, `ValueError` for a bad or already registered name.
+        `aiocoord.scheduler._jobs`).  `timeout` (seconds) cancels a run that
+        takes longer; it counts as a failed attempt (``TimeoutError``).  A
+        failed attempt whose error is an instance of `retry_on` runs again
+        after `backoff`, up to `retries` times; then the job is FAILED with
+        the last error.  A job whose worker died while running it counts a
+        delivery: at `max_deliveries` it is FAILED as poison (``PoisonJob``)
+        rather than sent to one more worker.  Register every job before
+        entering `worker()`: a worker advertises the names it has when it
+        registers.  Raises `TypeError` for a handler that is not async or
+        whose hints are not JSON, `ValueError`/`TypeError` naming the
+        argument for a bad name (or one already registered) or option.
         """
+        options = JobOptions.build(
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            retry_on=retry_on,
+            max_deliveries=max_deliveries,
+        )
 
         def register(handler: H) -> H:
-            job = JobType.build(name, handler)
+            job = replace(JobType.build(name, handler), options=options)
             if job.name in self._handlers:
                 raise ValueError(f"name: a job named {name!r} is already registered")
             self._handlers[job.name] = job
@@ -187,76 +223,44 @@ class Scheduler:
 
     # --- client side -------------------------------------------------------------------------
 
-    async def submit(self, name: str, payload: Any = None, job_id: str | None = None) -> str:
+    async def submit(
+        self,
+        name: str,
+        payload: Any = None,
+        job_id: str | None = None,
+        *,
+        delay: float | None = None,
+        run_at: datetime | None = None,
+    ) -> str:
         """Queue a job; returns its id.  Idempotent for a given `job_id`.
 
-        Everything is checked before anything is written: `ValueError` for an
-        unknown `name`, a `payload` that fails validation or is over the 1 MB
-        node limit, a bad `job_id`.  Submitting an id that is pending or done
-        writes nothing and returns the id; an id still running makes the
-        assigner drop the second copy once the first has finished.  Raises
-        `ConnectionLostError` once the request timeout has passed without the
-        job written (one deadline across retries and reconnect waits; the cause
-        is chained): the job may have been queued all the same, so submit
-        again with the same `job_id` to be sure.
+        `delay` (seconds) or `run_at` (a timezone-aware datetime) hold it back
+        until then (status SCHEDULED); it is stored durably and survives an
+        assigner's failover.  Everything is checked before anything is
+        written: `ValueError`/`TypeError` naming the argument for an unknown
+        `name`, a `payload` that fails validation or is over the 1 MB node
+        limit, a bad `job_id`, a negative, NaN or infinite `delay`, a naive
+        `run_at`, or both.  Submitting an id that is pending or done with the
+        same name and payload writes nothing and returns the id; with another
+        name or payload it raises `JobConflict`.  An id still running makes
+        the assigner drop the second copy once the first has finished.
+        Raises `ConnectionLostError` once the request timeout has passed
+        without the job written (one deadline across retries and reconnect
+        waits; the cause is chained): the job may have been queued all the
+        same, so submit again with the same `job_id` to be sure.
         """
-        if not isinstance(name, str):
-            raise TypeError(f"name must be a str, not {type(name).__name__}")
-        job = self._handlers.get(name)
-        if job is None:
-            known = ", ".join(repr(n) for n in self._handlers) or "none"
-            raise ValueError(
-                f"name: no job {name!r} is registered here (registered: {known}); "
-                f"use @scheduler.job({name!r})"
-            )
-        data = encode_job(name, job.validate_payload(payload), job_limit(self._layout))
-        careful = job_id is not None
-        job_id = check_job_id(job_id) if job_id is not None else new_job_id()
-        path, result = self._layout.job(job_id), self._layout.result(job_id)
-        client = self._client
-        # One deadline for the whole submit: the writes, the reconnect waits and the retries.
-        deadline = client.deadline()
-        failure: ConnectionLostError | None = None
-        with anyio.CancelScope(deadline=deadline.at):
-            for _ in range(6):
-                try:
-                    if careful:
-                        # Create the job only if it has no result yet: creating and deleting
-                        # the result node in the same transaction fails if it exists.
-                        await client.multi(
-                            [CreateOp(path, data), CreateOp(result), DeleteOp(result)]
-                        )
-                    else:
-                        await client.create(path, data)
-                    return job_id
-                except TransactionFailed as exc:
-                    if isinstance(exc.cause, NodeExistsError):
-                        return job_id  # pending (first op) or done (second op)
-                    if not isinstance(exc.cause, NoNodeError):
-                        raise
-                    await ensure_layout(client, self._layout)
-                except NodeExistsError:
-                    return job_id  # our own create, whose reply was lost
-                except NoNodeError:
-                    await ensure_layout(client, self._layout)
-                except CoordinatorClosedError:
-                    raise
-                except ConnectionLostError as exc:
-                    failure = exc
-                    careful = True  # the job may have been created and run meanwhile
-                    await client.wait_connected()  # within the deadline around the loop
-        client.session.ensure_open()
-        error = client.unreachable(
-            deadline, f"could not submit job {job_id} to {self.root} (it may have been queued)"
+        new = prepare_job(self._handlers, self._layout, name, payload, job_id, delay, run_at)
+        return await write_job(
+            self._client, self._layout, new.job_id, new.data, careful=new.careful, key=new.key
         )
-        raise error from (error.__cause__ or failure)
 
     async def result(self, job_id: str) -> Any:
         """Wait for the job's outcome through a watch and return its result.
 
         Blocks until the result exists: bound it with ``anyio.fail_after``.
         Raises `JobFailed` (with the remote error's type and message) if the
-        handler raised, `NodeDataError` if the result node is not a scheduler
+        job failed (its handler raised, timed out, or it was poison),
+        `JobCancelled` if it was cancelled, `NodeDataError` if the result node is not a scheduler
         result (or does not fit the handler's return type registered here).
         The result is validated against the return annotation when the job's
         handler is registered in this process.  A result is kept `result_ttl`
@@ -289,6 +293,8 @@ class Scheduler:
 
     def _outcome(self, job_id: str, path: str, data: bytes) -> Any:
         record = decode_result(path, data)
+        if record.cancelled:
+            raise JobCancelled(job_id, record.message)
         if not record.ok:
             raise JobFailed(job_id, record.type, record.message)
         job = self._handlers.get(record.name)
@@ -302,39 +308,66 @@ class Scheduler:
     async def status(self, job_id: str) -> JobStatus:
         """Where the job is now; `NoNodeError` if nothing is known of it (or its result expired).
 
-        Finished jobs cost one read; a job with a worker costs a listing and one
-        read per worker queue: for monitoring, not for polling (use `result`).
-        `NodeDataError` if the result node is not a scheduler result.
+        Costs what `info` costs.  `NodeDataError` if its node is not a scheduler record.
+        """
+        return (await self.info(job_id)).status
+
+    async def info(self, job_id: str) -> JobInfo:
+        """The job's status record (`JobInfo`); `NoNodeError` if nothing is known of it.
+
+        A finished or waiting job costs one or two reads; a job with a worker
+        also a listing of the worker queues and one read per queue: for
+        monitoring, not for polling (use `result`).  `NodeDataError` if the
+        job's node is not a scheduler record.
         """
         job_id = check_job_id(job_id)
-        layout, client = self._layout, self._client
-        for _ in range(2):  # a job moved back to pending while we looked is seen the second time
-            try:
-                node = await client.get(layout.result(job_id))
-            except NoNodeError:
-                pass
-            else:
-                record = decode_result(layout.result(job_id), node.data)
-                return JobStatus.DONE if record.ok else JobStatus.FAILED
-            if await client.exists(layout.job(job_id)) is not None:
-                return JobStatus.PENDING
-            try:
-                queues = await client.children(layout.assignments)
-            except NoNodeError:
-                queues = []
-            found: list[str] = []
-            async with anyio.create_task_group() as tg:
-                for worker in queues:
-                    tg.start_soon(self._look, found, layout.assignment(worker, job_id))
-            if found:
-                return JobStatus.ASSIGNED
-        raise NoNodeError(
-            f"no job {job_id!r} (never submitted, or its result expired)", path=layout.job(job_id)
-        )
+        found = await locate(self._client, self._layout, job_id)
+        if found is None:
+            raise NoNodeError(
+                f"no job {job_id!r} (never submitted, or its result expired)",
+                path=self._layout.job(job_id),
+            )
+        return info_of(job_id, found)
 
-    async def _look(self, found: list[str], path: str) -> None:
-        if await self._client.exists(path) is not None:
-            found.append(path)
+    async def cancel(self, job_id: str) -> JobStatus:
+        """Cancel the job; returns its final status (or current one, see below).
+
+        Pending or scheduled: it never runs, CANCELLED.  Running: its worker
+        cancels the handler, CANCELLED.  Already finished: nothing changes,
+        its status is returned.  Idempotent; a cancel racing the job's end
+        leaves one final status that every reader sees.  `NoNodeError` if
+        nothing is known of the job; `ConnectionLostError` if the connection
+        failed meanwhile (cancel again: it is idempotent).
+        """
+        job_id = check_job_id(job_id)
+        return await cancel_job(self._client, self._layout, self._retention, job_id)
+
+    def jobs(
+        self,
+        status: JobStatus | None = None,
+        *,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> AsyncIterator[JobInfo]:
+        """The jobs known now, in job id order: ``async for info in sched.jobs(...)``.
+
+        `status` keeps only jobs with that status; `limit` stops after that
+        many; `after` starts after that job id (the last id of the previous
+        page).  Results are kept `result_ttl` seconds.  A record that does not
+        decode is logged and left out.  Bad arguments fail at the call.
+        """
+        if status is not None and not isinstance(status, JobStatus):
+            raise TypeError(f"status must be a JobStatus, not {type(status).__name__}")
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+        ):
+            raise ValueError(f"limit must be a positive int, not {limit!r}")
+        if after is not None:
+            try:
+                after = check_job_id(after)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"after: {exc}") from None
+        return list_jobs(self._client, self._layout, status=status, limit=limit, after=after)
 
     def __repr__(self) -> str:
         return (

@@ -21,7 +21,7 @@ LATCH = [
 LOCK = ["CasLock", "cas_lock", "once_per", "Mutex", "mutex"]
 TASKS = ["Worker", "task_leadership", "TaskLeadership", "maven_version_key"]
 CRON = ["Cron", "Firing"]
-SCHEDULER = ["Scheduler", "JobStatus"]
+SCHEDULER = ["Scheduler", "JobStatus", "JobInfo", "Backoff"]
 ERRORS = [
     "CoordError",
     "ConnectionLostError",
@@ -30,6 +30,7 @@ ERRORS = [
     "LockNotAcquired",
     "LockLost",
     "JobFailed",
+    "JobCancelled",
     "InvalidPathError",
     "NodeDataError",
     "ProtocolError",

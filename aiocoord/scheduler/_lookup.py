@@ -1,0 +1,170 @@
+"""Finding jobs for the client side: where one job is now, and a paginated listing.
+
+A job is in exactly one of ``jobs/``, a worker's queue or ``results/`` (a
+finished job may still have its assignment for a moment: the result wins).
+`locate` looks in that order and looks again when the job moved between two
+reads; a job with a worker costs a listing of the queues and one read per
+queue, so this is for monitoring and cancelling, not for polling (use
+`Scheduler.result`).  `list_jobs` lists the directories that can hold the
+statuses asked for and reads the nodes in id order, in small concurrent
+batches, so a page of `limit` jobs costs about `limit` reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import anyio
+
+from ..errors import NodeDataError, NoNodeError
+from ..zk.client import ZkClient
+from ._records import JobsLayout, decode_job, decode_result
+from ._status import JobInfo, JobStatus, assigned_info, pending_info, result_info
+
+__all__ = ("Found", "info_of", "list_jobs", "locate")
+
+log = logging.getLogger(__name__)
+
+_BATCH = 32
+_RESULTS = frozenset({JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED})
+_PENDING = frozenset({JobStatus.PENDING, JobStatus.SCHEDULED})
+_ASSIGNED = frozenset({JobStatus.ASSIGNED, JobStatus.RUNNING})
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One node that holds a job: `where` is ``"result"``, ``"pending"`` or ``"assigned"``."""
+
+    where: str
+    path: str
+    data: bytes
+    version: int
+    worker: str | None = None
+
+
+async def _get(client: ZkClient, where: str, path: str, worker: str | None = None) -> Found | None:
+    try:
+        node = await client.get(path)
+    except NoNodeError:
+        return None
+    return Found(where, path, node.data, node.stat.version, worker)
+
+
+async def _children(client: ZkClient, path: str) -> list[str]:
+    try:
+        return await client.children(path)
+    except NoNodeError:
+        return []
+
+
+async def locate(client: ZkClient, layout: JobsLayout, job_id: str) -> Found | None:
+    """The node that holds `job_id` now, or None if nothing is known of it."""
+    for _ in range(3):  # a job that moved while we looked is found the next time
+        found = await _get(client, "result", layout.result(job_id))
+        found = found or await _get(client, "pending", layout.job(job_id))
+        if found is not None:
+            return found
+        hits: list[Found] = []
+        async with anyio.create_task_group() as tg:
+            for worker in await _children(client, layout.assignments):
+                tg.start_soon(_look, client, layout, job_id, worker, hits)
+        if hits:
+            return hits[0]
+    return None
+
+
+async def _look(
+    client: ZkClient, layout: JobsLayout, job_id: str, worker: str, hits: list[Found]
+) -> None:
+    hit = await _get(client, "assigned", layout.assignment(worker, job_id), worker)
+    if hit is not None:
+        hits.append(hit)
+
+
+def info_of(job_id: str, found: Found, now: float | None = None) -> JobInfo:
+    """The `JobInfo` that `found` describes; `NodeDataError` if its record does not decode."""
+    if found.where == "result":
+        return result_info(job_id, decode_result(found.path, found.data))
+    job = decode_job(found.path, found.data)
+    if found.where == "pending":
+        return pending_info(job_id, job, time.time() if now is None else now)
+    return assigned_info(job_id, found.worker or "", job)
+
+
+async def _where(
+    client: ZkClient, layout: JobsLayout, status: JobStatus | None
+) -> dict[str, tuple[str, str, str | None]]:
+    """Every job id the listing may show: id -> (where, path, worker); results win."""
+    found: dict[str, tuple[str, str, str | None]] = {}
+    if status is None or status in _ASSIGNED:
+        queues: dict[str, list[str]] = {}
+
+        async def queue(worker: str) -> None:
+            queues[worker] = await _children(client, layout.queue(worker))
+
+        async with anyio.create_task_group() as tg:
+            for worker in await _children(client, layout.assignments):
+                tg.start_soon(queue, worker)
+        for worker, ids in sorted(queues.items()):
+            for job_id in ids:
+                found[job_id] = ("assigned", layout.assignment(worker, job_id), worker)
+    if status is None or status in _PENDING:
+        for job_id in await _children(client, layout.jobs):
+            found[job_id] = ("pending", layout.job(job_id), None)
+    if status is None or status in _RESULTS:
+        for job_id in await _children(client, layout.results):
+            found[job_id] = ("result", layout.result(job_id), None)
+    return found
+
+
+async def _read(
+    client: ZkClient,
+    place: tuple[str, str, str | None],
+    job_id: str,
+    nodes: dict[str, Found | None],
+) -> None:
+    where, path, worker = place
+    nodes[job_id] = await _get(client, where, path, worker)
+
+
+async def list_jobs(
+    client: ZkClient,
+    layout: JobsLayout,
+    *,
+    status: JobStatus | None,
+    limit: int | None,
+    after: str | None,
+) -> AsyncIterator[JobInfo]:
+    """Jobs in id order after `after`, with `status` if given, at most `limit` of them.
+
+    A node that does not decode is logged and left out (it fails only its own
+    job); a job that moves while listed shows the status read.
+    """
+    places = await _where(client, layout, status)
+    ids = sorted(i for i in places if after is None or i > after)
+    shown = 0
+    for start in range(0, len(ids), _BATCH):
+        batch = ids[start : start + _BATCH]
+        nodes: dict[str, Found | None] = {}
+        async with anyio.create_task_group() as tg:
+            for job_id in batch:
+                tg.start_soon(_read, client, places[job_id], job_id, nodes)
+        now = time.time()
+        for job_id in batch:
+            found = nodes.get(job_id)
+            if found is None:
+                continue  # moved on since the listing
+            try:
+                info = info_of(job_id, found, now)
+            except NodeDataError as exc:
+                log.warning("job %s left out of the listing: %s", job_id, exc)
+                continue
+            if status is not None and info.status is not status:
+                continue
+            yield info
+            shown += 1
+            if limit is not None and shown >= limit:
+                return

@@ -1,0 +1,158 @@
+"""A job's run policy: timeout, retries with backoff, deliveries; and the checks of its numbers.
+
+Pure: no I/O.  `Backoff.delay` is the wait before retry number `n`
+(exponential, capped, with jitter); `JobOptions` is what ``@sched.job(...)``
+was given, checked once at registration; `check_delay` and `check_run_at`
+turn a submit's ``delay=``/``run_at=`` into one wall-clock time.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+__all__ = (
+    "DEFAULT_BACKOFF",
+    "DEFAULT_OPTIONS",
+    "Backoff",
+    "JobOptions",
+    "check_delay",
+    "check_run_at",
+    "check_seconds",
+)
+
+MAX_SECONDS = 10 * 365 * 86400.0  # ten years: past any sensible delay or timeout
+MAX_DELIVERIES = 1000
+_EPOCH = 0.0
+_LAST = 253370764800.0  # 9998-12-31: inside what a record's timestamp may hold
+
+
+def check_seconds(what: str, value: object, *, allow_zero: bool = True) -> float:
+    """A finite, non-negative number of seconds; `TypeError`/`ValueError` naming `what`."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what} must be a number of seconds, not {type(value).__name__}")
+    number = float(value)
+    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
+        least = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{what} must be a finite number of seconds {least}, not {value!r}")
+    if number > MAX_SECONDS:
+        raise ValueError(f"{what} must be at most ten years ({MAX_SECONDS:.0f} s), not {value!r}")
+    return number
+
+
+def _count(what: str, value: object, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{what} must be from {lo} to {hi}, not {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """How long to wait before retrying a failed job: exponential, capped, with jitter.
+
+    Retry ``n`` (1 for the first) waits ``min(maximum, initial * factor**(n-1))``
+    seconds, less a random share of up to `jitter` of it (0: exact, 1: anywhere
+    from zero), so jobs that failed together do not all come back together.
+    """
+
+    initial: float = 1.0
+    maximum: float = 60.0
+    factor: float = 2.0
+    jitter: float = 0.5
+
+    def __post_init__(self) -> None:
+        check_seconds("initial", self.initial)
+        check_seconds("maximum", self.maximum)
+        if self.maximum < self.initial:
+            raise ValueError(f"maximum ({self.maximum}) must be >= initial ({self.initial})")
+        if isinstance(self.factor, bool) or not isinstance(self.factor, int | float):
+            raise TypeError(f"factor must be a number, not {type(self.factor).__name__}")
+        if not (math.isfinite(self.factor) and 1.0 <= self.factor <= 100.0):
+            raise ValueError(f"factor must be from 1 to 100, not {self.factor!r}")
+        if isinstance(self.jitter, bool) or not isinstance(self.jitter, int | float):
+            raise TypeError(f"jitter must be a number, not {type(self.jitter).__name__}")
+        if not (math.isfinite(self.jitter) and 0.0 <= self.jitter <= 1.0):
+            raise ValueError(f"jitter must be from 0 to 1, not {self.jitter!r}")
+
+    def ceiling(self, retry: int) -> float:
+        """The wait before retry number `retry` (from 1) without jitter."""
+        try:
+            grown = self.initial * float(self.factor) ** max(0, retry - 1)
+        except OverflowError:  # far past any cap
+            grown = math.inf
+        return float(min(self.maximum, grown))
+
+    def delay(self, retry: int, rand: Callable[[], float] = random.random) -> float:
+        """The wait before retry number `retry` (from 1), jitter included."""
+        ceiling = self.ceiling(retry)
+        return ceiling * (1.0 - self.jitter * rand())
+
+
+@dataclass(frozen=True, slots=True)
+class JobOptions:
+    """What ``@scheduler.job(name, ...)`` was given, checked (see `Scheduler.job`)."""
+
+    timeout: float | None = None
+    retries: int = 0
+    backoff: Backoff = Backoff()
+    retry_on: tuple[type[BaseException], ...] = (Exception,)
+    max_deliveries: int = 5
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        timeout: object,
+        retries: object,
+        backoff: object,
+        retry_on: object,
+        max_deliveries: object,
+    ) -> JobOptions:
+        """Check each argument; `TypeError`/`ValueError` naming the one that is wrong."""
+        seconds = None if timeout is None else check_seconds("timeout", timeout, allow_zero=False)
+        count = _count("retries", retries, 0, 1000)
+        if not isinstance(backoff, Backoff):
+            raise TypeError(f"backoff must be an aiocoord.Backoff, not {type(backoff).__name__}")
+        kinds: Any = (retry_on,) if isinstance(retry_on, type) else retry_on
+        if not isinstance(kinds, tuple) or not all(
+            isinstance(k, type) and issubclass(k, Exception) for k in kinds
+        ):
+            raise TypeError(
+                f"retry_on must be an exception class or a tuple of them, not {retry_on!r}"
+            )
+        deliveries = _count("max_deliveries", max_deliveries, 1, MAX_DELIVERIES)
+        return cls(seconds, count, backoff, kinds, deliveries)
+
+    def retries_after(self, error: BaseException, failures: int) -> bool:
+        """Whether a job that failed `failures` times (this `error` included) runs again."""
+        return failures <= self.retries and isinstance(error, self.retry_on)
+
+
+def check_delay(delay: object, now: float) -> float:
+    """The wall-clock time a job submitted with ``delay=`` seconds is due."""
+    return now + check_seconds("delay", delay)
+
+
+def check_run_at(run_at: object) -> float:
+    """The wall-clock time of an aware `datetime`; a naive one is refused (its zone is unknown)."""
+    if not isinstance(run_at, datetime):
+        raise TypeError(f"run_at must be a datetime, not {type(run_at).__name__}")
+    if run_at.tzinfo is None or run_at.utcoffset() is None:
+        raise ValueError(
+            f"run_at must be a timezone-aware datetime, not the naive {run_at.isoformat()} "
+            "(use datetime.now(timezone.utc) + timedelta(...))"
+        )
+    when = run_at.timestamp()
+    if not _EPOCH <= when <= _LAST:
+        raise ValueError(f"run_at must be between 1970 and 9998, not {run_at.isoformat()}")
+    return when
+
+
+DEFAULT_BACKOFF = Backoff()
+DEFAULT_OPTIONS = JobOptions()
