@@ -43,6 +43,11 @@ Routes (``router``):
   unless ``status_detail=True``: no hosts, session id, lock owners or tokens,
   worker ids or exception texts.
 
+`jobs_router(sched)` (from `aiocoord.integrations.jobs`) serves a job
+scheduler over HTTP: submit with a typed body per job, status, long-poll
+result, cancel, listing; give the lifespan the scheduler's coordinator
+(``lifespan(coord)``).
+
 `require_leader(path)` answers 503 at once, from what this process knows
 (no request), naming the leader when known without a round trip, when this
 process does not lead `path` (which must be one of the lifespan's
@@ -68,6 +73,7 @@ from ..settings import Settings
 from ..zk.paths import validate_path
 from ._coordination import Coordination, LeaderFunc, check_grace, check_leader_tasks
 from ._shutdown import retire_on_signals
+from .jobs import jobs_router as jobs_router
 
 if TYPE_CHECKING:
     from ..metrics import Metrics
@@ -76,6 +82,7 @@ __all__ = (
     "Coordination",
     "coordination",
     "coordinator",
+    "jobs_router",
     "lifespan",
     "require_leader",
     "router",
@@ -90,7 +97,7 @@ AppLifespan = Callable[[FastAPI], AbstractAsyncContextManager[Mapping[str, Any] 
 
 
 def lifespan(
-    settings: Settings | str | None = None,
+    settings: Settings | str | Coordinator | None = None,
     /,
     *,
     leader_tasks: Mapping[str, LeaderFunc] | None = None,
@@ -108,7 +115,11 @@ def lifespan(
 
     `settings` and `overrides` are those of `aiocoord.connect` (nothing: the
     ``AIOCOORD_*`` environment), validated here, so a bad value fails when the
-    app is built (`ConfigError` naming the field).  `leader_tasks` maps latch
+    app is built (`ConfigError` naming the field).  `settings` may instead be
+    a `Coordinator` not entered yet (``coord = aiocoord.connect(...)``), which
+    the lifespan connects and closes: what was built on it before the app
+    started (a `Scheduler` for `jobs_router`) then runs on the app's session.
+    A coordinator runs once: such a lifespan cannot start a second time.  `leader_tasks` maps latch
     paths to coroutine functions run only while leading; `latches` are extra
     paths to join without a task (for `require_leader`).  `participant_id`
     defaults to ``<host>-<pid>``.  `lose_on_suspend=False` keeps leadership
@@ -132,7 +143,17 @@ def lifespan(
     (``request.state.aiocoord``); ``app.state.aiocoord`` too, for the app's own
     lifespan.
     """
-    built = Settings.build(settings, **overrides)
+    if isinstance(settings, Coordinator):
+        if overrides:
+            raise TypeError(
+                f"lifespan(coord): settings overrides {sorted(overrides)} apply only when the "
+                "lifespan makes its own coordinator; pass them to aiocoord.connect()"
+            )
+        given: Coordinator | None = settings
+        built = settings.settings
+    else:
+        given = None
+        built = Settings.build(settings, **overrides)
     tasks = check_leader_tasks(leader_tasks)
     if isinstance(latches, str):
         raise TypeError("latches must be an iterable of paths, not a single string")
@@ -156,7 +177,7 @@ def lifespan(
                 "status_detail=True: /coordination/status shows ZooKeeper hosts, the session id, "
                 "lock owners and tokens and error texts; serve it behind authentication"
             )
-        async with connect(built) as coord:
+        async with given if given is not None else connect(built) as coord:
             coord_state = Coordination(
                 coord,
                 leader_tasks=tasks,
