@@ -12,15 +12,16 @@ scheduler validates the payload again at submit: both describe the same hints.
 
 from __future__ import annotations
 
-import enum
 import inspect
 import re
 import typing
-from dataclasses import fields, is_dataclass
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
 import pydantic
+
+from ..scheduler import JobInfo
 
 __all__ = (
     "Cancelled",
@@ -109,7 +110,7 @@ class JobView(pydantic.BaseModel):
     run_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
-    error: Any = None
+    error: str | None = None
 
 
 class JobPage(pydantic.BaseModel):
@@ -143,17 +144,7 @@ class Cancelled(pydantic.BaseModel):
     status: str
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    return value
-
-
-def job_view(info: Any) -> JobView:
-    """The JSON view of a `JobInfo` (a dataclass; enum statuses become their value)."""
-    data = {f.name: _plain(getattr(info, f.name)) for f in fields(info)}
-    return JobView.model_validate(data)
+def job_view(info: JobInfo) -> JobView:
+    """The JSON view of a `JobInfo`."""
+    data = {f.name: getattr(info, f.name) for f in fields(info)}
+    return JobView.model_validate({**data, "status": info.status.value})

@@ -55,7 +55,7 @@ from ..errors import (
     JobFailed,
     NoNodeError,
 )
-from ..scheduler import JobStatus, Scheduler
+from ..scheduler import JobInfo, JobStatus, Scheduler
 from ._job_models import (
     Cancelled,
     JobError,
@@ -74,8 +74,6 @@ MAX_WAIT = 60.0  # seconds: a long-poll is bounded so that proxies and clients d
 MAX_LIMIT = 1000
 RETRY_AFTER = "1"
 READ_BOUND = 10.0  # seconds to read a result already there (the request timeout bounds it too)
-
-_FINISHED = {"done", "failed", "cancelled"}
 
 T = TypeVar("T")
 
@@ -255,7 +253,7 @@ def _add_routes(router: APIRouter, sched: Scheduler, max_wait: float) -> None:
 
     async def result(job_id: str, wait: float = 0.0) -> Response:
         found = await _info(sched, job_id)  # 404 before waiting: an unknown id would wait forever
-        if _status(found) in _FINISHED:
+        if found.status.final:
             wait = max(wait, READ_BOUND)  # the result is there: only a bound on reading it
         value: Any = None
         finished = False
@@ -293,7 +291,7 @@ def _add_routes(router: APIRouter, sched: Scheduler, max_wait: float) -> None:
 
     @router.delete("/{job_id}", response_model=Cancelled, summary="Cancel a job")
     async def cancel(job_id: str) -> Cancelled:
-        status = await _lookup(sched, job_id, sched.cancel)
+        status = await _lookup(job_id, sched.cancel)
         return Cancelled(id=job_id, status=status.value)
 
     @router.get("", response_model=JobPage, summary="List jobs, a page at a time")
@@ -308,7 +306,10 @@ def _add_routes(router: APIRouter, sched: Scheduler, max_wait: float) -> None:
             async for item in sched.jobs(status=status, limit=limit + 1, after=after):
                 found.append(job_view(item))
 
-        await _call(collect())
+        try:
+            await _call(collect())
+        except ValueError as exc:  # `after` is no job id
+            raise _invalid(["query", "after"], str(exc)) from None
         more = len(found) > limit
         page = found[:limit]
         return JobPage(jobs=page, next=page[-1].id if more and page else None)
@@ -319,16 +320,11 @@ def _failed(job_id: str, status: str, type_: str, message: str) -> JSONResponse:
     return JSONResponse(body.model_dump(), status_code=409)
 
 
-def _status(info: Any) -> str:
-    status = info.status
-    return str(status.value if isinstance(status, JobStatus) else status)
+async def _info(sched: Scheduler, job_id: str) -> JobInfo:
+    return await _lookup(job_id, sched.info)
 
 
-async def _info(sched: Scheduler, job_id: str) -> Any:
-    return await _lookup(sched, job_id, sched.info)
-
-
-async def _lookup(sched: Scheduler, job_id: str, call: Callable[[str], Awaitable[T]]) -> T:
+async def _lookup(job_id: str, call: Callable[[str], Awaitable[T]]) -> T:
     try:
         return await _call(call(job_id))
     except NoNodeError:
