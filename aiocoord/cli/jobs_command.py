@@ -4,15 +4,16 @@ Every command connects as ``inspect`` does (``--hosts``, else
 ``AIOCOORD_HOSTS``, else the embedded server) and works on the scheduler
 rooted at ``--root``, as a client: it runs no worker.
 
-The command line has no handlers of its own, so ``submit`` checks what it
-can without them: the name must be one a live worker offers (workers publish
-the names of their handlers; ``--force`` submits all the same, for workers
-not started yet) and the payload a JSON object.  The worker validates the
-payload against its handler's hints before running it: a payload that does
-not fit fails the job, with pydantic's message naming the field, which
-``submit --wait S`` prints at once.  (The HTTP router, `jobs_router`, which
-runs where the handlers are registered, refuses such a payload with 422
-before anything is written.)
+``submit --handlers MODULE:FUNCTION`` registers the application's jobs
+here first (``FUNCTION(sched)`` calls ``sched.job(...)``, as the workers'
+code does), so the name and the payload are checked against the handlers'
+hints before anything is written.  Without it the command has no handlers
+of its own and checks what it can: the name must be one a live worker offers
+(workers publish the names of their handlers; ``--force`` submits all the
+same, for workers not started yet) and the payload a JSON object; the worker
+validates the payload before running it, and one that does not fit fails
+the job with pydantic's message naming the field, which ``submit --wait S``
+prints at once.
 
 Exit status: 0 done, 1 a failed operation (or a failed or cancelled job), 2
 a bad command line, 3 a job not finished within ``--wait``.
@@ -21,8 +22,11 @@ a bad command line, 3 a job not finished within ``--wait``.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
+import os
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import fields
 from datetime import datetime
@@ -35,7 +39,6 @@ from ..errors import (
     ConnectionLostError,
     InvalidPathError,
     JobCancelled,
-    JobConflict,
     JobFailed,
     NoNodeError,
 )
@@ -87,6 +90,12 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     submit.add_argument(
         "--wait", type=float, default=None, help="then wait up to S seconds for the result"
+    )
+    submit.add_argument(
+        "--handlers",
+        default=None,
+        metavar="MODULE:FUNCTION",
+        help="register the jobs with FUNCTION(scheduler) first, to check the payload here",
     )
     submit.add_argument(
         "--force", action="store_true", help="submit even if no live worker offers NAME"
@@ -164,7 +173,12 @@ async def _submit(coord: Coordinator, sched: Scheduler, args: argparse.Namespace
         raise UserError(
             f"the payload must be a JSON object of the job's parameters, not {args.payload!r}"
         )
-    if not args.force:
+    if args.handlers is not None:
+        try:
+            _load_handlers(args.handlers)(sched)
+        except (TypeError, ValueError) as exc:  # what sched.job() raises for a bad job
+            raise UserError(f"--handlers {args.handlers}: {exc}") from None
+    elif not args.force:
         await _check_offered(coord, sched.root, args.name)
     when: dict[str, Any] = {}
     if args.delay is not None:
@@ -174,16 +188,15 @@ async def _submit(coord: Coordinator, sched: Scheduler, args: argparse.Namespace
             when["run_at"] = datetime.fromisoformat(args.run_at)
         except ValueError:
             raise UserError(f"--run-at {args.run_at!r} is not an ISO 8601 time") from None
-    try:
-        sched.job(args.name)(_unchecked())
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
+    if args.handlers is None:
+        try:
+            sched.job(args.name)(_unchecked())
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     try:
         job_id = await sched.submit(args.name, payload, job_id=args.id, **when)
-    except JobConflict as exc:
-        raise UserError(str(exc)) from None
-    except (ValueError, TypeError) as exc:
-        raise UserError(str(exc)) from None
+    except (ValueError, TypeError) as exc:  # JobConflict is a ValueError
+        raise UserError(_one_line(str(exc))) from None
     if args.wait is None:
         print(json.dumps({"id": job_id}) if args.json else job_id)
         return 0
@@ -287,6 +300,24 @@ async def _known(job_id: str, call: Awaitable[T]) -> T:
         raise UserError(f"no job {job_id!r} (never submitted, or its result expired)") from None
     except ValueError as exc:
         raise UserError(str(exc)) from None
+
+
+def _load_handlers(spec: str) -> Callable[[Scheduler], object]:
+    """The function named ``MODULE:FUNCTION``, imported as uvicorn imports an app."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise UserError(f"--handlers {spec!r}: give MODULE:FUNCTION, e.g. myapp.jobs:register")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # the user's modules, as `python -m` would find them
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UserError(f"--handlers {spec!r}: cannot import {module_name}: {exc}") from None
+    found = getattr(module, attr, None)
+    if not callable(found):
+        raise UserError(f"--handlers {spec!r}: {module_name} has no function {attr!r}")
+    func: Callable[[Scheduler], object] = found
+    return func
 
 
 def _unchecked() -> Callable[..., Awaitable[Any]]:
