@@ -23,6 +23,12 @@ pending jobs (`reclaim`).  Events missed while disconnected are not replayed
 by the server for persistent watches, which is why a term ends on SUSPENDED
 (the latch's default) and the next one reconciles again.
 
+Jobs not due yet (``run_at`` ahead: a delay or a retry's backoff) wait in
+the state's heap of due times; one timer task sleeps until the earliest and
+hands them back to be read and assigned.  Due times are wall-clock times
+written by the submitter (or the worker that scheduled a retry): clocks far
+apart shift them by the difference.
+
 Errors on one job (a corrupt node, a refused request) are logged and handled
 for that job; they never end the term.  A pending job whose node is not a
 scheduler job record is failed: its result says ``NodeDataError``.
@@ -33,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import time
 from typing import Any
 
 import anyio
@@ -80,6 +87,8 @@ class Assigner:
         self._reads = itertools.count(1)
         self._reclaiming: set[str] = set()
         self._root_parts = len(layout.root.rstrip("/").split("/"))
+        self._wake = anyio.Event()  # set when the earliest due time changes
+        self._armed: float | None = None  # the due time the timer sleeps until
 
     async def run(self) -> None:
         """Reconcile, then assign as events come, until cancelled (or the coordinator closes)."""
@@ -91,12 +100,25 @@ class Assigner:
                 self._apply_buffered(watch.events)
                 if not await probe_ttl(self._client, self._layout, self._retention):
                     tg.start_soon(self._sweep)
+                tg.start_soon(self._timer)
                 self._pump()
                 log.info("assigner of %s reconciled: %r", self._layout.root, self.state)
                 async for event in watch.events:
                     self._on_event(event)
                     self._apply_buffered(watch.events)
                     self._pump()
+
+    async def _timer(self) -> None:
+        """Release scheduled jobs when they are due: one sleep until the earliest, no polling."""
+        while True:
+            self._wake = anyio.Event()
+            self._armed = when = self.state.next_due()
+            if when is None:
+                await self._wake.wait()
+            else:
+                with anyio.move_on_after(max(0.0, when - time.time())):
+                    await self._wake.wait()
+            self._pump()
 
     # --- reconciliation ------------------------------------------------------------------------
 
@@ -167,7 +189,11 @@ class Assigner:
         self._tg.start_soon(func, *args)
 
     def _pump(self) -> None:
-        for action in self.state.plan():
+        state = self.state
+        actions = state.plan(now=time.time())
+        if state.next_due() != self._armed:
+            self._wake.set()  # the timer sleeps until another time now
+        for action in actions:
             if isinstance(action, Fetch):
                 self._spawn(self._fetch, action.job_id)
             elif isinstance(action, Assign):
@@ -230,7 +256,7 @@ class Assigner:
             self.state.job_created(job_id)
             self._pump()
             return
-        self.state.fetched(job_id, fetched)
+        self.state.fetched(job_id, fetched, now=time.time())
         self._pump()
 
     async def _assign(self, action: Assign) -> None:
@@ -299,7 +325,7 @@ class Assigner:
 
     async def _reclaim_task(self, worker: str) -> None:
         try:
-            await reclaim(self._client, self._layout, worker)
+            await reclaim(self._client, self._layout, worker, self._retention)
         except CoordinatorClosedError:
             raise
         except CoordError as exc:

@@ -20,11 +20,13 @@ reads the result.  Nothing is pickled: a payload is data, never code.
 from __future__ import annotations
 
 import inspect
+import math
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import pydantic
 import pydantic_core
 import typing_extensions
@@ -32,7 +34,7 @@ import typing_extensions
 from ._policy import DEFAULT_OPTIONS, JobOptions
 from ._records import ResultRecord, check_job_name
 
-__all__ = ("Handler", "JobType", "run_job")
+__all__ = ("Handler", "JobType", "run_attempt", "run_job")
 
 Handler = Callable[..., Awaitable[Any]]
 """An async function taking the job's payload (see the module docstring)."""
@@ -151,10 +153,45 @@ async def run_job(job: JobType | None, name: str, payload: Any) -> ResultRecord:
 
     Cancellation propagates (nothing is recorded for a cancelled run).
     """
+    return (await run_attempt(job, name, payload))[0]
+
+
+async def run_attempt(
+    job: JobType | None, name: str, payload: Any
+) -> tuple[ResultRecord, Exception | None]:
+    """Run one attempt, within the job's timeout: its outcome and the error a retry may follow.
+
+    The error is what the handler raised, or `TimeoutError` when it ran past
+    its timeout (the handler is cancelled).  A payload or result that does
+    not fit the hints fails without an error to retry for: running it again
+    cannot help.  Cancellation from outside propagates.
+    """
     if job is None:
-        return ResultRecord(name, ok=False, type="UnknownJob", message=f"no handler for {name!r}")
+        failed = ResultRecord(name, ok=False, type="UnknownJob", message=f"no handler for {name!r}")
+        return failed, None
     try:
-        value = await job.call(payload)
+        value = job.payload_adapter.validate_python(payload)
     except Exception as exc:
-        return ResultRecord(name, ok=False, type=type(exc).__name__, message=str(exc))
-    return ResultRecord(name, ok=True, value=value)
+        return _failed(name, exc), None
+    timeout = job.options.timeout
+    finished = False
+    try:
+        with anyio.move_on_after(math.inf if timeout is None else timeout):
+            returned = await (job.handler(value) if job.model_param else job.handler(**value))
+            finished = True
+    except Exception as exc:
+        return _failed(name, exc), exc
+    if not finished:  # the timeout's scope cancelled the handler
+        error = TimeoutError(f"the handler ran past its timeout of {timeout:g} s")
+        return _failed(name, error), error
+    try:
+        checked = job.result_adapter.validate_python(returned)
+        return ResultRecord(
+            name, ok=True, value=job.result_adapter.dump_python(checked, mode="json")
+        ), None
+    except Exception as exc:
+        return _failed(name, exc), None
+
+
+def _failed(name: str, exc: BaseException) -> ResultRecord:
+    return ResultRecord(name, ok=False, type=type(exc).__name__, message=str(exc))

@@ -12,6 +12,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TypeVar
 
 import anyio
@@ -20,6 +21,7 @@ import anyio.lowlevel
 from ..errors import (
     BadVersionError,
     ConnectionLostError,
+    NodeDataError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
@@ -29,7 +31,16 @@ from ..errors import (
 from ..session import Coordinator
 from ..zk.client import ZkClient
 from ..zk.types import CreateMode, CreateOp, DeleteOp, Op, SetDataOp
-from ._records import JobsLayout, ResultRecord, encode_result
+from ._records import (
+    JobRecord,
+    JobsLayout,
+    ResultRecord,
+    decode_job,
+    encode_job_record,
+    encode_outcome,
+    encode_result,
+    room_for_data,
+)
 
 __all__ = (
     "Retention",
@@ -172,12 +183,23 @@ async def fail_job(
         await client.delete(layout.job(job_id), version=version)
 
 
-async def move_back(client: ZkClient, layout: JobsLayout, worker: str, job_id: str) -> str:
-    """Return one assignment to the pending jobs; what happened: requeued, done or gone.
+async def move_back(
+    client: ZkClient,
+    layout: JobsLayout,
+    worker: str,
+    job_id: str,
+    *,
+    died: Retention | None = None,
+) -> str:
+    """Return one assignment to the pending jobs; what happened: requeued, done, poisoned or gone.
 
     A job that already has a result (its worker stopped between writing it and
     deleting the assignment) is not run again: the assignment is just removed.
     If the same id was submitted again meanwhile, the original data wins.
+    `died` (the retention of results) says the worker died: a job it was
+    running counts a delivery, and one at its `max_deliveries` is failed as
+    poison (``PoisonJob``) instead of sent to another worker.  A worker that
+    hands its jobs back (leaving) counts none.
     """
     path = layout.assignment(worker, job_id)
     try:
@@ -191,27 +213,67 @@ async def move_back(client: ZkClient, layout: JobsLayout, worker: str, job_id: s
         except (NoNodeError, BadVersionError):
             return "gone"
         return "done"
+    data = node.data
+    try:
+        record = decode_job(path, data)
+    except NodeDataError:
+        record = None  # moved back as it is: the assigner fails it when it reads it
+    if record is not None and record.started is not None:
+        deliveries = record.deliveries + (1 if died is not None else 0)
+        record = replace(record, started=None, deliveries=deliveries)
+        if died is not None and deliveries >= record.max_deliveries:
+            return await _poison(client, layout, died, job_id, record, path, version, worker)
+        data = encode_job_record(record)
     job = layout.job(job_id)
     try:
-        await client.multi([CreateOp(job, node.data), DeleteOp(path, version)])
+        await client.multi([CreateOp(job, data), DeleteOp(path, version)])
     except TransactionFailed as exc:
         if exc.failed_index != 0 or not isinstance(exc.cause, NodeExistsError):
             return "gone"  # the assignment changed or went: someone else handled it
         try:
-            await client.multi([SetDataOp(job, node.data), DeleteOp(path, version)])
+            await client.multi([SetDataOp(job, data), DeleteOp(path, version)])
         except TransactionFailed:
             return "gone"
     return "requeued"
 
 
+async def _poison(
+    client: ZkClient,
+    layout: JobsLayout,
+    retention: Retention,
+    job_id: str,
+    record: JobRecord,
+    path: str,
+    version: int,
+    worker: str,
+) -> str:
+    why = (
+        f"its worker died while running it {record.deliveries} times "
+        f"(max_deliveries={record.max_deliveries}): not sent to another worker"
+    )
+    outcome = ResultRecord(record.name, False, type="PoisonJob", message=why, worker=worker)
+    data = encode_outcome(outcome.with_job(record), room_for_data(layout.result(job_id)))
+    try:
+        await finish_with(client, layout, retention, job_id, data, [DeleteOp(path, version)])
+    except TransactionFailed:
+        return "gone"
+    log.warning("job %s failed as poison: %s", job_id, why)
+    return "poisoned"
+
+
 async def _move_into(
-    results: list[str], client: ZkClient, layout: JobsLayout, worker: str, job_id: str
+    results: list[str],
+    client: ZkClient,
+    layout: JobsLayout,
+    worker: str,
+    job_id: str,
+    retention: Retention,
 ) -> None:
-    results.append(await move_back(client, layout, worker, job_id))
+    results.append(await move_back(client, layout, worker, job_id, died=retention))
 
 
-async def reclaim(client: ZkClient, layout: JobsLayout, worker: str) -> int:
-    """Move every assignment of a gone worker back, then remove its queue node."""
+async def reclaim(client: ZkClient, layout: JobsLayout, worker: str, retention: Retention) -> int:
+    """Move every assignment of a dead worker back, then remove its queue node."""
     moved = 0
     queue = layout.queue(worker)
     for _ in range(3):
@@ -222,7 +284,7 @@ async def reclaim(client: ZkClient, layout: JobsLayout, worker: str) -> int:
         results: list[str] = []
         async with anyio.create_task_group() as tg:
             for name in names:
-                tg.start_soon(_move_into, results, client, layout, worker, name)
+                tg.start_soon(_move_into, results, client, layout, worker, name, retention)
         moved += results.count("requeued")
         try:
             await client.delete(queue)

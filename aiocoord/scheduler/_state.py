@@ -10,11 +10,19 @@ idempotent with respect to a replayed watch event.
 A job id pending while the same id is assigned (submitted twice) is held
 back (`blocked`) until the assignment goes; it then runs only if the first
 run left no result (`Resolve`).
+
+A job read with a `run_at` still ahead (a delay, or a retry's backoff) waits
+in `scheduled`, a heap of due times that holds only ids: when it is due it
+is read again and assigned like any other.  The heap is rebuilt from the
+pending jobs each term (reconciliation reads them all), so a failover
+neither loses nor double-runs a delayed job, and nothing polls: the
+assigner sleeps until `next_due`.
 """
 
 from __future__ import annotations
 
 import enum
+import heapq
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -86,6 +94,8 @@ class AssignerState:
         self.blocked: set[str] = set()  # pending duplicates of an assigned job id
         self.parked: dict[str, str] = {}  # job id -> name no live worker has a handler for
         self.resolving: set[str] = set()
+        self.scheduled: dict[str, float] = {}  # job id -> due time, read and waiting for it
+        self._due: list[tuple[float, str]] = []  # heap over `scheduled` (stale entries skipped)
 
     # --- watch events ------------------------------------------------------------------------
 
@@ -93,13 +103,14 @@ class AssignerState:
         if job_id in self.assigned or job_id in self.inflight:
             self.blocked.add(job_id)
             return
-        known = (self.blocked, self.resolving, self.ready, self.parked)
+        known = (self.blocked, self.resolving, self.ready, self.parked, self.scheduled)
         if any(job_id in where for where in known):
             return  # a replayed event
         if job_id not in self.fetching or job_id in self.stale:
             self.pending[job_id] = None
 
     def job_deleted(self, job_id: str) -> None:
+        self.scheduled.pop(job_id, None)
         self.pending.pop(job_id, None)
         self.ready.pop(job_id, None)
         self.parked.pop(job_id, None)
@@ -153,8 +164,11 @@ class AssignerState:
 
     # --- outcomes of our own requests --------------------------------------------------------
 
-    def fetched(self, job_id: str, job: Fetched | None) -> None:
-        """A pending job was read (None: gone or unusable, handled by the caller)."""
+    def fetched(self, job_id: str, job: Fetched | None, now: float | None = None) -> None:
+        """A pending job was read (None: gone or unusable, handled by the caller).
+
+        With `now`, a job not due yet waits in `scheduled` (without it, every job is due).
+        """
         self.fetching.discard(job_id)
         if job_id in self.stale:
             self.stale.discard(job_id)
@@ -163,6 +177,10 @@ class AssignerState:
             self.pending.pop(job_id, None)
         elif job_id in self.assigned or job_id in self.inflight:
             self.blocked.add(job_id)
+        elif now is not None and not job.record.due(now):
+            assert job.record.run_at is not None
+            self.scheduled[job_id] = job.record.run_at
+            heapq.heappush(self._due, (job.record.run_at, job_id))
         else:
             self.ready[job_id] = job
 
@@ -209,8 +227,24 @@ class AssignerState:
     def load(self, worker: str) -> int:
         return len(self.queues.get(worker, ())) + self.reserved.get(worker, 0)
 
-    def plan(self) -> list[Fetch | Assign | Resolve]:
-        """The requests to make now, reserving what they need."""
+    def next_due(self) -> float | None:
+        """When the earliest scheduled job is due (None: none is scheduled)."""
+        due = self._due
+        while due and self.scheduled.get(due[0][1]) != due[0][0]:
+            heapq.heappop(due)  # cancelled, rescheduled or already due
+        return due[0][0] if due else None
+
+    def release_due(self, now: float) -> None:
+        """Scheduled jobs whose time has come go back to be read again (then assigned)."""
+        while (when := self.next_due()) is not None and when <= now:
+            _, job_id = heapq.heappop(self._due)
+            del self.scheduled[job_id]
+            self.pending[job_id] = None
+
+    def plan(self, now: float | None = None) -> list[Fetch | Assign | Resolve]:
+        """The requests to make now, reserving what they need (`now`: release due jobs first)."""
+        if now is not None:
+            self.release_due(now)
         actions: list[Fetch | Assign | Resolve] = [Resolve(j) for j in self.resolving]
         self.resolving = set()  # handed out; `resolved` closes them
         if self.ready and not self.loading and self.workers:
@@ -269,5 +303,6 @@ class AssignerState:
         return (
             f"<AssignerState workers={len(self.workers)} assigned={len(self.assigned)} "
             f"pending={len(self.pending) + len(self.fetching) + len(self.ready)} "
-            f"parked={len(self.parked)} blocked={len(self.blocked)}>"
+            f"scheduled={len(self.scheduled)} parked={len(self.parked)} "
+            f"blocked={len(self.blocked)}>"
         )

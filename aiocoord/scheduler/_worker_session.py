@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 import anyio
 import anyio.abc
@@ -24,35 +24,24 @@ import anyio.abc
 from ..errors import (
     ConnectionLostError,
     CoordinatorClosedError,
-    NodeDataError,
     NodeExistsError,
     NoNodeError,
     TransactionFailed,
 )
 from ..session import Coordinator
 from ..zk.types import CreateMode, CreateOp, EventType, WatchedEvent
-from ._jobs import JobType, run_job
-from ._ops import Retention, ensure_layout, retry_connection, write_result
+from ._execute import Execution, Hooks
+from ._jobs import JobType
+from ._ops import Retention, ensure_layout
 from ._records import (
     JobsLayout,
-    ResultRecord,
     WorkerRecord,
-    decode_job,
-    encode_outcome,
     encode_worker,
-    room_for_data,
 )
 
 __all__ = ("Hooks", "WorkerSession")
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Hooks:
-    """Test hooks: `after_result` runs after a result is written, before the assignment goes."""
-
-    after_result: Callable[[str], Awaitable[None]] | None = None
 
 
 class WorkerSession:
@@ -88,7 +77,7 @@ class WorkerSession:
         self._capacity = capacity
         self._slots = slots
         self._changed = changed
-        self._hooks = hooks
+        self._execution = Execution(coord, layout, retention, handlers, worker, self.done, hooks)
 
     def record(self, *, draining: bool = False) -> WorkerRecord:
         record = WorkerRecord.local(self.worker, self._capacity, frozenset(self._handlers))
@@ -181,41 +170,9 @@ class WorkerSession:
         try:
             with scope:
                 async with self._slots:
-                    await self._execute(job_id)
+                    await self._execution.run(job_id)
         except CoordinatorClosedError:
             pass
         finally:
             self.running.pop(job_id, None)
             self._changed()
-
-    async def _execute(self, job_id: str) -> None:
-        client, coord, layout = self._client, self._coord, self._layout
-        path = layout.assignment(self.worker, job_id)
-        try:
-            node = await retry_connection(coord, lambda: client.get(path))
-        except NoNodeError:
-            return
-        try:
-            job = decode_job(path, node.data)
-        except NodeDataError as exc:
-            log.error("job %s failed: %s", job_id, exc)
-            outcome = ResultRecord("", ok=False, type="NodeDataError", message=str(exc))
-        else:
-            outcome = await run_job(self._handlers.get(job.name), job.name, job.payload)
-            outcome = outcome.with_job(job)
-        # A result that cannot be stored fails this job only (never the worker's other jobs).
-        data = encode_outcome(
-            replace(outcome, worker=self.worker), room_for_data(layout.result(job_id))
-        )
-        await retry_connection(
-            coord, lambda: write_result(client, layout, self._retention, job_id, data)
-        )
-        self.done.add(job_id)
-        if self._hooks.after_result is not None:
-            await self._hooks.after_result(job_id)
-
-        async def delete() -> None:
-            with contextlib.suppress(NoNodeError):
-                await client.delete(path)
-
-        await retry_connection(coord, delete)

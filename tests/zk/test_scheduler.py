@@ -638,7 +638,7 @@ async def test_same_job_id_twice_runs_once(zk_server: ZooKeeperServer, zk_chroot
             # Running: the copy waits, then is dropped because the first run left a result.
             await client.sched.submit("square", {"n": 100}, job_id="order-2")
             await eventually(lambda: _true(100 in w.runs))
-            assert await client.sched.status("order-2") is JobStatus.ASSIGNED
+            assert await client.sched.status("order-2") is JobStatus.RUNNING
             await client.sched.submit("square", {"n": 101}, job_id="order-2")
             gate.set()
             assert await client.sched.result("order-2") == 10000
@@ -757,7 +757,7 @@ async def test_leaving_drains_running_jobs(zk_server: ZooKeeperServer, zk_chroot
                 node = LAYOUT.worker(worker.id or "")
                 leave.set()  # the block ends: the worker drains before it leaves
                 await eventually(lambda: _draining(client.coord, node))
-                assert await client.sched.status(ids[0]) is JobStatus.ASSIGNED
+                assert await client.sched.status(ids[0]) is JobStatus.RUNNING
                 gate.set()
             assert leaver.cancelled == []
             assert await results(client.sched, ids) == [0, 1, 4]

@@ -1,0 +1,173 @@
+"""Deaths: delayed jobs across an assigner's failover, and a poison job that kills its workers.
+
+The poison test runs real worker processes (`tests.zk._jobs_worker`) and
+lets the job SIGKILL each one that runs it: after ``max_deliveries`` (2)
+deaths it is FAILED as ``PoisonJob``, and the other jobs all finish.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import pytest
+
+import aiocoord
+from aiocoord import JobFailed, JobStatus, Scheduler
+from aiocoord.testing import ZooKeeperServer, expire_session
+from tests.helpers import eventually
+from tests.zk import _jobs_worker
+
+pytestmark = pytest.mark.anyio
+
+REPO = Path(__file__).resolve().parents[2]
+ROOT = "/jobs"
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> object:
+    return "asyncio"  # one loop: these scenarios take seconds each
+
+
+async def test_delayed_jobs_survive_an_assigner_failover(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """The assigner holding the due times dies; the next one rebuilds them: none lost, none twice."""
+    started: dict[str, list[float]] = {}
+    due: dict[str, float] = {}
+
+    async def step(key: str) -> str:
+        started.setdefault(key, []).append(time.time())
+        return key
+
+    with anyio.fail_after(40):
+        async with AsyncExitStack() as stack:
+            hosts = zk_server.connect_string
+
+            async def connect() -> aiocoord.Coordinator:
+                return await stack.enter_async_context(
+                    aiocoord.connect(hosts, namespace=zk_chroot, session_timeout=3.0)
+                )
+
+            desk_coord, runner_coord = await connect(), await connect()
+            desk = Scheduler(desk_coord, ROOT)
+            desk.job("noop")(_noop)
+            desk_worker = await stack.enter_async_context(desk.worker(worker_id="desk"))
+            await eventually(lambda: _true(desk_worker.is_assigner))
+            runner = Scheduler(runner_coord, ROOT)
+            runner.job("step")(step)
+            runner_worker = await stack.enter_async_context(runner.worker(worker_id="runner"))
+            keys = [f"k{i:02}" for i in range(16)]
+            for i, key in enumerate(keys):
+                delay = 0.4 + 0.15 * i  # due from 0.4 s to 2.65 s from now
+                due[key] = time.time() + delay
+                await runner.submit("step", {"key": key}, job_id=key, delay=delay)
+            assert {(await runner.info(k)).status for k in keys[2:]} == {JobStatus.SCHEDULED}
+            assert await expire_session(desk_coord)  # the assigner dies with its heap
+            for key in keys:
+                assert await runner.result(key) == key
+            assert runner_worker.is_assigner or desk_worker.is_assigner
+            assert sorted(started) == keys
+            assert all(len(times) == 1 for times in started.values()), started
+            for key in keys:
+                assert started[key][0] >= due[key] - 0.05, key  # never early
+            assert [i.id async for i in runner.jobs(status=JobStatus.DONE)] == keys
+
+
+async def _noop() -> None:
+    return None
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+class WorkerProcess:
+    """One `tests.zk._jobs_worker` process and what it printed."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self.process = process
+        self.output = ""
+
+    async def read(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        assert self.process.stdout is not None
+        told = False
+        async for chunk in self.process.stdout:
+            self.output += chunk.decode()
+            if not told and "ready" in self.output:
+                told = True
+                task_status.started()
+        if not told:
+            raise AssertionError(f"the worker ended before it was ready: {self.output!r}")
+
+
+@asynccontextmanager
+async def worker_processes(
+    zk_server: ZooKeeperServer, chroot: str, count: int
+) -> AsyncIterator[list[WorkerProcess]]:
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    )
+    workers: list[WorkerProcess] = []
+    async with anyio.create_task_group() as tg:
+        try:
+            for i in range(count):
+                command = [sys.executable, "-m", "tests.zk._jobs_worker"]
+                process = await anyio.open_process(
+                    [*command, zk_server.connect_string, chroot, f"proc-{i}"],
+                    env=env,
+                    cwd=REPO,
+                    stderr=None,
+                )
+                worker = WorkerProcess(process)
+                workers.append(worker)
+                await tg.start(worker.read)
+            yield workers
+        finally:
+            with anyio.CancelScope(shield=True):
+                for worker in workers:
+                    if worker.process.returncode is None:
+                        worker.process.kill()
+                    with anyio.move_on_after(10):
+                        await worker.process.wait()
+
+
+async def test_a_poison_job_fails_after_max_deliveries_and_spares_the_others(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(60):
+        async with aiocoord.connect(
+            zk_server.connect_string, namespace=zk_chroot, session_timeout=4.0
+        ) as coord:
+            desk = Scheduler(coord, ROOT)  # the assigner: it runs none of these jobs
+            desk.job("noop")(_noop)
+            client = Scheduler(coord, ROOT)
+            _jobs_worker.register(client)
+            async with desk.worker(worker_id="desk") as desk_worker:
+                await eventually(lambda: _true(desk_worker.is_assigner))
+                async with worker_processes(zk_server, zk_chroot, 3) as workers:
+                    squares = [await client.submit("square", {"n": n}) for n in range(20)]
+                    poison = await client.submit("poison", {"n": 1}, job_id="poison")
+                    more = [await client.submit("square", {"n": n}) for n in range(20, 40)]
+                    with pytest.raises(JobFailed) as failed:
+                        await client.result(poison)
+                    assert failed.value.type == "PoisonJob"
+                    assert "max_deliveries=2" in failed.value.message
+                    info = await client.info(poison)
+                    assert (info.status, info.attempts) == (JobStatus.FAILED, 2)
+                    for n, job_id in enumerate(squares + more):
+                        assert await client.result(job_id) == n * n
+                    killed = [w for w in workers if "poisoned" in w.output]
+                    assert len(killed) == 2
+                    for w in killed:
+                        assert await w.process.wait() == -signal.SIGKILL
+                    alive = [w for w in workers if w not in killed]
+                    assert len(alive) == 1 and alive[0].process.returncode is None
+                    assert desk_worker.is_assigner  # the deaths cost the assigner nothing
