@@ -53,6 +53,7 @@ __all__ = ("NOT_FINISHED", "add_parser")
 
 NOT_FINISHED = 3  # exit status: the job had not finished when the wait ended
 MAX_WAIT = 3600.0
+READ_BOUND = 10.0  # seconds to read a result that is already there
 
 T = TypeVar("T")
 
@@ -228,8 +229,10 @@ async def _info(coord: Coordinator, sched: Scheduler, args: argparse.Namespace) 
 
 
 async def _result(coord: Coordinator, sched: Scheduler, args: argparse.Namespace) -> int:
-    await _known(args.id, sched.info(args.id))  # an unknown id would wait forever
-    return await _wait_result(sched, args.id, args.wait, args.json)
+    info = await _known(args.id, sched.info(args.id))  # an unknown id would wait forever
+    # A finished job's result is there to read: only bound the reading.
+    wait = max(args.wait, READ_BOUND) if info.status.final else args.wait
+    return await _wait_result(sched, args.id, wait, args.json)
 
 
 async def _wait_result(sched: Scheduler, job_id: str, wait: float, as_json: bool) -> int:
