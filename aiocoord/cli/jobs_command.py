@@ -43,7 +43,8 @@ from ..errors import (
     NoNodeError,
 )
 from ..zk.paths import validate_path
-from .zk import UserError, is_embedded_default, resolve_hosts
+from .dashboard import _unreachable
+from .zk import UserError, resolve_hosts
 
 if TYPE_CHECKING:  # loaded when the command runs: `aiocoord --help` stays quick
     from ..scheduler import JobInfo, JobStatus, Scheduler
@@ -133,29 +134,24 @@ def run_jobs(args: argparse.Namespace) -> int:
         root = validate_path(args.root)
     except InvalidPathError as exc:
         raise UserError(f"invalid --root {args.root!r}: {exc.reason}") from None
-    for flag in ("wait", "delay"):
-        value = getattr(args, flag, None)
-        if value is not None and not (math.isfinite(value) and 0 <= value <= MAX_WAIT):
-            raise UserError(f"--{flag} must be a number of seconds from 0 to {MAX_WAIT:g}")
+    wait = getattr(args, "wait", None)
+    if wait is not None and not (math.isfinite(wait) and 0 <= wait <= MAX_WAIT):
+        raise UserError(f"--wait must be a number of seconds from 0 to {MAX_WAIT:g}")
     settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
 
     async def run() -> int:
         from .. import connect
         from ..scheduler import Scheduler
 
+        coord = connect(settings, connect_timeout=args.timeout)
         try:
-            async with connect(settings, connect_timeout=args.timeout) as coord:
-                sched = Scheduler(coord, root)
-                return await _ACTIONS[args.action](coord, sched, args)
-        except ConnectionLostError:
-            hint = (
-                "start one with 'aiocoord zk start', or set AIOCOORD_HOSTS / --hosts"
-                if is_embedded_default(settings)
-                else "check that it runs and that the host list is right"
-            )
-            raise UserError(
-                f"cannot reach ZooKeeper at {settings.hosts} within {args.timeout:g}s ({hint})"
-            ) from None
+            await coord.start()
+        except ConnectionLostError:  # no session: a failed start leaves nothing to close
+            raise _unreachable(settings, args.timeout) from None
+        try:
+            return await _ACTIONS[args.action](coord, Scheduler(coord, root), args)
+        finally:
+            await coord.aclose()
 
     return run_async(run, args.loop)
 

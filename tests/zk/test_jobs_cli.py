@@ -21,6 +21,7 @@ import aiocoord
 from aiocoord.cli.jobs_command import NOT_FINISHED
 from aiocoord.scheduler import Scheduler
 from aiocoord.testing import ZooKeeperServer
+from aiocoord.testing._server import free_ports
 
 ROOT = "/cli/jobs"
 
@@ -155,7 +156,9 @@ async def test_clear_errors_for_names_payloads_and_ids(
             line = one_line(await cli("submit", "add", "{}", "--root", ROOT, "--id", "/bad"))
             assert "job_id" in line
             line = one_line(await cli("submit", "add", "{}", "--root", ROOT, "--delay", "-1"))
-            assert "--delay" in line
+            assert "delay must be a finite number of seconds" in line
+            line = one_line(await cli("result", "x", "--root", ROOT, "--wait", "nan"))
+            assert "--wait must be a number of seconds" in line
             line = one_line(await cli("info", "nope", "--root", ROOT))
             assert "no job 'nope'" in line
             line = one_line(await cli("cancel", "nope", "--root", ROOT))
@@ -164,6 +167,13 @@ async def test_clear_errors_for_names_payloads_and_ids(
             assert "'lost' is not one of pending, scheduled" in line
             line = one_line(await cli("list", "--root", "no//path"))
             assert "invalid --root" in line
+            [port] = free_ports(1)
+            line = one_line(
+                await cli(
+                    "info", "x", "--root", ROOT, "--hosts", f"127.0.0.1:{port}", "--timeout", "0.5"
+                )
+            )
+            assert f"cannot reach ZooKeeper at 127.0.0.1:{port} within 0.5s" in line
             done = await cli("submit", "add")
             assert done.code == 2 and "required" in done.err
 
