@@ -33,16 +33,24 @@ async def scheduler_info(coord: Coordinator, path: str) -> dict[str, Any]:
         for w in view.workers
     }
     workers |= {name: {"node": name, "error": e.reason} for name, e in view.invalid_workers.items()}
-    pending: dict[str, dict[str, Any]] = {j.id: {"id": j.id, "name": j.name} for j in view.pending}
+    pending: dict[str, dict[str, Any]] = {
+        j.id: {"id": j.id, "name": j.name, "status": j.status.value} for j in view.pending
+    }
     pending |= {job: {"id": job, "error": e.reason} for job, e in view.invalid_jobs.items()}
     results = view.results
-    outcomes = {"done": results.done, "failed": results.failed, "unreadable": results.unreadable}
+    outcomes = {
+        "done": results.done,
+        "failed": results.failed,
+        "cancelled": results.cancelled,
+        "unreadable": results.unreadable,
+    }
     return {
         "kind": "scheduler",
         "assigner": view.assigner,
         "workers": [workers[name] for name in sorted(workers)],
         "pending": [pending[job] for job in sorted(pending)],
         "assigned": {queue: list(jobs) for queue, jobs in view.assigned.items()},
+        "running": sorted(view.running),
         "results": {
             "count": results.count,
             "read": results.read,
@@ -55,9 +63,12 @@ def render_scheduler(info: dict[str, Any], pad: str, name: str) -> list[str]:
     """Text lines for `scheduler_info`'s result."""
     assigned = sum(len(jobs) for jobs in info["assigned"].values())
     results = info["results"]
+    scheduled = sum(1 for j in info["pending"] if j.get("status") == "scheduled")
+    waiting = f"{len(info['pending']) - scheduled} pending, {scheduled} scheduled"
     lines = [
         f"{pad}{name}  [scheduler] assigner: {info['assigner']}; {len(info['workers'])} workers, "
-        f"{len(info['pending'])} pending, {assigned} assigned, {results['count']} results"
+        f"{waiting}, {assigned} assigned ({len(info['running'])} running), "
+        f"{results['count']} results"
     ]
     for w in info["workers"]:
         if "error" in w:
@@ -75,6 +86,7 @@ def render_scheduler(info: dict[str, Any], pad: str, name: str) -> list[str]:
             f"{pad}  pending: " + ", ".join(f"{n} x{c}" for n, c in sorted(by_name.items()))
         )
     if results["count"]:
-        parts = [f"{k} {results[k]}" for k in ("done", "failed", "unreadable") if results.get(k)]
+        kinds = ("done", "failed", "cancelled", "unreadable")
+        parts = [f"{k} {results[k]}" for k in kinds if results.get(k)]
         lines.append(f"{pad}  results: {', '.join(parts)} (of {results['read']} read)")
     return lines

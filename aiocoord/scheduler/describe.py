@@ -9,11 +9,13 @@ raised.  At most `max_reads` pending jobs and results are read, so a large
 backlog costs a bounded number of requests; the totals are still counted.
 
     view = await describe_scheduler(coord, "/app/jobs")
-    view.assigner, len(view.pending), view.assigned, view.results.failed
+    view.assigner, len(view.pending), view.assigned, view.running, view.results.failed
 """
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -22,6 +24,7 @@ from ..recipes.leader_latch import describe_latch
 from ..session import Coordinator
 from ..zk import ZkClient
 from ._records import JobsLayout, decode_job, decode_result, decode_worker
+from ._status import JobStatus
 
 __all__ = (
     "MAX_READS",
@@ -52,10 +55,13 @@ class SchedulerWorker:
 
 @dataclass(frozen=True, slots=True)
 class PendingJob:
-    """A job waiting for a worker: its `id` and the handler `name` it was submitted for."""
+    """A job waiting for a worker: its `id`, the handler `name` it was submitted for, and
+    its `status`: PENDING, or SCHEDULED while its `run_at` (a delay, a retry's backoff) is ahead."""
 
     id: str
     name: str
+    status: JobStatus = JobStatus.PENDING
+    run_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +75,7 @@ class ResultSummary:
     failed: int
     unreadable: int
     failed_jobs: tuple[str, ...]
+    cancelled: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +85,9 @@ class SchedulerView:
     `assigner` is the id of the elected assigner (None: none elected);
     `pending` the first `MAX_READS` pending jobs by id, of `pending_count`;
     `assigned` maps each worker's node name to the job ids in its queue (only
-    non-empty queues).  Records that do not decode are in `invalid_workers`
-    (by node name) and `invalid_jobs` (by job id).
+    non-empty queues); `running` holds those of them whose handler has
+    started (among the first `MAX_READS` read).  Records that do not decode
+    are in `invalid_workers` (by node name) and `invalid_jobs` (by job id).
     """
 
     path: str
@@ -91,6 +99,7 @@ class SchedulerView:
     results: ResultSummary
     invalid_workers: Mapping[str, NodeDataError]
     invalid_jobs: Mapping[str, NodeDataError]
+    running: frozenset[str] = frozenset()
 
 
 def is_scheduler(children: Iterable[str]) -> bool:
@@ -136,25 +145,26 @@ async def _workers(
 
 async def _results(client: ZkClient, layout: JobsLayout, max_reads: int) -> ResultSummary:
     names = await _names(client, layout.results)
-    done = failed = unreadable = 0
+    done = failed = cancelled = unreadable = 0
     failed_jobs: list[str] = []
     for job_id in names[:max_reads]:
         data = await _data(client, layout.result(job_id))
         if data is None:
             continue
         try:
-            ok = decode_result(layout.result(job_id), data).ok
+            result = decode_result(layout.result(job_id), data)
         except NodeDataError:
             unreadable += 1
             continue
-        if ok:
+        if result.ok:
             done += 1
+        elif result.cancelled:
+            cancelled += 1
         else:
             failed += 1
             failed_jobs.append(job_id)
-    return ResultSummary(
-        len(names), done + failed + unreadable, done, failed, unreadable, tuple(failed_jobs)
-    )
+    read = done + failed + cancelled + unreadable
+    return ResultSummary(len(names), read, done, failed, unreadable, tuple(failed_jobs), cancelled)
 
 
 async def describe_scheduler(
@@ -163,6 +173,7 @@ async def describe_scheduler(
     """The scheduler under `root` as its nodes say (one read per node, in turn)."""
     client = target.client if isinstance(target, Coordinator) else target
     layout = JobsLayout(root)
+    now = time.time()
     workers, invalid_workers = await _workers(client, layout)
     job_ids = await _names(client, layout.jobs)
     pending: list[PendingJob] = []
@@ -172,14 +183,28 @@ async def describe_scheduler(
         if data is None:
             continue
         try:
-            pending.append(PendingJob(job_id, decode_job(layout.job(job_id), data).name))
+            job = decode_job(layout.job(job_id), data)
         except NodeDataError as exc:
             invalid_jobs[job_id] = exc
+            continue
+        status = JobStatus.PENDING if job.due(now) else JobStatus.SCHEDULED
+        pending.append(PendingJob(job_id, job.name, status, job.run_at))
     assigned: dict[str, tuple[str, ...]] = {}
+    running: set[str] = set()
+    reads = 0
     for queue in await _names(client, layout.assignments):
         jobs = await _names(client, layout.queue(queue))
         if jobs:
             assigned[queue] = tuple(jobs)
+        for job_id in jobs[: max(0, max_reads - reads)]:
+            reads += 1
+            data = await _data(client, layout.assignment(queue, job_id))
+            with contextlib.suppress(NodeDataError):
+                if (
+                    data is not None
+                    and decode_job(layout.assignment(queue, job_id), data).started is not None
+                ):
+                    running.add(job_id)
     assigner = (await describe_latch(client, layout.assigner, layout="curator")).leader
     return SchedulerView(
         path=root,
@@ -191,4 +216,5 @@ async def describe_scheduler(
         results=await _results(client, layout, max_reads),
         invalid_workers=invalid_workers,
         invalid_jobs=invalid_jobs,
+        running=frozenset(running),
     )

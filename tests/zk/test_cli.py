@@ -252,7 +252,7 @@ def test_inspect_recognises_each_recipe(zk_server: ZooKeeperServer, zk_chroot: s
     assert {t: v["leader"] for t, v in tasks["leaders"].items()} == {"a": "w-new", "b": "w-new"}
     jobs = found["/app/jobs"]
     assert jobs["kind"] == "scheduler" and jobs["pending"] == [
-        {"id": expect["job"], "name": "noop"}
+        {"id": expect["job"], "name": "noop", "status": "pending"}
     ]
     bad = found["/app/bad-lock"]
     assert bad["kind"] == "cas_lock" and "newer" in bad["error"]

@@ -195,3 +195,31 @@ async def test_a_job_cancelled_while_scheduled_stays_cancelled_after_its_time(
             assert await it.client.result(marker) == "marker"
             assert time.monotonic() - started >= 0.4  # the delay held it back
             assert it.started == ["marker"]
+
+
+async def test_describe_and_inspect_show_the_new_statuses(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    from aiocoord.cli.jobs import render_scheduler, scheduler_info
+    from aiocoord.scheduler import describe_scheduler
+
+    with anyio.fail_after(20):
+        async with lab(zk_server, zk_chroot) as it:
+            await it.run_worker()
+            later = await it.client.submit("step", {"key": "later"}, job_id="later", delay=60)
+            running = await it.client.submit("step", {"key": "r"}, job_id="r")
+            gone = await it.client.submit("step", {"key": "c"}, job_id="c", delay=60)
+            assert await it.client.cancel(gone) is JobStatus.CANCELLED
+            await it.reaches(running, JobStatus.RUNNING)
+            view = await describe_scheduler(it.coord, ROOT)
+            assert [(j.id, j.status) for j in view.pending] == [(later, JobStatus.SCHEDULED)]
+            assert view.running == frozenset({running})
+            assert (view.results.cancelled, view.results.failed, view.results.done) == (1, 0, 0)
+            info = await scheduler_info(it.coord, ROOT)
+            assert info["pending"] == [{"id": later, "name": "step", "status": "scheduled"}]
+            assert info["running"] == [running]
+            assert info["results"]["cancelled"] == 1
+            text = "\n".join(render_scheduler(info, "", ROOT))
+            assert "0 pending, 1 scheduled, 1 assigned (1 running)" in text
+            assert "cancelled 1" in text
+            it.gates["r"].set()
