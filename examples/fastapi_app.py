@@ -1,4 +1,7 @@
-"""A FastAPI service whose cron runs on one instance only, with health and status routes.
+"""A FastAPI service: a cron on one instance only, health and status routes, jobs over HTTP.
+
+Every instance accepts jobs (``POST /jobs/report``, typed in ``/docs``) and
+answers for them; the jobs run on worker processes, here one in-process.
 
 Serve it (every instance, every ``uvicorn --workers N`` process, is a participant)::
 
@@ -19,9 +22,25 @@ from fastapi import Depends, FastAPI
 
 import aiocoord
 from aiocoord.cli import local_zookeeper
-from aiocoord.integrations.fastapi import coordinator, lifespan, require_leader, router
+from aiocoord.integrations.fastapi import (
+    coordinator,
+    jobs_router,
+    lifespan,
+    require_leader,
+    router,
+)
 
 CRON = "/examples/api/cron-leader"
+JOBS = "/examples/api/jobs"
+
+
+def register_jobs(sched: aiocoord.Scheduler) -> None:
+    """The same jobs in the app (to validate and type them) and in the workers (to run them)."""
+
+    @sched.job("report", timeout=10.0)
+    async def report(region: str, days: int = 7) -> dict[str, Any]:
+        """Build a sales report for a region."""
+        return {"region": region, "days": days, "orders": 42 * days}
 
 
 async def refresh_cache(term: aiocoord.LeadershipTerm) -> None:
@@ -33,10 +52,12 @@ async def refresh_cache(term: aiocoord.LeadershipTerm) -> None:
 
 def create_app(settings: aiocoord.Settings | None = None, **options: Any) -> FastAPI:
     """The app; `settings` None reads AIOCOORD_* (as under uvicorn)."""
-    app = FastAPI(lifespan=lifespan(settings, leader_tasks={CRON: refresh_cache}, **options))
-    app.include_router(
-        router
-    )  # /coordination/health, /coordination/health/ready, /coordination/status
+    coord = aiocoord.connect(settings)  # connected by the app's lifespan, not here
+    sched = aiocoord.Scheduler(coord, JOBS)
+    register_jobs(sched)
+    app = FastAPI(lifespan=lifespan(coord, leader_tasks={CRON: refresh_cache}, **options))
+    app.include_router(router)  # /coordination/health, /health/ready, /status
+    app.include_router(jobs_router(sched))  # POST /jobs/report, GET /jobs/{id}, ...
 
     @app.post("/admin/rebuild", dependencies=[Depends(require_leader(CRON))])
     async def rebuild(
@@ -52,11 +73,16 @@ app = create_app()
 
 
 async def main(settings: aiocoord.Settings) -> None:
-    """Two instances of the app in this process: only one runs the cron."""
+    """Two instances of the app in this process: only one runs the cron; both take jobs."""
     async with asyncio.timeout(30):
         pod_a = create_app(settings, participant_id="pod-a")
         pod_b = create_app(settings, participant_id="pod-b")
+        worker_coord = aiocoord.connect(settings)  # a worker process's own session
+        worker = aiocoord.Scheduler(worker_coord, JOBS)
+        register_jobs(worker)
         async with (
+            worker_coord,
+            worker.worker(capacity=4),
             pod_a.router.lifespan_context(pod_a),
             pod_b.router.lifespan_context(pod_b),
             httpx.AsyncClient(transport=httpx.ASGITransport(pod_a), base_url="http://a") as a,
@@ -74,6 +100,18 @@ async def main(settings: aiocoord.Settings) -> None:
                 print(f"POST /admin/rebuild on {name}: {answer.status_code} {answer.json()}")
             health = await b.get("/coordination/health/ready")
             print(f"GET /coordination/health/ready on pod-b: {health.status_code} {health.json()}")
+
+            sent = await b.post("/jobs/report", json={"region": "eu"})
+            print(
+                f"POST /jobs/report on pod-b: {sent.status_code}, Location {sent.headers['location']}"
+            )
+            done = await a.get(f"{sent.headers['location']}/result", params={"wait": 10})
+            print(
+                f"GET {sent.headers['location']}/result on pod-a: {done.status_code} {done.json()}"
+            )
+            bad = await a.post("/jobs/report", json={"region": "eu", "days": "a week"})
+            errors = [(e["loc"], e["msg"]) for e in bad.json()["detail"]]
+            print(f"POST /jobs/report with a bad payload: {bad.status_code} {errors}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ checked against ZooKeeper.  ``aiocoord zk start|stop|status`` manages the
 embedded development server that the demo and the examples use when
 ``AIOCOORD_HOSTS`` is unset.  ``aiocoord inspect PATH`` shows what is under a
 path, recognising each recipe's layout; ``aiocoord dashboard PATH`` serves
-the same as a live web page.  ``aiocoord bench`` runs the
+the same as a live web page.  ``aiocoord jobs submit|info|result|cancel|list``
+works with a job scheduler as a client.  ``aiocoord bench`` runs the
 benchmarks.  Async commands run on uvloop unless ``--loop asyncio`` is given.
 
 A user error (no server reachable, a bad path, an unknown command) prints one
@@ -36,6 +37,7 @@ from ..errors import (
     NoNodeError,
 )
 from .dashboard import add_parser as add_dashboard_parser
+from .jobs_command import add_parser as add_jobs_parser
 from .zk import UserError, is_embedded_default, local_zookeeper, resolve_hosts
 
 __all__ = ("UserError", "local_zookeeper", "main")
@@ -271,6 +273,7 @@ def _parser() -> argparse.ArgumentParser:
     inspect.set_defaults(func=_cmd_inspect)
 
     add_dashboard_parser(sub)  # `aiocoord dashboard`, defined with the command in cli/dashboard.py
+    add_jobs_parser(sub)  # `aiocoord jobs ...`, in cli/jobs_command.py
 
     bench = sub.add_parser(
         "bench",

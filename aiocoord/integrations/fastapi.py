@@ -56,6 +56,11 @@ shutdown, before the latches are left and the session closed::
 
     app = FastAPI(lifespan=lifespan(cron=cron))
 
+`jobs_router(sched)` (from `aiocoord.integrations.jobs`) serves a job
+scheduler over HTTP: submit with a typed body per job, status, long-poll
+result, cancel, listing; give the lifespan the scheduler's coordinator
+(``lifespan(coord)``).
+
 `require_leader(path)` answers 503 at once, from what this process knows
 (no request), naming the leader when known without a round trip, when this
 process does not lead `path` (which must be one of the lifespan's
@@ -82,6 +87,7 @@ from ..settings import Settings
 from ..zk.paths import validate_path
 from ._coordination import Coordination, LeaderFunc, check_grace, check_leader_tasks
 from ._shutdown import retire_on_signals
+from .jobs import jobs_router as jobs_router
 
 if TYPE_CHECKING:
     from ..metrics import Metrics
@@ -90,6 +96,7 @@ __all__ = (
     "Coordination",
     "coordination",
     "coordinator",
+    "jobs_router",
     "lifespan",
     "require_leader",
     "router",
@@ -104,7 +111,7 @@ AppLifespan = Callable[[FastAPI], AbstractAsyncContextManager[Mapping[str, Any] 
 
 
 def lifespan(
-    settings: Settings | str | None = None,
+    settings: Settings | str | Coordinator | None = None,
     /,
     *,
     leader_tasks: Mapping[str, LeaderFunc] | None = None,
@@ -123,7 +130,11 @@ def lifespan(
 
     `settings` and `overrides` are those of `aiocoord.connect` (nothing: the
     ``AIOCOORD_*`` environment), validated here, so a bad value fails when the
-    app is built (`ConfigError` naming the field).  `leader_tasks` maps latch
+    app is built (`ConfigError` naming the field).  `settings` may instead be
+    a `Coordinator` not entered yet (``coord = aiocoord.connect(...)``), which
+    the lifespan connects and closes: what was built on it before the app
+    started (a `Scheduler` for `jobs_router`) then runs on the app's session.
+    A coordinator runs once: such a lifespan cannot start a second time.  `leader_tasks` maps latch
     paths to coroutine functions run only while leading; `latches` are extra
     paths to join without a task (for `require_leader`).  `participant_id`
     defaults to ``<host>-<pid>``.  `lose_on_suspend=False` keeps leadership
@@ -155,13 +166,25 @@ def lifespan(
     """
     if cron is not None and not isinstance(cron, Cron):
         raise TypeError(f"cron must be an aiocoord.Cron, not {type(cron).__name__}")
-    if cron is not None and (settings is not None or overrides):
-        raise ConfigError(
-            "cron",
-            "the cron's coordinator is the app's: give the settings to the aiocoord.connect() "
-            "that made it, not to lifespan()",
+    given, plain = (settings, None) if isinstance(settings, Coordinator) else (None, settings)
+    if overrides and given is not None:
+        raise TypeError(
+            f"lifespan(coord): settings overrides {sorted(overrides)} apply only when the "
+            "lifespan makes its own coordinator; pass them to aiocoord.connect()"
         )
-    built = cron.coord.settings if cron is not None else Settings.build(settings, **overrides)
+    if cron is not None:
+        if given is not None and given is not cron.coord:
+            raise ConfigError(
+                "cron", "the cron runs on another coordinator than the one given to lifespan()"
+            )
+        if (settings is not None and given is None) or overrides:
+            raise ConfigError(
+                "cron",
+                "the cron's coordinator is the app's: give the settings to the aiocoord.connect() "
+                "that made it, not to lifespan()",
+            )
+        given = cron.coord
+    built = given.settings if given is not None else Settings.build(plain, **overrides)
     tasks = check_leader_tasks(leader_tasks)
     if isinstance(latches, str):
         raise TypeError("latches must be an iterable of paths, not a single string")
@@ -185,7 +208,7 @@ def lifespan(
                 "status_detail=True: /coordination/status shows ZooKeeper hosts, the session id, "
                 "lock owners and tokens and error texts; serve it behind authentication"
             )
-        async with _connected(built, cron) as coord:
+        async with _connected(built, given) as coord:
             coord_state = Coordination(
                 coord,
                 leader_tasks=tasks,
@@ -215,16 +238,16 @@ def lifespan(
 
 
 @asynccontextmanager
-async def _connected(settings: Settings, cron: Cron | None) -> AsyncIterator[Coordinator]:
-    """The app's coordinator: a new one, or the cron's (connected here unless it is already)."""
-    if cron is None:
+async def _connected(settings: Settings, given: Coordinator | None) -> AsyncIterator[Coordinator]:
+    """The app's coordinator: a new one, or the given one (connected here unless it is already)."""
+    if given is None:
         async with connect(settings) as coord:
             yield coord
-    elif cron.coord.state is None and not cron.coord.closed:
-        async with cron.coord as coord:
+    elif given.state is None or given.closed:
+        async with given as coord:  # a closed one refuses: a coordinator runs once
             yield coord
     else:
-        yield cron.coord  # entered by its owner, who closes it
+        yield given  # entered by its owner, who closes it
 
 
 @asynccontextmanager

@@ -49,6 +49,9 @@ EXPECTED: dict[str, list[str]] = {
         r"POST /admin/rebuild on pod-a: 200",
         r"POST /admin/rebuild on pod-b: 503 .*'leader': 'pod-a'",
         r"GET /coordination/health/ready on pod-b: 200",
+        r"POST /jobs/report on pod-b: 202, Location /jobs/[0-9a-f]{32}\n",
+        r"GET /jobs/[0-9a-f]{32}/result on pod-a: 200 .*'result': \{'region': 'eu', 'days': 7, 'orders': 294\}",
+        r"POST /jobs/report with a bad payload: 422 \[\(\['body', 'days'\], 'Input should be a valid integer",
     ],
 }
 

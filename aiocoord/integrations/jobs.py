@@ -1,0 +1,337 @@
+"""`jobs_router`: the job scheduler over HTTP, with a typed form per job in ``/docs``.
+
+Install with the ``fastapi`` extra (``pip install 'aiocoord[fastapi]'``)::
+
+    coord = aiocoord.connect(settings)            # connected by the app's lifespan
+    sched = aiocoord.Scheduler(coord, "/app/jobs")
+
+    @sched.job("resize")
+    async def resize(url: str, width: int) -> dict[str, int]: ...
+
+    app = FastAPI(lifespan=lifespan(coord))
+    app.include_router(jobs_router(sched))        # prefix="/jobs" by default
+
+Routes, under the prefix:
+
+- ``POST /{name}``: submit; the body is the payload, one typed request body
+  per job registered when the router is built (so ``/docs`` lets a person
+  submit by hand).  Query: ``job_id`` (the idempotence key), ``delay``
+  (seconds) or ``run_at`` (ISO 8601).  202 with the id and a ``Location``;
+  422 for a bad payload (naming the field) or argument; 409 when the id
+  exists with a different payload; 404 for a name not registered here.
+- ``GET /{id}``: the job's `JobInfo`; 404 for an unknown id.
+- ``GET /{id}/result?wait=S``: waits up to S seconds (at most `max_wait`):
+  200 with the result, 202 with the job's info when not finished yet, 409
+  with the error's type and message when FAILED or CANCELLED.  A wait given
+  up (the timeout, a client gone) leaves no watch behind.
+- ``DELETE /{id}``: cancel; answers with the job's final or current status.
+- ``GET /?status=&limit=&after=``: a page of jobs; ``next`` is the cursor
+  for the next page (``after=next``), null on the last one.
+
+The scheduler's coordinator must be running while requests come: pass it to
+`lifespan` (``lifespan(coord)``), which connects it on startup.  A process
+that only submits needs no ``sched.worker()``.  Every route answers 503 with
+``Retry-After`` while ZooKeeper cannot be reached.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+from urllib.parse import quote
+
+import anyio
+import pydantic
+from fastapi import APIRouter, Body, HTTPException, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from ..errors import (
+    ConnectionLostError,
+    CoordinatorClosedError,
+    JobCancelled,
+    JobConflict,
+    JobFailed,
+    NoNodeError,
+)
+from ..scheduler import JobInfo, JobStatus, Scheduler
+from ._job_models import (
+    Cancelled,
+    JobError,
+    JobPage,
+    JobView,
+    Outcome,
+    Submitted,
+    job_view,
+    payload_model,
+    payload_of,
+)
+
+__all__ = ("jobs_router",)
+
+MAX_WAIT = 60.0  # seconds: a long-poll is bounded so that proxies and clients do not give up first
+MAX_LIMIT = 1000
+RETRY_AFTER = "1"
+READ_BOUND = 10.0  # seconds to read a result already there (the request timeout bounds it too)
+
+T = TypeVar("T")
+
+
+def jobs_router(
+    sched: Scheduler,
+    *,
+    prefix: str = "/jobs",
+    tags: Sequence[str] = ("jobs",),
+    max_wait: float = MAX_WAIT,
+) -> APIRouter:
+    """An `APIRouter` serving `sched` over HTTP (see the module docstring).
+
+    Register the jobs before calling it: each registered job gets its own
+    typed ``POST {prefix}/{name}`` route; a job registered later is still
+    accepted, validated by the scheduler, without a form in ``/docs``.
+    `max_wait` caps ``?wait=`` of the result route, in seconds.  Raises
+    `TypeError` for a handler whose hints cannot be a request body.
+    """
+    if not isinstance(sched, Scheduler):
+        raise TypeError(f"sched must be an aiocoord.Scheduler, not {type(sched).__name__}")
+    if isinstance(max_wait, bool) or not isinstance(max_wait, int | float):
+        raise TypeError(f"max_wait must be a number of seconds, not {max_wait!r}")
+    if not (math.isfinite(max_wait) and max_wait >= 0):
+        raise ValueError(f"max_wait must be a finite number of seconds >= 0, not {max_wait}")
+    router = APIRouter(prefix=prefix, tags=list(tags))
+    taken: set[str] = set()
+    for name, handler in _handlers(sched).items():
+        _add_submit(router, sched, name, handler, taken)
+    _add_routes(router, sched, float(max_wait))
+    return router
+
+
+def _handlers(sched: Scheduler) -> dict[str, Any]:
+    """Each registered job's handler, read from the scheduler's registry.
+
+    The one place that reads it: `Scheduler` exposes the names (`job_names`)
+    but not the handlers, whose hints the typed request bodies are built from.
+    """
+    return {name: job.handler for name, job in sched._handlers.items()}
+
+
+# --- submit ------------------------------------------------------------------------------------
+
+JobIdQuery = Annotated[
+    str | None, Query(description="the idempotence key (default: a new random id)")
+]
+DelayQuery = Annotated[float | None, Query(description="run no sooner than this many seconds")]
+RunAtQuery = Annotated[
+    datetime | None, Query(description="run no sooner than this time (ISO 8601, with a zone)")
+]
+
+
+def _add_submit(
+    router: APIRouter, sched: Scheduler, name: str, handler: Any, taken: set[str]
+) -> None:
+    try:
+        model, whole = payload_model(name, handler, taken)
+    except (NameError, TypeError, pydantic.PydanticUserError) as exc:
+        raise TypeError(f"job {name!r}: its handler cannot be a request body: {exc}") from exc
+
+    async def submit(
+        request: Request,
+        payload: Any,  # the job's model: set below, where it is known
+        job_id: JobIdQuery = None,
+        delay: DelayQuery = None,
+        run_at: RunAtQuery = None,
+    ) -> JSONResponse:
+        return await _submit(
+            request, sched, name, payload_of(payload, whole), job_id, delay, run_at
+        )
+
+    # Annotations are strings here (PEP 563); FastAPI reads this one as the object itself.
+    submit.__annotations__["payload"] = Annotated[model, Body()]
+    router.add_api_route(
+        f"/{name}",
+        submit,
+        methods=["POST"],
+        status_code=202,
+        response_model=Submitted,
+        summary=f"Submit a {name!r} job",
+        description=_describe(name, handler),
+        operation_id=f"submit_job_{_ident(name)}",
+        responses={
+            404: {"description": "no such job here"},
+            409: {"description": "the id exists with a different payload"},
+        },
+    )
+
+
+def _describe(name: str, handler: Any) -> str:
+    doc = (handler.__doc__ or "").strip()
+    return doc or f"Queue a {name!r} job; the body is its payload."
+
+
+def _ident(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
+async def _submit(
+    request: Request,
+    sched: Scheduler,
+    name: str,
+    payload: Any,
+    job_id: str | None,
+    delay: float | None,
+    run_at: datetime | None,
+) -> JSONResponse:
+    if delay is not None and run_at is not None:
+        raise _invalid(["query", "delay"], "give delay or run_at, not both")
+    when: dict[str, Any] = {}
+    if delay is not None:
+        when["delay"] = delay
+    if run_at is not None:
+        when["run_at"] = run_at
+    try:
+        new_id = await _call(sched.submit(name, payload, job_id=job_id, **when))
+    except JobConflict as exc:
+        raise HTTPException(
+            409, {"error": "conflict", "id": exc.job_id, "reason": exc.reason}
+        ) from None
+    except (ValueError, TypeError) as exc:
+        raise _invalid(_where(str(exc)), str(exc)) from None
+    # The job's own route is a sibling of this one: .../jobs/{name} -> .../jobs/{id}.
+    location = request.url.path.rsplit("/", 1)[0] + "/" + quote(new_id, safe="")
+    body = Submitted(id=new_id, name=name, location=location)
+    return JSONResponse(body.model_dump(), status_code=202, headers={"Location": location})
+
+
+def _where(message: str) -> list[str]:
+    """Where a scheduler's `ValueError` points: its messages start with the argument's name."""
+    for arg in ("job_id", "delay", "run_at"):
+        if message.startswith(arg):
+            return ["query", arg]
+    return ["body"]
+
+
+def _invalid(loc: list[str], message: str) -> HTTPException:
+    return HTTPException(422, [{"loc": loc, "msg": message, "type": "value_error"}])
+
+
+async def _call(request: Awaitable[T]) -> T:
+    """Await a scheduler call; ZooKeeper out of reach or not connected answers 503."""
+    try:
+        return await request
+    except CoordinatorClosedError as exc:
+        raise HTTPException(
+            503,
+            f"the scheduler's coordinator is not running ({exc}): pass it to lifespan(coord)",
+            headers={"Retry-After": RETRY_AFTER},
+        ) from None
+    except ConnectionLostError as exc:
+        raise HTTPException(
+            503, f"ZooKeeper is not reachable: {exc}", headers={"Retry-After": RETRY_AFTER}
+        ) from None
+
+
+# --- read, wait, cancel, list ------------------------------------------------------------------
+
+
+def _add_routes(router: APIRouter, sched: Scheduler, max_wait: float) -> None:
+
+    @router.post("/{name}", include_in_schema=False)
+    async def submit_other(
+        request: Request,
+        name: str,
+        payload: Annotated[Any, Body()] = None,
+        job_id: JobIdQuery = None,
+        delay: DelayQuery = None,
+        run_at: RunAtQuery = None,
+    ) -> JSONResponse:
+        names = sched.job_names
+        if name not in names:  # one registered after the router was built: the scheduler checks
+            known = ", ".join(repr(n) for n in names) or "none"
+            raise HTTPException(404, f"no job named {name!r} here (registered: {known})")
+        return await _submit(request, sched, name, payload, job_id, delay, run_at)
+
+    @router.get("/{job_id}", response_model=JobView, summary="A job's status and times")
+    async def info(job_id: str) -> JobView:
+        return job_view(await _info(sched, job_id))
+
+    async def result(job_id: str, wait: float = 0.0) -> Response:
+        found = await _info(sched, job_id)  # 404 before waiting: an unknown id would wait forever
+        if found.status.final:
+            wait = max(wait, READ_BOUND)  # the result is there: only a bound on reading it
+        value: Any = None
+        finished = False
+        try:
+            with anyio.move_on_after(wait):
+                value = await _call(sched.result(job_id))
+                finished = True
+        except JobFailed as exc:
+            return _failed(job_id, "failed", exc.type, exc.message)
+        except JobCancelled as exc:
+            return _failed(job_id, "cancelled", exc.type, exc.message)
+        if not finished:
+            view = job_view(await _info(sched, job_id))
+            return JSONResponse(
+                view.model_dump(mode="json"), status_code=202, headers={"Retry-After": "1"}
+            )
+        done = Outcome(id=job_id, status="done", result=value)
+        return JSONResponse(done.model_dump(mode="json"))
+
+    # Annotations are strings here (PEP 563): FastAPI gets this one, with its bound, as an object.
+    result.__annotations__["wait"] = Annotated[
+        float, Query(ge=0, le=max_wait, description="seconds to wait for the outcome")
+    ]
+    router.add_api_route(
+        "/{job_id}/result",
+        result,
+        methods=["GET"],
+        response_model=Outcome,
+        summary="A job's result: wait up to `wait` seconds",
+        responses={
+            202: {"model": JobView, "description": "not finished yet"},
+            409: {"model": JobError, "description": "the job failed or was cancelled"},
+        },
+    )
+
+    @router.delete("/{job_id}", response_model=Cancelled, summary="Cancel a job")
+    async def cancel(job_id: str) -> Cancelled:
+        status = await _lookup(job_id, sched.cancel)
+        return Cancelled(id=job_id, status=status.value)
+
+    @router.get("", response_model=JobPage, summary="List jobs, a page at a time")
+    async def listing(
+        status: Annotated[JobStatus | None, Query(description="only jobs in this status")] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
+        after: Annotated[str | None, Query(description="the `next` of the previous page")] = None,
+    ) -> JobPage:
+        found: list[JobView] = []
+
+        async def collect() -> None:
+            async for item in sched.jobs(status=status, limit=limit + 1, after=after):
+                found.append(job_view(item))
+
+        try:
+            await _call(collect())
+        except ValueError as exc:  # `after` is no job id
+            raise _invalid(["query", "after"], str(exc)) from None
+        more = len(found) > limit
+        page = found[:limit]
+        return JobPage(jobs=page, next=page[-1].id if more and page else None)
+
+
+def _failed(job_id: str, status: str, type_: str, message: str) -> JSONResponse:
+    body = JobError(id=job_id, status=status, type=type_, message=message)
+    return JSONResponse(body.model_dump(), status_code=409)
+
+
+async def _info(sched: Scheduler, job_id: str) -> JobInfo:
+    return await _lookup(job_id, sched.info)
+
+
+async def _lookup(job_id: str, call: Callable[[str], Awaitable[T]]) -> T:
+    try:
+        return await _call(call(job_id))
+    except NoNodeError:
+        raise HTTPException(404, f"no job {job_id!r} (never submitted, or expired)") from None
+    except ValueError as exc:  # not a valid id: no such job either
+        raise HTTPException(404, f"no job {job_id!r}: {exc}") from None
