@@ -107,7 +107,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         return 0
 
     from .. import connect
-    from .main import run_async
+    from ._run import run_async
 
     with listener:
         return run_async(serve, args.loop)

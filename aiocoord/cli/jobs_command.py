@@ -128,7 +128,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 def run_jobs(args: argparse.Namespace) -> int:
     """Run one ``jobs`` action; returns the exit status."""
-    from .main import run_async
+    from ._run import run_async
 
     try:
         root = validate_path(args.root)

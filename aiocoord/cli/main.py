@@ -21,11 +21,9 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn, TypeVar
-
-import anyio
+from typing import NoReturn
 
 from .. import __version__
 from ..errors import (
@@ -36,13 +34,12 @@ from ..errors import (
     NoAuthError,
     NoNodeError,
 )
+from ._run import run_async
 from .dashboard import add_parser as add_dashboard_parser
 from .jobs_command import add_parser as add_jobs_parser
 from .zk import UserError, is_embedded_default, local_zookeeper, resolve_hosts
 
 __all__ = ("UserError", "local_zookeeper", "main")
-
-T = TypeVar("T")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,11 +48,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         message = message.replace(", '_demo-worker'", "")  # hidden: the demo's own processes
         self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
-
-
-def run_async(func: Callable[[], Awaitable[T]], loop: str = "uvloop") -> T:
-    """Run `func` on anyio's asyncio backend, with uvloop unless `loop` is 'asyncio'."""
-    return anyio.run(func, backend="asyncio", backend_options={"use_uvloop": loop == "uvloop"})
 
 
 def _leaf(exc: BaseException) -> BaseException:
