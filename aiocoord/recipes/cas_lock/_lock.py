@@ -35,7 +35,7 @@ from ._record import (
     encode,
     status_of,
 )
-from ._turns import Pace, contender_id, joining, rank, served
+from ._turns import contender_id, joining, pace_of, rank, served
 from ._writes import NodeWriter, View
 
 __all__ = ("CasLock", "LockStatus")
@@ -92,7 +92,7 @@ class CasLock:
         self._seen_owner: str | None = None
         self._released: Node | None = None  # the record our last release wrote, with its stat
         self._released_at = 0.0  # monotonic time of that release
-        self._pace = Pace()
+        self._pace = pace_of(coord.client, self.path)
 
     # --- state -----------------------------------------------------------------------------
 

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import hashlib
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
 from ._record import LockRecord
 
-__all__ = ("MAX_RECENT", "Pace", "contender_id", "joining", "rank", "served")
+__all__ = ("MAX_RECENT", "Pace", "contender_id", "joining", "pace_of", "rank", "served")
 
 MAX_RECENT = 64  # ids kept in the record; beyond, the most recently served drop out first
 ID_CHARS = 8
@@ -153,3 +154,15 @@ class Pace:
         start = time.monotonic()
         yield
         self._trips[kind] += _SMOOTHING * (time.monotonic() - start - self._trips[kind])
+
+
+_paces: weakref.WeakKeyDictionary[object, dict[str, Pace]] = weakref.WeakKeyDictionary()
+
+
+def pace_of(client: object, path: str) -> Pace:
+    """The `Pace` of the lock at `path` on `client`, shared by every `CasLock` on them.
+
+    ``cas_lock()`` makes a new `CasLock` for each acquisition: what the last
+    ones measured carries over.
+    """
+    return _paces.setdefault(client, {}).setdefault(path, Pace())
