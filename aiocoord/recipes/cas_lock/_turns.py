@@ -1,22 +1,23 @@
 """Whose turn it is when the CAS lock comes free: an order every waiter computes the same way.
 
-The record keeps ``recent``: short ids of the contenders that took the lock,
-the least recently served first, each once (the acquiring write moves its
-writer to the end, so keeping it costs no extra write).  When the lock comes
-free, a waiting contender's rank is its place in that list; a contender not
-in it (new, or dropped) ranks after all of them, newcomers ordered among
-themselves by a hash of the record's version and their id.  A contender of
-rank ``r`` tries its CAS only once ``r`` steps have passed since it learnt of
-the change without seeing anyone take the lock: the least recently served
-waiter goes at once, and the others' CAS would have lost anyway.  So in a
-tight loop the lock goes round the contenders in turn, and a lost CAS is
-rare; the CAS still decides, so a wrong guess costs a write, never safety.
+The record keeps ``recent``: short ids of the contenders that took the lock
+(one owner on one session), the least recently served first, each once: the
+acquiring write moves its writer to the end, so keeping it costs no write of
+its own.  When the lock comes free, a listed waiter's rank is its place in
+that list; a newcomer ranks within the first step (newcomers ordered among
+themselves by a hash of the record's version and their id), and lists itself
+by a CAS (`joining`) when it finds the lock held.  A contender of rank ``r``
+tries its CAS only once ``r`` steps have passed since it learnt of the change
+without seeing anyone take the lock: the least recently served waiter goes at
+once, and the others' CAS would have lost anyway.  So in a tight loop the
+lock goes round the contenders in turn, and a lost CAS is rare; the CAS still
+decides, so a wrong guess costs a write, never safety.
 
-A contender that waited out the turns of those ahead of it drops them from
-the list when it takes the lock (they were not waiting); they rank as
-newcomers when they come back.  A step is a few of this contender's own
-round trips (read, then CAS), measured as it goes, so that a loaded machine
-stretches it rather than waking the next in line too early.
+A contender that took the lock after waiting out the turns of those ahead of
+it marks them (they were not waiting); one marked already is dropped, and
+ranks as a newcomer when it comes back.  A step is a few of this contender's
+own round trips (read, then CAS), measured as it goes (`Pace`), so that a
+loaded machine stretches it rather than passing over the next in line.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ SKIPPED = "~"  # marks a listed contender that let its last turn pass
 _STEP_FLOOR = 0.01
 _STEP_CEILING = 0.5
 # A step: this many times the next in line's read and CAS round trips.  Generous, because
-# a waiter that lets its turn pass is dropped from the order (a loaded machine stalls
-# for many round trips now and then), while a long step costs only where a listed
-# contender has left: once, since the one that takes the lock after it drops it.
+# a waiter that lets its turn pass loses it (a loaded machine stalls for many round
+# trips now and then), while a long step costs only where a listed contender has
+# left: twice, since it is marked, then dropped.
 _STEPS = 8.0
 _SETTLE = 1.5  # the round trips a waiter that is not next leaves the next one, before reading
 _SMOOTHING = 0.2
@@ -131,9 +132,11 @@ class Pace:
         """How long a waiter `place` turns from the front may leave the record unread.
 
         A third of the hand-overs before its turn: it reads (and watches) again
-        well before it is next, and the others take their turns unread.
+        well before it is next, and the others take their turns unread.  At
+        most `place` steps, so that a few long holds do not make it sleep
+        through its turn when short ones follow.
         """
-        return max(self.settle, (place - 1) * self._handover / 3)
+        return max(self.settle, min((place - 1) * self._handover / 3, place * self.step))
 
     @property
     def step(self) -> float:
