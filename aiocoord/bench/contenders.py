@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +21,20 @@ import anyio
 
 import aiocoord
 
-__all__ = ("Costs", "Counts", "bench_aiozk", "bench_kazoo", "instrument", "jain", "race")
+__all__ = (
+    "Costs",
+    "Counts",
+    "Step",
+    "bench_aiozk",
+    "bench_kazoo",
+    "instrument",
+    "jain",
+    "race",
+    "race_sessions",
+)
 
 Counts = list[int]
+Step = Callable[[], Awaitable[None]]  # one acquire -> release
 
 
 def jain(counts: Counts) -> float:
@@ -32,7 +44,7 @@ def jain(counts: Counts) -> float:
     return total * total / (len(counts) * squares) if squares else 0.0
 
 
-async def race(loops: list[Callable[[], Awaitable[None]]], seconds: float) -> Counts:
+async def race(loops: list[Step], seconds: float) -> Counts:
     """Run each loop body as fast as it goes for `seconds`; how many times each ran."""
     counts = [0] * len(loops)
     stop = time.perf_counter() + seconds
@@ -121,6 +133,35 @@ def instrument(coord: aiocoord.Coordinator, costs: Costs) -> None:
         dispatch(type_, server_path, client_path)
 
     watches.dispatch = counted_dispatch
+
+
+def race_sessions(
+    hosts: str,
+    k: int,
+    seconds: float,
+    uvloop: bool,
+    steps: Callable[[list[aiocoord.Coordinator]], Awaitable[list[Step]]],
+    costs: Costs | None = None,
+) -> Counts:
+    """aiocoord's side: K coordinators, each looping its step from `steps`, counted into `costs`."""
+
+    async def main() -> Counts:
+        async with AsyncExitStack() as stack:
+            coords = [
+                await stack.enter_async_context(aiocoord.connect(hosts, session_timeout=10))
+                for _ in range(k)
+            ]
+            loops = await steps(coords)
+            if costs is not None:
+                for coord in coords:
+                    instrument(coord, costs)
+            counts = await race(loops, seconds)
+            if costs is not None:
+                costs.acquisitions += sum(counts)
+            return counts
+
+    counts: Counts = anyio.run(main, backend="asyncio", backend_options={"use_uvloop": uvloop})
+    return counts
 
 
 def bench_aiozk(hosts: str, k: int, seconds: float, uvloop: bool, root: str = "/bench") -> Counts:

@@ -35,16 +35,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import uuid
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
-
-import anyio
+from collections.abc import Callable
 
 import aiocoord
 from aiocoord.recipes.cas_lock import CasLock, cas_lock
 from aiocoord.testing import ZooKeeperServer
 
-from .contenders import Costs, Counts, bench_aiozk, bench_kazoo, instrument, jain, race
+from .contenders import Costs, Counts, Step, bench_aiozk, bench_kazoo, jain, race_sessions
 from .peers import kazoo_installed, skipped_note
 
 __all__ = ("bench_aiocoord", "jain", "main", "report", "run")
@@ -58,35 +55,23 @@ def bench_aiocoord(
     """aiocoord's lock: ``async with cas_lock(...)`` (`managed`) or bare acquire/release."""
     path = f"{ROOT}/cas-{uuid.uuid4().hex[:8]}"
 
-    async def main() -> Counts:
-        async with AsyncExitStack() as stack:
-            coords = [
-                await stack.enter_async_context(aiocoord.connect(hosts, session_timeout=10))
-                for _ in range(k)
-            ]
-            locks = [CasLock(c, path, owner=f"c{i}", lease=10) for i, c in enumerate(coords)]
-            if costs is not None:
-                for coord in coords:
-                    instrument(coord, costs)
+    async def steps(coords: list[aiocoord.Coordinator]) -> list[Step]:
+        locks = [CasLock(c, path, owner=f"c{i}", lease=10) for i, c in enumerate(coords)]
 
-            def step_for(i: int) -> Callable[[], Awaitable[None]]:
-                async def held_block() -> None:
-                    async with cas_lock(coords[i], path, owner=f"c{i}", lease=10):
-                        pass
+        def step_for(i: int) -> Step:
+            async def held_block() -> None:
+                async with cas_lock(coords[i], path, owner=f"c{i}", lease=10):
+                    pass
 
-                async def bare() -> None:
-                    await locks[i].acquire()
-                    await locks[i].release()
+            async def bare() -> None:
+                await locks[i].acquire()
+                await locks[i].release()
 
-                return held_block if managed else bare
+            return held_block if managed else bare
 
-            counts = await race([step_for(i) for i in range(k)], seconds)
-            if costs is not None:
-                costs.acquisitions += sum(counts)
-            return counts
+        return [step_for(i) for i in range(k)]
 
-    counts: Counts = anyio.run(main, backend="asyncio", backend_options={"use_uvloop": uvloop})
-    return counts
+    return race_sessions(hosts, k, seconds, uvloop, steps, costs)
 
 
 Rounds = dict[str, list[Counts]]  # implementation -> one Counts per round

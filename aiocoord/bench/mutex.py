@@ -37,15 +37,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import uuid
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
-
-import anyio
+from collections.abc import Callable
 
 import aiocoord
 from aiocoord.testing import ZooKeeperServer
 
-from .contenders import Costs, Counts, bench_aiozk, bench_kazoo, instrument, jain, race
+from .contenders import Costs, Counts, Step, bench_aiozk, bench_kazoo, jain, race_sessions
 from .mutex_peers import bench_curator, curator_missing
 from .peers import kazoo_installed, skipped_note
 
@@ -66,38 +63,24 @@ def bench_aiocoord(
     """aiocoord's mutex: ``async with mutex(...)`` (`managed`) or bare acquire/release."""
     path = f"{ROOT}/aiocoord-{uuid.uuid4().hex[:8]}"
 
-    async def main() -> Counts:
-        async with AsyncExitStack() as stack:
-            coords = [
-                await stack.enter_async_context(aiocoord.connect(hosts, session_timeout=10))
-                for _ in range(k)
-            ]
-            mutexes = [
-                aiocoord.Mutex(c, path, participant_id=f"c{i}") for i, c in enumerate(coords)
-            ]
-            await coords[0].client.ensure_path(path)  # as any lock in use: its parent exists
-            if costs is not None:
-                for coord in coords:
-                    instrument(coord, costs)
+    async def steps(coords: list[aiocoord.Coordinator]) -> list[Step]:
+        mutexes = [aiocoord.Mutex(c, path, participant_id=f"c{i}") for i, c in enumerate(coords)]
+        await coords[0].client.ensure_path(path)  # as any lock in use: its parent exists
 
-            def step_for(i: int) -> Callable[[], Awaitable[None]]:
-                async def held_block() -> None:
-                    async with aiocoord.mutex(coords[i], path, participant_id=f"c{i}"):
-                        pass
+        def step_for(i: int) -> Step:
+            async def held_block() -> None:
+                async with aiocoord.mutex(coords[i], path, participant_id=f"c{i}"):
+                    pass
 
-                async def bare() -> None:
-                    await mutexes[i].acquire()
-                    await mutexes[i].release()
+            async def bare() -> None:
+                await mutexes[i].acquire()
+                await mutexes[i].release()
 
-                return held_block if managed else bare
+            return held_block if managed else bare
 
-            counts = await race([step_for(i) for i in range(k)], seconds)
-            if costs is not None:
-                costs.acquisitions += sum(counts)
-            return counts
+        return [step_for(i) for i in range(k)]
 
-    counts: Counts = anyio.run(main, backend="asyncio", backend_options={"use_uvloop": uvloop})
-    return counts
+    return race_sessions(hosts, k, seconds, uvloop, steps, costs)
 
 
 Rounds = dict[str, list[Counts]]  # implementation -> one Counts per round
