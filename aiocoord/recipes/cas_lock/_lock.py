@@ -191,8 +191,11 @@ class CasLock:
         if rnd.after is not None or rnd.decision is None:
             # A lost CAS showed what won; a remembered record decided nothing: read.
             return rnd.after, time.monotonic()
-        if rnd.watch is None:  # our own release, remembered: read (and watch) once the next took it
-            await anyio.sleep(min(rnd.turn, self._pace.settle))
+        if rnd.watch is None:
+            # Our own release, remembered (or no node at all): read, and watch, once the next
+            # in line had time to take it; at once if we come right after that one.
+            if rnd.record is None or self._place(rnd.record.recent, rnd.version) >= 2:
+                await anyio.sleep(min(rnd.turn, self._pace.settle))
             return None, since
         event: WatchedEvent | None = None
         with anyio.move_on_after(rnd.turn or rnd.decision.wait):
@@ -276,7 +279,9 @@ class CasLock:
             place = rank(recent, me, version)
             turn = since + place * self._pace.step - time.monotonic()
             if turn > 0:
-                return _Attempt(False, decision, record, view.watch, turn=turn, node=node)
+                return _Attempt(
+                    False, decision, record, view.watch, turn=turn, node=node, version=version
+                )
             skipped = int(place)  # those ahead let their turn pass: they were not waiting
         if decision.verdict is Verdict.OURS and node is not None and record is not None:
             # An acquiring write of ours landed although its reply was lost; our own
