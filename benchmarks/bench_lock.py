@@ -2,7 +2,7 @@
 
 A thin entry point: the benchmark is `aiocoord.bench.lock`.
 
-    python benchmarks/bench_lock.py [--seconds 3] [--rounds 3] [--contenders 4] [--loop uvloop|asyncio]
+    python benchmarks/bench_lock.py [--seconds 3] [--rounds 3] [--contenders 4,16] [--loop uvloop|asyncio]
 """
 
 from __future__ import annotations

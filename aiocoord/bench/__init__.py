@@ -5,9 +5,12 @@ Each module is one benchmark with a ``main()``, run as
 same functions), against an embedded ZooKeeper server it starts itself:
 
 - `session`: getData round trips, one at a time and pipelined;
-- `lock`: lock acquire+release throughput and fairness;
+- `lock`: the CAS lock's acquire+release throughput, fairness, requests and
+  lost CAS writes per acquisition, for K = 4 and 16;
 - `mutex`: the queued mutex's throughput and fairness against Curator's
   ``InterProcessMutex`` (in a JVM, `mutex_peers`), and its costs for K = 4 … 64;
+- `contenders`: what those two share (the race, aiozk's and kazoo's locks,
+  Jain's index, counting the costs in aiocoord's clients);
 - `latch`: leader hand-off latency and joining at scale (runs in `latch_aiocoord`
   and `latch_peers`);
 - `scheduler`: job throughput, latency and requests per job;

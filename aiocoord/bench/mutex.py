@@ -37,83 +37,19 @@ from __future__ import annotations
 import argparse
 import statistics
 import uuid
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
-from dataclasses import dataclass
-from typing import Any
-
-import anyio
+from collections.abc import Callable
 
 import aiocoord
 from aiocoord.testing import ZooKeeperServer
 
-from .mutex_peers import Counts, bench_aiozk, bench_curator, bench_kazoo, curator_missing, race
+from .contenders import Costs, Counts, Step, bench_aiozk, bench_kazoo, jain, race_sessions
+from .mutex_peers import bench_curator, curator_missing
 from .peers import kazoo_installed, skipped_note
 
 __all__ = ("Costs", "bench_aiocoord", "jain", "main", "measure_costs", "report", "run")
 
 PEERS = ("Curator", "aiozk Lock", "kazoo Lock")
-
-
-def jain(counts: Counts) -> float:
-    total = sum(counts)
-    squares = sum(c * c for c in counts)
-    return total * total / (len(counts) * squares) if squares else 0.0
-
-
-@dataclass(slots=True)
-class Costs:
-    """What K contenders cost the server, counted in their clients."""
-
-    contenders: int
-    acquisitions: int = 0
-    requests: int = 0
-    notifications: int = 0  # watch notifications received
-    woken: int = 0  # of them, those that reached a live watch
-
-    def per(self, value: int) -> float:
-        return value / self.acquisitions if self.acquisitions else 0.0
-
-
-def _instrument(coord: aiocoord.Coordinator, costs: Costs) -> None:
-    """Count the requests `coord` sends and the notifications it receives."""
-    session: Any = coord.client.session
-    sender = session.sender
-    for name in ("fetch", "fetch_packet"):  # `call` sends through `fetch`
-        original = getattr(sender, name)
-
-        def counted(*args: Any, _original: Any = original, **kwargs: Any) -> Awaitable[Any]:
-            costs.requests += 1
-            result: Awaitable[Any] = _original(*args, **kwargs)
-            return result
-
-        setattr(sender, name, counted)
-    pipelined = sender.fetch_pipelined
-
-    def counted_pipelined(requests: list[Any], **kwargs: Any) -> Awaitable[Any]:
-        costs.requests += len(requests)
-        result: Awaitable[Any] = pipelined(requests, **kwargs)
-        return result
-
-    sender.fetch_pipelined = counted_pipelined
-    client: Any = coord.client
-    children_now = client.children_now
-
-    def counted_children_now(*args: Any, **kwargs: Any) -> Any:
-        costs.requests += 1
-        return children_now(*args, **kwargs)
-
-    client.children_now = counted_children_now
-    watches = session.watches
-    dispatch = watches.dispatch
-
-    def counted_dispatch(type_: int, server_path: str, client_path: str) -> None:
-        costs.notifications += 1
-        if watches.watched(server_path):
-            costs.woken += 1
-        dispatch(type_, server_path, client_path)
-
-    watches.dispatch = counted_dispatch
+ROOT = "/bench-mutex"
 
 
 def bench_aiocoord(
@@ -125,40 +61,26 @@ def bench_aiocoord(
     costs: Costs | None = None,
 ) -> Counts:
     """aiocoord's mutex: ``async with mutex(...)`` (`managed`) or bare acquire/release."""
-    path = f"/bench-mutex/aiocoord-{uuid.uuid4().hex[:8]}"
+    path = f"{ROOT}/aiocoord-{uuid.uuid4().hex[:8]}"
 
-    async def main() -> Counts:
-        async with AsyncExitStack() as stack:
-            coords = [
-                await stack.enter_async_context(aiocoord.connect(hosts, session_timeout=10))
-                for _ in range(k)
-            ]
-            mutexes = [
-                aiocoord.Mutex(c, path, participant_id=f"c{i}") for i, c in enumerate(coords)
-            ]
-            await coords[0].client.ensure_path(path)  # as any lock in use: its parent exists
-            if costs is not None:
-                for coord in coords:
-                    _instrument(coord, costs)
+    async def steps(coords: list[aiocoord.Coordinator]) -> list[Step]:
+        mutexes = [aiocoord.Mutex(c, path, participant_id=f"c{i}") for i, c in enumerate(coords)]
+        await coords[0].client.ensure_path(path)  # as any lock in use: its parent exists
 
-            def step_for(i: int) -> Callable[[], Awaitable[None]]:
-                async def held_block() -> None:
-                    async with aiocoord.mutex(coords[i], path, participant_id=f"c{i}"):
-                        pass
+        def step_for(i: int) -> Step:
+            async def held_block() -> None:
+                async with aiocoord.mutex(coords[i], path, participant_id=f"c{i}"):
+                    pass
 
-                async def bare() -> None:
-                    await mutexes[i].acquire()
-                    await mutexes[i].release()
+            async def bare() -> None:
+                await mutexes[i].acquire()
+                await mutexes[i].release()
 
-                return held_block if managed else bare
+            return held_block if managed else bare
 
-            counts = await race([step_for(i) for i in range(k)], seconds)
-            if costs is not None:
-                costs.acquisitions += sum(counts)
-            return counts
+        return [step_for(i) for i in range(k)]
 
-    counts: Counts = anyio.run(main, backend="asyncio", backend_options={"use_uvloop": uvloop})
-    return counts
+    return race_sessions(hosts, k, seconds, uvloop, steps, costs)
 
 
 Rounds = dict[str, list[Counts]]  # implementation -> one Counts per round
@@ -191,8 +113,8 @@ def run(
         "mutex": lambda: bench_aiocoord(hosts, contenders, seconds, uvloop, True),
         "Mutex": lambda: bench_aiocoord(hosts, contenders, seconds, uvloop, False),
         "Curator": lambda: bench_curator(hosts, contenders, seconds),
-        "aiozk Lock": lambda: bench_aiozk(hosts, contenders, seconds, uvloop),
-        "kazoo Lock": lambda: bench_kazoo(hosts, contenders, seconds),
+        "aiozk Lock": lambda: bench_aiozk(hosts, contenders, seconds, uvloop, ROOT),
+        "kazoo Lock": lambda: bench_kazoo(hosts, contenders, seconds, ROOT),
     }
     names = list(results)
     for r in range(rounds):

@@ -1,6 +1,6 @@
-"""The mutex benchmark's peers: aiozk's and kazoo's ``Lock``, and Curator's ``InterProcessMutex``.
+"""The mutex benchmark's JVM peer: Curator's ``InterProcessMutex``.
 
-Each runs K contenders, each with its own ZooKeeper session, looping
+It runs K contenders, each with its own ZooKeeper session, looping
 acquire -> release on one path for a fixed time, and returns each contender's
 count.  Curator's runs in a JVM: a small Java program (below) is compiled with
 ``javac`` against the Debian jars in ``/usr/share/java`` (packages
@@ -14,19 +14,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-import threading
-import time
 import uuid
-from collections.abc import Awaitable, Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
 
-import anyio
+from .contenders import Counts
 
-__all__ = ("Counts", "bench_aiozk", "bench_curator", "bench_kazoo", "curator_missing", "race")
-
-Counts = list[int]
+__all__ = ("JARS", "bench_curator", "curator_missing")
 
 JAVA_DIR = Path("/usr/share/java")
 JARS = (
@@ -96,85 +90,6 @@ public final class CuratorMutexBench {
     }
 }
 """
-
-
-async def race(loops: list[Callable[[], Awaitable[None]]], seconds: float) -> Counts:
-    """Run each loop body as fast as it goes for `seconds`; how many times each ran."""
-    counts = [0] * len(loops)
-    stop = time.perf_counter() + seconds
-
-    async def run(i: int) -> None:
-        step = loops[i]
-        while time.perf_counter() < stop:
-            await step()
-            counts[i] += 1
-
-    async with anyio.create_task_group() as tg:
-        for i in range(len(loops)):
-            tg.start_soon(run, i)
-    return counts
-
-
-def bench_aiozk(hosts: str, k: int, seconds: float, uvloop: bool) -> Counts:
-    """aiozk's ``Lock`` recipe (the installed aiozk)."""
-    import aiozk
-
-    path = f"/bench-mutex/aiozk-{uuid.uuid4().hex[:8]}"
-
-    async def main() -> Counts:
-        clients = [aiozk.ZKClient(hosts, session_timeout=10) for _ in range(k)]
-        for zk in clients:
-            await zk.start()
-        try:
-            locks = [zk.recipes.Lock(path) for zk in clients]
-
-            def step_for(lock: Any) -> Callable[[], Awaitable[None]]:
-                async def step() -> None:
-                    await lock.acquire()
-                    await lock.release()
-
-                return step
-
-            return await race([step_for(lock) for lock in locks], seconds)
-        finally:
-            for zk in clients:
-                await zk.close()
-
-    counts: Counts = anyio.run(main, backend="asyncio", backend_options={"use_uvloop": uvloop})
-    return counts
-
-
-def bench_kazoo(hosts: str, k: int, seconds: float) -> Counts:
-    """kazoo's ``Lock``, one thread per contender."""
-    from kazoo.client import KazooClient
-
-    path = f"/bench-mutex/kazoo-{uuid.uuid4().hex[:8]}"
-    clients = [KazooClient(hosts=hosts, timeout=10) for _ in range(k)]
-    for zk in clients:
-        zk.start(timeout=10)
-    counts = [0] * k
-    start = threading.Barrier(k)
-
-    def run(i: int) -> None:
-        lock = clients[i].Lock(path, f"c{i}")
-        start.wait()
-        stop = time.perf_counter() + seconds
-        while time.perf_counter() < stop:
-            with lock:
-                pass
-            counts[i] += 1
-
-    try:
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(k)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(seconds + 30)
-    finally:
-        for zk in clients:
-            zk.stop()
-            zk.close()
-    return counts
 
 
 def curator_missing() -> str | None:

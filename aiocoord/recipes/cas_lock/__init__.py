@@ -12,12 +12,17 @@ containers) by the first contender, whose create is its acquiring write; a
 concurrent create just loses (`NodeExistsError`) and reads what won.
 
 Every change is ``setData(path, record, version=<version read>)``: acquiring
-a free lock, taking over an expired lease, renewing, releasing.  Two
-contenders that read the same version can never both win; the loser learns
-what won from a read pipelined behind its CAS.  Waiters are not queued: a
-change wakes every waiter and the first CAS to land wins, so the lock is not
-FIFO (a contender that just released tries a CAS on the version it wrote
-without reading first, and often wins again in a tight loop).
+a free lock, taking over an expired lease, renewing, releasing, and a new
+waiter listing itself.  Two contenders that read the same version can never
+both win; the loser learns what won from a read pipelined behind its CAS.
+
+Turns (`_turns`): the record lists the contenders that took the lock, least
+recently served first.  When it comes free, waiters in `acquire()` try their
+CAS in that order, one step apart, and a waiter that sees the change that took
+it stops; so in a tight loop the lock goes round the contenders and a lost
+CAS is rare.  Nothing but the record decides: the order is a courtesy every
+waiter computes the same way, and a CAS out of turn is still just a CAS.
+`try_acquire()` and `once_per()` never wait, so they take no turn.
 The fencing token is the mzxid of the acquiring write, so every new holder's
 token is larger than every earlier holder's (zxids only grow).
 
@@ -55,11 +60,11 @@ Failure handling, while held inside `cas_lock()` / `hold()`:
 
 from __future__ import annotations
 
+from ._entries import Slot as Slot
+from ._entries import cas_lock as cas_lock
+from ._entries import once_per as once_per
 from ._lock import CasLock as CasLock
 from ._lock import LockStatus as LockStatus
-from ._lock import Slot as Slot
-from ._lock import cas_lock as cas_lock
-from ._lock import once_per as once_per
 from .describe import LockRun as LockRun
 from .describe import LockView as LockView
 from .describe import describe_lock as describe_lock

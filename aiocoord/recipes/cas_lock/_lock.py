@@ -1,4 +1,4 @@
-"""`CasLock`, `cas_lock()` and `once_per()`: acquiring, renewing and releasing; see the package docstring."""
+"""`CasLock`: acquiring, renewing and releasing; see the package docstring."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import anyio
@@ -18,9 +18,9 @@ from ...errors import (
     NoNodeError,
 )
 from ...session import Coordinator
-from ...zk import EventType, Node, Stat, Watch
+from ...zk import EventType, Node, Stat, Watch, WatchedEvent
 from ...zk.paths import validate_path
-from ._hold import Lease, Slot, guard, run_once
+from ._hold import Lease, guard
 from ._record import (
     Assessment,
     LockRecord,
@@ -28,7 +28,6 @@ from ._record import (
     RunInfo,
     Verdict,
     assess,
-    check_interval,
     check_lease,
     check_owner,
     check_skew,
@@ -36,9 +35,10 @@ from ._record import (
     encode,
     status_of,
 )
+from ._turns import contender_id, joining, pace_of, rank, served
 from ._writes import NodeWriter, View
 
-__all__ = ("CasLock", "LockStatus", "Slot", "cas_lock", "once_per")
+__all__ = ("CasLock", "LockStatus")
 
 log = logging.getLogger("aiocoord.recipes.cas_lock")
 
@@ -50,6 +50,9 @@ class _Attempt:
     record: LockRecord | None = None
     watch: Watch | None = None
     after: View | None = None  # what a lost CAS found (no need to read again)
+    turn: float = 0.0  # seconds until our turn to write what `node` shows (free or expired)
+    node: Node | None = None  # what the decision was made on
+    version: int = -1
 
 
 class CasLock:
@@ -88,6 +91,8 @@ class CasLock:
         self._session: int | None = None
         self._seen_owner: str | None = None
         self._released: Node | None = None  # the record our last release wrote, with its stat
+        self._released_at = 0.0  # monotonic time of that release
+        self._pace = pace_of(coord.client, self.path)
 
     # --- state -----------------------------------------------------------------------------
 
@@ -155,25 +160,61 @@ class CasLock:
         self._check_idle()
         client = self._coord.client
         what = f"lock {self.path}: could not acquire"
-        view = self._remembered()
+        view = self._remembered()  # our own release, if any: we learnt of it when we wrote it
+        since = self._released_at if view is not None else time.monotonic()
         while True:
             deadline = client.deadline()
             try:
                 if view is None:
-                    view = await self._look(watch=True)
-                rnd = await self._round(view, watch=True, window=None)
+                    with self._pace.timing("read"):
+                        view = await self._look(watch=True)
+                    if view.node is not None:
+                        self._pace.saw(view.node.stat.version)
+                rnd = await self._round(view, watch=True, window=None, since=since)
             except ConnectionLostError:
                 await client.wait_connected(deadline, what)
                 view = None
                 continue
             if rnd.acquired:
                 return
-            view = rnd.after
-            if view is not None or rnd.watch is None or rnd.decision is None:
-                continue
-            with anyio.move_on_after(rnd.decision.wait):
-                if (await rnd.watch.wait()).type is EventType.SESSION_LOST:
-                    await client.wait_connected(client.deadline(), what)
+            view, since = await self._wait(rnd, since, what)
+
+    async def _wait(self, rnd: _Attempt, since: float, what: str) -> tuple[View | None, float]:
+        """After a round that did not acquire: wait for a change or our turn; what to try next.
+
+        Returns the view to decide on (None: read again) and when we learnt of
+        the change it shows (`since` while that is still what we wait on).  A
+        waiter that is not next in line reads only once the turns before its
+        own have passed (see `_turns`).
+        """
+        client = self._coord.client
+        if rnd.after is not None or rnd.decision is None:
+            # A lost CAS showed what won; a remembered record decided nothing: read.
+            return rnd.after, time.monotonic()
+        if rnd.watch is None:
+            # Our own release, remembered (or no node at all): read, and watch, once the next
+            # in line had time to take it; at once if we come right after that one.
+            if rnd.record is None or self._place(rnd.record.recent, rnd.version) >= 2:
+                await anyio.sleep(min(rnd.turn, self._pace.settle))
+            return None, since
+        event: WatchedEvent | None = None
+        with anyio.move_on_after(rnd.turn or rnd.decision.wait):
+            event = await rnd.watch.wait()
+        if event is None and rnd.turn:  # our turn came with no change: write what we read
+            return View(rnd.node, rnd.watch), since
+        if event is None:  # the holder's lease ran out
+            return None, time.monotonic()
+        if event.type is EventType.SESSION_LOST:
+            await client.wait_connected(client.deadline(), what)
+            return None, time.monotonic()
+        changed = time.monotonic()
+        held = rnd.record if not rnd.turn and rnd.record is not None and rnd.record.held else None
+        place = self._place(held.recent, rnd.version) if held is not None else 0.0
+        if place >= 1:
+            # Held until now: the next in line reads at once, the others once it had time to
+            # take it (or later, the further back they are).
+            await anyio.sleep(self._pace.behind(place))
+        return None, changed
 
     async def _try_window(self, window: float | None) -> tuple[bool, LockRecord | None]:
         """Acquire without waiting (once_per: unless `window` already ran); with the record."""
@@ -213,13 +254,35 @@ class CasLock:
         except NoNodeError:
             return View(None)
 
-    async def _round(self, view: View, *, watch: bool, window: float | None) -> _Attempt:
-        """Decide from `view`, and write if we may: acquired, a decision to wait, or neither."""
+    def _place(self, recent: tuple[str, ...], version: int) -> float:
+        """Our rank among the waiters when the record at `version` is free (see `_turns`)."""
+        return rank(recent, contender_id(self._owner, self._coord.session_id), version)
+
+    async def _round(
+        self, view: View, *, watch: bool, window: float | None, since: float | None = None
+    ) -> _Attempt:
+        """Decide from `view`, and write if we may: acquired, a decision to wait, or neither.
+
+        With `since` (acquire: when we learnt of what `view` shows), a free
+        record is written only once our turn has come (see `_turns`).
+        """
         node = view.node
+        version = node.stat.version if node is not None else -1
         record = decode(self.path, node.data) if node is not None else None
         decision = assess(record, now=time.time(), skew=self.skew, holder=self._id, window=window)
         if view.known and not decision.take:
             return _Attempt(False)  # a remembered record decides nothing but a CAS: read
+        recent = record.recent if record is not None else ()
+        me = contender_id(self._owner, self._coord.session_id)
+        skipped = 0
+        if decision.take and since is not None:
+            place = rank(recent, me, version)
+            turn = since + place * self._pace.step - time.monotonic()
+            if turn > 0:
+                return _Attempt(
+                    False, decision, record, view.watch, turn=turn, node=node, version=version
+                )
+            skipped = int(place)  # those ahead let their turn pass: they were not waiting
         if decision.verdict is Verdict.OURS and node is not None and record is not None:
             # An acquiring write of ours landed although its reply was lost; our own
             # clock wrote its expiry, so the local deadline follows from it.
@@ -228,12 +291,19 @@ class CasLock:
             return _Attempt(True)
         if not decision.take:
             self._seen_owner = record.owner if record is not None else None
-            return _Attempt(False, decision, record, view.watch)
+            if since is not None and node is not None and record is not None:
+                joined = joining(record, node.stat.mzxid, me)
+                if joined is not None:  # not listed: join the order, behind those waiting
+                    return _Attempt(False, after=await self._writer.join(joined, version))
+            return _Attempt(False, decision, record, view.watch, node=node, version=version)
         # The holder's own deadline counts from `started`, taken before the expiry it
         # writes is computed, so it is never later than the lease others see.
         started = time.monotonic()
         new = (record or LockRecord()).acquired(
-            owner=self._owner, holder=self._id, expires=time.time() + self.lease
+            owner=self._owner,
+            holder=self._id,
+            expires=time.time() + self.lease,
+            recent=served(recent, me, skipped),
         )
         # Shielded (and bounded): once the write is sent, we must learn its outcome,
         # or a cancelled acquire could leave a lock nobody knows it holds.
@@ -243,7 +313,8 @@ class CasLock:
             if node is None:
                 stat = await self._writer.create(new)
             else:
-                stat, after = await self._writer.cas(new, node.stat.version, watch=watch)
+                with self._pace.timing("write"):
+                    stat, after = await self._writer.cas(new, node.stat.version, watch=watch)
         if scope.cancelled_caught:
             raise ConnectionLostError(f"the outcome of acquiring {self.path} is unknown")
         if stat is None:
@@ -272,12 +343,13 @@ class CasLock:
         assert self._token is not None
         started = time.monotonic()  # before the expiry is computed, as in acquiring
         new = self._record.renewed(expires=time.time() + self.lease, token=self._token)
-        stat = await self._writer.write_ours(new, self._version, self._id)
-        if stat is None:
+        written = await self._writer.write_ours(new, self._version, self._id)
+        if written is None:
             reason = "renewal lost its CAS: another client changed the record"
             self._mark_lost(reason, taken=True)
             raise LockLost(self.path, reason)
-        self._record, self._version, self._confirmed = new, stat.version, started
+        stat, self._record = written
+        self._version, self._confirmed = stat.version, started
 
     async def release(self) -> None:
         """Free the lock by CAS on our version.
@@ -297,12 +369,12 @@ class CasLock:
             raise LockLost(self.path, reason)
         assert self._token is not None
         released = self._record.released(token=self._token, run=run, failure=failure)
-        stat = await self._writer.write_ours(released, self._version, self._id)
+        written = await self._writer.write_ours(released, self._version, self._id)
         self._forget()
-        if stat is not None:
-            self._released = Node(encode(released), stat)
-        if stat is None:
+        if written is None:
             raise LockLost(self.path, "another client changed the record before the release")
+        self._released = Node(encode(written[1]), written[0])
+        self._released_at = time.monotonic()
         log.info("lock %s released by %s", self.path, self._owner)
 
     def _forget(self) -> None:
@@ -354,53 +426,3 @@ class CasLock:
             raise LockNotAcquired(self.path, self._seen_owner)
         async with guard(self._lease()):
             yield self
-
-
-def cas_lock(
-    coord: Coordinator,
-    path: str,
-    *,
-    owner: str | None = None,
-    lease: float = 60.0,
-    skew: float | None = None,
-    blocking: bool = True,
-) -> AbstractAsyncContextManager[CasLock]:
-    """``async with cas_lock(coord, path, owner=..., lease=...) as lock``: see `CasLock.hold`.
-
-    Arguments are checked here: `lease` must be positive, `skew` (default
-    min(1 s, lease/10)) below lease/2; bad ones raise `ConfigError`/`TypeError`.
-    """
-    if not isinstance(blocking, bool):
-        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
-    return CasLock(coord, path, owner=owner, lease=lease, skew=skew).hold(blocking=blocking)
-
-
-def once_per(
-    coord: Coordinator,
-    path: str,
-    interval: float,
-    *,
-    owner: str | None = None,
-    lease: float = 60.0,
-    skew: float | None = None,
-) -> AbstractAsyncContextManager[Slot]:
-    """Run a job at most once per schedule slot across the fleet: check ``slot.acquired``.
-
-    Slots are ``[k*interval, (k+1)*interval)`` on the wall clock since the
-    epoch, so every pod names the same window whenever it wakes; a pod whose
-    clock is off by d can start a window at most d early and never runs a
-    window already recorded.  Entering never waits: `acquired` is False when
-    the window already has a successful run or a live holder is running it.
-
-    Policy: a successful body (no exception) records the run in the same CAS
-    write that releases the lock.  A body that raises (or is cancelled)
-    records the failure and releases, so a later caller in the same window may
-    retry; a holder that crashes leaves the lease, and a caller after its
-    expiry may retry.  Only successful runs close the window.  While the body
-    runs, the lock behaves as in `cas_lock()` (renewed; cancelled with
-    `LockLost` when lost).  If the successful run cannot be recorded, the exit
-    raises (`ConnectionLostError` or `LockLost`): the window may run again.
-    """
-    interval = check_interval(interval)
-    lock = CasLock(coord, path, owner=owner, lease=lease, skew=skew)
-    return run_once(lock._try_window, lock._lease, lock.owner, lambda: lock.token, interval)

@@ -9,7 +9,11 @@ The lock node holds one small JSON object, versioned by its ``format`` field::
      "lease_expires": 1718000000.123,    # holder's wall clock + lease, while held
      "token": null,                      # fencing token; null in the acquiring write itself
      "last_run": {"window": 1717999200.0, "at": 1717999230.5, "owner": "pod-3", "token": 4295},
-     "last_failure": null}               # same shape as last_run, plus "error"
+     "last_failure": null,               # same shape as last_run, plus "error"
+     "recent": ["9c1e04d2", "5a7b…"]}    # contenders that took it, least recently served first
+
+``recent`` (absent in records written before it existed, and read as empty)
+orders the waiters when the lock comes free: see `_turns`.
 
 The fencing token is the mzxid of the acquiring write, which is only known once
 that write is done; the acquiring write therefore carries ``"token": null``
@@ -41,6 +45,7 @@ from .._records import (
     check_format,
     dump,
     integer,
+    list_of,
     load_record,
     one_of,
     show,
@@ -73,6 +78,7 @@ MAX_OWNER = 256
 MAX_ERROR = 300
 MAX_LEASE = 10 * 365 * 86400.0
 TOKEN = integer(0, 2**63 - 1)  # a zxid
+RECENT = list_of(TEXT)  # contender ids, least recently served first
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +114,20 @@ class LockRecord:
     token: int | None = None
     last_run: RunInfo | None = None
     last_failure: RunInfo | None = None
+    recent: tuple[str, ...] = ()  # contender ids, least recently served first (see `_turns`)
 
-    def acquired(self, *, owner: str, holder: str, expires: float) -> LockRecord:
+    def acquired(
+        self, *, owner: str, holder: str, expires: float, recent: tuple[str, ...] | None = None
+    ) -> LockRecord:
         """The record that takes the lock (from free or from an expired holder)."""
         return replace(
-            self, held=True, owner=owner, holder=holder, lease_expires=expires, token=None
+            self,
+            held=True,
+            owner=owner,
+            holder=holder,
+            lease_expires=expires,
+            token=None,
+            recent=self.recent if recent is None else recent,
         )
 
     def renewed(self, *, expires: float, token: int) -> LockRecord:
@@ -146,6 +161,8 @@ def encode(record: LockRecord) -> bytes:
         "last_run": record.last_run._to_json() if record.last_run else None,
         "last_failure": record.last_failure._to_json() if record.last_failure else None,
     }
+    if record.recent:
+        obj["recent"] = list(record.recent)
     return dump(obj)
 
 
@@ -179,6 +196,7 @@ def decode(path: str, data: bytes) -> LockRecord | None:
         token=record.maybe("token", TOKEN),
         last_run=_run(record.maybe_record("last_run")),
         last_failure=_run(record.maybe_record("last_failure")),
+        recent=tuple(record.maybe("recent", RECENT) or ()),
     )
     if lock.held and (lock.holder is None or lock.lease_expires is None):
         raise record.error("a held record needs 'holder' and 'lease_expires'")

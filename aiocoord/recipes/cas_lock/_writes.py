@@ -9,7 +9,7 @@ next version mean it landed.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...errors import BadVersionError, ConnectionLostError, NodeExistsError, NoNodeError
 from ...zk import Node, Stat, Watch, ZkClient
@@ -108,6 +108,18 @@ class NodeWriter:
                 return outcome
         raise ConnectionLostError(f"could not write {self.path}: the connection keeps dropping")
 
+    async def join(self, record: LockRecord, version: int) -> View:
+        """Add a waiter to a held record's ``recent`` by CAS: what is there after, with a watch.
+
+        Whether the CAS landed or lost, the pipelined read shows the record as
+        it is now; a lost reply raises `ConnectionLostError` (the caller reads
+        again: joining twice is harmless, the id is listed once).
+        """
+        _, node, watcher = await self._client.set_and_get(
+            self.path, encode(record), version, watch=True
+        )
+        return View(node, watcher)
+
     async def read_back(self, data: bytes, version: int) -> Stat | _Resend | None:
         """After a write with a lost reply: its stat if it landed, None if another won, or resend."""
         try:
@@ -120,16 +132,20 @@ class NodeWriter:
             return None
         return _RESEND
 
-    async def write_ours(self, new: LockRecord, version: int, holder: str) -> Stat | None:
+    async def write_ours(
+        self, new: LockRecord, version: int, holder: str
+    ) -> tuple[Stat, LockRecord] | None:
         """CAS on `version`; after a lost CAS, write again if the record is still `holder`'s.
 
         A renewal whose outcome stayed unknown may have landed: the record then
         carries our holder id at a later version, and we simply continue from it.
+        A waiter may have added itself to ``recent`` meanwhile: the write again
+        keeps the list it finds.  Returns the write's stat and what it wrote.
         """
         while True:
             stat = await self.write(new, version)
             if stat is not None:
-                return stat
+                return stat, new
             try:
                 node = await self._client.get(self.path)
             except NoNodeError:
@@ -137,4 +153,4 @@ class NodeWriter:
             current = decode(self.path, node.data)
             if current is None or not current.held or current.holder != holder:
                 return None
-            version = node.stat.version
+            new, version = replace(new, recent=current.recent), node.stat.version

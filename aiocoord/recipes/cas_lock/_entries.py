@@ -1,0 +1,62 @@
+"""`cas_lock()` and `once_per()`: the entries applications use, over `CasLock`; see the package docstring."""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+
+from ...session import Coordinator
+from ._hold import Slot, run_once
+from ._lock import CasLock
+from ._record import check_interval
+
+__all__ = ("Slot", "cas_lock", "once_per")
+
+
+def cas_lock(
+    coord: Coordinator,
+    path: str,
+    *,
+    owner: str | None = None,
+    lease: float = 60.0,
+    skew: float | None = None,
+    blocking: bool = True,
+) -> AbstractAsyncContextManager[CasLock]:
+    """``async with cas_lock(coord, path, owner=..., lease=...) as lock``: see `CasLock.hold`.
+
+    Arguments are checked here: `lease` must be positive, `skew` (default
+    min(1 s, lease/10)) below lease/2; bad ones raise `ConfigError`/`TypeError`.
+    """
+    if not isinstance(blocking, bool):
+        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
+    return CasLock(coord, path, owner=owner, lease=lease, skew=skew).hold(blocking=blocking)
+
+
+def once_per(
+    coord: Coordinator,
+    path: str,
+    interval: float,
+    *,
+    owner: str | None = None,
+    lease: float = 60.0,
+    skew: float | None = None,
+) -> AbstractAsyncContextManager[Slot]:
+    """Run a job at most once per schedule slot across the fleet: check ``slot.acquired``.
+
+    Slots are ``[k*interval, (k+1)*interval)`` on the wall clock since the
+    epoch, so every pod names the same window whenever it wakes; a pod whose
+    clock is off by d can start a window at most d early and never runs a
+    window already recorded.  Entering never waits: `acquired` is False when
+    the window already has a successful run or a live holder is running it.
+
+    Policy: a successful body (no exception) records the run in the same CAS
+    write that releases the lock.  A body that raises (or is cancelled)
+    records the failure and releases, so a later caller in the same window may
+    retry; a holder that crashes leaves the lease, and a caller after its
+    expiry may retry.  Only successful runs close the window.  While the body
+    runs, the lock behaves as in `cas_lock()` (renewed; cancelled with
+    `LockLost` when lost).  If the successful run cannot be recorded, the exit
+    raises (`ConnectionLostError` or `LockLost`): the window may run again.
+    """
+    interval = check_interval(interval)
+    lock = CasLock(coord, path, owner=owner, lease=lease, skew=skew)
+    return run_once(lock._try_window, lock._lease, lock.owner, lambda: lock.token, interval)
