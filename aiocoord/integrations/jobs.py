@@ -15,7 +15,8 @@ Routes, under the prefix:
 
 - ``POST /{name}``: submit; the body is the payload, one typed request body
   per job registered when the router is built (so ``/docs`` lets a person
-  submit by hand).  Query: ``job_id`` (the idempotence key), ``delay``
+  submit by hand; a job whose parameters all have defaults may be sent
+  without a body).  Query: ``job_id`` (the idempotence key), ``delay``
   (seconds) or ``run_at`` (ISO 8601).  202 with the id and a ``Location``;
   422 for a bad payload (naming the field) or argument; 409 when the id
   exists with a different payload; 404 for a name not registered here.
@@ -147,7 +148,11 @@ def _add_submit(
         )
 
     # Annotations are strings here (PEP 563); FastAPI reads this one as the object itself.
-    submit.__annotations__["payload"] = Annotated[model, Body()]
+    # A job whose parameters all have defaults takes no body, as `submit` takes no payload.
+    optional = not any(f.is_required() for f in model.model_fields.values())
+    submit.__annotations__["payload"] = Annotated[
+        model, Body(default_factory=model) if optional else Body()
+    ]
     router.add_api_route(
         f"/{name}",
         submit,
