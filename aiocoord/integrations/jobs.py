@@ -92,7 +92,8 @@ def jobs_router(
     typed ``POST {prefix}/{name}`` route; a job registered later is still
     accepted, validated by the scheduler, without a form in ``/docs``.
     `max_wait` caps ``?wait=`` of the result route, in seconds.  Raises
-    `TypeError` for a handler whose hints cannot be a request body.
+    `TypeError` for a handler whose hints cannot be a request body,
+    `TypeError`/`ValueError` naming a bad argument (`prefix` such as ``"/jobs"``).
     """
     if not isinstance(sched, Scheduler):
         raise TypeError(f"sched must be an aiocoord.Scheduler, not {type(sched).__name__}")
@@ -100,6 +101,12 @@ def jobs_router(
         raise TypeError(f"max_wait must be a number of seconds, not {max_wait!r}")
     if not (math.isfinite(max_wait) and max_wait >= 0):
         raise ValueError(f"max_wait must be a finite number of seconds >= 0, not {max_wait}")
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+    if not prefix.startswith("/") or len(prefix) < 2 or prefix.endswith("/"):
+        raise ValueError(f"prefix must start with '/' and not end with it, not {prefix!r}")
+    if isinstance(tags, str):
+        raise TypeError("tags must be a sequence of tags, not a single string")
     router = APIRouter(prefix=prefix, tags=list(tags))
     taken: set[str] = set()
     for name, handler in _handlers(sched).items():

@@ -410,3 +410,15 @@ def test_bad_router_arguments_fail_at_once() -> None:
         jobs_router(Scheduler(coord, ROOT), max_wait=float("inf"))
     with pytest.raises(TypeError, match="lifespan\\(coord\\)"):
         lifespan(coord, session_timeout=5.0)
+
+
+def test_bad_prefix_and_tags_name_the_argument() -> None:
+    sched = Scheduler(aiocoord.connect("127.0.0.1:2181"), ROOT)
+    for prefix in ("jobs", "/jobs/", "", "/"):
+        with pytest.raises(ValueError, match="prefix"):
+            jobs_router(sched, prefix=prefix)
+    with pytest.raises(TypeError, match="prefix"):
+        jobs_router(sched, prefix=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tags"):
+        jobs_router(sched, tags="jobs")
+    assert jobs_router(sched, prefix="/api/v1/jobs", tags=["work"]).tags == ["work"]
