@@ -14,7 +14,7 @@ from typing import Any
 from ..recipes.cron import CronJobView, CronView
 from ..recipes.task_leadership import TaskLeadershipView
 
-__all__ = ("cron_info", "render_cron", "workers_info")
+__all__ = ("cron_info", "render_cron", "worker_lines", "workers_info")
 
 Info = dict[str, Any]
 
@@ -120,10 +120,9 @@ def _leader(leader: Info | None) -> str:
     return f"-> {leader['worker']} ({leader['version']}), token 0x{leader['token']:x}"
 
 
-def render_cron(info: Info, pad: str, name: str) -> list[str]:
-    """Text lines for `cron_info`'s result."""
-    workers, jobs = info["workers"], info["jobs"]
-    lines = [f"{pad}{name}  [cron] {len(workers)} workers, {len(jobs)} jobs"]
+def worker_lines(workers: list[Info], pad: str) -> list[str]:
+    """Text lines for `workers_info`'s result (a cron's, or task leadership's, workers)."""
+    lines: list[str] = []
     for w in workers:
         if "error" in w:
             lines.append(f"{pad}  worker {w['id']}: invalid record: {w['error']}")
@@ -131,6 +130,14 @@ def render_cron(info: Info, pad: str, name: str) -> list[str]:
             lines.append(
                 f"{pad}  worker {w['id']:<20} version {w['version']:<10} {w['host']} pid {w['pid']}"
             )
+    return lines
+
+
+def render_cron(info: Info, pad: str, name: str) -> list[str]:
+    """Text lines for `cron_info`'s result."""
+    workers, jobs = info["workers"], info["jobs"]
+    lines = [f"{pad}{name}  [cron] {len(workers)} workers, {len(jobs)} jobs"]
+    lines += worker_lines(workers, pad)
     for job_name, job in jobs.items():
         if "error" in job:
             lines.append(f"{pad}  job {job_name}: invalid record: {job['error']}")

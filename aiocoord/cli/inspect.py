@@ -35,7 +35,7 @@ from ..recipes.task_leadership import describe_task_leadership, is_task_leadersh
 from ..scheduler import is_scheduler
 from ..session import Coordinator
 from ..zk.paths import join
-from ._inspect_cron import cron_info, render_cron, workers_info
+from ._inspect_cron import cron_info, render_cron, worker_lines, workers_info
 
 __all__ = ("inspect_path", "render")
 
@@ -230,13 +230,7 @@ def render(info: Info, indent: int = 0) -> list[str]:
     if kind == "task_leadership":
         workers, leaders = info["workers"], info["leaders"]
         lines = [f"{pad}{name}  [task leadership] {len(workers)} workers, {len(leaders)} tasks led"]
-        for w in workers:
-            if "error" in w:
-                lines.append(f"{pad}  worker {w['id']}: invalid record: {w['error']}")
-            else:
-                lines.append(
-                    f"{pad}  worker {w['id']:<20} version {w['version']:<10} {w['host']} pid {w['pid']}"
-                )
+        lines += worker_lines(workers, pad)
         for task, lead in leaders.items():
             if "error" in lead:
                 lines.append(f"{pad}  task {task}: invalid leader record: {lead['error']}")

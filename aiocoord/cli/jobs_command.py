@@ -271,7 +271,11 @@ async def _list(coord: Coordinator, sched: Scheduler, args: argparse.Namespace) 
             raise UserError(f"--status {args.status!r} is not one of {names}") from None
     if args.limit < 1:
         raise UserError("--limit must be 1 or more")
-    found = [info async for info in sched.jobs(status=status, limit=args.limit, after=args.after)]
+    try:
+        listing = sched.jobs(status=status, limit=args.limit, after=args.after)
+    except (TypeError, ValueError) as exc:  # `after` is no job id
+        raise UserError(f"--{exc}") from None
+    found = [info async for info in listing]
     if args.json:
         print(json.dumps([_info_dict(i) for i in found], indent=2))
         return 0

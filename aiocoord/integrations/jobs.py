@@ -15,7 +15,8 @@ Routes, under the prefix:
 
 - ``POST /{name}``: submit; the body is the payload, one typed request body
   per job registered when the router is built (so ``/docs`` lets a person
-  submit by hand).  Query: ``job_id`` (the idempotence key), ``delay``
+  submit by hand; a job whose parameters all have defaults may be sent
+  without a body).  Query: ``job_id`` (the idempotence key), ``delay``
   (seconds) or ``run_at`` (ISO 8601).  202 with the id and a ``Location``;
   422 for a bad payload (naming the field) or argument; 409 when the id
   exists with a different payload; 404 for a name not registered here.
@@ -91,7 +92,8 @@ def jobs_router(
     typed ``POST {prefix}/{name}`` route; a job registered later is still
     accepted, validated by the scheduler, without a form in ``/docs``.
     `max_wait` caps ``?wait=`` of the result route, in seconds.  Raises
-    `TypeError` for a handler whose hints cannot be a request body.
+    `TypeError` for a handler whose hints cannot be a request body,
+    `TypeError`/`ValueError` naming a bad argument (`prefix` such as ``"/jobs"``).
     """
     if not isinstance(sched, Scheduler):
         raise TypeError(f"sched must be an aiocoord.Scheduler, not {type(sched).__name__}")
@@ -99,6 +101,12 @@ def jobs_router(
         raise TypeError(f"max_wait must be a number of seconds, not {max_wait!r}")
     if not (math.isfinite(max_wait) and max_wait >= 0):
         raise ValueError(f"max_wait must be a finite number of seconds >= 0, not {max_wait}")
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+    if not prefix.startswith("/") or len(prefix) < 2 or prefix.endswith("/"):
+        raise ValueError(f"prefix must start with '/' and not end with it, not {prefix!r}")
+    if isinstance(tags, str):
+        raise TypeError("tags must be a sequence of tags, not a single string")
     router = APIRouter(prefix=prefix, tags=list(tags))
     taken: set[str] = set()
     for name, handler in _handlers(sched).items():
@@ -147,7 +155,11 @@ def _add_submit(
         )
 
     # Annotations are strings here (PEP 563); FastAPI reads this one as the object itself.
-    submit.__annotations__["payload"] = Annotated[model, Body()]
+    # A job whose parameters all have defaults takes no body, as `submit` takes no payload.
+    optional = not any(f.is_required() for f in model.model_fields.values())
+    submit.__annotations__["payload"] = Annotated[
+        model, Body(default_factory=model) if optional else Body()
+    ]
     router.add_api_route(
         f"/{name}",
         submit,

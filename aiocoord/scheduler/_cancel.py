@@ -9,10 +9,14 @@ cancel racing a completion ends in one final status, the same for every
 reader.  A worker whose assignment is deleted cancels the handler's scope
 (its watch sees the deletion), and its own result write then finds the node
 taken.  A job moved between the read and the transaction is looked up again.
+The same id submitted again while it runs waits in ``jobs/`` beside its
+assignment: cancelling that copy also removes the assignment, so the run
+is cancelled too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import replace
@@ -20,7 +24,7 @@ from dataclasses import replace
 from ..errors import NodeDataError, NoNodeError, TransactionFailed
 from ..zk.client import ZkClient
 from ..zk.types import DeleteOp
-from ._lookup import info_of, locate
+from ._lookup import assignments_of, info_of, locate
 from ._ops import Retention, finish_with
 from ._records import JobsLayout, ResultRecord, decode_job, encode_result
 from ._status import JobStatus
@@ -68,9 +72,21 @@ async def cancel_job(
         except TransactionFailed as exc:
             log.debug("cancel of %s lost a race (%s); looking again", job_id, exc)
             continue
+        if found.where == "pending":
+            await _stop_runs(client, layout, job_id)
         log.info("cancelled job %s (it was %s)", job_id, found.where)
         return JobStatus.CANCELLED
     found = await locate(client, layout, job_id)
     if found is None:
         raise NoNodeError(f"no job {job_id!r}", path=layout.job(job_id))
     return info_of(job_id, found).status
+
+
+async def _stop_runs(client: ZkClient, layout: JobsLayout, job_id: str) -> None:
+    """Remove the assignments of a job cancelled while a second submit of it waited.
+
+    Its result says CANCELLED already: the worker's watch cancels the run.
+    """
+    for run in await assignments_of(client, layout, job_id):
+        with contextlib.suppress(NoNodeError):
+            await client.delete(run.path)

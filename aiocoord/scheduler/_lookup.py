@@ -24,7 +24,7 @@ from ..zk.client import ZkClient
 from ._records import JobsLayout, decode_job, decode_result
 from ._status import JobInfo, JobStatus, assigned_info, pending_info, result_info
 
-__all__ = ("Found", "info_of", "list_jobs", "locate")
+__all__ = ("Found", "assignments_of", "info_of", "list_jobs", "locate")
 
 log = logging.getLogger(__name__)
 
@@ -67,13 +67,19 @@ async def locate(client: ZkClient, layout: JobsLayout, job_id: str) -> Found | N
         found = found or await _get(client, "pending", layout.job(job_id))
         if found is not None:
             return found
-        hits: list[Found] = []
-        async with anyio.create_task_group() as tg:
-            for worker in await _children(client, layout.assignments):
-                tg.start_soon(_look, client, layout, job_id, worker, hits)
+        hits = await assignments_of(client, layout, job_id)
         if hits:
             return hits[0]
     return None
+
+
+async def assignments_of(client: ZkClient, layout: JobsLayout, job_id: str) -> list[Found]:
+    """Every worker's assignment of `job_id` (one read per worker queue, at once)."""
+    hits: list[Found] = []
+    async with anyio.create_task_group() as tg:
+        for worker in await _children(client, layout.assignments):
+            tg.start_soon(_look, client, layout, job_id, worker, hits)
+    return hits
 
 
 async def _look(

@@ -27,6 +27,7 @@ from ..errors import (
     NoNodeError,
     TransactionFailed,
 )
+from ..recipes._records import RecordEncodeError
 from ..zk.client import ZkClient
 from ..zk.types import CreateOp, DeleteOp
 from ._jobs import JobType
@@ -83,7 +84,10 @@ def prepare_job(
     elif run_at is not None:
         due = check_run_at(run_at)
     value = job.validate_payload(payload)
-    key = job_key(name, value)
+    try:
+        key = job_key(name, value)
+    except RecordEncodeError as exc:  # NaN or infinity: valid for pydantic, not JSON
+        raise RecordEncodeError(f"payload: {exc}") from exc
     limit = job_limit(layout)
     data = encode_job(
         name, value, limit, run_at=due, max_deliveries=job.options.max_deliveries, key=key

@@ -154,6 +154,8 @@ def test_every_is_aligned_to_the_epoch_whatever_the_zone() -> None:
         (None, math.nan, ConfigError, "every"),
         (None, math.inf, ConfigError, "every"),
         (None, timedelta(0), ConfigError, "every"),
+        (None, 1e300, ConfigError, "every"),
+        (None, timedelta(days=999_999_999), ConfigError, "every"),
         (None, "30s", TypeError, None),
         (None, True, TypeError, None),
         (None, None, TypeError, None),

@@ -241,3 +241,28 @@ async def test_inspect_and_describe_a_mutex_holder_waiters_and_a_corrupt_node(
     assert "UTF-8" in node["contenders"][2]["error"]
     text = "\n".join(render(node))
     assert "[mutex] held by pod-1" in text and "2 waiting" in text and "invalid id" in text
+
+
+async def test_a_record_whose_next_firing_is_past_year_9999_shows_no_next_time(
+    coordinator: Coordinator,
+) -> None:
+    # Valid records (times inside what a record holds) whose next time is beyond what a
+    # datetime holds: that job shows no next firing; the other jobs and inspect still show.
+    late = 253_370_764_800.0 - 300 * 86400  # early in 9998: no 29 February before 10000
+    leap = JobRecord(last=late, schedule="0 0 29 2 *", timezone="UTC")
+    yearly = JobRecord(last=253_391_760_000.0, schedule="every 365 days, 0:00:00", timezone="UTC")
+    client = coordinator.client
+    await client.create(f"{ROOT}/jobs/leap", encode(leap), make_parents=True)
+    await client.create(f"{ROOT}/jobs/yearly", encode(yearly))
+    await _late_record(coordinator)
+    await client.create(f"{ROOT}/workers", b"")
+    await client.create(f"{ROOT}/leaders", b"")
+    with anyio.fail_after(10):
+        view = await describe_cron(coordinator, ROOT)
+        info = await inspect_path(coordinator, ROOT)
+    assert sorted(view.jobs) == ["late", "leap", "yearly"]
+    assert view.jobs["leap"].next_at is None and view.jobs["yearly"].next_at is None
+    assert view.jobs["leap"].handled_until is not None
+    assert view.jobs["late"].next_at is not None
+    assert info["jobs"]["leap"]["next"] is None and info["jobs"]["late"]["next"] is not None
+    assert "job leap" in "\n".join(render(info))

@@ -215,3 +215,13 @@ async def test_submit_with_the_apps_handlers_checks_the_payload_before_writing(
                     await cli("submit", "add", "{}", "--root", ROOT, "--handlers", spec)
                 )
                 assert said in line, line
+
+
+@pytest.mark.anyio
+async def test_list_with_an_after_that_is_no_job_id_is_a_clear_error(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(60):
+        async with worker(zk_server, zk_chroot) as cli:
+            line = one_line(await cli("list", "--root", ROOT, "--after", "a/b"))
+            assert "--after" in line and "not valid" in line

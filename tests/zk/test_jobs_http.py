@@ -197,6 +197,23 @@ async def test_long_poll_answers_202_until_done_and_leaves_no_watch(
             assert answers[0].json()["result"] == "opened"
 
 
+@pytest.mark.anyio
+async def test_a_job_without_required_parameters_takes_no_body(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(30):
+        async with service(zk_server, zk_chroot) as svc:
+            spec = (await svc.http.get("/openapi.json")).json()
+            assert not spec["paths"]["/jobs/gated"]["post"]["requestBody"].get("required")
+            sent = await svc.http.post("/jobs/gated", params={"job_id": "bare"})
+            assert sent.status_code == 202, sent.text
+            svc.gate.open.set()
+            done = await svc.http.get("/jobs/bare/result", params={"wait": 10})
+            assert done.status_code == 200 and done.json()["result"] == "opened", done.text
+            refused = await svc.http.post("/jobs/gated", json={"extra": 1})
+            assert refused.status_code == 422 and "extra" in refused.text
+
+
 # --- errors: 422, 404, 409 ---------------------------------------------------------------------
 
 
@@ -393,3 +410,15 @@ def test_bad_router_arguments_fail_at_once() -> None:
         jobs_router(Scheduler(coord, ROOT), max_wait=float("inf"))
     with pytest.raises(TypeError, match="lifespan\\(coord\\)"):
         lifespan(coord, session_timeout=5.0)
+
+
+def test_bad_prefix_and_tags_name_the_argument() -> None:
+    sched = Scheduler(aiocoord.connect("127.0.0.1:2181"), ROOT)
+    for prefix in ("jobs", "/jobs/", "", "/"):
+        with pytest.raises(ValueError, match="prefix"):
+            jobs_router(sched, prefix=prefix)
+    with pytest.raises(TypeError, match="prefix"):
+        jobs_router(sched, prefix=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tags"):
+        jobs_router(sched, tags="jobs")
+    assert jobs_router(sched, prefix="/api/v1/jobs", tags=["work"]).tags == ["work"]

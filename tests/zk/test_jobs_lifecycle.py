@@ -263,3 +263,25 @@ async def test_a_dead_workers_jobs_go_back_to_pending_or_fail_as_poison(
             assert info.error is not None and "max_deliveries=2" in info.error
             assert await it.client.status(waiting) is JobStatus.PENDING  # never started: no count
             assert await it.client.cancel(waiting) is JobStatus.CANCELLED
+
+
+async def test_cancel_of_a_running_job_submitted_again_cancels_the_run(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    # The same id submitted again while it runs waits in jobs/ (the idempotent retry of a
+    # submit): cancelling the job must still cancel the run, not only that waiting copy.
+    with anyio.fail_after(30):
+        async with lab(zk_server, zk_chroot) as it:
+            await it.run_worker()
+            job_id = await it.client.submit("step", {"key": "x"}, job_id="x")
+            await it.until(lambda: "x" in it.started)
+            await it.reaches(job_id, JobStatus.RUNNING)
+            assert await it.client.submit("step", {"key": "x"}, job_id="x") == "x"
+            assert await it.coord.client.exists(LAYOUT.job("x")) is not None
+            assert await it.client.cancel(job_id) is JobStatus.CANCELLED
+            await it.until(lambda: "x" in it.cancelled, timeout=5.0)
+            with pytest.raises(JobCancelled):
+                await it.client.result(job_id)
+            assert (await it.client.info(job_id)).status is JobStatus.CANCELLED
+            await it.until(lambda: it.started == ["x"])
+            assert await _queued(it) == []

@@ -160,12 +160,17 @@ async def test_listing_pages_through_jobs_by_status(
             it.gates["r"].set()
 
 
+async def _ratio(x: float) -> float:
+    return x
+
+
 async def test_bad_input_is_refused_and_writes_nothing(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:
     with anyio.fail_after(20):
         async with lab(zk_server, zk_chroot) as it:
             sched = it.client
+            sched.job("ratio")(_ratio)
             bad: list[tuple[object, type[Exception], str]] = [
                 (lambda: sched.submit("nope", {}), ValueError, "name: no job 'nope'"),
                 (lambda: sched.submit("step", {"key": 3.5}), ValueError, "key"),
@@ -191,6 +196,7 @@ async def test_bad_input_is_refused_and_writes_nothing(
                     "delay and run_at",
                 ),
                 (lambda: sched.submit("step", {"key": "a"}, job_id="a/b"), ValueError, "job_id"),
+                (lambda: sched.submit("ratio", {"x": math.nan}), ValueError, "^payload: "),
             ]
             for call, error, match in bad:
                 with pytest.raises(error, match=match):

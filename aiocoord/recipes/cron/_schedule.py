@@ -32,6 +32,7 @@ from ...errors import ConfigError
 __all__ = ("CronExpr", "Every", "Schedule", "resolve_timezone", "schedule_of", "schedule_from_text")
 
 _US = 1_000_000
+MAX_EVERY = 10 * 365 * 86400.0  # ten years: a longer interval would fire past what a datetime holds
 # `Every.text`: "every " and the interval as `str(timedelta)` writes it ("1 day, 0:00:30.5").
 _EVERY_TEXT = re.compile(r"every (?:(\d+) days?, )?(\d+):(\d\d):(\d\d)(?:\.(\d{6}))?")
 
@@ -155,6 +156,8 @@ def schedule_of(expr: str | None, every: timedelta | float | None, tz: tzinfo) -
         )
     if not math.isfinite(seconds) or seconds <= 0:
         raise ConfigError("every", f"must be a positive, finite interval, not {every!r}")
+    if seconds > MAX_EVERY:
+        raise ConfigError("every", f"must be at most ten years ({MAX_EVERY:.0f} s), not {every!r}")
     return Every(seconds)
 
 

@@ -124,10 +124,14 @@ def _job_view(name: str, record: JobRecord | None, leader: TaskLeader | None) ->
     if record is None:
         return CronJobView(name, None, None, None, None, None, None, leader)
     tz = _zone(record.timezone)
+    next_at: datetime | None = None
     try:
         after = schedule_from_text(record.schedule, tz).after(record.last)
+        next_at = None if after is None else _time(after, tz)
     except ConfigError:  # written by a newer aiocoord, or by hand: the rest still shows
-        after = None
+        pass
+    except (OverflowError, ValueError):  # the next time is past year 9999: it never comes
+        pass
     claim = record.claim
     running = None
     if claim is not None:
@@ -145,7 +149,7 @@ def _job_view(name: str, record: JobRecord | None, leader: TaskLeader | None) ->
         name,
         record.schedule,
         record.timezone,
-        None if after is None else _time(after, tz),
+        next_at,
         _time(record.last, tz),
         running,
         last,
