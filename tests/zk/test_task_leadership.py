@@ -755,6 +755,7 @@ async def test_duplicate_worker_id_waits_until_the_first_leaves(
     with anyio.fail_after(20):
         async with fleet(zk_server, zk_chroot) as f:
             first = await f.start("same", "1.0", tasks=["a"])
+            await f_wait(lambda: first.is_leader("a"))  # entering does not wait for the lead
             coord = await f.connect()
             twin = task_leadership(coord, ROOT, worker=Worker("2.0", id="same"), tasks=["a"])
             with anyio.move_on_after(0.5) as waited:
