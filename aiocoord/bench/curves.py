@@ -22,9 +22,9 @@ slope of its log-log fit, in words.
 
 Every point is bounded: a join gets ``--cap`` seconds, and an implementation
 is not run at a size its previous point extrapolates (linearly) past the cap,
-nor after it failed; the table says so.  The server runs with
-``forceSync=no`` (``--fsync`` keeps it) and no limit on connections per
-address.
+nor after it failed; the table says so.  Each sweep has a fresh server of
+its own, with ``forceSync=no`` (``--fsync`` keeps it) and no limit on
+connections per address.
 
     python -m aiocoord.bench.curves [--out DIR] [--quick] [--cap 120] [--only latch,locks,...]
         [--sizes tasks=10,100,1000 ...] [--replot]
@@ -33,10 +33,12 @@ address.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import time
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -73,7 +75,8 @@ def _skip(previous: tuple[int, float | None] | None, size: int, cap: float) -> s
     at, took = previous
     if took is None:
         return f"not run: failed or not run at {at:,}"
-    if took * size / at > cap:
+    # A point well inside the cap is mostly fixed costs (processes, sessions): no extrapolation.
+    if took > cap / 10 and took * size / at > cap:
         return f"not run: {took:.0f} s at {at:,} extrapolates past the {cap:.0f} s cap"
     return None
 
@@ -88,6 +91,8 @@ def sweep_latch(hosts: str, sizes: list[int], cap: float, handoffs: int) -> list
     )
     # The join's own limit is kazoo's; the others are bounded by the child's timeout (limit + 60).
     opts = argparse.Namespace(participants=2, rounds=1, handoffs=handoffs, limit=max(1.0, cap - 60))
+    for impl in _latch_impls().values():  # untimed: a fresh server is slow until its JIT warms up
+        latch.measure("join", impl, hosts, opts, sizes[0])
     for label, impl in _latch_impls().items():
         settle.series[label], handoff.series[label] = [], []
         previous: tuple[int, float | None] | None = None
@@ -162,7 +167,7 @@ def sweep_tasks(hosts: str, sizes: list[int], cap: float, settle: float, runs: i
     longest: list[Point] = []
     previous: tuple[int, float | None] | None = None
     for t in sizes:
-        why = _skip(previous, t, cap / runs)
+        why = _skip(previous, t, cap)
         if why is None:
             began = time.perf_counter()
             try:
@@ -258,16 +263,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hosts", default=None, help="use this server instead of starting one")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.replot:
-        curves, header = load_json(args.out / "curves.json")
-    elif args.hosts is None:
-        from aiocoord.testing import ZooKeeperServer
-
-        config = {"maxClientCnxns": "0", **({} if args.fsync else {"forceSync": "no"})}
-        with ZooKeeperServer(extra_config=config) as server:
-            curves, header = _measure(server.connect_string, args)
-    else:
-        curves, header = _measure(args.hosts, args)
+    curves, header = load_json(args.out / "curves.json") if args.replot else _measure(args)
     write_json(curves, header, args.out / "curves.json")
     (args.out / "curves.md").write_text(to_markdown(curves, header))
     for curve in curves:
@@ -275,7 +271,20 @@ def main(argv: list[str] | None = None) -> None:
     print(to_markdown(curves, header))
 
 
-def _measure(hosts: str, args: argparse.Namespace) -> tuple[list[Curve], list[str]]:
+@contextlib.contextmanager
+def _server(args: argparse.Namespace) -> Iterator[str]:
+    """The server of one sweep: a fresh one each (unless --hosts), so none inherits a crash."""
+    if args.hosts is not None:
+        yield args.hosts
+        return
+    from aiocoord.testing import ZooKeeperServer
+
+    config = {"maxClientCnxns": "0", **({} if args.fsync else {"forceSync": "no"})}
+    with ZooKeeperServer(extra_config=config) as server:
+        yield server.connect_string
+
+
+def _measure(args: argparse.Namespace) -> tuple[list[Curve], list[str]]:
     only = [name.strip() for name in args.only.split(",") if name.strip()]
     size = {name: SIZES[name][1 if args.quick else 0] for name in SWEEPS}
     for given in args.sizes:
@@ -283,13 +292,13 @@ def _measure(hosts: str, args: argparse.Namespace) -> tuple[list[Curve], list[st
         size[name] = [int(v) for v in values.split(",")]
     seconds = 0.2 if args.quick else args.seconds
     runs = 1 if args.quick else args.runs
-    sweeps: dict[str, Callable[[], list[Curve]]] = {
-        "latch": lambda: sweep_latch(hosts, size["latch"], args.cap, 3 if args.quick else 10),
-        "locks": lambda: sweep_locks(hosts, size["locks"], seconds),
-        "tasks": lambda: sweep_tasks(
+    sweeps: dict[str, Callable[[str], list[Curve]]] = {
+        "latch": lambda hosts: sweep_latch(hosts, size["latch"], args.cap, 3 if args.quick else 10),
+        "locks": lambda hosts: sweep_locks(hosts, size["locks"], seconds),
+        "tasks": lambda hosts: sweep_tasks(
             hosts, size["tasks"], args.cap, 0.05 if args.quick else 0.2, runs
         ),
-        "scheduler": lambda: sweep_scheduler(
+        "scheduler": lambda hosts: sweep_scheduler(
             hosts, size["scheduler"], 50 if args.quick else args.jobs, args.cap, runs
         ),
     }
@@ -298,7 +307,11 @@ def _measure(hosts: str, args: argparse.Namespace) -> tuple[list[Curve], list[st
     curves: list[Curve] = []
     for name in only:
         print(f"measuring {name} ...", flush=True)
-        curves += sweeps[name]()
+        try:
+            with _server(args) as hosts:
+                curves += sweeps[name](hosts)
+        except Exception:  # a sweep that breaks (say, its server died) leaves the others
+            traceback.print_exc()
     minutes = (time.perf_counter() - began) / 60
     return curves, _header(args, (load, os.getloadavg()[0]), minutes)
 

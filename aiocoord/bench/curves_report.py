@@ -90,23 +90,27 @@ def to_markdown(curves: list[Curve], header: list[str]) -> str:
         sizes = sorted({p.size for points in curve.series.values() for p in points})
         out.append(f"### {curve.title}")
         out.append("")
-        out.append(
-            f"| {curve.size_name} | "
-            + " | ".join(f"{n} ({curve.unit}) | {n} req/{curve.per}" for n in names)
-            + " |"
-        )
-        out.append("| ---: | " + " | ".join("---: | ---:" for _ in names) + " |")
+        counted = {n for n in names if any(p.requests is not None for p in curve.series[n])}
+        heads: list[str] = []
+        for name in names:
+            heads.append(f"{name} ({curve.unit})")
+            if name in counted:
+                heads.append(f"{name} req/{curve.per}")
+        out.append(f"| {curve.size_name} | " + " | ".join(heads) + " |")
+        out.append("| ---: |" + " ---: |" * len(heads))
         notes: list[str] = []
         for size in sizes:
             cells = []
             for name in names:
                 point = next((p for p in curve.series[name] if p.size == size), None)
                 if point is None or point.value is None:
-                    cells += ["-", "-"]
+                    cells += ["-", "-"] if name in counted else ["-"]
                     if point is not None and point.note:
                         notes.append(f"{name} at {size:,}: {point.note}")
                 else:
-                    cells += [_fmt(point.value), _fmt(point.requests)]
+                    cells.append(_fmt(point.value))
+                    if name in counted:
+                        cells.append(_fmt(point.requests))
             out.append(f"| {size:,} | " + " | ".join(cells) + " |")
         out.append("")
         for name in names:
