@@ -16,7 +16,9 @@ same functions), against an embedded ZooKeeper server it starts itself:
 - `scheduler`: job throughput, latency and requests per job;
 - `tasks`: a task leadership hand-over of many tasks (runs in `tasks_processes`
   and `tasks_peers`);
-- `summary`: the one table of ``aiocoord bench``.
+- `summary`: the one table of ``aiocoord bench``;
+- `curves`: how each cost grows with its size, as a table and PNG plots
+  (`curves_report`) for ``docs/performance.md``.
 
 Every ratio compares figures taken in the same run: machines are noisy, and
 figures from different runs do not compare.  Optional peers that are not

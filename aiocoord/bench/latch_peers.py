@@ -157,16 +157,21 @@ def aiozk_join(hosts: str, m: int, handoffs: int) -> Result:
             await all_waiting.wait()
             settle = time.perf_counter() - start
             joined = packets(hosts)
+            handing = time.perf_counter()
             for _ in range(handoffs):
                 await elections[leader].resign()
                 leader = await elected.get()
+            handed = (time.perf_counter() - handing) / handoffs
             after = packets(hosts)
             for election in elections:
                 if election.watch_loop_task is not None:
                     election.watch_loop_task.cancel()
         finally:
             await zk.close()
-        return join_result(settle, m, handoffs, (before, joined, after), base_rss)
+        return {
+            **join_result(settle, m, handoffs, (before, joined, after), base_rss),
+            "handoff_s": handed,
+        }
 
     result: Result = run_async(main, False)
     return result
@@ -344,14 +349,17 @@ def kazoo_join(hosts: str, m: int, handoffs: int, limit: float) -> Result:
             return {"settle_s": None, "note": f"not settled within {limit:.0f} s"}
         settle = time.perf_counter() - start
         joined = packets(hosts)
+        handing = time.perf_counter()
         for _ in range(handoffs):
             with changed:
                 leader, count = elected[-1], len(elected)
             release[leader].set()
             with changed:
                 changed.wait_for(lambda: len(elected) > count, timeout=limit)  # noqa: B023
+        handed = (time.perf_counter() - handing) / handoffs
         after = packets(hosts)
         result = join_result(settle, m, handoffs, (before, joined, after), base_rss)
+        result["handoff_s"] = handed
     finally:
         for event in release:
             event.set()

@@ -222,14 +222,19 @@ def aiocoord_join(hosts: str, m: int, handoffs: int, uvloop: bool) -> Result:
                 await settled.wait()
                 settle = time.perf_counter() - start
                 joined = packets(hosts)
+                handing = time.perf_counter()
                 for _ in range(handoffs):
                     leader = next(i for i, latch in enumerate(latches) if latch.has_leadership)
                     changed = leader_changed
                     leaving[leader].set()
                     await changed.wait()
+                handed = (time.perf_counter() - handing) / handoffs
                 after = packets(hosts)
                 tg.cancel_scope.cancel()
-        return join_result(settle, m, handoffs, (before, joined, after), base_rss)
+        return {
+            **join_result(settle, m, handoffs, (before, joined, after), base_rss),
+            "handoff_s": handed,
+        }
 
     result: Result = run_async(main, uvloop)
     return result

@@ -33,6 +33,8 @@ from aiocoord.recipes.task_leadership import (
 )
 from aiocoord.zk.paths import basename
 
+from .latch_runs import packets
+
 __all__ = (
     "GC_FREEZE",
     "ROOT",
@@ -58,6 +60,8 @@ class Result:
     # deletion (the release) to the new one's creation, and to the new body's start.
     released_to_created: list[float] = field(default_factory=list)
     released_to_led: list[float] = field(default_factory=list)
+    # Server requests from the new worker's start to its last body's start (pings included).
+    requests: int = 0
 
 
 # --- one worker process ---------------------------------------------------------------------
@@ -241,9 +245,11 @@ def hand_over(hosts: str, n_tasks: int, settle: float, *, observe: bool = False)
             proc.start()
             procs.append(proc)
             wait_for("watching", "observer")
+        before = packets(hosts)
         spawn("new", "1.1")
         registered = wait_for("registered", "new")
         all_led = wait_for("all led", "new")
+        requests = packets(hosts) - before
         stop.set()
         bodies: list[Body] = []
         for wid in [*old, "new"]:
@@ -266,7 +272,9 @@ def hand_over(hosts: str, n_tasks: int, settle: float, *, observe: bool = False)
         old_end = max(b[3] for b in runs if b[1] != "new" and b[3] is not None)
         gaps.append(new_start - old_end)
         started[task] = new_start
-    return Result(all_led - registered, gaps, overlaps, settle, *_release_times(seen, started))
+    result = Result(all_led - registered, gaps, overlaps, settle, *_release_times(seen, started))
+    result.requests = requests
+    return result
 
 
 def join_all(procs: list[Any]) -> None:
