@@ -371,6 +371,16 @@ class ZkSession:
         """Each subscriber's own bounded stream: the current state, then every transition."""
         return self._events.subscribe()
 
+    def follow_states(
+        self, on_event: Callable[[ConnectionEvent], None], on_close: Callable[[], None]
+    ) -> Callable[[], None]:
+        """`on_event(event)` for the current state and every transition as it happens, no task;
+        `on_close()` once closed.  Returns the function that stops it (`Broadcast.listen`)."""
+        last = self._events.last
+        if last is not None and not self._events.closed:
+            on_event(last)
+        return self._events.listen(on_event, on_close)
+
     # --- notifications ---------------------------------------------------------------------
 
     def _on_notification(self, body: bytes) -> None:

@@ -321,6 +321,27 @@ class ZkClient(SessionView):
         session = self._session
         await self._sender.call(_wire.delete_request(session.server_path(path), version), path=path)
 
+    def delete_now(self, path: str, version: int = -1) -> Callable[[], Awaitable[None]]:
+        """`delete`, sent at once from synchronous code; the returned function awaits its outcome.
+
+        For a recipe giving a node back: the request leaves before the caller's
+        task yields, rather than a task switch later.  The outcome is what
+        `delete` raises (`NoNodeError`, `BadVersionError`, `ProtocolError` ...).
+        No retry across a reconnect.  Raises `ConnectionLostError` at once when
+        there is no connection.
+        """
+        validate_path(path)
+        version = check_version(version)
+        session = self._session
+        conn = session.connection_now()
+        pending = conn.submit(_wire.delete_request(session.server_path(path), version))
+
+        async def result() -> None:
+            err, _ = await outcome_of(pending)
+            _errors.check(err, path)
+
+        return result
+
     async def delete_all(self, path: str) -> None:
         """Delete a node and everything below it; a missing node is fine."""
         validate_path(path)
