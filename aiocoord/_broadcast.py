@@ -67,15 +67,15 @@ class Broadcast(Generic[T]):
         self.closed = False
 
     def listen(
-        self, on_item: Callable[[T], None], on_close: Callable[[], None]
+        self, on_item: Callable[[T], None], on_close: Callable[[], None], *, replay: bool = False
     ) -> Callable[[], None]:
         """Call `on_item(item)` for every item published from now on, `on_close()` at the close.
 
         Both run synchronously in `publish` and `close`, so they must be quick
-        and must not await; what they raise is logged and dropped.  The latest
-        item (`last`) is not replayed: read it first.  Returns the function
-        that stops listening (safe to call twice).  A closed broadcast calls
-        `on_close()` at once.
+        and must not await; what they raise is logged and dropped.  With
+        `replay`, the latest item (`last`, if any) goes to `on_item` first.
+        Returns the function that stops listening (safe to call twice).  A
+        closed broadcast calls `on_close()` at once.
         """
         key = object()
 
@@ -84,8 +84,10 @@ class Broadcast(Generic[T]):
 
         if self.closed:
             _call_safely(on_close)
-        else:
-            self._listeners[key] = (on_item, on_close)
+            return stop
+        if replay and self.last is not None:
+            on_item(self.last)
+        self._listeners[key] = (on_item, on_close)
         return stop
 
     def publish(self, item: T) -> None:

@@ -106,7 +106,7 @@ class SessionView:
         """The current connection state and every transition, each passed to `on_event` where
         it happens (no task, no buffer: it must be quick and must not await); `on_close()`
         once the session closes.  Returns the function that stops following."""
-        return self._session.follow_states(on_event, on_close)
+        return self._session.events.listen(on_event, on_close, replay=True)
 
     def deadline(self, timeout: float | None = None) -> Deadline:
         """A deadline `timeout` seconds from now (default: the request timeout).

@@ -115,3 +115,13 @@ async def test_a_listener_is_called_with_each_item_as_published_then_at_the_clos
     late: list[str] = []
     broadcast.listen(lambda _item: None, lambda: late.append("closed"))
     assert late == ["closed"]  # a closed broadcast says so at once
+
+
+async def test_a_listener_may_get_the_latest_item_first() -> None:
+    broadcast: Broadcast[int] = Broadcast()
+    seen: list[int] = []
+    broadcast.listen(seen.append, lambda: None, replay=True)  # nothing published yet
+    broadcast.publish(1)
+    broadcast.listen(seen.append, lambda: None, replay=True)
+    broadcast.publish(2)
+    assert seen == [1, 1, 2, 2]
