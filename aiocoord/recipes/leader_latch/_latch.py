@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -16,7 +15,6 @@ import anyio.lowlevel
 from ..._broadcast import Broadcast
 from ..._lifecycle import Lifecycle, Phase, Service
 from ...errors import (
-    ConfigError,
     CoordinatorClosedError,
 )
 from ...session import Coordinator
@@ -32,6 +30,7 @@ from ._election import (
     LeadershipTerm,
     Participant,
     check_latch_arguments,
+    check_wait_timeout,
     default_participant_id,
 )
 from ._nodes import Candidacy, CreatedNode, SharedPath, leader_of, participants_of
@@ -105,7 +104,7 @@ class LeaderLatch(Service):
         self._released: set[str] = set()
         self._hold_until = 0.0
         self._sent_delete: Callable[[], Awaitable[None]] | None = None  # see `_stop_leading`
-        self._unfollow: Callable[[], None] = _nothing  # stops following connection states
+        self._unfollow: Callable[[], None] = lambda: None  # stops following connection states
 
     # --- public state ----------------------------------------------------------------------
 
@@ -176,10 +175,7 @@ class LeaderLatch(Service):
             self._elect, self._lose, self._publish, self._signal, lambda: self.node, self._held
         )
         self._campaign = Campaign(host, self._coord, self._offer, self._layout, tg)
-        # Connection states reach the latch where the session publishes them (no task per latch).
         self._unfollow = self._client.follow_states(self._on_connection, self._on_closed)
-        if self._coord.closed:
-            raise CoordinatorClosedError(f"the coordinator of leader latch {self._path} closed")
         await tg.start(self._campaign.run)
 
     async def aclose(self) -> None:
@@ -199,10 +195,13 @@ class LeaderLatch(Service):
         if campaign is not None:
             campaign.closing = True
             campaign.unwatch()
-        # Before the node goes, so no two leaders overlap.
-        self._lose("closed", publish=self._close_mode == "notify")
+        term, self._term = self._term, None  # ends before the node goes: no two leaders overlap
+        if term is not None:
+            term.tenure.end("closed")
         if self._offer is not None and (campaign is None or not campaign.writing):
             self._sent_delete = self._offer.delete_now(self._coord.session_id)
+        if term is not None:  # reported once the delete is on its way (no reader runs between)
+            self._report_loss(term, "closed", publish=self._close_mode == "notify")
 
     async def _withdraw(self) -> None:
         """Leaving, while the tasks still run: stop leading, then delete our node."""
@@ -253,11 +252,7 @@ class LeaderLatch(Service):
         """
         if timeout is None:
             return await self._wait()
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-            raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
-        if math.isnan(timeout) or timeout < 0:
-            raise ConfigError("timeout", f"must be a number of seconds >= 0, not {timeout!r}")
-        with anyio.move_on_after(timeout):
+        with anyio.move_on_after(check_wait_timeout(timeout)):
             await self._wait()
             return True
         return False
@@ -326,13 +321,11 @@ class LeaderLatch(Service):
         """
         return self._events.subscribe()
 
-    # --- the background tasks ----------------------------------------------------------------
+    # --- connection states (the session calls these where they happen: no task per latch) --
 
     def _on_closed(self) -> None:
         """The coordinator closed: nothing more can be done on this session."""
         self._lose("closed")
-        if self._campaign is not None:
-            self._campaign.poke()
         self._signal()
 
     def _on_connection(self, event: ConnectionEvent) -> None:
@@ -364,6 +357,10 @@ class LeaderLatch(Service):
         if term is None:
             return
         term.tenure.end(reason)
+        self._report_loss(term, reason, publish=publish)
+
+    def _report_loss(self, term: LeadershipTerm, reason: str, *, publish: bool) -> None:
+        """Tell the log, `changes()` readers and waiters that `term` ended (`_lose`)."""
         log.info("no longer leader of %s as %s: %s", self._path, self._id, reason)
         if publish:
             event = ElectionEvent(
@@ -424,10 +421,6 @@ class LeaderLatch(Service):
         else:
             state = self._events.last.state.value if self._events.last is not None else "NEW"
         return f"<LeaderLatch {self._path} id={self._id} {state}>"
-
-
-def _nothing() -> None:
-    pass
 
 
 def leader_latch(
