@@ -10,13 +10,17 @@ buffered, in order, then raises `SubscriberLagged`.  A broadcast made with a
 changes do) sends that item instead, as the last of the full buffer, and skips
 what follows until the reader has taken it.
 
-Leaving the ``async for`` unsubscribes; closing ends every stream.
+Leaving the ``async for`` unsubscribes; closing ends every stream.  A listener
+(`listen`) is called with each item where it is published instead, for a
+component that only reacts (no task, no buffer of its own: a thousand leader
+latches on one session follow its connection states this way).
 """
 
 from __future__ import annotations
 
+import logging
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import suppress
 from typing import Final, Generic, TypeVar
 
@@ -28,6 +32,8 @@ from .errors import SubscriberLagged
 __all__ = ("SUBSCRIBER_BACKLOG", "Broadcast")
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 SUBSCRIBER_BACKLOG: Final = 4096
 """Items a subscriber may have unread; far past any burst of state transitions."""
@@ -56,12 +62,39 @@ class Broadcast(Generic[T]):
         self._subscribers: set[MemoryObjectSendStream[T]] = set()
         self._stalled: set[MemoryObjectSendStream[T]] = set()  # sent `resync`, not read yet
         self._lagged: weakref.WeakSet[MemoryObjectSendStream[T]] = weakref.WeakSet()
+        self._listeners: dict[object, tuple[Callable[[T], None], Callable[[], None]]] = {}
         self.last: T | None = None
         self.closed = False
+
+    def listen(
+        self, on_item: Callable[[T], None], on_close: Callable[[], None], *, replay: bool = False
+    ) -> Callable[[], None]:
+        """Call `on_item(item)` for every item published from now on, `on_close()` at the close.
+
+        Both run synchronously in `publish` and `close`, so they must be quick
+        and must not await; what they raise is logged and dropped.  With
+        `replay`, the latest item (`last`, if any) goes to `on_item` first.
+        Returns the function that stops listening (safe to call twice).  A
+        closed broadcast calls `on_close()` at once.
+        """
+        key = object()
+
+        def stop() -> None:
+            self._listeners.pop(key, None)
+
+        if self.closed:
+            _call_safely(on_close)
+            return stop
+        if replay and self.last is not None:
+            on_item(self.last)
+        self._listeners[key] = (on_item, on_close)
+        return stop
 
     def publish(self, item: T) -> None:
         """Deliver `item` to every subscriber now (never blocks)."""
         self.last = item
+        for on_item, _ in list(self._listeners.values()):
+            _call_safely(on_item, item)
         for send in list(self._subscribers):
             try:
                 self._deliver(send, item)
@@ -91,6 +124,9 @@ class Broadcast(Generic[T]):
     def close(self) -> None:
         """End every subscriber's stream; later subscribers get only the replay."""
         self.closed = True
+        listeners, self._listeners = self._listeners, {}
+        for _, on_close in listeners.values():
+            _call_safely(on_close)
         for send in self._subscribers:
             send.close()
         self._subscribers.clear()
@@ -136,3 +172,10 @@ class Broadcast(Generic[T]):
         finally:
             with suppress(Exception):
                 self.unsubscribe(send)
+
+
+def _call_safely(callback: Callable[..., None], *args: object) -> None:
+    try:
+        callback(*args)
+    except Exception:
+        log.exception("broadcast listener %r failed", callback)

@@ -1,10 +1,10 @@
-"""Leader latch: hand-off latency and join at scale, against aiozk's and kazoo's elections.
+"""Leader latch: hand-off latency and join at scale, against aiozk, kazoo and Curator.
 
 A thin entry point: the benchmark is `aiocoord.bench.latch` (its measurements
 run in child processes, ``python -m aiocoord.bench.latch --child ...``).
 
     python benchmarks/bench_latch.py [--participants 10] [--rounds 30] [--scale 1000] [--fsync]
-        [--warm-up 10] [--passes 3] [--small-scale 100] [--impl NAME ...]
+        [--warm-up 10] [--passes 3] [--small-scale 200] [--impl NAME ...] [--measure KIND ...]
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Leader latch: hand-off latency and join at scale, against aiozk's and kazoo's elections.
+"""Leader latch: hand-off latency and join at scale, against aiozk, kazoo and Curator.
 
 Every figure comes from one embedded ZooKeeper server in this same run, and each
 implementation is measured in a process of its own (so peak RSS is its own):
@@ -28,27 +28,34 @@ implementation once, so a slow spell of the shared machine weighs on all of
 them alike (measured one after the other, the same code's median moved by a
 fifth from one run to the next, and the ratios with it).
 
-Peers: ``aiozk.recipes.LeaderElection`` (the installed aiozk package, on the
-asyncio loop) and ``kazoo.recipe.election.Election`` (one thread per
-participant; left out, with a note, when kazoo is not installed).  aiocoord runs
-on asyncio and on uvloop.  The server runs with
+Peers: ``aiozk.recipes.LeaderElection`` (the installed aiozk package),
+``kazoo.recipe.election.Election`` (one thread per participant; left out, with
+a note, when kazoo is not installed) and, next in line only, Apache Curator's
+``LeaderLatch`` (Java, one client per participant, in one JVM that runs untimed
+rounds first for its JIT; left out with a note when Java or the jars are
+missing).  aiocoord and aiozk each run on asyncio and on uvloop, and each is
+compared with the other on the same loop.  Join at scale also reports each
+process's peak RSS, what was loaded included, and its ratio to aiozk's on the
+same loop.  The server runs with
 ``forceSync=no`` unless ``--fsync`` is given: with it, every hand-off is
 dominated by the same disk flush for everyone and the clients' own cost hides.
 
     python -m aiocoord.bench.latch [--participants 10] [--rounds 30] [--scale 1000] [--fsync]
-        [--warm-up 10] [--passes 3] [--small-scale 100] [--impl NAME ...]
-        (--scale 0 --small-scale 0: no join)
+        [--warm-up 10] [--passes 3] [--small-scale 200] [--impl NAME ...]
+        [--measure first|rotation|join ...]   (--scale 0 --small-scale 0: no join)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
 import time
 
+from .latch_curator import curator_first, curator_missing
 from .latch_peers import (
     aiozk_first,
     aiozk_handoff,
@@ -62,15 +69,30 @@ from .peers import kazoo_installed, skipped_note
 
 __all__ = (
     "IMPLS",
+    "MEASURES",
     "child",
     "main",
     "measure",
     "measure_in_passes",
+    "peer_on_same_loop",
     "report_handoff",
     "report_join",
 )
 
-IMPLS = ("aiocoord/asyncio", "aiocoord/uvloop", "aiozk", "kazoo")
+IMPLS = (
+    "aiocoord/asyncio",
+    "aiozk/asyncio",
+    "aiocoord/uvloop",
+    "aiozk/uvloop",
+    "Curator",
+    "kazoo",
+)
+MEASURES = ("first", "rotation", "join")
+
+
+def peer_on_same_loop(impl: str) -> str:
+    """The aiozk row an implementation's ratio is taken against (same event loop)."""
+    return "aiozk/uvloop" if impl.endswith("uvloop") else "aiozk/asyncio"
 
 
 # --- the parent: runs each measurement in a child process, prints the table -------------------
@@ -78,26 +100,31 @@ IMPLS = ("aiocoord/asyncio", "aiocoord/uvloop", "aiozk", "kazoo")
 
 def child(args: argparse.Namespace) -> Result:
     impl, hosts = args.child_impl, args.hosts
+    uvloop = impl.endswith("uvloop")
     if args.child == "first":
         if impl.startswith("aiocoord"):
-            return aiocoord_first(hosts, args.participants, args.rounds, impl.endswith("uvloop"))
-        if impl == "aiozk":
-            return aiozk_first(hosts, args.participants, args.rounds)
+            return aiocoord_first(hosts, args.participants, args.rounds, uvloop)
+        if impl.startswith("aiozk"):
+            return aiozk_first(hosts, args.participants, args.rounds, uvloop)
         return kazoo_first(hosts, args.participants, args.rounds)
     if args.child == "handoff":
         if impl.startswith("aiocoord"):
-            return aiocoord_handoff(hosts, args.participants, args.rounds, impl.endswith("uvloop"))
-        if impl == "aiozk":
-            return aiozk_handoff(hosts, args.participants, args.rounds)
+            return aiocoord_handoff(hosts, args.participants, args.rounds, uvloop)
+        if impl.startswith("aiozk"):
+            return aiozk_handoff(hosts, args.participants, args.rounds, uvloop)
         return kazoo_handoff(hosts, args.participants, args.rounds)
     if impl.startswith("aiocoord"):
-        return aiocoord_join(hosts, args.scale, args.handoffs, impl.endswith("uvloop"))
-    if impl == "aiozk":
-        return aiozk_join(hosts, args.scale, args.handoffs)
+        return aiocoord_join(hosts, args.scale, args.handoffs, uvloop)
+    if impl.startswith("aiozk"):
+        return aiozk_join(hosts, args.scale, args.handoffs, uvloop)
     return kazoo_join(hosts, args.scale, args.handoffs, args.limit)
 
 
 def measure(kind: str, impl: str, hosts: str, args: argparse.Namespace, scale: int) -> Result:
+    if impl == "Curator":  # a JVM of its own, next in line only
+        if kind != "first":
+            return {"error": "measured next in line only"}
+        return curator_first(hosts, args.participants, args.rounds)
     cmd = [
         sys.executable,
         "-m",
@@ -157,9 +184,15 @@ def _ratio(mine: float | None, theirs: float | None) -> str:
     return f"{mine / theirs:5.2f}x"
 
 
+def _quantile(ordered: list[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(len(ordered) * q) - 1))]
+
+
 def report_handoff(title: str, results: dict[str, Result]) -> list[str]:
+    """The table of one hand-off measurement; ratios of medians (aiozk: on the same loop)."""
     lines = [
-        f"{title:<17} {'median ms':>9} {'p95 ms':>8} {'vs aiozk':>9} {'vs kazoo':>9}",
+        f"{title:<17} {'median ms':>9} {'p95 ms':>8} {'p99 ms':>8} {'vs aiozk':>9} "
+        f"{'vs Curator':>10} {'vs kazoo':>9}",
     ]
     medians: dict[str, float | None] = {}
     for impl, res in results.items():
@@ -170,30 +203,33 @@ def report_handoff(title: str, results: dict[str, Result]) -> list[str]:
         if not lat:
             lines.append(f"{impl:<17} {res.get('error', 'no data')}")
             continue
-        p95 = lat[max(0, int(len(lat) * 0.95) - 1)] * 1000
         med = medians[impl]
+        aiozk = medians.get(peer_on_same_loop(impl), medians.get("aiozk"))
         lines.append(
-            f"{impl:<17} {med:9.2f} {p95:8.2f} {_ratio(med, medians.get('aiozk')):>9} "
-            f"{_ratio(med, medians.get('kazoo')):>9}"
+            f"{impl:<17} {med:9.2f} {_quantile(lat, 0.95) * 1000:8.2f} "
+            f"{_quantile(lat, 0.99) * 1000:8.2f} {_ratio(med, aiozk):>9} "
+            f"{_ratio(med, medians.get('Curator')):>10} {_ratio(med, medians.get('kazoo')):>9}"
         )
     return lines
 
 
 def report_join(scale: int, results: dict[str, Result]) -> list[str]:
+    """The table of one join at scale; settle and peak RSS ratios against aiozk on the same loop."""
     lines = [
         f"{f'join M={scale}':<17} {'settle s':>9} {'req/part':>8} {'req/hand-off':>12} "
-        f"{'RSS MiB':>8} {'settle vs aiozk':>15} {'vs kazoo':>9}",
+        f"{'RSS +MiB':>8} {'peak MiB':>8} {'settle vs aiozk':>15} {'peak vs aiozk':>13}",
     ]
-    settle = {impl: res.get("settle_s") for impl, res in results.items()}
     for impl, res in results.items():
         if res.get("settle_s") is None:
             lines.append(f"{impl:<17} {res.get('error') or res.get('note') or 'no data'}")
             continue
+        peer = results.get(peer_on_same_loop(impl), results.get("aiozk", {}))
         lines.append(
             f"{impl:<17} {res['settle_s']:9.3f} {res['requests_per_participant']:8.2f} "
             f"{res['requests_per_handoff']:12.2f} {res['rss_mb']:8.1f} "
-            f"{_ratio(settle[impl], settle.get('aiozk')):>15} "
-            f"{_ratio(settle[impl], settle.get('kazoo')):>9}"
+            f"{res.get('peak_rss_mb', 0.0):8.1f} "
+            f"{_ratio(res['settle_s'], peer.get('settle_s')):>15} "
+            f"{_ratio(res.get('peak_rss_mb'), peer.get('peak_rss_mb')):>13}"
         )
     return lines
 
@@ -203,10 +239,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--participants", type=int, default=10, help="N, hand-off")
     parser.add_argument("--rounds", type=int, default=30, help="R hand-offs timed")
     parser.add_argument("--scale", type=int, default=1000, help="M, join at scale")
-    parser.add_argument("--small-scale", type=int, default=100, help="a second M (0: none)")
+    parser.add_argument("--small-scale", type=int, default=200, help="a second M (0: none)")
     parser.add_argument("--handoffs", type=int, default=10, help="H hand-offs after the join")
     parser.add_argument("--limit", type=float, default=60.0, help="seconds allowed per join")
     parser.add_argument("--impl", choices=IMPLS, action="append", help="only these")
+    parser.add_argument("--measure", choices=MEASURES, action="append", help="only these")
     parser.add_argument("--fsync", action="store_true", help="keep the server's forceSync")
     parser.add_argument(
         "--warm-up", type=int, default=10, help="untimed rotation rounds per implementation first"
@@ -232,33 +269,45 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def main_with(args: argparse.Namespace) -> None:
-    impls = args.impl or [i for i in IMPLS if i != "kazoo" or kazoo_installed()]
+    impls = args.impl or [
+        i
+        for i in IMPLS
+        if (i != "kazoo" or kazoo_installed()) and (i != "Curator" or curator_missing() is None)
+    ]
+    measures = args.measure or list(MEASURES)
     began = time.perf_counter()
     sync = "forceSync=yes" if args.fsync else "forceSync=no"
     print(f"one standalone ZooKeeper ({sync}); each implementation in its own process")
     print(
         f"hand-off: N={args.participants} participants, one session each, {args.rounds} rounds;"
-        " median and p95 of release -> next observes leadership"
+        " median, p95 and p99 of release -> next observes leadership"
     )
     print("- next in line: a fresh election each round (joined in order), the leader leaves")
     print("- rotation: the leader leaves and joins again at the tail, round after round")
-    if "kazoo" not in impls and not args.impl:
-        print(skipped_note("kazoo"))
-    if args.warm_up > 0:
+    if not args.impl:
+        if not kazoo_installed():
+            print(skipped_note("kazoo"))
+        why = curator_missing()
+        if why is not None:
+            print(f"note: Curator's LeaderLatch is not measured: {why}")
+    hand_impls = [i for i in impls if i != "Curator"]
+    if args.warm_up > 0 and {"first", "rotation"} & set(measures):
         warm = argparse.Namespace(**{**vars(args), "rounds": args.warm_up})
-        for impl in impls:
+        for impl in hand_impls:
             measure("handoff", impl, args.hosts, warm, args.scale)
-    first = measure_in_passes("first", impls, args)
-    print("\n".join(report_handoff("next in line", first)))
-    handoff = measure_in_passes("handoff", impls, args)
-    print("\n".join(report_handoff("rotation", handoff)))
-    scales = [s for s in (args.small_scale, args.scale) if s]
+    if "first" in measures:
+        first = measure_in_passes("first", impls, args)
+        print("\n".join(report_handoff("next in line", first)))
+    if "rotation" in measures:
+        handoff = measure_in_passes("handoff", hand_impls, args)
+        print("\n".join(report_handoff("rotation", handoff)))
+    scales = [s for s in (args.small_scale, args.scale) if s] if "join" in measures else []
     for scale in scales:
         print()
         print(
             f"join at scale: M={scale} participants on one session, then {args.handoffs} hand-offs"
         )
-        joins = {impl: measure("join", impl, args.hosts, args, scale) for impl in impls}
+        joins = {impl: measure("join", impl, args.hosts, args, scale) for impl in hand_impls}
         print("\n".join(report_join(scale, joins)))
     print(f"\n({time.perf_counter() - began:.0f} s)")
 

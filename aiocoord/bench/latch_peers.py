@@ -2,7 +2,8 @@
 
 The same three measurements as `latch_runs` (next in line, rotation, join at
 scale), each in the child process `latch` starts for it.  aiozk runs on the
-asyncio loop; kazoo with one thread per participant.
+asyncio loop or on uvloop; kazoo with one thread per participant.  Curator's
+run is in `latch_curator`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ __all__ = (
 # --- aiozk -----------------------------------------------------------------------------------
 
 
-def aiozk_handoff(hosts: str, n: int, rounds: int) -> Result:
+def aiozk_handoff(hosts: str, n: int, rounds: int, uvloop: bool = False) -> Result:
     import aiozk
 
     path = f"/bench-latch/aiozk-{uuid.uuid4().hex[:8]}"
@@ -78,11 +79,11 @@ def aiozk_handoff(hosts: str, n: int, rounds: int) -> Result:
                 await zk.close()
         return {"latencies": latencies}
 
-    result: Result = run_async(main, False)
+    result: Result = run_async(main, uvloop)
     return result
 
 
-def aiozk_first(hosts: str, n: int, rounds: int) -> Result:
+def aiozk_first(hosts: str, n: int, rounds: int, uvloop: bool = False) -> Result:
     import aiozk
 
     path = f"/bench-latch/aiozk-first-{uuid.uuid4().hex[:8]}"
@@ -112,11 +113,11 @@ def aiozk_first(hosts: str, n: int, rounds: int) -> Result:
                 await zk.close()
         return {"latencies": latencies}
 
-    result: Result = run_async(main, False)
+    result: Result = run_async(main, uvloop)
     return result
 
 
-def aiozk_join(hosts: str, m: int, handoffs: int) -> Result:
+def aiozk_join(hosts: str, m: int, handoffs: int, uvloop: bool = False) -> Result:
     import aiozk
     from aiozk.recipes.election import LeaderElection
 
@@ -173,7 +174,7 @@ def aiozk_join(hosts: str, m: int, handoffs: int) -> Result:
             "handoff_s": handed,
         }
 
-    result: Result = run_async(main, False)
+    result: Result = run_async(main, uvloop)
     return result
 
 

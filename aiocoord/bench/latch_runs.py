@@ -66,6 +66,7 @@ def join_result(
         "requests_per_participant": (joined - before) / m,
         "requests_per_handoff": (after - joined) / handoffs,
         "rss_mb": peak_rss_mb() - base_rss,
+        "peak_rss_mb": peak_rss_mb(),
     }
 
 

@@ -99,7 +99,7 @@ class ZkSession:
         )
         self._last_zxid = 0
         self._last_heard = time.monotonic()
-        self._events: Broadcast[ConnectionEvent] = Broadcast()
+        self.events: Broadcast[ConnectionEvent] = Broadcast()  # connection states
         self._namespace_ready = False
         self._closing = False
         self._closed = False
@@ -363,13 +363,13 @@ class ZkSession:
                 event.session_id or 0,
                 f", {event.reason}" if event.reason else "",
             )
-            self._events.publish(event)
+            self.events.publish(event)
         self._changed.set()
         self._changed = anyio.Event()
 
     def connection_events(self) -> AsyncIterator[ConnectionEvent]:
         """Each subscriber's own bounded stream: the current state, then every transition."""
-        return self._events.subscribe()
+        return self.events.subscribe()
 
     # --- notifications ---------------------------------------------------------------------
 
@@ -443,7 +443,7 @@ class ZkSession:
             self._closed = True
             self._machine.feed(Closed())
             self.watches.close()
-            self._events.close()
+            self.events.close()
             self._changed.set()
             if self._run_scope is not None:
                 self._run_scope.cancel()

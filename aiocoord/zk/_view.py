@@ -100,6 +100,14 @@ class SessionView:
         """Each subscriber's own bounded stream: the current state, then every transition."""
         return self._session.connection_events()
 
+    def follow_states(
+        self, on_event: Callable[[ConnectionEvent], None], on_close: Callable[[], None]
+    ) -> Callable[[], None]:
+        """The current connection state and every transition, each passed to `on_event` where
+        it happens (no task, no buffer: it must be quick and must not await); `on_close()`
+        once the session closes.  Returns the function that stops following."""
+        return self._session.events.listen(on_event, on_close, replay=True)
+
     def deadline(self, timeout: float | None = None) -> Deadline:
         """A deadline `timeout` seconds from now (default: the request timeout).
 

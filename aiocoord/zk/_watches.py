@@ -10,6 +10,7 @@ watch fires with `EventType.SESSION_LOST`, since the server forgot it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import enum
 import logging
@@ -18,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 import anyio
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .types import EventType, WatchedEvent
@@ -50,11 +52,15 @@ def _call_safely(callback: Callable[[WatchedEvent], None], event: WatchedEvent, 
 class Watch:
     """A one-shot watch: `await watch.wait()` returns the event that fired it."""
 
+    # A recipe keeps a watch or two per participant, most never waited on by a task:
+    # slots, and the event to wake waiters is made only for the first one.
+    __slots__ = ("_callbacks", "_fired", "event", "kind", "path")
+
     def __init__(self, kind: WatchKind, path: str) -> None:
         self.kind = kind
         self.path = path
         self.event: WatchedEvent | None = None
-        self._fired = anyio.Event()
+        self._fired: asyncio.Event | None = None
         self._callbacks: list[Callable[[WatchedEvent], None]] = []
 
     @property
@@ -79,11 +85,17 @@ class Watch:
             callbacks, self._callbacks = self._callbacks, []
             for callback in callbacks:
                 _call_safely(callback, event, self.path)
-            self._fired.set()
+            if self._fired is not None:
+                self._fired.set()
 
     async def wait(self) -> WatchedEvent:
         """Wait until the watch fires; returns the event (SESSION_LOST if the session ended)."""
-        await self._fired.wait()
+        if self.event is None:
+            if self._fired is None:
+                self._fired = asyncio.Event()
+            await self._fired.wait()
+        else:
+            await anyio.lowlevel.checkpoint()
         assert self.event is not None
         return self.event
 

@@ -175,16 +175,25 @@ def create_request(
     return _render(OpCode(request.opcode), request)
 
 
+# The requests a hand-over sends (a path, then a version or a watch flag) are packed
+# here directly: aiozk's generic rendering costs more than the rest of sending them.
+
+
+def _path_only(opcode: OpCode, path: str, tail: bytes = b"") -> WireRequest:
+    raw = path.encode("utf-8")
+    return WireRequest(opcode, _INT.pack(len(raw)) + raw + tail)
+
+
 def get_data_request(path: str, watch: bool) -> WireRequest:
-    return _render(OpCode.GET_DATA, proto.GetDataRequest(path=path, watch=watch))
+    return _path_only(OpCode.GET_DATA, path, b"\x01" if watch else b"\x00")
 
 
 def exists_request(path: str, watch: bool) -> WireRequest:
-    return _render(OpCode.EXISTS, proto.ExistsRequest(path=path, watch=watch))
+    return _path_only(OpCode.EXISTS, path, b"\x01" if watch else b"\x00")
 
 
 def get_children_request(path: str, watch: bool) -> WireRequest:
-    return _render(OpCode.GET_CHILDREN, proto.GetChildrenRequest(path=path, watch=watch))
+    return _path_only(OpCode.GET_CHILDREN, path, b"\x01" if watch else b"\x00")
 
 
 def set_data_request(path: str, data: bytes, version: int) -> WireRequest:
@@ -192,15 +201,15 @@ def set_data_request(path: str, data: bytes, version: int) -> WireRequest:
 
 
 def delete_request(path: str, version: int) -> WireRequest:
-    return _render(OpCode.DELETE, proto.DeleteRequest(path=path, version=version))
+    return _path_only(OpCode.DELETE, path, _INT.pack(version))
 
 
 def check_request(path: str, version: int) -> WireRequest:
-    return _render(OpCode.CHECK, proto.CheckVersionRequest(path=path, version=version))
+    return _path_only(OpCode.CHECK, path, _INT.pack(version))
 
 
 def sync_request(path: str) -> WireRequest:
-    return _render(OpCode.SYNC, proto.SyncRequest(path=path))
+    return _path_only(OpCode.SYNC, path)
 
 
 def add_watch_request(path: str, recursive: bool) -> WireRequest:

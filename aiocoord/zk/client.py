@@ -14,9 +14,8 @@ inside the session and `_wire`.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
-from typing import cast
 
 import anyio
 
@@ -31,9 +30,9 @@ from ..errors import (
 from . import _errors, _replies, _wire
 from ._arguments import MAX_DATA, check_acl, check_data, check_mode, check_version
 from ._multi import MultiResults, SentMulti, multi_packet, outcome, results_parser, validate_ops
+from ._now import SendNow
 from ._protected import PROTECTED_PREFIX, create_protected, protected_name
-from ._sending import Deadline, outcome_of
-from ._view import SessionView
+from ._sending import Deadline
 from ._watches import PersistentWatch, Watch, WatchKind
 from ._wire import OpCode
 from .paths import join, parent, validate_path
@@ -51,11 +50,12 @@ __all__ = (
 log = logging.getLogger(__name__)
 
 
-class ZkClient(SessionView):
+class ZkClient(SendNow):
     """The ZooKeeper client of one `Coordinator`; see the module docstring.
 
     Built on a `ZkSession` whose owner runs and closes it (`client.session`);
-    `coord.client` is the one a coordinator uses.
+    `coord.client` is the one a coordinator uses.  The requests sent from
+    synchronous code (`children_now`, `delete_now`) come from `SendNow`.
     """
 
     # --- create ----------------------------------------------------------------------------
@@ -212,41 +212,6 @@ class ZkClient(SessionView):
             )
 
         return await self._retrying(op)
-
-    def children_now(
-        self, path: str, on_reply: Callable[[list[str]], None]
-    ) -> Callable[[], Awaitable[list[str]]]:
-        """`children`, sent at once from synchronous code (a watch callback, say).
-
-        `on_reply(names)` runs where the reply is read, before any task wakes,
-        so it must be quick and must not await (what it raises is logged and
-        dropped); an error reply or a malformed one does not call it.  The
-        returned function awaits the same reply: the names, or the error
-        `children` raises (`ProtocolError` for a malformed reply).  No retry
-        across a reconnect.  Raises `ConnectionLostError` at once when there is
-        no connection.
-        """
-        validate_path(path, allow_reserved=True)
-        session = self._session
-        conn = session.connection_now()
-
-        def parse(body: bytes) -> list[str]:
-            names = _replies.parse_children(body)  # a malformed reply stops here
-            try:
-                on_reply(list(names))
-            except Exception:
-                log.exception("children of %s: the reply's callback failed", path)
-            return names
-
-        request = _wire.get_children_request(session.server_path(path), False)
-        pending = conn.submit(request, parse=parse)
-
-        async def result() -> list[str]:
-            err, names = await outcome_of(pending)
-            _errors.check(err, path)
-            return list(cast(list[str], names))
-
-        return result
 
     async def children_watch(self, path: str) -> tuple[list[str], Watch]:
         """`children` plus a one-shot child watch (fires on a child added/removed or deletion)."""

@@ -7,6 +7,7 @@ the error names the offending path and the rule it broke.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..errors import InvalidPathError
@@ -28,6 +29,13 @@ def validate_path(path: object, *, allow_reserved: bool = False, sequential: boo
     """
     if not isinstance(path, str):
         raise InvalidPathError(path, f"must be a str, not {type(path).__name__}")
+    # Recipes send requests on the same few paths over and over (a hand-over's delete,
+    # watch and listing): the paths found valid lately are not checked again.
+    return _checked(path, allow_reserved, sequential)
+
+
+@functools.lru_cache(maxsize=512)
+def _checked(path: str, allow_reserved: bool, sequential: bool) -> str:
     if not path:
         raise InvalidPathError(path, "is empty")
     if not path.startswith("/"):

@@ -91,3 +91,37 @@ async def test_task_changes_that_fell_behind_read_the_leaders_again() -> None:
         assert await changes.__anext__() == TaskChange("report", "w2", "1.0", 1)
     assert isinstance(changes, AsyncGenerator)
     await changes.aclose()
+
+
+async def test_a_listener_is_called_with_each_item_as_published_then_at_the_close() -> None:
+    broadcast: Broadcast[int] = Broadcast()
+    broadcast.publish(0)
+    seen: list[object] = []
+
+    def broken(_item: int) -> None:
+        raise RuntimeError("logged and dropped")
+
+    broadcast.listen(broken, lambda: None)
+    stop = broadcast.listen(seen.append, lambda: seen.append("closed"))
+    other = broadcast.listen(lambda item: seen.append(-item), lambda: seen.append("other closed"))
+    broadcast.publish(1)
+    assert seen == [1, -1]  # not the item published before listening
+    other()
+    other()  # stopping twice is harmless
+    broadcast.publish(2)
+    broadcast.close()
+    assert seen == [1, -1, 2, "closed"]
+    stop()
+    late: list[str] = []
+    broadcast.listen(lambda _item: None, lambda: late.append("closed"))
+    assert late == ["closed"]  # a closed broadcast says so at once
+
+
+async def test_a_listener_may_get_the_latest_item_first() -> None:
+    broadcast: Broadcast[int] = Broadcast()
+    seen: list[int] = []
+    broadcast.listen(seen.append, lambda: None, replay=True)  # nothing published yet
+    broadcast.publish(1)
+    broadcast.listen(seen.append, lambda: None, replay=True)
+    broadcast.publish(2)
+    assert seen == [1, 1, 2, 2]

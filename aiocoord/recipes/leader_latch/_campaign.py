@@ -227,7 +227,9 @@ class Campaign:
                 self._node_lost(offer)
             if not isinstance(decision, Follow):
                 return  # Stale: the next pass joins again on the current session
-            order = await self._follow(offer, node, own, order, decision.ahead, wake)
+            # The listing is not kept while we wait: a thousand latches would each hold one.
+            order = None
+            order = await self._follow(offer, node, own, decision.predecessor, decision.ahead, wake)
 
     async def _write(self, write: Coroutine[Any, Any, object]) -> None:
         """Run one of the campaign's writes; `_shutdown` waits for none it knows of."""
@@ -353,7 +355,7 @@ class Campaign:
         offer: Candidacy,
         node: CreatedNode,
         own: Watch,
-        order: Ordering,
+        predecessor: str,
         ahead: int,
         wake: asyncio.Event,
     ) -> Ordering | None:
@@ -365,7 +367,6 @@ class Campaign:
         None means: start the pass over.
         """
         self.host.lose("handed over")  # someone sorts ahead of us now (no-op unless we led)
-        predecessor = order.names[ahead - 1]
         self._leader = None
         try:
             ahead_node, watch = await self.client.get_watch(join(self.path, predecessor))

@@ -22,6 +22,7 @@ Two layouts share one parent with the Java recipes they copy:
 from __future__ import annotations
 
 import enum
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -47,6 +48,7 @@ from .._tenure import Tenure
 __all__ = (
     "CloseMode",
     "check_latch_arguments",
+    "check_wait_timeout",
     "CURATOR",
     "LAYOUTS",
     "ZOOKEEPER",
@@ -207,3 +209,12 @@ def check_latch_arguments(
         raise ConfigError("close_mode", f"must be 'notify' or 'silent', not {close_mode!r}")
     pid = default_participant_id() if participant_id is None else participant_id
     return LAYOUTS[layout], check_participant_id(pid)
+
+
+def check_wait_timeout(timeout: object) -> float:
+    """`LeaderLatch.wait`'s timeout checked: seconds, >= 0 (`TypeError`, `ConfigError`)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
+    if math.isnan(timeout) or timeout < 0:
+        raise ConfigError("timeout", f"must be a number of seconds >= 0, not {timeout!r}")
+    return timeout

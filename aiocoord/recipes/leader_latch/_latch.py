@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -14,9 +13,8 @@ import anyio.abc
 import anyio.lowlevel
 
 from ..._broadcast import Broadcast
-from ..._lifecycle import Lifecycle, Service
+from ..._lifecycle import Lifecycle, Phase, Service
 from ...errors import (
-    ConfigError,
     CoordinatorClosedError,
 )
 from ...session import Coordinator
@@ -32,6 +30,7 @@ from ._election import (
     LeadershipTerm,
     Participant,
     check_latch_arguments,
+    check_wait_timeout,
     default_participant_id,
 )
 from ._nodes import Candidacy, CreatedNode, SharedPath, leader_of, participants_of
@@ -104,6 +103,8 @@ class LeaderLatch(Service):
         # Nodes given back by `_release` (never led on again) and when to join again.
         self._released: set[str] = set()
         self._hold_until = 0.0
+        self._sent_delete: Callable[[], Awaitable[None]] | None = None  # see `_stop_leading`
+        self._unfollow: Callable[[], None] = lambda: None  # stops following connection states
 
     # --- public state ----------------------------------------------------------------------
 
@@ -174,7 +175,7 @@ class LeaderLatch(Service):
             self._elect, self._lose, self._publish, self._signal, lambda: self.node, self._held
         )
         self._campaign = Campaign(host, self._coord, self._offer, self._layout, tg)
-        await tg.start(self._follow_connection)
+        self._unfollow = self._client.follow_states(self._on_connection, self._on_closed)
         await tg.start(self._campaign.run)
 
     async def aclose(self) -> None:
@@ -183,17 +184,30 @@ class LeaderLatch(Service):
         Leadership ends first (a `leadership()` body is cancelled), then the
         node is deleted (shielded, bounded by the request timeout).
         """
+        if self._life.phase is Phase.RUNNING and not self._closing:
+            self._stop_leading()  # here, so the delete leaves before any task switch
         await self._life.aclose()
 
-    async def _withdraw(self) -> None:
-        """Leaving, while the tasks still run: stop leading, then delete our node."""
+    def _stop_leading(self) -> None:
+        """Leaving: stop leading, then send our node's delete unless a write is in flight."""
         self._closing = True
         campaign = self._campaign
         if campaign is not None:
             campaign.closing = True
             campaign.unwatch()
-        # Before the node goes, so no two leaders overlap.
-        self._lose("closed", publish=self._close_mode == "notify")
+        term, self._term = self._term, None  # ends before the node goes: no two leaders overlap
+        if term is not None:
+            term.tenure.end("closed")
+        if self._offer is not None and (campaign is None or not campaign.writing):
+            self._sent_delete = self._offer.delete_now(self._coord.session_id)
+        if term is not None:  # reported once the delete is on its way (no reader runs between)
+            self._report_loss(term, "closed", publish=self._close_mode == "notify")
+
+    async def _withdraw(self) -> None:
+        """Leaving, while the tasks still run: stop leading, then delete our node."""
+        if not self._closing:
+            self._stop_leading()
+        campaign = self._campaign
         # From `closing` on, the campaign starts no write.  Unless one is in flight
         # (then it is cancelled first), our node goes before the tasks unwind, so
         # the next leader need not wait for them.
@@ -201,12 +215,14 @@ class LeaderLatch(Service):
         if tg is not None and campaign is not None and campaign.writing:
             tg.cancel_scope.cancel()
         if self._offer is not None:
+            sent, self._sent_delete = self._sent_delete, None
             # Bounded (the owner shields it): the deadline is the bound.
             with anyio.move_on_after(self._client.request_timeout()):
-                await self._offer.withdraw(self._coord.session_id)
+                await self._offer.withdraw(self._coord.session_id, sent)
 
     async def _shutdown(self) -> None:
         """Left: the tasks have ended."""
+        self._unfollow()
         self._stopped = True
         self._publish(ElectionEvent(ElectionState.STOPPED))
         self._events.close()
@@ -236,11 +252,7 @@ class LeaderLatch(Service):
         """
         if timeout is None:
             return await self._wait()
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-            raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
-        if math.isnan(timeout) or timeout < 0:
-            raise ConfigError("timeout", f"must be a number of seconds >= 0, not {timeout!r}")
-        with anyio.move_on_after(timeout):
+        with anyio.move_on_after(check_wait_timeout(timeout)):
             await self._wait()
             return True
         return False
@@ -309,28 +321,12 @@ class LeaderLatch(Service):
         """
         return self._events.subscribe()
 
-    # --- the background tasks ----------------------------------------------------------------
+    # --- connection states (the session calls these where they happen: no task per latch) --
 
-    async def _follow_connection(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """Turn connection states into leadership decisions, and wake the campaign."""
-        stream = self._coord.connection_events()
-        started = False
-        try:
-            async for event in stream:
-                if not started:  # subscribed: the first event is the current state
-                    started = True
-                    task_status.started()
-                self._on_connection(event)
-            if not started:
-                raise CoordinatorClosedError(f"the coordinator of leader latch {self._path} closed")
-            # The coordinator closed: nothing more can be done on this session.
-            self._lose("closed")
-            self._signal()
-        finally:
-            aclose: Callable[[], Awaitable[None]] | None = getattr(stream, "aclose", None)
-            if aclose is not None:
-                with anyio.CancelScope(shield=True):
-                    await aclose()
+    def _on_closed(self) -> None:
+        """The coordinator closed: nothing more can be done on this session."""
+        self._lose("closed")
+        self._signal()
 
     def _on_connection(self, event: ConnectionEvent) -> None:
         if event.state in (ConnectionState.SUSPENDED, ConnectionState.READ_ONLY):
@@ -361,6 +357,10 @@ class LeaderLatch(Service):
         if term is None:
             return
         term.tenure.end(reason)
+        self._report_loss(term, reason, publish=publish)
+
+    def _report_loss(self, term: LeadershipTerm, reason: str, *, publish: bool) -> None:
+        """Tell the log, `changes()` readers and waiters that `term` ended (`_lose`)."""
         log.info("no longer leader of %s as %s: %s", self._path, self._id, reason)
         if publish:
             event = ElectionEvent(

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import uuid
 import weakref
+from collections.abc import Awaitable, Callable
 from typing import ClassVar
 
 import anyio
@@ -223,8 +224,32 @@ class Candidacy:
         if self.node is node:
             self.forget()
 
-    async def withdraw(self, session_id: int | None) -> None:
-        """Delete our node and whatever an interrupted create left.
+    def delete_now(self, session_id: int | None) -> Callable[[], Awaitable[None]] | None:
+        """Send our node's delete at once (no await); the returned function finishes it.
+
+        None when it cannot go now (no node, no connection, or a node of an
+        earlier session that `delete` checks first): `withdraw` then does it all.
+        """
+        node = self.node
+        if node is None or not (self.layout.protected or node.owner == session_id):
+            return None
+        try:
+            sent = self.client.delete_now(node.path)
+        except CoordError:
+            return None
+
+        async def finish() -> None:
+            with contextlib.suppress(NoNodeError, BadVersionError):
+                await sent()
+            if self.node is node:
+                self.forget()
+
+        return finish
+
+    async def withdraw(
+        self, session_id: int | None, sent: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
+        """Delete our node (finish `sent`, from `delete_now`, if given) and what a create left.
 
         What cannot be deleted now (no connection within the request deadline,
         or the caller's deadline passed first) is logged and left to a chore of
@@ -234,6 +259,8 @@ class Candidacy:
         coordinator closes.
         """
         try:
+            if sent is not None:
+                await sent()
             await self._remove(session_id)
         except CoordinatorClosedError:
             pass  # the session is being closed: its ephemeral nodes go with it
