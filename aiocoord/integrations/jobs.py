@@ -109,19 +109,10 @@ def jobs_router(
         raise TypeError("tags must be a sequence of tags, not a single string")
     router = APIRouter(prefix=prefix, tags=list(tags))
     taken: set[str] = set()
-    for name, handler in _handlers(sched).items():
-        _add_submit(router, sched, name, handler, taken)
+    for name in sched.job_names:
+        _add_submit(router, sched, name, sched.handler(name), taken)
     _add_routes(router, sched, float(max_wait))
     return router
-
-
-def _handlers(sched: Scheduler) -> dict[str, Any]:
-    """Each registered job's handler, read from the scheduler's registry.
-
-    The one place that reads it: `Scheduler` exposes the names (`job_names`)
-    but not the handlers, whose hints the typed request bodies are built from.
-    """
-    return {name: job.handler for name, job in sched._handlers.items()}
 
 
 # --- submit ------------------------------------------------------------------------------------

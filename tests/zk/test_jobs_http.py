@@ -282,6 +282,20 @@ async def test_unknown_names_and_ids_answer_404(zk_server: ZooKeeperServer, zk_c
 
 
 @pytest.mark.anyio
+async def test_the_scheduler_hands_out_each_registered_handler() -> None:
+    sched = Scheduler(aiocoord.connect("127.0.0.1:1"), ROOT)  # never connected: nothing is read
+    register(sched, Gate())
+    assert {name: sched.handler(name).__name__ for name in sched.job_names} == {
+        "add": "add",
+        "order.total": "total",
+        "boom": "boom",
+        "gated": "gated",
+    }
+    with pytest.raises(KeyError):
+        sched.handler("nope")
+
+
+@pytest.mark.anyio
 async def test_same_id_same_payload_is_idempotent_a_different_one_is_409(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:
