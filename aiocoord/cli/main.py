@@ -104,8 +104,9 @@ def _cmd_zk(args: argparse.Namespace) -> int:
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from .. import connect
+    from ..inspection import inspect_path
     from ..zk.paths import validate_path
-    from .inspect import inspect_path, render
+    from .inspect import render
 
     try:
         validate_path(args.path, allow_reserved=True)

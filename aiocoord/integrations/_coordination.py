@@ -9,7 +9,8 @@ cancelled the moment leadership is lost (SUSPENDED by default, LOST, the node
 deleted) and started again when leadership comes back.  A `func` that returns
 keeps the leadership idle until it is lost; a `func` that raises is logged and
 started again after a backoff (1 s doubling to 30 s) while still leader: both
-happen inside the selector's `lead`, which therefore never returns nor raises.
+happen inside the selector's `lead` (`_leader_tasks.run_while_leader`), which
+therefore never returns nor raises.
 
 Cron: a `Cron` given to the coordination starts once the latches are joined
 (after its metrics watcher, if any) and stops first when the coordination
@@ -17,6 +18,9 @@ does; its jobs and what this process leads show in the status.
 
 Shutting down: `retire()` (called when the server is told to stop, see
 `_shutdown`): no leadership is taken from then on (see its docstring).
+
+Tracked holds: `lock` and `once_per` bodies are listed while they run (see
+`_holds`), for the status and for health.
 
 Health: a process is *not live* when a body that believes it has a right (a
 leader task, a tracked lock) is still running more than `grace` seconds after
@@ -31,15 +35,13 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
 from .._lifecycle import Lifecycle, Service
-from ..errors import CoordError, LockNotAcquired
-from ..recipes.cas_lock import CasLock, Slot, once_per
+from ..recipes.cas_lock import CasLock, Slot
 from ..recipes.cron import Cron
 from ..recipes.leader_latch import (
     LeaderLatch,
@@ -50,12 +52,13 @@ from ..recipes.leader_latch import (
 from ..recipes.task_leadership import TaskLeadership
 from ..session import Coordinator
 from ..zk.states import ConnectionState
+from ._holds import Hold, tracked_lock, tracked_once_per
 from ._leader_tasks import (
-    MAX_BACKOFF,
     LeaderFunc,
     LeaderTask,
     check_grace,
     check_leader_tasks,
+    run_while_leader,
     wants_term,
 )
 from ._status import status_of
@@ -68,17 +71,6 @@ __all__ = ("Coordination", "LeaderFunc", "LeaderTask", "check_grace", "check_lea
 log = logging.getLogger("aiocoord.integrations.fastapi")
 
 _READY = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
-
-
-@dataclass(slots=True)
-class _Hold:
-    """A tracked lock (or once_per run) body while it runs."""
-
-    path: str
-    owner: str
-    token: int | None
-    session: int | None
-    since: float = field(default_factory=time.monotonic)
 
 
 class Coordination(Service):
@@ -121,7 +113,7 @@ class Coordination(Service):
         self.task_leaderships: list[TaskLeadership] = []
         self.transitions: dict[str, int] = {}
         self._lost_at: dict[int, float] = {}  # session id -> when it was seen LOST
-        self._holds: list[_Hold] = []
+        self._holds: list[Hold] = []
         self._stack = AsyncExitStack()  # the latches (and their metrics), left in reverse
         self._life = Lifecycle(
             f"coordination {self.participant_id}", self._run, stopped=self._stack.aclose
@@ -275,26 +267,7 @@ class Coordination(Service):
             log.info("leader task %s not started: this process is shutting down", task.path)
             self._retired.set()
             await anyio.sleep_forever()
-        backoff = 1.0
-        while True:
-            task.running, task.session, task.token = True, self.coord.session_id, term.token
-            task.starts += 1
-            log.info("leader task %s started (token 0x%x)", task.path, term.token)
-            try:
-                await (task.func(term) if wants_term else task.func())
-            except Exception as exc:
-                task.failures += 1
-                task.last_error = f"{type(exc).__name__}: {exc}"
-                log.exception(
-                    "leader task %s failed; it starts again while still leader", task.path
-                )
-            else:
-                break
-            finally:
-                task.running = False
-            await anyio.sleep(backoff)
-            backoff = min(MAX_BACKOFF, backoff * 2)
-        await anyio.sleep_forever()  # returned by itself: idle until the term ends
+        await run_while_leader(task, term, wants_term, self.coord.session_id)
 
     # --- tracked holds ----------------------------------------------------------------------------
 
@@ -313,47 +286,34 @@ class Coordination(Service):
         Same behaviour and errors as `CasLock.hold` (`LockNotAcquired` when not
         blocking and held elsewhere, `LockLost` after the body when lost).
         """
-        lock = CasLock(self.coord, path, owner=owner or self.participant_id, lease=lease, skew=skew)
-        hold: _Hold | None = None
-        try:
-            async with lock.hold(blocking=blocking):
-                hold = _Hold(path, lock.owner, lock.token, self.coord.session_id)
-                self._holds.append(hold)
-                if self.metrics is not None:
-                    self.metrics.observe_lock(path, "acquired")
-                try:
-                    yield lock
-                finally:
-                    self._holds.remove(hold)
-        except LockNotAcquired:
-            if self.metrics is not None:
-                self.metrics.observe_lock(path, "busy")
-            raise
-        except CoordError:
-            if hold is None and self.metrics is not None:
-                self.metrics.observe_lock(path, "error")
-            raise
-        finally:
-            if hold is not None and self.metrics is not None:
-                self.metrics.lock_held.labels(path=path).observe(time.monotonic() - hold.since)
+        owner = owner or self.participant_id
+        async with tracked_lock(
+            self.coord,
+            self._holds,
+            self.metrics,
+            path,
+            owner=owner,
+            lease=lease,
+            skew=skew,
+            blocking=blocking,
+        ) as lock:
+            yield lock
 
     @asynccontextmanager
     async def once_per(
         self, path: str, interval: float, *, lease: float = 60.0, skew: float | None = None
     ) -> AsyncIterator[Slot]:
         """`aiocoord.once_per()` on this coordinator; a running slot shows in status and health."""
-        async with once_per(
-            self.coord, path, interval, owner=self.participant_id, lease=lease, skew=skew
+        async with tracked_once_per(
+            self.coord,
+            self._holds,
+            path,
+            interval,
+            owner=self.participant_id,
+            lease=lease,
+            skew=skew,
         ) as slot:
-            if not slot.acquired:
-                yield slot
-                return
-            hold = _Hold(path, self.participant_id, slot.token, self.coord.session_id)
-            self._holds.append(hold)
-            try:
-                yield slot
-            finally:
-                self._holds.remove(hold)
+            yield slot
 
     @asynccontextmanager
     async def task_leadership(self, tl: TaskLeadership) -> AsyncIterator[TaskLeadership]:
@@ -417,6 +377,6 @@ class Coordination(Service):
         return await status_of(self, timeout, self.status_detail if detail is None else detail)
 
     @property
-    def holds(self) -> list[_Hold]:
+    def holds(self) -> list[Hold]:
         """The tracked lock and once_per bodies running now."""
         return list(self._holds)

@@ -3,7 +3,7 @@
 One persistent recursive watch on the dashboard's path (``addWatch``, kept by
 the client across reconnects and added again on a new session) marks the view
 dirty; a reader re-reads the path the way ``aiocoord inspect`` does
-(`inspect_path`: each recipe recognised by its layout and read through its
+(`aiocoord.inspection.inspect_path`: each recipe recognised by its layout and read through its
 describe API), at most once per `debounce` for a burst of notifications, and
 publishes a new document.  Viewers wait for a newer document than the one
 they have (`next_document`): a slow viewer skips to the latest and never
@@ -26,7 +26,6 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from ..cli.inspect import inspect_path
 from ..errors import (
     ConnectionLostError,
     CoordError,
@@ -34,6 +33,7 @@ from ..errors import (
     NoAuthError,
     NoNodeError,
 )
+from ..inspection import inspect_path
 from ..session import ConnectionState, Coordinator
 from ._dashboard_changes import changes
 

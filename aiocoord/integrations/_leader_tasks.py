@@ -1,18 +1,23 @@
-"""Leader-only tasks of the FastAPI lifespan: checking them, and what each did so far.
+"""Leader-only tasks of the FastAPI lifespan: checking them, running them, what each did so far.
 
 Each task runs under a `LeaderSelector` with `Coordination._leader` as its
-`lead`; this module holds what that and the lifespan's argument checks share.
+`lead`, which runs it with `run_while_leader`; this module holds that and what
+the lifespan's argument checks share.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from ..errors import ConfigError
+from ..recipes.leader_latch import LeadershipTerm
 from ..zk.paths import validate_path
 
 __all__ = (
@@ -21,8 +26,11 @@ __all__ = (
     "LeaderTask",
     "check_grace",
     "check_leader_tasks",
+    "run_while_leader",
     "wants_term",
 )
+
+log = logging.getLogger("aiocoord.integrations.fastapi")
 
 LeaderFunc = Callable[..., Awaitable[Any]]
 MAX_BACKOFF = 30.0
@@ -87,3 +95,32 @@ class LeaderTask:
     failures: int = 0
     last_error: str | None = None
     last_loss: str | None = None
+
+
+async def run_while_leader(
+    task: LeaderTask, term: LeadershipTerm, with_term: bool, session: int | None
+) -> None:
+    """Run `task` for `term` (got on `session`): again after a backoff if it fails.
+
+    Never returns: once the task returns by itself it idles until the term
+    ends, which cancels it (a failure is logged, counted and retried with a
+    backoff of 1 s doubling to `MAX_BACKOFF`).
+    """
+    backoff = 1.0
+    while True:
+        task.running, task.session, task.token = True, session, term.token
+        task.starts += 1
+        log.info("leader task %s started (token 0x%x)", task.path, term.token)
+        try:
+            await (task.func(term) if with_term else task.func())
+        except Exception as exc:
+            task.failures += 1
+            task.last_error = f"{type(exc).__name__}: {exc}"
+            log.exception("leader task %s failed; it starts again while still leader", task.path)
+        else:
+            break
+        finally:
+            task.running = False
+        await anyio.sleep(backoff)
+        backoff = min(MAX_BACKOFF, backoff * 2)
+    await anyio.sleep_forever()  # returned by itself: idle until the term ends

@@ -20,11 +20,13 @@ Routes, under the prefix:
   (seconds) or ``run_at`` (ISO 8601).  202 with the id and a ``Location``;
   422 for a bad payload (naming the field) or argument; 409 when the id
   exists with a different payload; 404 for a name not registered here.
-- ``GET /{id}``: the job's `JobInfo`; 404 for an unknown id.
+- ``GET /{id}``: the job's `JobInfo`; 404 for an unknown id; 500 naming the
+  node and the reason when the job's node does not decode (that job only).
 - ``GET /{id}/result?wait=S``: waits up to S seconds (at most `max_wait`):
   200 with the result, 202 with the job's info when not finished yet, 409
-  with the error's type and message when FAILED or CANCELLED.  A wait given
-  up (the timeout, a client gone) leaves no watch behind.
+  with the error's type and message when FAILED or CANCELLED, 500 as for
+  ``GET /{id}`` when its node does not decode.  A wait given up (the
+  timeout, a client gone) leaves no watch behind.
 - ``DELETE /{id}``: cancel; answers with the job's final or current status.
 - ``GET /?status=&limit=&after=``: a page of jobs; ``next`` is the cursor
   for the next page (``after=next``), null on the last one.
@@ -54,6 +56,7 @@ from ..errors import (
     JobCancelled,
     JobConflict,
     JobFailed,
+    NodeDataError,
     NoNodeError,
 )
 from ..scheduler import JobInfo, JobStatus, Scheduler
@@ -109,19 +112,10 @@ def jobs_router(
         raise TypeError("tags must be a sequence of tags, not a single string")
     router = APIRouter(prefix=prefix, tags=list(tags))
     taken: set[str] = set()
-    for name, handler in _handlers(sched).items():
-        _add_submit(router, sched, name, handler, taken)
+    for name in sched.job_names:
+        _add_submit(router, sched, name, sched.handler(name), taken)
     _add_routes(router, sched, float(max_wait))
     return router
-
-
-def _handlers(sched: Scheduler) -> dict[str, Any]:
-    """Each registered job's handler, read from the scheduler's registry.
-
-    The one place that reads it: `Scheduler` exposes the names (`job_names`)
-    but not the handlers, whose hints the typed request bodies are built from.
-    """
-    return {name: job.handler for name, job in sched._handlers.items()}
 
 
 # --- submit ------------------------------------------------------------------------------------
@@ -228,9 +222,17 @@ def _invalid(loc: list[str], message: str) -> HTTPException:
 
 
 async def _call(request: Awaitable[T]) -> T:
-    """Await a scheduler call; ZooKeeper out of reach or not connected answers 503."""
+    """Await a scheduler call; ZooKeeper out of reach or not connected answers 503.
+
+    A node the scheduler cannot read (corrupt, foreign or too new) answers 500
+    naming it and why: that job's fault, not the caller's, and no other job's.
+    """
     try:
         return await request
+    except NodeDataError as exc:
+        raise HTTPException(
+            500, {"error": "unreadable", "path": exc.path, "reason": exc.reason}
+        ) from None
     except CoordinatorClosedError as exc:
         raise HTTPException(
             503,
@@ -302,6 +304,7 @@ def _add_routes(router: APIRouter, sched: Scheduler, max_wait: float) -> None:
         responses={
             202: {"model": JobView, "description": "not finished yet"},
             409: {"model": JobError, "description": "the job failed or was cancelled"},
+            500: {"description": "the job's node does not decode: its path and the reason"},
         },
     )
 

@@ -154,6 +154,14 @@ class Scheduler:
         )
         return schema
 
+    def handler(self, name: str) -> Handler:
+        """The handler registered as job `name`, as given to `job` (`KeyError` if unknown).
+
+        Read-only: its signature is the payload's contract (what `payload_schema`
+        describes), so an HTTP layer can build a typed request body from its hints.
+        """
+        return self._handlers[name].handler
+
     # --- registration ------------------------------------------------------------------------
 
     def job(

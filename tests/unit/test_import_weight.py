@@ -26,6 +26,7 @@ HEAVY = (
     "aiocoord.integrations",
     "aiocoord.metrics",
     "aiocoord.cli",
+    "aiocoord.inspection",
     "aiocoord.testing",
     "aiocoord.bench",
     "aiocoord.recipes",

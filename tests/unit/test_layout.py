@@ -38,7 +38,7 @@ def _folders() -> list[str]:
         for p in sorted((PACKAGE / "recipes").iterdir())
         if (p / "__init__.py").is_file()
     ]
-    wings = ["scheduler", "zk", "integrations", "cli", "bench"]
+    wings = ["scheduler", "zk", "integrations", "cli", "bench", "inspection"]
     return recipes + [f"aiocoord.{w}" for w in wings if (PACKAGE / w / "__init__.py").is_file()]
 
 
@@ -112,8 +112,9 @@ def test_the_walk_finds_a_crossing() -> None:
     assert not _private_to("aiocoord.recipes.cas_lock.describe", "aiocoord.recipes.cas_lock")
     assert not _private_to("aiocoord.recipes._change_signal", "aiocoord.recipes.cas_lock")
     modules = _modules()
-    cli = _imports("aiocoord.cli.inspect", PACKAGE / "cli" / "inspect.py", modules)
-    assert "aiocoord.recipes.cas_lock" in cli and "aiocoord.zk.paths" in cli
+    walk = _imports("aiocoord.inspection._walk", PACKAGE / "inspection" / "_walk.py", modules)
+    assert "aiocoord.recipes.cas_lock" in walk and "aiocoord.zk.paths" in walk
+    assert "aiocoord.inspection" in _folders()
     assert "aiocoord.recipes.leader_latch._latch" in _imports(
         "aiocoord.recipes.leader_latch",
         PACKAGE / "recipes" / "leader_latch" / "__init__.py",

@@ -19,7 +19,8 @@ from prometheus_client import CollectorRegistry
 
 import aiocoord
 from aiocoord import Coordinator, CreateMode, Cron, Firing, Worker
-from aiocoord.cli.inspect import inspect_path, render
+from aiocoord.cli.inspect import render
+from aiocoord.inspection import inspect_path
 from aiocoord.metrics import Metrics
 from aiocoord.recipes.cron import FiringOutcome, describe_cron, is_cron, read_cron_job
 from aiocoord.recipes.cron._record import JobRecord, encode

@@ -282,6 +282,49 @@ async def test_unknown_names_and_ids_answer_404(zk_server: ZooKeeperServer, zk_c
 
 
 @pytest.mark.anyio
+async def test_an_unreadable_result_answers_500_naming_the_node_for_that_job_only(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(30):
+        async with service(zk_server, zk_chroot) as svc:
+            ids: list[str] = []
+            for a in (1, 2):
+                posted = await svc.http.post("/jobs/add", json={"a": a})
+                assert posted.status_code == 202, posted.text
+                ids.append(posted.json()["id"])
+            for job_id in ids:
+                done = await svc.http.get(f"/jobs/{job_id}/result", params={"wait": 20})
+                assert done.status_code == 200, done.text
+            bad, good = ids
+            path = f"{ROOT}/results/{bad}"
+            await svc.coord.client.set(path, b"\xffnot a result")
+            for route in (f"/jobs/{bad}", f"/jobs/{bad}/result"):
+                answer = await svc.http.get(route)
+                assert answer.status_code == 500, (route, answer.text)
+                detail = answer.json()["detail"]
+                assert detail["error"] == "unreadable"
+                assert detail["path"] == path
+                assert isinstance(detail["reason"], str) and detail["reason"]
+            # The other job is untouched by its neighbour's corrupt node.
+            assert (await svc.http.get(f"/jobs/{good}")).json()["status"] == "done"
+            assert (await svc.http.get(f"/jobs/{good}/result")).json()["result"] == 2
+
+
+@pytest.mark.anyio
+async def test_the_scheduler_hands_out_each_registered_handler() -> None:
+    sched = Scheduler(aiocoord.connect("127.0.0.1:1"), ROOT)  # never connected: nothing is read
+    register(sched, Gate())
+    assert {name: sched.handler(name).__name__ for name in sched.job_names} == {
+        "add": "add",
+        "order.total": "total",
+        "boom": "boom",
+        "gated": "gated",
+    }
+    with pytest.raises(KeyError):
+        sched.handler("nope")
+
+
+@pytest.mark.anyio
 async def test_same_id_same_payload_is_idempotent_a_different_one_is_409(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:

@@ -202,7 +202,8 @@ async def test_a_job_cancelled_while_scheduled_stays_cancelled_after_its_time(
 async def test_describe_and_inspect_show_the_new_statuses(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:
-    from aiocoord.cli.jobs import render_scheduler, scheduler_info
+    from aiocoord.cli.jobs import render_scheduler
+    from aiocoord.inspection import scheduler_info
     from aiocoord.scheduler import describe_scheduler
 
     with anyio.fail_after(20):

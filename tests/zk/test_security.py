@@ -165,7 +165,8 @@ def test_world_readable_needs_auth() -> None:
 async def test_inspect_shows_a_private_node_as_unreadable(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:
-    from aiocoord.cli.inspect import inspect_path, render
+    from aiocoord.cli.inspect import render
+    from aiocoord.inspection import inspect_path
     from aiocoord.zk import OPEN_ACL_UNSAFE
 
     hosts = zk_server.connect_string
