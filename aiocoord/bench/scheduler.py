@@ -7,6 +7,8 @@ coordinator that submits.  Measured:
 - throughput: J jobs submitted by C concurrent submitters, each awaiting its
   result (submit -> result end to end), in jobs per second;
 - latency of one job at a time (submit -> result): p50 and p99;
+- the gap when the assigner dies without closing its session
+  (`_scheduler_failover`): the longest wait of a job submitted after it froze;
 - ZooKeeper requests per job, counted by wrapping every coordinator's
   ``client.session.sender``'s ``fetch``/``fetch_packet`` (the assigner's and the workers' included),
   with W workers and again with 2W, to show it does not grow with them.
@@ -36,6 +38,8 @@ import anyio
 import aiocoord
 from aiocoord.scheduler import Scheduler
 from aiocoord.testing import ZooKeeperServer
+
+from ._scheduler_failover import failover_gap
 
 __all__ = ("bench", "main", "raw_round_trips", "run_jobs")
 
@@ -180,13 +184,18 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     parser.add_argument("--raw-seconds", type=float, default=2.0)
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--no-failover", action="store_true", help="skip the assigner-death gap")
     args = parser.parse_args(argv)
+    options = {"use_uvloop": args.loop == "uvloop"}
 
     with ZooKeeperServer() as server:
         run: Callable[[], Awaitable[dict[str, float]]] = lambda: bench(  # noqa: E731
             server.connect_string, args
         )
-        r = anyio.run(run, backend="asyncio", backend_options={"use_uvloop": args.loop == "uvloop"})
+        r = anyio.run(run, backend="asyncio", backend_options=options)
+        if not args.no_failover:
+            gap = lambda: failover_gap(server)  # noqa: E731
+            r.update(anyio.run(gap, backend="asyncio", backend_options=options))
 
     w = args.workers
     # One job's critical path: submit (write), assigner read + multi (write), worker read +
@@ -215,6 +224,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             f"{2 * w} workers: x{r['requests_per_job_2w'] / r['requests_per_job']:.2f}",
         ),
     ]
+    if "gap_wait_s" in r:
+        rows += [
+            ("assigner death", f"{r['gap_wait_s']:.2f} s", "longest wait of a job submitted after"),
+            ("", f"{r['gap_silence_s']:.2f} s", "longest time without a result (session 10 s)"),
+        ]
     print(f"{'metric':<16}{'value':>14}  ratio / reference")
     for name, value, note in rows:
         print(f"{name:<16}{value:>14}  {note}")

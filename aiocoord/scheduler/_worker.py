@@ -303,6 +303,7 @@ class JobWorker:
                 slots=self._slots,
                 changed=self._notify,
                 hooks=self._hooks,
+                may_claim=self._may_claim,
             )
             self._session = sess
             try:
@@ -321,6 +322,10 @@ class JobWorker:
             started = started or sess.registered
         if not started:
             raise CoordinatorClosedError("the coordinator closed before the worker registered")
+
+    def _may_claim(self) -> bool:
+        """Claim jobs unassigned too long (`_claimer`) unless assigning or leaving ourselves."""
+        return not self._assigning and not self._closing
 
     def _notify(self) -> None:
         self._idle.set()
