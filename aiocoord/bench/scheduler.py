@@ -43,7 +43,7 @@ import anyio
 import aiocoord
 from aiocoord.scheduler import Scheduler
 from aiocoord.testing import ZooKeeperServer
-from aiocoord.zk.types import CheckOp, CreateOp, DeleteOp
+from aiocoord.zk.types import CheckOp, CreateMode, CreateOp, DeleteOp
 
 from ._scheduler_failover import failover_gap
 
@@ -110,14 +110,15 @@ async def raw_round_trips(
 
 async def raw_multis(coord: aiocoord.Coordinator, seconds: float) -> float:
     """Pipelined transactions per second shaped like an assignment: check, create, delete."""
-    await coord.client.ensure_path(ROOT)
+    base = f"{ROOT}-raw"  # persistent: a container emptied by the deletes would be removed
+    await coord.client.ensure_path(base, mode=CreateMode.PERSISTENT)
     count = 0
 
     async def pipelined(task: int, stop: float) -> None:
         nonlocal count
-        path = f"{ROOT}/raw-{task}"
+        path = f"{base}/{task}"
         while time.perf_counter() < stop:
-            await coord.client.multi([CheckOp(ROOT, -1), CreateOp(path, b"x" * 64), DeleteOp(path)])
+            await coord.client.multi([CheckOp(base, -1), CreateOp(path, b"x" * 64), DeleteOp(path)])
             count += 1
 
     started = time.perf_counter()
