@@ -50,7 +50,7 @@ from ._scheduler_failover import failover_gap
 __all__ = ("bench", "main", "raw_round_trips", "run_jobs")
 
 ROOT = "/bench-scheduler"
-WRITES_PER_JOB = 5  # submit, assign, running mark, result, delete of the assignment
+WRITES_PER_JOB = 4  # submit, assignment, running mark, result with the assignment's delete
 
 
 class Counter:
