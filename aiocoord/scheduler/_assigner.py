@@ -62,10 +62,11 @@ from ..errors import (
 )
 from ..session import Coordinator
 from ..zk.types import CheckOp, CreateOp, DeleteOp, EventType, Op, WatchedEvent
-from ._ops import Retention, ensure_layout, fail_job, older_than, probe_ttl, reclaim
+from ._ops import Retention, ensure_layout, fail_job, probe_ttl, reclaim
 from ._records import JobsLayout, decode_job, decode_worker
 from ._state import Assign, AssignerState, Fetch, Fetched, Outcome, Resolve
 from ._strategies import Strategy
+from ._sweep import sweep_results
 
 __all__ = ("Assigner",)
 
@@ -107,7 +108,7 @@ class Assigner:
                 await self._reconcile()
                 self._apply_buffered(watch.events)
                 if not await probe_ttl(self._client, self._layout, self._retention):
-                    tg.start_soon(self._sweep)
+                    tg.start_soon(sweep_results, self._client, self._layout, self._retention)
                 tg.start_soon(self._timer)
                 tg.start_soon(self._pumper)
                 self._pump()
@@ -386,30 +387,6 @@ class Assigner:
             log.warning("could not return the jobs of worker %s: %s", worker, exc)
         finally:
             self._reclaiming.discard(worker)
-
-    async def _sweep(self) -> None:
-        """Delete results older than the retention (only where TTL nodes are unavailable)."""
-        every = max(0.5, min(self._retention.seconds / 4, 60.0))
-        while True:
-            await anyio.sleep(every)
-            try:
-                names = await self._client.children(self._layout.results)
-            except CoordinatorClosedError:
-                raise
-            except CoordError as exc:
-                log.warning("result sweep of %s failed: %s", self._layout.results, exc)
-                continue
-            limiter = anyio.CapacityLimiter(32)
-            async with anyio.create_task_group() as tg:
-                for name in names:
-                    tg.start_soon(self._sweep_one, limiter, self._layout.result(name))
-
-    async def _sweep_one(self, limiter: anyio.CapacityLimiter, path: str) -> None:
-        async with limiter:
-            with contextlib.suppress(ConnectionLostError, ZooKeeperError):
-                stat = await self._client.exists(path)
-                if stat is not None and older_than(stat.mtime, self._retention.seconds):
-                    await self._client.delete(path, version=stat.version)
 
     def __repr__(self) -> str:
         return f"<Assigner {self._layout.root} {self.state!r}>"
