@@ -159,7 +159,8 @@ class Claimer:
             ):
                 when = max(when, self._free_since + self.grace)
             elif when is not None:
-                when = now + self.grace  # look again later: busy, or not ours to do now
+                # Busy (a freed slot wakes us) or not ours to do now: look again later.
+                when = max(when, now + self.grace)
             if when is None or when > now:
                 self._armed = when if when is not None else math.inf
                 with anyio.move_on_after(math.inf if when is None else when - now):
