@@ -9,7 +9,8 @@ or, for a failed attempt that is retried:
     multi  delete the assignment, create jobs/<id> (failures + 1, run_at = now + backoff, the error)
 
 The result and the delete are one transaction (one request, one write): a
-crash cannot come between them.  If it fails (a result was there first: a
+crash cannot come between them.  Runs that make their mark, or end, in the
+same step share one transaction (`_coalesce`).  If it fails (a result was there first: a
 cancel, or an earlier run; or the assignment went), the two are made one
 after the other, the result first: a crash in between re-runs nothing (the
 assigner sees the result and only removes the assignment).  A retry moves
@@ -29,7 +30,8 @@ from dataclasses import dataclass, replace
 
 from ..errors import NodeDataError, NodeExistsError, NoNodeError, TransactionFailed
 from ..session import Coordinator
-from ..zk.types import CreateOp, DeleteOp, Op, SetDataOp
+from ..zk.types import CreateMode, CreateOp, DeleteOp, Op, SetDataOp
+from ._coalesce import Coalescer
 from ._jobs import JobType, run_attempt
 from ._ops import Retention, finish_with, retry_connection, write_result
 from ._records import (
@@ -65,6 +67,7 @@ class Execution:
     worker: str
     done: set[str]  # the worker's finished jobs whose assignment delete it has not seen
     hooks: Hooks
+    batch: Coalescer  # shares one transaction among the runs' writes of one step
 
     async def run(self, job_id: str) -> None:
         """Run the assignment `job_id` to its end (cancelled from outside if it is taken away)."""
@@ -87,7 +90,8 @@ class Execution:
             job = replace(job, attempts=job.attempts + 1, started=time.time())
             data = encode_job_record(job)
             try:
-                await retry_connection(coord, lambda: client.set(path, data))
+                if not await self.batch.apply([SetDataOp(path, data)], len(data)):
+                    await retry_connection(coord, lambda: client.set(path, data))
             except NoNodeError:
                 return  # cancelled, or taken back, before it started
         outcome, error = await run_attempt(handler, job.name, job.payload)
@@ -109,6 +113,14 @@ class Execution:
         )
         self.done.add(job_id)  # before the assignment's delete reaches the watch
         if self.hooks.after_result is None:
+            result = layout.result(job_id)
+            if self.retention.ttl_supported is False:
+                create = CreateOp(result, data)
+            else:
+                ttl = self.retention.ms
+                create = CreateOp(result, data, mode=CreateMode.PERSISTENT_WITH_TTL, ttl=ttl)
+            if await self.batch.apply([create, DeleteOp(path)], len(data)):
+                return
             try:
                 ops: list[Op] = [DeleteOp(path)]
                 await retry_connection(

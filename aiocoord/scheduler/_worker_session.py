@@ -31,6 +31,7 @@ from ..errors import (
 from ..session import Coordinator
 from ..zk.types import CreateMode, CreateOp, EventType, WatchedEvent
 from ._claimer import Claimer
+from ._coalesce import Coalescer
 from ._execute import Execution, Hooks
 from ._jobs import JobType
 from ._ops import Retention, ensure_layout
@@ -87,7 +88,9 @@ class WorkerSession:
             free=lambda: capacity - len(self.running),
             active=may_claim,
         )
-        self._execution = Execution(coord, layout, retention, handlers, worker, self.done, hooks)
+        self._execution = Execution(
+            coord, layout, retention, handlers, worker, self.done, hooks, Coalescer(coord.client)
+        )
 
     def record(self, *, draining: bool = False) -> WorkerRecord:
         record = WorkerRecord.local(self.worker, self._capacity, frozenset(self._handlers))

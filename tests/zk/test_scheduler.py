@@ -861,10 +861,11 @@ def test_benchmark_runs_and_requests_per_job_do_not_grow_with_workers(
     out = bench.main([*args, "--raw-seconds", "0.2", "--rate", "50"])
     assert "requests/job" in capsys.readouterr().out
     # A submit, the assigner's read and transaction, the worker's read, RUNNING mark, and
-    # result with the delete in one transaction, the client's watch and read: 8; fewer when the
-    # assigner moves several jobs in one transaction (the 6 others are each job's own), and a
-    # little more for retried requests (or claims, should the assigner lag on a loaded host).
-    assert 6 < out["requests_per_job"] <= 9.5
+    # result with the delete in one transaction, the client's watch and read: 8; fewer when
+    # transactions are shared (the assigner's, the workers' marks and results; the 5 others
+    # are each job's own), and a little more for retried requests (or claims, should the
+    # assigner lag on a loaded host).
+    assert 5 < out["requests_per_job"] <= 9.5
     assert out["requests_per_job_more"] == pytest.approx(out["requests_per_job"], rel=0.1)
     assert out["steady_p50_s"] <= out["steady_p99_s"]
     # The assigner frozen with its session open: jobs did not wait for that session's expiry.
