@@ -37,8 +37,9 @@ heap rebuilt on each term (`_state`), so delayed jobs survive a failover.
 Requests per job are constant in the number of workers and jobs: a submit
 (1), the assigner's read and transaction (2), the worker's read, running
 mark, and result with the assignment's delete in one transaction (3), the
-client's watch and read (2): 8, of which 4 are writes (fewer under load: the
-assigner moves the jobs ready together in one transaction).  Nobody
+client's watch and read (2): 8, of which 4 are writes; fewer under load,
+towards 5, as transactions are shared (the assigner moves the jobs ready
+together; a worker's runs share their marks and results).  Nobody
 lists a directory per job; the assigner and each worker learn of changes from
 persistent recursive watches (a worker's on its queue and on ``jobs/``, for
 claims).  Claims cost requests only when the assigner is dead or lags.
