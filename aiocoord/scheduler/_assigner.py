@@ -13,6 +13,11 @@ Per job: one read of the pending node, then one transaction that moves it::
 
 so a job is never both pending and assigned, never in neither place, and two
 assigners (a deposed one still finishing a request) can never both move it.
+The jobs ready in one step of the event loop (reads that completed together
+are planned once) are moved in one transaction of those triples, up to 256 KB
+of job bytes; a batch refused as a whole is retried one job at a time, to learn
+which job failed and why.  Under load this saves requests and writes; a lone
+job costs what it did.
 
 A term starts with reconciliation: the watch is set first, then the queues,
 the workers and the pending jobs are listed (queues before workers: a queue
@@ -57,14 +62,17 @@ from ..errors import (
 )
 from ..session import Coordinator
 from ..zk.types import CheckOp, CreateOp, DeleteOp, EventType, Op, WatchedEvent
-from ._ops import Retention, ensure_layout, fail_job, older_than, probe_ttl, reclaim
+from ._ops import Retention, ensure_layout, fail_job, probe_ttl, reclaim
 from ._records import JobsLayout, decode_job, decode_worker
 from ._state import Assign, AssignerState, Fetch, Fetched, Outcome, Resolve
 from ._strategies import Strategy
+from ._sweep import sweep_results
 
 __all__ = ("Assigner",)
 
 log = logging.getLogger(__name__)
+
+_BATCH_BYTES = 256 * 1024  # job bytes per assignment transaction (a request is at most 1 MB)
 
 
 class Assigner:
@@ -89,6 +97,7 @@ class Assigner:
         self._root_parts = len(layout.root.rstrip("/").split("/"))
         self._wake = anyio.Event()  # set when the earliest due time changes
         self._armed: float | None = None  # the due time the timer sleeps until
+        self._kick = anyio.Event()  # set when reads completed: plan once for them all
 
     async def run(self) -> None:
         """Reconcile, then assign as events come, until cancelled (or the coordinator closes)."""
@@ -99,8 +108,9 @@ class Assigner:
                 await self._reconcile()
                 self._apply_buffered(watch.events)
                 if not await probe_ttl(self._client, self._layout, self._retention):
-                    tg.start_soon(self._sweep)
+                    tg.start_soon(sweep_results, self._client, self._layout, self._retention)
                 tg.start_soon(self._timer)
+                tg.start_soon(self._pumper)
                 self._pump()
                 log.info("assigner of %s reconciled: %r", self._layout.root, self.state)
                 async for event in watch.events:
@@ -193,13 +203,31 @@ class Assigner:
         actions = state.plan(now=time.time())
         if state.next_due() != self._armed:
             self._wake.set()  # the timer sleeps until another time now
+        batch: list[Assign] = []
+        size = 0
         for action in actions:
             if isinstance(action, Fetch):
                 self._spawn(self._fetch, action.job_id)
             elif isinstance(action, Assign):
-                self._spawn(self._assign, action)
+                if batch and size + len(action.job.data) > _BATCH_BYTES:
+                    self._spawn(self._assign_batch, batch)
+                    batch, size = [], 0
+                batch.append(action)
+                size += len(action.job.data)
             elif isinstance(action, Resolve):
                 self._spawn(self._resolve, action.job_id)
+        if batch:
+            self._spawn(self._assign_batch, batch)
+
+    async def _pumper(self) -> None:
+        """Plan once for all the reads that completed in one step of the event loop."""
+        while True:
+            await self._kick.wait()
+            self._kick = anyio.Event()
+            self._pump()
+
+    def _pump_soon(self) -> None:
+        self._kick.set()
 
     def _load_worker(self, worker: str) -> None:
         gen = self._worker_gen[worker] = next(self._reads)
@@ -257,15 +285,42 @@ class Assigner:
             self._pump()
             return
         self.state.fetched(job_id, fetched, now=time.time())
-        self._pump()
+        self._pump_soon()
 
-    async def _assign(self, action: Assign) -> None:
+    def _ops(self, action: Assign) -> list[Op]:
         layout, w, job_id = self._layout, action.worker, action.job_id
-        ops: list[Op] = [
+        return [
             CheckOp(layout.worker(w), -1),
             CreateOp(layout.assignment(w, job_id), action.job.data),
             DeleteOp(layout.job(job_id), action.job.version),
         ]
+
+    async def _assign_batch(self, actions: list[Assign]) -> None:
+        """Assign several jobs in one transaction; if it is refused, each on its own."""
+        if len(actions) == 1:
+            await self._assign(actions[0])
+            return
+        try:
+            await self._client.multi([op for action in actions for op in self._ops(action)])
+            outcome = Outcome.ASSIGNED
+        except TransactionFailed as exc:
+            log.debug("a batch of %d assignments was refused: %s", len(actions), exc)
+            async with anyio.create_task_group() as tg:  # each one to learn which and why
+                for action in actions:
+                    tg.start_soon(self._assign, action)
+            return
+        except CoordinatorClosedError:
+            raise
+        except CoordError as exc:  # the outcome is unknown: read the jobs again
+            log.debug("assigning a batch of %d: %s", len(actions), exc)
+            outcome = Outcome.REFETCH
+        for action in actions:
+            self.state.assign_finished(action, outcome)
+        self._pump()
+
+    async def _assign(self, action: Assign) -> None:
+        w, job_id = action.worker, action.job_id
+        ops = self._ops(action)
         try:
             await self._client.multi(ops)
             outcome = Outcome.ASSIGNED
@@ -332,30 +387,6 @@ class Assigner:
             log.warning("could not return the jobs of worker %s: %s", worker, exc)
         finally:
             self._reclaiming.discard(worker)
-
-    async def _sweep(self) -> None:
-        """Delete results older than the retention (only where TTL nodes are unavailable)."""
-        every = max(0.5, min(self._retention.seconds / 4, 60.0))
-        while True:
-            await anyio.sleep(every)
-            try:
-                names = await self._client.children(self._layout.results)
-            except CoordinatorClosedError:
-                raise
-            except CoordError as exc:
-                log.warning("result sweep of %s failed: %s", self._layout.results, exc)
-                continue
-            limiter = anyio.CapacityLimiter(32)
-            async with anyio.create_task_group() as tg:
-                for name in names:
-                    tg.start_soon(self._sweep_one, limiter, self._layout.result(name))
-
-    async def _sweep_one(self, limiter: anyio.CapacityLimiter, path: str) -> None:
-        async with limiter:
-            with contextlib.suppress(ConnectionLostError, ZooKeeperError):
-                stat = await self._client.exists(path)
-                if stat is not None and older_than(stat.mtime, self._retention.seconds):
-                    await self._client.delete(path, version=stat.version)
 
     def __repr__(self) -> str:
         return f"<Assigner {self._layout.root} {self.state!r}>"

@@ -3,12 +3,16 @@
     get    assignments/<w>/<id>          the job record
     set    assignments/<w>/<id>          attempts + 1, started: RUNNING (the handler starts)
     ...    the handler, within its timeout
-    create results/<id>                  done or failed (the decision point, see `finish_with`)
-    delete assignments/<w>/<id>
+    multi  create results/<id>           done or failed (the decision point, see `finish_with`)
+           delete assignments/<w>/<id>
 or, for a failed attempt that is retried:
     multi  delete the assignment, create jobs/<id> (failures + 1, run_at = now + backoff, the error)
 
-The result comes before the delete: a crash in between re-runs nothing (the
+The result and the delete are one transaction (one request, one write): a
+crash cannot come between them.  Runs that make their mark, or end, in the
+same step share one transaction (`_coalesce`).  If it fails (a result was there first: a
+cancel, or an earlier run; or the assignment went), the two are made one
+after the other, the result first: a crash in between re-runs nothing (the
 assigner sees the result and only removes the assignment).  A retry moves
 the job back in one transaction, so it is never both pending and assigned;
 if a cancel removed the assignment first, the transaction fails and the job
@@ -26,9 +30,10 @@ from dataclasses import dataclass, replace
 
 from ..errors import NodeDataError, NodeExistsError, NoNodeError, TransactionFailed
 from ..session import Coordinator
-from ..zk.types import CreateOp, DeleteOp, SetDataOp
+from ..zk.types import CreateMode, CreateOp, DeleteOp, Op, SetDataOp
+from ._coalesce import Coalescer
 from ._jobs import JobType, run_attempt
-from ._ops import Retention, retry_connection, write_result
+from ._ops import Retention, finish_with, retry_connection, write_result
 from ._records import (
     JobRecord,
     JobsLayout,
@@ -62,6 +67,7 @@ class Execution:
     worker: str
     done: set[str]  # the worker's finished jobs whose assignment delete it has not seen
     hooks: Hooks
+    batch: Coalescer  # shares one transaction among the runs' writes of one step
 
     async def run(self, job_id: str) -> None:
         """Run the assignment `job_id` to its end (cancelled from outside if it is taken away)."""
@@ -84,7 +90,8 @@ class Execution:
             job = replace(job, attempts=job.attempts + 1, started=time.time())
             data = encode_job_record(job)
             try:
-                await retry_connection(coord, lambda: client.set(path, data))
+                if not await self.batch.apply([SetDataOp(path, data)], len(data)):
+                    await retry_connection(coord, lambda: client.set(path, data))
             except NoNodeError:
                 return  # cancelled, or taken back, before it started
         outcome, error = await run_attempt(handler, job.name, job.payload)
@@ -104,10 +111,29 @@ class Execution:
         data = encode_outcome(
             replace(outcome, worker=self.worker), room_for_data(layout.result(job_id))
         )
+        self.done.add(job_id)  # before the assignment's delete reaches the watch
+        if self.hooks.after_result is None:
+            result = layout.result(job_id)
+            if self.retention.ttl_supported is False:
+                create = CreateOp(result, data)
+            else:
+                ttl = self.retention.ms
+                create = CreateOp(result, data, mode=CreateMode.PERSISTENT_WITH_TTL, ttl=ttl)
+            if await self.batch.apply([create, DeleteOp(path)], len(data)):
+                return
+            try:
+                ops: list[Op] = [DeleteOp(path)]
+                await retry_connection(
+                    coord, lambda: finish_with(client, layout, self.retention, job_id, data, ops)
+                )
+                return
+            except TransactionFailed as exc:
+                # A result was there first (a cancel, an earlier run, our own lost reply), or
+                # the assignment went: the two steps below do what each case needs.
+                log.debug("job %s: result and delete in one: %s", job_id, exc)
         await retry_connection(
             coord, lambda: write_result(client, layout, self.retention, job_id, data)
         )
-        self.done.add(job_id)
         if self.hooks.after_result is not None:
             await self.hooks.after_result(job_id)
 

@@ -1,8 +1,9 @@
 """A worker: runs the jobs assigned to it, across sessions, and stands for the assigner.
 
 `JobWorker` keeps one `WorkerSession` (registration, queue watch, job runs;
-see `_worker_session`) per ZooKeeper session, and a leader latch on
-``<root>/assigner`` whose leader runs the `Assigner`.
+see `_worker_session`) per ZooKeeper session, and a leader selector
+(`aiocoord.leader_selector`) on ``<root>/assigner`` whose leader runs the
+`Assigner`, one new term (reconciled afresh) per leadership.
 
 Failure handling:
 
@@ -42,12 +43,11 @@ from ..errors import (
     ConfigError,
     CoordError,
     CoordinatorClosedError,
-    LeadershipLost,
     NotEmptyError,
     TransactionFailed,
 )
 from ..recipes._records import show
-from ..recipes.leader_latch import LeaderLatch
+from ..recipes.leader_latch import LeadershipTerm, leader_selector
 from ..session import Coordinator
 from ..zk.states import ConnectionState
 from ..zk.types import DeleteOp
@@ -303,6 +303,7 @@ class JobWorker:
                 slots=self._slots,
                 changed=self._notify,
                 hooks=self._hooks,
+                may_claim=self._may_claim,
             )
             self._session = sess
             try:
@@ -322,6 +323,10 @@ class JobWorker:
         if not started:
             raise CoordinatorClosedError("the coordinator closed before the worker registered")
 
+    def _may_claim(self) -> bool:
+        """Claim jobs unassigned too long (`_claimer`) unless assigning or leaving ourselves."""
+        return not self._assigning and not self._closing
+
     def _notify(self) -> None:
         self._idle.set()
         self._idle = anyio.Event()
@@ -329,41 +334,31 @@ class JobWorker:
     # --- the assigner election ---------------------------------------------------------------
 
     async def _assign_loop(self) -> None:
-        latch = LeaderLatch(self._coord, self._layout.assigner, participant_id=self._base)
-        failures = 0
-        async with latch:
-            while True:
-                try:
-                    async with latch.leadership() as term:
-                        self._assigning = True
-                        log.info(
-                            "assigner of %s: %s (token 0x%x)",
-                            self._layout.root,
-                            self._base,
-                            term.token,
-                        )
-                        assigner = Assigner(
-                            self._coord, self._layout, self._strategy, self._retention
-                        )
-                        try:
-                            await assigner.run()
-                        finally:
-                            self._assigning = False
-                    failures = 0
-                except LeadershipLost as exc:
-                    log.info(
-                        "assigner of %s: %s stopped (%s)", self._layout.root, self._base, exc.reason
-                    )
-                except CoordinatorClosedError:
-                    return
-                except Exception as exc:
-                    if self._coord.closed:
-                        return
-                    failures += 1
-                    log.warning(
-                        "assigner of %s: term ended by %r; standing again", self._layout.root, exc
-                    )
-                    await anyio.sleep(min(2.0, 0.05 * 2**failures))
+        """Stand for the assigner while the worker lives: each term runs `_lead`."""
+        selector = leader_selector(
+            self._coord,
+            self._layout.assigner,
+            self._lead,
+            participant_id=self._base,
+            backoff=0.1,
+            max_backoff=2.0,
+        )
+        async with selector:
+            await anyio.sleep_forever()
+
+    async def _lead(self, term: LeadershipTerm) -> None:
+        """One assigner term: a new `Assigner` reconciles (queues, workers, due times) and runs.
+
+        It runs until leadership is lost (the selector cancels it); an error
+        ends the term and the selector gives the node back and stands again
+        after a backoff.
+        """
+        self._assigning = True
+        log.info("assigner of %s: %s (token 0x%x)", self._layout.root, self._base, term.token)
+        try:
+            await Assigner(self._coord, self._layout, self._strategy, self._retention).run()
+        finally:
+            self._assigning = False
 
     def __repr__(self) -> str:
         role = " assigner" if self._assigning else ""

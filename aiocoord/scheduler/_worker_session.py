@@ -30,6 +30,8 @@ from ..errors import (
 )
 from ..session import Coordinator
 from ..zk.types import CreateMode, CreateOp, EventType, WatchedEvent
+from ._claimer import Claimer
+from ._coalesce import Coalescer
 from ._execute import Execution, Hooks
 from ._jobs import JobType
 from ._ops import Retention, ensure_layout
@@ -60,6 +62,7 @@ class WorkerSession:
         slots: anyio.Semaphore,
         changed: Callable[[], None],
         hooks: Hooks,
+        may_claim: Callable[[], bool],
     ) -> None:
         self.sid = sid
         self.worker = worker
@@ -77,7 +80,17 @@ class WorkerSession:
         self._capacity = capacity
         self._slots = slots
         self._changed = changed
-        self._execution = Execution(coord, layout, retention, handlers, worker, self.done, hooks)
+        self.claimer = Claimer(
+            coord,
+            layout,
+            worker,
+            frozenset(handlers),
+            free=lambda: capacity - len(self.running),
+            active=may_claim,
+        )
+        self._execution = Execution(
+            coord, layout, retention, handlers, worker, self.done, hooks, Coalescer(coord.client)
+        )
 
     def record(self, *, draining: bool = False) -> WorkerRecord:
         record = WorkerRecord.local(self.worker, self._capacity, frozenset(self._handlers))
@@ -95,6 +108,7 @@ class WorkerSession:
                     if task_status is not None:
                         task_status.started()
                     await self._relist()
+                    tg.start_soon(self.claimer.run)
                     async for event in watch.events:
                         self._on_event(queue, event)
             finally:
@@ -104,6 +118,7 @@ class WorkerSession:
         """The connection is back on this session: the watch missed what happened meanwhile."""
         if self._tg is not None:
             self._tg.start_soon(self._relist)
+            self._tg.start_soon(self.claimer.relist)
 
     def _on_event(self, queue: str, event: WatchedEvent) -> None:
         if event.path == queue or event.type is EventType.SESSION_LOST:
@@ -164,6 +179,7 @@ class WorkerSession:
             return
         scope = anyio.CancelScope()
         self.running[job_id] = scope
+        self.claimer.assignment_arrived(job_id)
         self._tg.start_soon(self._run, job_id, scope)
 
     async def _run(self, job_id: str, scope: anyio.CancelScope) -> None:
@@ -175,4 +191,5 @@ class WorkerSession:
             pass
         finally:
             self.running.pop(job_id, None)
+            self.claimer.slot_freed()
             self._changed()

@@ -1,11 +1,14 @@
 """`Scheduler`: submit JSON jobs by name, run them on workers, await their results.
 
-Clients submit jobs by name; one elected assigner (a leader latch among the
-workers) gives each job to a live worker with one atomic transaction; the
+Clients submit jobs by name; one elected assigner (a leader selector among
+the workers) gives each job to a live worker with one atomic transaction; the
 worker runs the registered async handler and records the result; the client
 awaits the result through a watch.  At-least-once: a job whose worker dies
 goes back to the pending jobs and runs again elsewhere; the job id makes
-submits idempotent.
+submits idempotent.  A job no assigner took within half a second (the
+assigner died with its session still open) is claimed by a free worker
+itself, with the same transaction (`_claimer`): no stall until that session
+expires.
 
     sched = Scheduler(coord, "/app/jobs")
 
@@ -33,9 +36,13 @@ heap rebuilt on each term (`_state`), so delayed jobs survive a failover.
 
 Requests per job are constant in the number of workers and jobs: a submit
 (1), the assigner's read and transaction (2), the worker's read, running
-mark, result and delete (4), the client's watch and read (2).  Nobody lists
-a directory per job; the assigner and each worker learn of changes from one
-persistent recursive watch each.
+mark, and result with the assignment's delete in one transaction (3), the
+client's watch and read (2): 8, of which 4 are writes; fewer under load,
+towards 5, as transactions are shared (the assigner moves the jobs ready
+together; a worker's runs share their marks and results).  Nobody
+lists a directory per job; the assigner and each worker learn of changes from
+persistent recursive watches (a worker's on its queue and on ``jobs/``, for
+claims).  Claims cost requests only when the assigner is dead or lags.
 
 Results are TTL nodes where the server allows them (``extendedTypesEnabled``);
 otherwise persistent nodes that the assigner sweeps after `result_ttl` (by

@@ -1,10 +1,11 @@
 """A job worker in its own process, for tests that kill one: ``python -m tests.zk._jobs_worker``.
 
-Arguments: the server's connect string, the chroot, the worker id.  It
+Arguments: the server's connect string, the chroot, the worker id, and
+optionally the session timeout in seconds (default 2 s).  It
 registers ``poison`` (the process SIGKILLs itself, as a job that crashes
 its interpreter would; ``max_deliveries=2``) and ``square``, prints
-``ready`` once registered, and runs until killed.  A 2 s session, so the
-assigner sees a dead worker soon.
+``ready`` once registered, and runs until killed.  A 2 s session by default,
+so the assigner sees a dead worker soon.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ def register(sched: Scheduler) -> None:
         return n * n
 
 
-async def main(hosts: str, chroot: str, worker_id: str) -> None:
-    async with aiocoord.connect(hosts, namespace=chroot, session_timeout=SESSION) as coord:
+async def main(hosts: str, chroot: str, worker_id: str, session: float = SESSION) -> None:
+    async with aiocoord.connect(hosts, namespace=chroot, session_timeout=session) as coord:
         sched = Scheduler(coord, ROOT)
         register(sched)
         async with sched.worker(capacity=4, worker_id=worker_id):
@@ -49,4 +50,5 @@ async def main(hosts: str, chroot: str, worker_id: str) -> None:
 
 if __name__ == "__main__":
     hosts, chroot, worker_id = sys.argv[1:4]
-    anyio.run(main, hosts, chroot, worker_id)
+    session = float(sys.argv[4]) if len(sys.argv) > 4 else SESSION
+    anyio.run(main, hosts, chroot, worker_id, session)

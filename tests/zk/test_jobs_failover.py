@@ -1,8 +1,11 @@
-"""Deaths: delayed jobs across an assigner's failover, and a poison job that kills its workers.
+"""Deaths: delayed jobs across an assigner's failover, a poison job that kills its workers,
+and an assigner killed outright.
 
 The poison test runs real worker processes (`tests.zk._jobs_worker`) and
 lets the job SIGKILL each one that runs it: after ``max_deliveries`` (2)
-deaths it is FAILED as ``PoisonJob``, and the other jobs all finish.
+deaths it is FAILED as ``PoisonJob``, and the other jobs all finish.  The
+last test SIGKILLs the worker process that is the assigner: its session
+lives on for 10 s, yet the other workers keep taking the pending jobs.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import pytest
 
 import aiocoord
 from aiocoord import JobFailed, JobStatus, Scheduler
+from aiocoord.recipes.leader_latch import LeaderLatch
 from aiocoord.testing import ZooKeeperServer, expire_session
 from tests.helpers import eventually
 from tests.zk import _jobs_worker
@@ -110,7 +114,7 @@ class WorkerProcess:
 
 @asynccontextmanager
 async def worker_processes(
-    zk_server: ZooKeeperServer, chroot: str, count: int
+    zk_server: ZooKeeperServer, chroot: str, count: int, *, session: float = 2.0, first: int = 0
 ) -> AsyncIterator[list[WorkerProcess]]:
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
@@ -118,10 +122,10 @@ async def worker_processes(
     workers: list[WorkerProcess] = []
     async with anyio.create_task_group() as tg:
         try:
-            for i in range(count):
+            for i in range(first, first + count):
                 command = [sys.executable, "-m", "tests.zk._jobs_worker"]
                 process = await anyio.open_process(
-                    [*command, zk_server.connect_string, chroot, f"proc-{i}"],
+                    [*command, zk_server.connect_string, chroot, f"proc-{i}", str(session)],
                     env=env,
                     cwd=REPO,
                     stderr=None,
@@ -171,3 +175,44 @@ async def test_a_poison_job_fails_after_max_deliveries_and_spares_the_others(
                     alive = [w for w in workers if w not in killed]
                     assert len(alive) == 1 and alive[0].process.returncode is None
                     assert desk_worker.is_assigner  # the deaths cost the assigner nothing
+
+
+async def test_pending_jobs_keep_moving_when_the_assigner_is_killed(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """SIGKILL the assigner's process: its 10 s session holds the election, yet no job waits for it.
+
+    The live workers claim the jobs no assigner took (`_claimer`): every job
+    runs, well before the dead session expires and another assigner is elected.
+    """
+    with anyio.fail_after(60):
+        async with aiocoord.connect(
+            zk_server.connect_string, namespace=zk_chroot, session_timeout=10.0
+        ) as coord:
+            client = Scheduler(coord, ROOT)
+            _jobs_worker.register(client)
+            election = LeaderLatch(coord, f"{ROOT}/assigner")
+
+            async def leader_is(worker_id: str) -> bool:
+                leader = await election.leader()
+                return leader is not None and leader.id == worker_id
+
+            async with worker_processes(zk_server, zk_chroot, 1, session=10.0) as assigners:
+                await eventually(lambda: leader_is("proc-0"))
+                async with worker_processes(zk_server, zk_chroot, 2, session=10.0, first=1):
+                    before = [await client.submit("square", {"n": n}) for n in range(10)]
+                    for n, job_id in enumerate(before):
+                        assert await client.result(job_id) == n * n
+                    assigners[0].process.kill()
+                    killed = time.monotonic()
+                    assert await assigners[0].process.wait() == -signal.SIGKILL
+                    after = [await client.submit("square", {"n": n}) for n in range(10, 40)]
+                    for n, job_id in enumerate(after, start=10):
+                        assert await client.result(job_id) == n * n
+                    gap = time.monotonic() - killed
+                    # Far below the session timeout: nobody waited for the dead session.
+                    assert gap < 3.0, gap
+                    assert await leader_is("proc-0")  # the dead process still holds the election
+                    assert await coord.client.children(f"{ROOT}/jobs") == []
+                    for job_id in before + after:
+                        assert (await client.info(job_id)).status is JobStatus.DONE

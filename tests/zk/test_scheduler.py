@@ -857,11 +857,16 @@ def test_benchmark_runs_and_requests_per_job_do_not_grow_with_workers(
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    out = bench.main(
-        ["--jobs", "60", "--latency-jobs", "5", "--workers", "2", "--raw-seconds", "0.2"]
-    )
+    args = ["--jobs", "60", "--latency-jobs", "5", "--workers", "2", "--more-workers", "4"]
+    out = bench.main([*args, "--raw-seconds", "0.2", "--rate", "50"])
     assert "requests/job" in capsys.readouterr().out
-    # A submit, the assigner's read and transaction, the worker's read, RUNNING mark, result
-    # and delete, the client's watch and read: 9, and a little more for retried requests.
-    assert 8 <= out["requests_per_job"] <= 10
-    assert out["requests_per_job_2w"] == pytest.approx(out["requests_per_job"], rel=0.1)
+    # A submit, the assigner's read and transaction, the worker's read, RUNNING mark, and
+    # result with the delete in one transaction, the client's watch and read: 8; fewer when
+    # transactions are shared (the assigner's, the workers' marks and results; the 5 others
+    # are each job's own), and a little more for retried requests (or claims, should the
+    # assigner lag on a loaded host).
+    assert 5 < out["requests_per_job"] <= 9.5
+    assert out["requests_per_job_more"] == pytest.approx(out["requests_per_job"], rel=0.1)
+    assert out["steady_p50_s"] <= out["steady_p99_s"]
+    # The assigner frozen with its session open: jobs did not wait for that session's expiry.
+    assert out["gap_wait_s"] < 5.0

@@ -1,0 +1,255 @@
+"""Self-claims: a worker takes pending jobs itself when no assigner acts on them.
+
+The assigner is one process.  Killed without closing its session (SIGKILL, a
+frozen host), it keeps the election until the server expires that session,
+and nothing new would be assigned meanwhile.  So each worker also watches
+``jobs/`` (one persistent recursive watch: names only, nothing is read) and
+notes when each pending job appeared.  A job still pending `GRACE` seconds
+later, while this worker has had a free slot for `GRACE` seconds without the
+assigner giving it anything, is one no assigner acted on (a live assigner
+gives a free worker a due job within milliseconds).  The worker reads it and
+claims it for itself with the assigner's own transaction::
+
+    check  workers/<me>;  create assignments/<me>/<id>;  delete jobs/<id> (the version read)
+
+so a claim is exclusive exactly as an assignment is: a job is never both
+pending and assigned, and a claim racing the assigner's transaction makes one
+of them fail.  Before a claim the worker lists the queues: a second submit of
+an id that is still running waits pending (the assigner resolves it once the
+first run ends), and is left alone; so is a job that already has a result.
+
+While the assigner is alive jobs leave ``jobs/`` before the grace ends and
+nothing is read.  Jobs that wait on purpose cost an idle worker one read
+each: a delayed job (its due time is then known; it is claimable `GRACE`
+after it) and a job this worker has no handler for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import logging
+import math
+import time
+from collections.abc import Callable, Collection
+
+import anyio
+
+from ..errors import (
+    CoordError,
+    CoordinatorClosedError,
+    NodeDataError,
+    NoNodeError,
+    TransactionFailed,
+)
+from ..session import Coordinator
+from ..zk.types import CheckOp, CreateOp, DeleteOp, EventType, WatchedEvent
+from ._records import JobsLayout, decode_job
+
+__all__ = ("GRACE", "Claimer")
+
+log = logging.getLogger(__name__)
+
+GRACE = 0.5  # seconds a job waits for an assigner before workers claim it themselves
+_MAX_BACKOFF = 30.0  # seconds between looks at a job left alone (held, or with a result)
+
+
+class Claimer:
+    """One worker session's self-claims; `run` until cancelled.  See the module docstring."""
+
+    def __init__(
+        self,
+        coord: Coordinator,
+        layout: JobsLayout,
+        worker: str,
+        names: Collection[str],
+        *,
+        free: Callable[[], int],
+        active: Callable[[], bool],
+        grace: float = GRACE,
+    ) -> None:
+        self._coord = coord
+        self._client = coord.client
+        self._layout = layout
+        self._worker = worker
+        self._names = names
+        self._free = free  # slots free now
+        self._active = active  # False while assigning (this process is the assigner) or leaving
+        self.grace = grace
+        self._when: dict[str, float] = {}  # job id -> monotonic time it may be claimed
+        self._looks: dict[str, int] = {}  # job id -> times it was left alone
+        self._ignored: set[str] = set()  # not ours to claim until its node changes
+        self._heap: list[tuple[float, str]] = []
+        self._free_since: float | None = time.monotonic()
+        self._claimed: set[str] = set()  # our claims: their arrival is no sign of an assigner
+        self._wake = anyio.Event()
+        self._armed = math.inf
+        self.claims = 0
+
+    # --- what the worker session tells us ---------------------------------------------------
+
+    def assignment_arrived(self, job_id: str) -> None:
+        """An assignment came: the assigner acts (unless we claimed it), so wait again."""
+        if job_id in self._claimed:
+            self._claimed.discard(job_id)
+            return
+        self._free_since = time.monotonic() if self._free() > 0 else None
+
+    def slot_freed(self) -> None:
+        if self._free_since is None and self._free() > 0:
+            self._free_since = time.monotonic()
+            self._wake.set()
+
+    # --- the watch ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Watch ``jobs/`` and claim what no assigner takes in time, until cancelled."""
+        async with self._client.watch(self._layout.jobs, recursive=True) as watch:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._timer)
+                await self.relist()
+                async for event in watch.events:
+                    self._on_event(event)
+
+    async def relist(self) -> None:
+        """List the pending jobs (at the start, and when the watch may have missed events)."""
+        with contextlib.suppress(NoNodeError):
+            for job_id in await self._client.children(self._layout.jobs):
+                if job_id not in self._when and job_id not in self._ignored:
+                    self._schedule(job_id, time.monotonic() + self.grace)
+
+    def _on_event(self, event: WatchedEvent) -> None:
+        parent, _, job_id = event.path.rpartition("/")
+        if parent != self._layout.jobs:
+            return
+        if event.type is EventType.CREATED or event.type is EventType.DATA_CHANGED:
+            self._ignored.discard(job_id)  # a new record: look at it afresh
+            self._looks.pop(job_id, None)
+            self._schedule(job_id, time.monotonic() + self.grace)
+        elif event.type is EventType.DELETED:
+            self._when.pop(job_id, None)
+            self._looks.pop(job_id, None)
+            self._ignored.discard(job_id)
+
+    def _schedule(self, job_id: str, when: float) -> None:
+        self._when[job_id] = when
+        heapq.heappush(self._heap, (when, job_id))
+        if when < self._armed:
+            self._wake.set()
+
+    def _next(self) -> float | None:
+        heap = self._heap
+        while heap and self._when.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)  # gone, or rescheduled
+        return heap[0][0] if heap else None
+
+    # --- claiming ----------------------------------------------------------------------------
+
+    async def _timer(self) -> None:
+        """Sleep until a job has waited out the grace, then claim: no polling."""
+        while True:
+            self._wake = anyio.Event()
+            now = time.monotonic()
+            when = self._next()
+            if (
+                when is not None
+                and self._active()
+                and self._free_since is not None
+                and self._free() > 0
+            ):
+                when = max(when, self._free_since + self.grace)
+            elif when is not None:
+                # Busy (a freed slot wakes us) or not ours to do now: look again later.
+                when = max(when, now + self.grace)
+            if when is None or when > now:
+                self._armed = when if when is not None else math.inf
+                with anyio.move_on_after(math.inf if when is None else when - now):
+                    await self._wake.wait()
+                continue
+            self._armed = math.inf
+            await self._round(now)
+
+    async def _round(self, now: float) -> None:
+        due: list[str] = []
+        while len(due) < self._free() and (when := self._next()) is not None and when <= now:
+            _, job_id = heapq.heappop(self._heap)
+            del self._when[job_id]
+            due.append(job_id)
+        if not due:
+            return
+        try:
+            held = await self._held()
+        except CoordinatorClosedError:
+            raise
+        except CoordError as exc:
+            log.warning("worker %s: could not list the queues: %s", self._worker, exc)
+            for job_id in due:
+                self._schedule(job_id, now + self.grace)
+            return
+        async with anyio.create_task_group() as tg:
+            for job_id in due:
+                tg.start_soon(self._claim, job_id, held)
+
+    async def _held(self) -> set[str]:
+        """Every job id in some worker's queue now."""
+        client, layout = self._client, self._layout
+        held: set[str] = set()
+
+        async def list_queue(worker: str) -> None:
+            with contextlib.suppress(NoNodeError):
+                held.update(await client.children(layout.queue(worker)))
+
+        async with anyio.create_task_group() as tg:
+            for worker in await client.children(layout.assignments):
+                tg.start_soon(list_queue, worker)
+        return held
+
+    async def _claim(self, job_id: str, held: set[str]) -> None:
+        client, layout = self._client, self._layout
+        path = layout.job(job_id)
+        try:
+            node = await client.get(path)
+            try:
+                record = decode_job(path, node.data)
+            except NodeDataError:
+                self._ignored.add(job_id)  # the assigner fails it when it reads it
+                return
+            if record.name not in self._names:
+                self._ignored.add(job_id)
+                return
+            if not record.due(time.time()):
+                assert record.run_at is not None
+                wait = record.run_at - time.time()
+                self._schedule(job_id, time.monotonic() + wait + self.grace)
+                return
+            if job_id in held or await client.exists(layout.result(job_id)) is not None:
+                self._leave_alone(job_id)  # a second submit: the assigner resolves it
+                return
+            self._claimed.add(job_id)
+            await client.multi(
+                [
+                    CheckOp(layout.worker(self._worker), -1),
+                    CreateOp(layout.assignment(self._worker, job_id), node.data),
+                    DeleteOp(path, node.stat.version),
+                ]
+            )
+        except CoordinatorClosedError:
+            raise
+        except NoNodeError:
+            return  # taken meanwhile
+        except TransactionFailed as exc:  # taken, or changed (an event tells): not ours
+            self._claimed.discard(job_id)
+            log.debug("worker %s: claiming %s: %s", self._worker, job_id, exc)
+            return
+        except CoordError as exc:  # the outcome is unknown: look again later
+            self._claimed.discard(job_id)
+            log.debug("worker %s: claiming %s: %s", self._worker, job_id, exc)
+            self._schedule(job_id, time.monotonic() + self.grace)
+            return
+        self.claims += 1
+        log.info("worker %s claimed job %s: no assigner took it in time", self._worker, job_id)
+
+    def _leave_alone(self, job_id: str) -> None:
+        looks = self._looks[job_id] = self._looks.get(job_id, 0) + 1
+        wait = min(_MAX_BACKOFF, self.grace * 2**looks)
+        self._schedule(job_id, time.monotonic() + wait)
