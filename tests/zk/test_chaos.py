@@ -414,6 +414,31 @@ def test_forced_expiry_race_is_excused_only_when_short() -> None:
     assert len(log.stop(9.0).check().overlaps) == 1
 
 
+def test_forced_expiry_race_is_excused_when_the_expired_holder_begins_last() -> None:
+    """The expired holder can be re-elected on a read served just before the close (seed 53).
+
+    Its session was taken over and closed by a third party just after it
+    reconnected; its member served the election's read before applying the
+    close, so its term (on its old node, the lower token) began 3 ms after
+    the next holder's, and ended 8 ms later when the close reached it.
+    """
+    log = Log().start("p1").start("p2")
+    log.term("p1", 1.0, 3.98, 10, role="assigner", res="assigner")  # let go at SUSPENDED
+    log.term("p2", 4.005, 9.0, 20, role="assigner", res="assigner")
+    log.term("p1", 4.008, 4.02, 10, role="assigner", res="assigner")
+    log.fault("expire", 3.97, 4.01, p="p1")
+    report = log.stop(9.0).check()
+    assert report.ok, report.format()
+    assert len(report.expiry_races) == 1 and report.token_order_excused == 1
+
+    log = Log().start("p1").start("p2")
+    log.term("p2", 4.005, 9.0, 20, role="assigner", res="assigner")
+    log.term("p1", 6.0, 6.02, 10, role="assigner", res="assigner")  # long after: no excuse
+    log.fault("expire", 3.97, 4.01, p="p1")
+    report = log.stop(9.0).check()
+    assert len(report.overlaps) == 1 and len(report.token_order) == 1
+
+
 def test_a_killed_holder_term_ends_at_the_kill() -> None:
     log = Log().start("p1").start("p2")
     log.term("p1", 1.0, None, 10)  # no end: SIGKILL
