@@ -256,10 +256,7 @@ class AssignerTerms(logging.Handler):
     cancelled because the worker leaves gets no line of the worker's: its end
     is the latch's "no longer leader of <root>/assigner as <id>: closed",
     logged once the term's body is out (the worker leaves the latch after
-    its `leadership()` block).  A worker that runs its assigner under a
-    leader selector logs no end either: the selector's "lead cancelled"
-    line for the assigner path (which names no worker) ends it.  Lines
-    naming another worker are ignored.
+    its `leadership()` block).  Lines naming another worker are ignored.
     """
 
     LOGGERS = ("aiocoord.scheduler._worker", "aiocoord.recipes.leader_latch")
@@ -286,9 +283,6 @@ class AssignerTerms(logging.Handler):
         if msg.startswith("no longer leader of "):
             if ours and args[0] == self.latch and args[2] == "closed":
                 self.finish("closed")
-        elif msg.startswith("leader selector ") and "lead cancelled" in msg:
-            if args and args[0] == self.latch:  # a worker that runs its assigner by a selector
-                self.finish(record.getMessage()[:100])
         elif not msg.startswith("assigner of "):
             return
         elif msg.endswith("(token 0x%x)") and ours and isinstance(args[2], int):
