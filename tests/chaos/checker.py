@@ -13,12 +13,14 @@ every process pause, and returns a `Report`.  Violations (each must be 0):
   can wake up believing it still leads, which no client library can prevent.
   A stall (the process logged that it ran nothing for a while: a loaded
   machine descheduled it) counts as a freeze, and stalls are reported.
-  It is also excused, and counted apart, when the earlier holder's session
+  It is also excused, and counted apart, when either holder's session
   was expired by force on the server (``expire``: a third party took the
   session over and closed it) while it held the term, and the holder ended
   the term within `Params.expiry_bound` of that: the server tells the old
   holder (by closing its socket) and the next one (by a watch event) at
-  the same moment, and nothing orders the two clients' reads.  A natural
+  the same moment, and nothing orders the two clients' reads.  The old
+  holder's term can even begin after the next one's: re-elected on a read
+  its member served just before applying the close.  A natural
   expiry (a partition or a pause past the session timeout) gets no excuse:
   the holder must have let go at SUSPENDED, before the server expired it.
 - **stale writes accepted**: replaying the store's log in its own order, a
@@ -27,7 +29,8 @@ every process pause, and returns a `Report`.  Violations (each must be 0):
 - **token order**: by start time, each term's token must be larger than
   every earlier term's of the resource; equal only for the same process
   (a latch or a task re-granted on the same node after SUSPENDED).  A term
-  begun by a holder just woken from a freeze is excused, as above.
+  begun by a holder just woken from a freeze, or while its session was
+  being expired by force, is excused, as above.
 - **double windows**: a once_per window with more than one recorded
   (successful) run.
 - **missed windows**: a window that had to run and did not: no fault whose
@@ -225,7 +228,7 @@ def _overlaps(camp: _Campaign, res: str, terms: list[Term], params: Params, repo
                 b, b.start, params.grace
             ):
                 report.excused.append(Overlap(res, a.id, b.id, b.start, length, "frozen"))
-            elif camp.expired_under(a, b.start, params.expiry_bound):
+            elif any(camp.expired_under(t, b.start, params.expiry_bound) for t in (a, b)):
                 report.expiry_races.append(Overlap(res, a.id, b.id, b.start, length, "expired"))
             else:
                 report.overlaps.append(Overlap(res, a.id, b.id, b.start, length))
@@ -238,7 +241,9 @@ def _token_order(
     best: Term | None = None
     for b in terms:  # sorted by start
         if best is not None and (b.tok < best.tok or (b.tok == best.tok and b.proc != best.proc)):
-            if camp.frozen_near(b, b.start, params.grace):
+            if camp.frozen_near(b, b.start, params.grace) or camp.expired_under(
+                b, b.start, params.expiry_bound
+            ):
                 report.token_order_excused += 1
             else:
                 report.token_order.append((res, f"{best.id} tok {best.tok}", f"{b.id} tok {b.tok}"))

@@ -134,7 +134,8 @@ class Report:
             f"stale writes accepted: {len(self.stale_accepted)}"
             f"   (writes accepted {self.writes_accepted}, refused as stale {self.writes_refused})",
             f"token order violations: {len(self.token_order)}"
-            f"   (stale terms begun by a woken holder: {self.token_order_excused})",
+            f"   (stale terms begun by a woken holder or in a forced expiry: "
+            f"{self.token_order_excused})",
             f"once_per windows: {self.windows_run} ran, {len(self.double_windows)} ran twice, "
             f"{self.owed_windows} owed, {len(self.missed_windows)} missed, "
             f"{self.unconfirmed_runs} unconfirmed",

@@ -252,23 +252,43 @@ class AssignerTerms(logging.Handler):
 
     The worker runs its assigner under a leader latch of its own and says so
     only in its log: "assigner of <root>: <id> (token 0x..)" inside the term,
-    "... stopped (<reason>)" or "... term ended by ..." after it.
+    "... stopped (<reason>)" or "... term ended by ..." after it.  A term
+    cancelled because the worker leaves gets no line of the worker's: its end
+    is the latch's "no longer leader of <root>/assigner as <id>: closed",
+    logged once the term's body is out (the worker leaves the latch after
+    its `leadership()` block).  Lines naming another worker are ignored.
     """
 
-    def __init__(self, ctx: Context) -> None:
+    LOGGERS = ("aiocoord.scheduler._worker", "aiocoord.recipes.leader_latch")
+
+    def __init__(self, ctx: Context, root: str = JOBS_ROOT) -> None:
         super().__init__(logging.INFO)
         self.ctx = ctx
+        self.worker = f"{ctx.name}.{ctx.inc}"
+        self.latch = f"{root}/assigner"
         self.open: str | None = None
+
+    def attach(self) -> None:
+        for name in self.LOGGERS:
+            logging.getLogger(name).addHandler(self)
+
+    def detach(self) -> None:
+        for name in self.LOGGERS:
+            logging.getLogger(name).removeHandler(self)
 
     def emit(self, record: logging.LogRecord) -> None:
         msg = str(record.msg)
-        if not msg.startswith("assigner of "):
+        args = record.args if isinstance(record.args, tuple) else ()
+        ours = len(args) == 3 and args[1] == self.worker  # (root or path, id, token or reason)
+        if msg.startswith("no longer leader of "):
+            if ours and args[0] == self.latch and args[2] == "closed":
+                self.finish("closed")
+        elif not msg.startswith("assigner of "):
             return
-        token = record.args[-1] if isinstance(record.args, tuple) and record.args else None
-        if msg.endswith("(token 0x%x)") and isinstance(token, int):
+        elif msg.endswith("(token 0x%x)") and ours and isinstance(args[2], int):
             self.finish("replaced")
-            self.open = self.ctx.begin("assigner", "assigner", token)
-        elif "stopped" in msg or "term ended" in msg:
+            self.open = self.ctx.begin("assigner", "assigner", args[2])
+        elif ("stopped" in msg and ours) or "term ended" in msg:  # the latter names no worker
             self.finish(record.getMessage()[:100])
 
     def finish(self, why: str) -> None:
@@ -318,12 +338,13 @@ async def jobs_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
                     await submit(n)
 
     handler = AssignerTerms(ctx)
-    logging.getLogger("aiocoord.scheduler._worker").addHandler(handler)
+    handler.attach()
     try:
         async with anyio.create_task_group() as waits:
             await forever(ctx, "jobs", body)
     finally:
         handler.finish("exit")
+        handler.detach()
 
 
 ROLE_FUNCS: dict[str, Callable[[aiocoord.Coordinator, Context], Coroutine[Any, Any, None]]] = {

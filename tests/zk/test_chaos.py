@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import itertools
+import logging
 import os
 import random
 import time
@@ -17,11 +19,14 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 import aiocoord
 from aiocoord import ConnectionState
 from aiocoord.recipes.cas_lock._record import decode
+from aiocoord.scheduler import Scheduler
 from aiocoord.testing import FaultProxy, ZooKeeperServer
 from tests.chaos.campaign import CampaignConfig, run_campaign
 from tests.chaos.checker import Report, check
 from tests.chaos.faults import ENSEMBLE_KINDS, PARTICIPANT_KINDS, plan
 from tests.chaos.records import Record, Writer, read_records
+from tests.chaos.roles import JOBS_ROOT, AssignerTerms, Context
+from tests.chaos.store import StoreClient
 from tests.helpers import recording
 
 # --- scenarios found by the campaigns ------------------------------------------------------
@@ -200,6 +205,61 @@ async def test_a_session_declared_lost_is_never_revived(
             tg.cancel_scope.cancel()
 
 
+@pytest.mark.anyio
+async def test_an_assigner_term_ends_when_its_worker_leaves(
+    zk_server: ZooKeeperServer, zk_chroot: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The participants' record of assigner terms ends a term when its worker leaves.
+
+    A worker that leaves while it is the assigner cancels its assigner and
+    logs nothing of it (only its latch says "closed"): the term stayed open
+    in the campaign's log until the process exited, overlapping the terms of
+    the workers that took over after it (campaign seed 16: three overlaps at
+    the final stop, none real, each taken over after the latch of the one
+    before had said "closed").
+    """
+    caplog.set_level(logging.INFO, logger="aiocoord")
+    handlers = {}
+    for name in ("p1", "p2"):
+        args = argparse.Namespace(name=name, inc=0, version="1.0", seed=0)
+        log = Writer(tmp_path / f"{name}.jsonl", p=name, inc=0)
+        handlers[name] = AssignerTerms(Context(args, log, StoreClient("127.0.0.1", 9, name)))
+        handlers[name].attach()
+    try:
+        with anyio.fail_after(40):
+            async with aiocoord.connect(
+                zk_server.connect_string, namespace=zk_chroot, session_timeout=4.0
+            ) as coord:
+                sched = Scheduler(coord, JOBS_ROOT)
+
+                @sched.job("echo")
+                async def echo(text: str) -> str:
+                    return text
+
+                first = sched.worker(capacity=1, worker_id="p1.0", drain_timeout=0.5)
+                second = sched.worker(capacity=1, worker_id="p2.0", drain_timeout=0.5)
+                async with first:
+                    assert await sched.result(await sched.submit("echo", {"text": "a"})) == "a"
+                    assert first.is_assigner  # the only worker: it assigned the job
+                    assert handlers["p1"].open is not None
+                    await second.start()
+                assert handlers["p1"].open is None  # left: its term is over
+                try:
+                    assert await sched.result(await sched.submit("echo", {"text": "b"})) == "b"
+                    assert second.is_assigner and handlers["p2"].open is not None
+                finally:
+                    await second.aclose()
+                assert handlers["p2"].open is None
+    finally:
+        for handler in handlers.values():
+            handler.finish("exit")
+            handler.detach()
+            handler.ctx.log.close()
+    report = check(read_records(handler.ctx.log.path for handler in handlers.values()))
+    assert report.terms["assigner"] == 2, report.format()
+    assert report.overlaps == [], report.format()
+
+
 # --- the checker, on synthetic logs ---------------------------------------------------------
 
 
@@ -352,6 +412,31 @@ def test_forced_expiry_race_is_excused_only_when_short() -> None:
     log.term("p2", 4.01, 9.0, 20)
     log.fault("expire", 4.0, 4.01, p="p1")
     assert len(log.stop(9.0).check().overlaps) == 1
+
+
+def test_forced_expiry_race_is_excused_when_the_expired_holder_begins_last() -> None:
+    """The expired holder can be re-elected on a read served just before the close (seed 53).
+
+    Its session was taken over and closed by a third party just after it
+    reconnected; its member served the election's read before applying the
+    close, so its term (on its old node, the lower token) began 3 ms after
+    the next holder's, and ended 8 ms later when the close reached it.
+    """
+    log = Log().start("p1").start("p2")
+    log.term("p1", 1.0, 3.98, 10, role="assigner", res="assigner")  # let go at SUSPENDED
+    log.term("p2", 4.005, 9.0, 20, role="assigner", res="assigner")
+    log.term("p1", 4.008, 4.02, 10, role="assigner", res="assigner")
+    log.fault("expire", 3.97, 4.01, p="p1")
+    report = log.stop(9.0).check()
+    assert report.ok, report.format()
+    assert len(report.expiry_races) == 1 and report.token_order_excused == 1
+
+    log = Log().start("p1").start("p2")
+    log.term("p2", 4.005, 9.0, 20, role="assigner", res="assigner")
+    log.term("p1", 6.0, 6.02, 10, role="assigner", res="assigner")  # long after: no excuse
+    log.fault("expire", 3.97, 4.01, p="p1")
+    report = log.stop(9.0).check()
+    assert len(report.overlaps) == 1 and len(report.token_order) == 1
 
 
 def test_a_killed_holder_term_ends_at_the_kill() -> None:
