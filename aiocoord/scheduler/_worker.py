@@ -354,11 +354,18 @@ class JobWorker:
         after a backoff.
         """
         self._assigning = True
-        log.info("assigner of %s: %s (token 0x%x)", self._layout.root, self._base, term.token)
+        root = self._layout.root
+        log.info("assigner of %s: %s (token 0x%x)", root, self._base, term.token)
+        why = "returned"
         try:
             await Assigner(self._coord, self._layout, self._strategy, self._retention).run()
+        except BaseException as exc:
+            why = "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else repr(exc)
+            raise
         finally:
             self._assigning = False
+            # Once the term's work has stopped: operators (and the fault campaign) see its end.
+            log.info("assigner of %s: %s stopped (%s)", root, self._base, why)
 
     def __repr__(self) -> str:
         role = " assigner" if self._assigning else ""

@@ -91,6 +91,46 @@ async def test_run_return_requeue_order_across_three_participants(
     assert tokens == sorted(tokens) and len(set(tokens)) == 6  # a new node for each term
 
 
+async def test_leaving_waits_for_lead_to_unwind_before_the_next_leads(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """Curator's selector gives its node back only once `takeLeadership` has returned:
+    a `lead` still cleaning up when its selector leaves never overlaps the next one."""
+    timeline: list[str] = []
+    leading = anyio.Event()
+
+    async def slow_to_stop(term: LeadershipTerm) -> None:
+        timeline.append("a leads")
+        leading.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.5)  # cleanup that still acts as the leader
+            timeline.append("a stopped")
+
+    async def next_lead(term: LeadershipTerm) -> None:
+        timeline.append("b leads")
+        await anyio.sleep_forever()
+
+    with anyio.fail_after(20):
+        async with coordinators(zk_server, 2, zk_chroot) as coords:
+            a = leader_selector(coords[0], "/leave", slow_to_stop, participant_id="a")
+            await a.start()
+            await leading.wait()
+            async with leader_selector(coords[1], "/leave", next_lead, participant_id="b"):
+                await a.aclose()
+                await eventually(_led_by_b(timeline), timeout=10)
+    assert timeline == ["a leads", "a stopped", "b leads"]
+
+
+def _led_by_b(timeline: list[str]) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return "b leads" in timeline
+
+    return check
+
+
 async def test_without_requeue_it_leads_once_until_asked(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:

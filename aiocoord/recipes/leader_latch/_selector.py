@@ -16,6 +16,10 @@ participant becomes leader, ``lead(term)`` runs inside the latch's
   reset once `lead` returns); with ``on_error="raise"`` the selector stops
   instead and its exit (`aclose()`) raises the error.
 
+- the selector leaves (`aclose()`): `lead` is cancelled and our node is
+  deleted only once `lead` has returned, so its clean-up never overlaps the
+  next leader's `lead` (Curator releases once ``takeLeadership`` returned).
+
 Without ``requeue``, a selector leads at most once per `requeue()` call
 (the first comes with `start()`), as Curator's without ``autoRequeue``.
 """
@@ -108,10 +112,15 @@ class LeaderSelector(Service):
         self.losses = 0
         self.last_error: BaseException | None = None
         self._error: BaseException | None = None
+        # `lead` runs in this scope; leaving cancels it and waits for it to unwind
+        # before the node goes (as Curator releases only once takeLeadership returned).
+        self._leading = anyio.CancelScope()
+        self._loop_done = anyio.Event()
+        self._looping = False
         self._life = Lifecycle(
             f"leader selector {path} ({self.latch.participant_id})",
             self._run,
-            stopping=self.latch.aclose,
+            stopping=self._stopping,
         )
 
     @property
@@ -143,7 +152,22 @@ class LeaderSelector(Service):
 
     async def _run(self, tg: anyio.abc.TaskGroup) -> None:
         await self.latch.start()
-        tg.start_soon(self._loop)
+        self._looping = True
+        tg.start_soon(self._loop_until_left)
+
+    async def _loop_until_left(self) -> None:
+        try:
+            with self._leading:
+                await self._loop()
+        finally:
+            self._loop_done.set()
+
+    async def _stopping(self) -> None:
+        """Leaving: `lead` is cancelled and has returned before the latch deletes our node."""
+        self._leading.cancel()
+        if self._looping:
+            await self._loop_done.wait()
+        await self.latch.aclose()
 
     async def _loop(self) -> None:
         backoff = self._backoff
