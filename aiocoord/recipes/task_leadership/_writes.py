@@ -15,8 +15,9 @@ exactly the outcome it would have had alone:
   that sent it as owner: no read is needed (if the session changed while the
   transaction was out, one read of one of the nodes decides);
 - if the transaction fails, the failing write gets its own error (a create
-  whose parent is missing is retried alone, with its parents) and every other
-  write is sent again on its own;
+  whose parent is missing is retried alone, with its parents) and the other
+  writes are sent again together, as one ``multi`` (repeated while one fails),
+  so a failed write costs one request more, not one per write of the batch;
 - a lost connection fails every write of the batch with the same
   `ConnectionLostError` (outcome unknown, as for a single write); so does
   having no connection when the batch is due (nothing waits for one).
@@ -149,14 +150,19 @@ class WriteBatcher:
         try:
             results = sent.result()
         except TransactionFailed as exc:
+            # Only the failing write is settled here; the rest go out again as one
+            # multi (until the next failing one, if any): a failure costs one
+            # request more, not one per write of the batch.
             failed = batch[exc.failed_index]
+            rest = [w for w in batch if w is not failed]
             if isinstance(failed.op, CreateOp) and isinstance(exc.cause, NoNodeError):
-                again = batch  # a parent is missing: every create makes its own
+                # A parent is missing: this create makes it, then the rest (which
+                # may need the same parent) go out together.
+                self._spawn(self._parents_first, failed, rest, writes=batch)
             else:
                 self._finish(failed, error=exc.cause)
-                again = [w for w in batch if w is not failed]
-            for write in again:
-                self._spawn(self._alone, write, writes=[write])
+                if rest:
+                    self._send(rest)
             return
         except Exception as exc:
             for write in batch:
@@ -206,6 +212,12 @@ class WriteBatcher:
                 self._finish(write, error=NodeExistsError(path=write.op.path))
             else:
                 self._finish(write, created=created)
+
+    async def _parents_first(self, failed: Write, rest: list[Write]) -> None:
+        """Create `failed` alone with its parents, then send `rest` as one batch."""
+        await self._alone(failed)
+        if rest:
+            self._send(rest)
 
     async def _alone(self, write: Write) -> None:
         op = write.op
