@@ -869,3 +869,67 @@ async def test_write_batcher_gathers_writes_and_keeps_each_outcome(
             assert await client.exists("/q/b") is not None
             assert await client.exists("/q/c") is None
             tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_write_batcher_resends_the_rest_of_a_failed_batch_together(
+    coordinator: aiocoord.Coordinator,
+) -> None:
+    client = coordinator.client
+    sent = 0
+    sender: Any = client.session.sender
+    for name in ("fetch", "fetch_packet", "queue_packet"):  # every request leaves by one
+        original = getattr(sender, name)
+
+        def counted(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            nonlocal sent
+            sent += 1
+            return _original(*args, **kwargs)
+
+        sender.__dict__[name] = counted
+    writes = WriteBatcher(client)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(writes.run)
+            await client.ensure_path("/r")
+            await client.create("/r/n077", b"other")
+
+            async def one_batch(paths: list[str]) -> dict[str, Any]:
+                """Queue a create per path in one step; each one's outcome."""
+                out: dict[str, Any] = {}
+                all_done = anyio.Event()
+
+                def on_done(write: Any) -> None:
+                    out[write.op.path] = write.error or write.created
+                    if len(out) == len(paths):
+                        all_done.set()
+
+                for path in paths:
+                    writes.queue_create(path, b"me", on_done)
+                await all_done.wait()
+                return out
+
+            paths = [f"/r/n{i:03}" for i in range(120)]
+            before = sent
+            results = await one_batch(paths)
+            # One failing create: the first multi, then the rest together.
+            assert sent - before <= 2
+            assert isinstance(results.pop("/r/n077"), aiocoord.NodeExistsError)
+            assert len({czxid for czxid, _owner in results.values()}) == 1
+            for path, (czxid, owner) in results.items():
+                stat = await client.exists(path)
+                assert stat is not None
+                assert (stat.czxid, stat.ephemeral_owner) == (czxid, owner)
+                assert owner == coordinator.session_id
+
+            # A missing parent: one create makes it, the others follow together.
+            paths = [f"/s/t/n{i:03}" for i in range(120)]
+            before = sent
+            results = await one_batch(paths)
+            assert sent - before <= 8
+            for path, created in results.items():
+                assert isinstance(created, tuple), created
+                stat = await client.exists(path)
+                assert stat is not None
+                assert (stat.czxid, stat.ephemeral_owner) == created
+            tg.cancel_scope.cancel()
