@@ -7,19 +7,16 @@ own client (session), started in order on one path; once the first leads and
 a settle time has passed, it is closed, and the time until the second one's
 ``isLeader`` listener runs is recorded.  Untimed rounds first let the JIT
 compile the paths involved.  Skipped, with a note, when Java or the jars are
-missing (`mutex_peers.curator_missing`).
+missing (`_java.curator_missing`).
 """
 
 from __future__ import annotations
 
 import subprocess
-import tempfile
 import uuid
-from functools import cache
-from pathlib import Path
 
+from ._java import classpath, curator_missing
 from .latch_runs import SETTLE, Result
-from .mutex_peers import JARS, JAVA_DIR, curator_missing
 
 __all__ = ("CURATOR_LATCH_BENCH", "curator_first", "curator_missing")
 
@@ -89,29 +86,21 @@ public final class CuratorLatchBench {
 """
 
 
-@cache
-def _classpath() -> str:
-    """Compile the Java program once per process; its class path."""
-    out = Path(tempfile.mkdtemp(prefix="aiocoord-curator-latch-"))
-    source = out / "CuratorLatchBench.java"
-    source.write_text(CURATOR_LATCH_BENCH)
-    jars = ":".join(str(JAVA_DIR / jar) for jar in JARS)
-    subprocess.run(
-        ["javac", "-d", str(out), "-cp", jars, str(source)],
-        check=True,
-        capture_output=True,
-        timeout=180,
-    )
-    return f"{jars}:{out}"
-
-
 def curator_first(hosts: str, n: int, rounds: int, warmup: int = 20) -> Result:
     """Curator's next-in-line hand-offs in one JVM: ``{"latencies": [seconds, ...]}``."""
     why = curator_missing()
     if why is not None:
         return {"error": f"not measured: {why}"}
     path = f"/bench-latch/curator-first-{uuid.uuid4().hex[:8]}"
-    cmd = ["java", "-Xmx256m", "-cp", _classpath(), "CuratorLatchBench", hosts, path]
+    cmd = [
+        "java",
+        "-Xmx256m",
+        "-cp",
+        classpath("CuratorLatchBench", CURATOR_LATCH_BENCH),
+        "CuratorLatchBench",
+        hosts,
+        path,
+    ]
     cmd += [str(n), str(warmup), str(rounds), str(int(SETTLE * 1000))]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)

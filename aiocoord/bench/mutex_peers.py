@@ -11,28 +11,13 @@ when Java or the jars are missing.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import tempfile
 import uuid
-from functools import cache
-from pathlib import Path
 
+from ._java import JARS, classpath, curator_missing
 from .contenders import Counts
 
 __all__ = ("JARS", "bench_curator", "curator_missing")
-
-JAVA_DIR = Path("/usr/share/java")
-JARS = (
-    "curator-framework.jar",
-    "curator-client.jar",
-    "curator-recipes.jar",
-    "guava.jar",
-    "zookeeper.jar",
-    "zookeeper-jute.jar",
-    "slf4j-api.jar",
-    "slf4j-nop.jar",
-)
 
 CURATOR_BENCH = """\
 import java.util.concurrent.CountDownLatch;
@@ -92,33 +77,6 @@ public final class CuratorMutexBench {
 """
 
 
-def curator_missing() -> str | None:
-    """Why Curator's mutex cannot be measured here, or None if it can."""
-    for tool in ("java", "javac"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not on PATH"
-    missing = [jar for jar in JARS if not (JAVA_DIR / jar).exists()]
-    if missing:
-        return f"{', '.join(missing)} not in {JAVA_DIR} (libcurator-recipes-java, zookeeper)"
-    return None
-
-
-@cache
-def _classpath() -> str:
-    """Compile the Java program once per process; its class path."""
-    out = Path(tempfile.mkdtemp(prefix="aiocoord-curator-bench-"))
-    source = out / "CuratorMutexBench.java"
-    source.write_text(CURATOR_BENCH)
-    jars = ":".join(str(JAVA_DIR / jar) for jar in JARS)
-    subprocess.run(
-        ["javac", "-d", str(out), "-cp", jars, str(source)],
-        check=True,
-        capture_output=True,
-        timeout=180,
-    )
-    return f"{jars}:{out}"
-
-
 def bench_curator(hosts: str, k: int, seconds: float, warmup: float = 1.0) -> Counts:
     """Curator's ``InterProcessMutex`` in one JVM, one thread and client per contender."""
     path = f"/bench-mutex/curator-{uuid.uuid4().hex[:8]}"
@@ -127,7 +85,7 @@ def bench_curator(hosts: str, k: int, seconds: float, warmup: float = 1.0) -> Co
             "java",
             "-Xmx256m",
             "-cp",
-            _classpath(),
+            classpath("CuratorMutexBench", CURATOR_BENCH),
             "CuratorMutexBench",
             hosts,
             path,
