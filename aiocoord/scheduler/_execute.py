@@ -112,8 +112,10 @@ class Execution:
             replace(outcome, worker=self.worker), room_for_data(layout.result(job_id))
         )
         self.done.add(job_id)  # before the assignment's delete reaches the watch
-        if self.hooks.after_result is None:
-            result = layout.result(job_id)
+        result = layout.result(job_id)
+        # One transaction for both only when it fits ZooKeeper's request limit: a result
+        # at the size limit goes in two steps.
+        if self.hooks.after_result is None and len(data) <= room_for_data(result, path):
             if self.retention.ttl_supported is False:
                 create = CreateOp(result, data)
             else:
