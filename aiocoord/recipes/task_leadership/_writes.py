@@ -15,11 +15,8 @@ exactly the outcome it would have had alone:
   that sent it as owner: no read is needed (if the session changed while the
   transaction was out, one read of one of the nodes decides);
 - if the transaction fails, the failing write gets its own error (a create
-  whose parent is missing is retried alone, with its parents) and the other
-  writes are sent again together, as one ``multi``: a failed write costs one
-  request more, not one per write of the batch (if that ``multi`` fails too,
-  its other writes go on their own, so a run of conflicts costs no more than
-  two round trips);
+  whose parent is missing is retried alone, with its parents) and every other
+  write is sent again on its own;
 - a lost connection fails every write of the batch with the same
   `ConnectionLostError` (outcome unknown, as for a single write); so does
   having no connection when the batch is due (nothing waits for one).
@@ -138,7 +135,7 @@ class WriteBatcher:
             batch, self._queue = self._queue[:_MAX_BATCH], self._queue[_MAX_BATCH:]
             self._send(batch)
 
-    def _send(self, batch: list[Write], *, resent: bool = False) -> None:
+    def _send(self, batch: list[Write]) -> None:
         session = self._client.session_id
         try:
             sent = self._client.send_multi([w.op for w in batch])
@@ -146,35 +143,20 @@ class WriteBatcher:
             for write in batch:
                 self._finish(write, error=exc)
             return
-        sent.add_done_callback(lambda sent: self._on_reply(batch, sent, session, resent))
+        sent.add_done_callback(lambda sent: self._on_reply(batch, sent, session))
 
-    def _on_reply(
-        self, batch: list[Write], sent: SentMulti, session: int | None, resent: bool
-    ) -> None:
+    def _on_reply(self, batch: list[Write], sent: SentMulti, session: int | None) -> None:
         try:
             results = sent.result()
         except TransactionFailed as exc:
-            # Only the failing write is settled here; the rest go out again as one
-            # multi: a failure costs one request more, not one per write.  If that
-            # one fails too, the conflicts come in runs (a newcomer's creates meeting
-            # nodes not deleted yet): the rest go alone, at once, rather than one
-            # round trip per failing write.
             failed = batch[exc.failed_index]
-            rest = [w for w in batch if w is not failed]
-            parent_missing = isinstance(failed.op, CreateOp) and isinstance(exc.cause, NoNodeError)
-            if resent:
-                if not parent_missing:
-                    self._finish(failed, error=exc.cause)
-                for write in batch if parent_missing else rest:
-                    self._spawn(self._alone, write, writes=[write])
-            elif parent_missing:
-                # This create makes the parents, then the rest (which may need the
-                # same ones) go out together.
-                self._spawn(self._parents_first, failed, rest, writes=batch)
+            if isinstance(failed.op, CreateOp) and isinstance(exc.cause, NoNodeError):
+                again = batch  # a parent is missing: every create makes its own
             else:
                 self._finish(failed, error=exc.cause)
-                if rest:
-                    self._send(rest, resent=True)
+                again = [w for w in batch if w is not failed]
+            for write in again:
+                self._spawn(self._alone, write, writes=[write])
             return
         except Exception as exc:
             for write in batch:
@@ -224,12 +206,6 @@ class WriteBatcher:
                 self._finish(write, error=NodeExistsError(path=write.op.path))
             else:
                 self._finish(write, created=created)
-
-    async def _parents_first(self, failed: Write, rest: list[Write]) -> None:
-        """Create `failed` alone with its parents, then send `rest` as one batch."""
-        await self._alone(failed)
-        if rest:
-            self._send(rest, resent=True)
 
     async def _alone(self, write: Write) -> None:
         op = write.op
