@@ -86,7 +86,10 @@ async def test_run_return_requeue_order_across_three_participants(
             await eventually(queued, timeout=10)
             all_joined.set()
             await six.wait()
-    assert [name for name, _ in runs[:6]] == ["p0", "p1", "p2", "p0", "p1", "p2"]
+    # Queue order on the first round; then each requeued at the back leads once more (its
+    # new node may come after a faster neighbour's, both made after the round began).
+    names = [name for name, _ in runs[:6]]
+    assert names[:3] == ["p0", "p1", "p2"] and sorted(names[3:]) == ["p0", "p1", "p2"]
     tokens = [token for _, token in runs[:6]]
     assert tokens == sorted(tokens) and len(set(tokens)) == 6  # a new node for each term
 
