@@ -867,7 +867,7 @@ def test_benchmark_runs_and_requests_per_job_do_not_grow_with_workers(
     # assigner lag on a loaded host).
     assert 5 < out["requests_per_job"] <= 9.5
     # Shared transactions make the count vary with how many writes meet in a step; what
-    # must hold is the same bound with twice the workers (a per-worker cost would pass it).
+    # must hold is the same bound with twice the workers (a cost per worker would break it).
     assert 5 < out["requests_per_job_more"] <= 9.5
     assert out["steady_p50_s"] <= out["steady_p99_s"]
     # The assigner frozen with its session open: jobs did not wait for that session's expiry.
