@@ -107,12 +107,10 @@ class Execution:
     async def _finish(self, job_id: str, outcome: ResultRecord) -> None:
         client, coord, layout = self.coord.client, self.coord, self.layout
         path = layout.assignment(self.worker, job_id)
-        # A result that cannot be stored fails this job only (never the worker's other jobs).
-        data = encode_outcome(
-            replace(outcome, worker=self.worker), room_for_data(layout.result(job_id))
-        )
-        self.done.add(job_id)  # before the assignment's delete reaches the watch
         result = layout.result(job_id)
+        # A result that cannot be stored fails this job only (never the worker's other jobs).
+        data = encode_outcome(replace(outcome, worker=self.worker), room_for_data(result))
+        self.done.add(job_id)  # before the assignment's delete reaches the watch
         # One transaction for both only when it fits ZooKeeper's request limit: a result
         # at the size limit goes in two steps.
         if self.hooks.after_result is None and len(data) <= room_for_data(result, path):
