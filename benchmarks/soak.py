@@ -1,17 +1,371 @@
-"""Soak: every recipe and the scheduler under load and network faults; growth, overlaps, lost jobs.
+"""Soak: every recipe and the scheduler under load and network faults for minutes, then a verdict.
 
-A thin entry point: the soak is `aiocoord.bench.soak`.  Exits 1 if a target fails.
+Against one embedded standalone server, in one process, on `sessions`
+coordinators (default 10), each behind a `FaultProxy` of its own:
 
-    python benchmarks/soak.py [--seconds 600] [--interval 10] [--sessions 10] [--latch-paths 50]
-        [--locks 20] [--contenders 3] [--tasks 200] [--task-workers 4] [--job-rate 100]
-        [--job-workers 3] [--seed 1] [--loop uvloop|asyncio]
+- 500 leader latches: `latch_paths` (50) elections with one participant per
+  session; a leader holds its term 2-20 s, then leaves and joins again;
+- 20 CAS locks, each contended by `contenders` (3) holders on different
+  sessions, held 20-200 ms at a time;
+- task leadership over 200 tasks by `task_workers` (4) workers; in every
+  sampling interval one of them leaves and joins again under a new id
+  (between two samples, so that each sample sees them all);
+- the scheduler: `job_workers` (3) workers, and a client submitting `job_rate`
+  (100) jobs/s, each awaited to its result, at most `open_jobs` (200) open;
+- every 5-15 s (`fault_every` 10 s on average) one session's connection is
+  cut, or paused for less than its session timeout, or (one fault in ten,
+  `expire_share`) for longer, so that the server expires the session and
+  everything on it starts again on a new one.  The first fault (at
+  `rehearse` s) expires the job client's session, the run's largest
+  transient, so that its high-water mark in RSS falls in the warm-up.
+
+Every `interval` (10 s) it samples this process's RSS (``/proc/self/status``)
+and allocated heap blocks, file descriptors (``/proc/self/fd``), asyncio
+tasks, the watches the coordinators hold and the server's (``wchs``), the
+server's node count (``mntr``), and over the interval the p50/p99 of a job's
+submit->result time, a lock's acquire wait, a round trip on an unfaulted
+session, and the event loop's longest lateness.  At the end it stops the
+faults and the submissions, waits (at most `drain` s) for the open jobs, and
+checks the targets: after the warm-up (the longest of 10 % of the run, two
+intervals, and the rehearsal plus four session timeouts) RSS, watches, tasks
+and fds grow less than 5 % (`soak_verdict.growth`); no job lost; no two
+terms of one latch, lock or task overlap, unless the earlier holder's
+SUSPENDED arrived during its term and it ended within `grace` of it; fencing
+tokens in order; no exception that is not a `CoordError`.  Exits 1 if a
+target fails.
+
+    python -m benchmarks.soak [--seconds 600] [--interval 10] [--sessions 10]
+        [--latch-paths 50] [--locks 20] [--contenders 3] [--tasks 200] [--task-workers 4]
+        [--job-rate 100] [--job-workers 3] [--fault-every 10] [--seed 1]
+        [--loop uvloop|asyncio] [--json FILE]
 """
 
 from __future__ import annotations
 
-from aiocoord.bench.soak import main, report, run
+import argparse
+import json
+import os
+import random
+import tempfile
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
 
-__all__ = ("main", "report", "run")
+import anyio
+import anyio.abc
+import anyio.to_thread
+
+import aiocoord
+from aiocoord.testing import FaultProxy, ZooKeeperServer
+
+from .soak_load import (
+    follow,
+    inject_faults,
+    job_worker,
+    latch_participant,
+    lock_contender,
+    make_scheduler,
+    probe,
+    submit_jobs,
+    task_worker,
+)
+from .soak_record import LogCounter, Recorder, take_sample
+from .soak_verdict import (
+    Sample,
+    Target,
+    Term,
+    format_samples,
+    format_verdict,
+    growth,
+    overlaps,
+    token_disorder,
+    verdict,
+)
+
+__all__ = ("Outcome", "SoakConfig", "figures", "main", "report", "run", "soak")
+
+ROOT = "/soak"
+SETUP_ALLOWANCE = 120.0  # connecting, and stopping everything at the end
+
+
+@dataclass(frozen=True, slots=True)
+class SoakConfig:
+    seconds: float = 600.0
+    interval: float = 10.0
+    warmup: float | None = None  # None: see warmup_s
+    sessions: int = 10
+    latch_paths: int = 50
+    locks: int = 20
+    contenders: int = 3
+    tasks: int = 200
+    task_workers: int = 4
+    job_rate: float = 100.0
+    job_workers: int = 3
+    session_timeout: float = 5.0
+    fault_every: float = 10.0  # on average; each wait is 0.5-1.5 times this
+    rehearse: float = 5.0  # when the job client's session is first expired (0: not)
+    open_jobs: int = 200  # the job client's bound on jobs awaiting their result
+    expire_share: float = 0.1
+    result_ttl: float = 30.0
+    drain: float = 60.0
+    grace: float = 1.0
+    seed: int = 1
+
+    @property
+    def warmup_s(self) -> float:
+        """The warm-up: 10 % of the run, two intervals, or until the rehearsal is well over."""
+        if self.warmup is not None:
+            return self.warmup
+        rehearsal = self.rehearse + 4 * self.session_timeout if self.rehearse > 0 else 0.0
+        return max(0.1 * self.seconds, 2 * self.interval, rehearsal)
+
+
+@dataclass(slots=True)
+class Outcome:
+    config: SoakConfig
+    rec: Recorder
+    log: LogCounter
+    terms: list[Term] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    targets: list[Target] = field(default_factory=list)
+    load: list[tuple[float, float, float]] = field(default_factory=list)  # at start, at end
+
+    @property
+    def passed(self) -> bool:
+        return all(t.ok for t in self.targets)
+
+
+async def soak(
+    config: SoakConfig, server: ZooKeeperServer, echo: Callable[[str], None] = print
+) -> Outcome:
+    """Run the soak against `server`; each sample is passed to `echo` as a table line."""
+    cfg = config
+    proxies = [FaultProxy(*server.address).start() for _ in range(cfg.sessions)]
+    try:
+        with tempfile.TemporaryDirectory(prefix="aiocoord-soak-") as tmp, LogCounter() as log:
+            async with AsyncExitStack() as stack:
+
+                async def connect(hosts: str) -> aiocoord.Coordinator:
+                    return await stack.enter_async_context(
+                        aiocoord.connect(hosts, session_timeout=cfg.session_timeout)
+                    )
+
+                coords = [await connect(p.connect_string) for p in proxies]
+                direct = await connect(server.connect_string)
+                rec = Recorder(Path(tmp) / "terms.tsv")
+                outcome = Outcome(cfg, rec, log, load=[os.getloadavg()])
+                await _load(outcome, server, proxies, coords, direct, echo)
+            outcome.terms = rec.terms()
+            rec.close()
+    finally:
+        for proxy in proxies:
+            proxy.stop()
+    rec.jobs.lost = sorted(rec.open_jobs)
+    outcome.targets = verdict(
+        outcome.samples,
+        cfg.warmup_s,
+        outcome.terms,
+        rec.suspended,
+        rec.jobs,
+        sum(rec.errors.values()),
+        grace=cfg.grace,
+    )
+    return outcome
+
+
+async def _load(
+    outcome: Outcome,
+    server: ZooKeeperServer,
+    proxies: Sequence[FaultProxy],
+    coords: Sequence[aiocoord.Coordinator],
+    direct: aiocoord.Coordinator,
+    echo: Callable[[str], None],
+) -> None:
+    """Run every role and the faults for the run's time, sampling; then drain the jobs."""
+    cfg, rec = outcome.config, outcome.rec
+    rng = random.Random(cfg.seed)
+    async with anyio.create_task_group() as tg:
+        for i, coord in enumerate(coords):
+            tg.start_soon(follow, coord, rec, i)
+        tg.start_soon(probe, direct, rec)
+        _start_roles(tg, cfg, rec, rng, coords)
+        faults = anyio.CancelScope()
+
+        async def run_faults() -> None:
+            with faults:
+                await inject_faults(
+                    proxies,
+                    rec,
+                    random.Random(rng.random()),
+                    cfg.fault_every,
+                    cfg.session_timeout,
+                    cfg.expire_share,
+                    cfg.rehearse if cfg.rehearse > 0 else None,
+                )
+
+        tg.start_soon(run_faults)
+        client = make_scheduler(coords[0], f"{ROOT}/jobs", cfg.result_ttl)
+        stop = anyio.Event()
+        with anyio.CancelScope() as drain:
+            async with anyio.create_task_group() as jobs:
+                jobs.start_soon(submit_jobs, client, rec, cfg.job_rate, cfg.open_jobs, stop, jobs)
+                samples = outcome.samples
+                while (due := (len(samples) + 1) * cfg.interval) <= cfg.seconds:
+                    await anyio.sleep(max(0.0, due - rec.now()))
+                    samples.append(await take_sample(rec, [*coords, direct], server.address))
+                    echo(format_samples(samples[-1:], header=len(samples) == 1))
+                await anyio.sleep(max(0.0, cfg.seconds - rec.now()))
+                stop.set()
+                faults.cancel()
+                drain.deadline = anyio.current_time() + cfg.drain
+        outcome.load.append(os.getloadavg())
+        tg.cancel_scope.cancel()
+
+
+def _start_roles(
+    tg: anyio.abc.TaskGroup,
+    cfg: SoakConfig,
+    rec: Recorder,
+    rng: random.Random,
+    coords: Sequence[aiocoord.Coordinator],
+) -> None:
+    def own_rng() -> random.Random:
+        return random.Random(rng.random())
+
+    n = len(coords)
+    for p in range(cfg.latch_paths):
+        for i, coord in enumerate(coords):
+            tg.start_soon(latch_participant, coord, rec, own_rng(), f"{ROOT}/latch/{p}", i)
+    for lock in range(cfg.locks):
+        for k in range(cfg.contenders):
+            i = (lock * cfg.contenders + k) % n
+            path = f"{ROOT}/lock/{lock}"
+            tg.start_soon(lock_contender, coords[i], rec, own_rng(), path, f"s{i}.c{k}", i)
+    tasks = [f"t{k}" for k in range(cfg.tasks)]
+    for slot in range(cfg.task_workers):
+        i = (2 + 3 * slot) % n
+        root, slots = f"{ROOT}/tasks", cfg.task_workers
+        tg.start_soon(task_worker, coords[i], rec, root, tasks, slot, slots, cfg.interval, i)
+    for j in range(cfg.job_workers):
+        i = (1 + 3 * j) % n
+        tg.start_soon(job_worker, coords[i], rec, f"{ROOT}/jobs", cfg.result_ttl)
+
+
+def _kind(term: Term) -> str:
+    """latch, lock or task."""
+    return term.resource.split("/")[2] if term.resource.startswith(ROOT) else "task"
+
+
+def _counts(counter: Counter[str], top: int = 8) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counter.most_common(top)) or "none"
+
+
+def report(outcome: Outcome) -> str:
+    """The samples, what happened, the overlaps and errors found, and the verdict."""
+    cfg, rec = outcome.config, outcome.rec
+    kinds = Counter(_kind(t) for t in outcome.terms)
+    load = " -> ".join("/".join(f"{x:.2f}" for x in avg) for avg in outcome.load)
+    after = [(x.t, float(x.blocks)) for x in outcome.samples if x.t >= cfg.warmup_s]
+    trend = growth(after)
+    heap = "n/a" if trend is None else f"{trend * 100:+.1f} %"
+    logged = Counter({f"{level} {msg!r}": n for (level, _, msg), n in outcome.log.counts.items()})
+    lines = [
+        f"soak: {cfg.seconds:.0f} s, {cfg.sessions} sessions, "
+        f"{cfg.latch_paths * cfg.sessions} latches ({cfg.latch_paths} paths x {cfg.sessions}), "
+        f"{cfg.locks} CAS locks x {cfg.contenders} contenders, {cfg.tasks} tasks over "
+        f"{cfg.task_workers} workers joining and leaving, {cfg.job_rate:g} jobs/s over "
+        f"{cfg.job_workers} workers; session timeout {cfg.session_timeout:g} s; seed {cfg.seed}",
+        f"load average (1/5/15 min) at start -> at end: {load}",
+        "",
+        format_samples(outcome.samples),
+        "",
+        f"terms: {_counts(kinds)}",
+        f"faults: {_counts(Counter(f.kind for f in rec.faults))}: "
+        + ", ".join(f"{f.kind} s{f.session} {f.start:.0f}-{f.end:.0f}" for f in rec.faults),
+        f"jobs: {rec.jobs.submitted} submitted, {rec.jobs.done} done, {rec.jobs.failed} failed, "
+        f"{rec.jobs.wrong} wrong, {len(rec.jobs.lost)} lost",
+        f"expected errors: {_counts(rec.counts)}",
+        f"library log: {_counts(logged, 5)}",
+        f"growth: the trend (Theil-Sen) over the samples from t={cfg.warmup_s:.0f} s on; "
+        f"heap blocks (not a target: what RSS would show without fragmentation) {heap}",
+    ]
+    if rec.jobs.lost:
+        lines.append("lost jobs: " + " ".join(rec.jobs.lost[:20]))
+    for o in [o for o in overlaps(outcome.terms, rec.suspended, cfg.grace) if o.excused_by is None][
+        :10
+    ]:
+        lines.append(f"OVERLAP {o.length:.3f} s: {o.first} and {o.second}")
+    for first, second in token_disorder(outcome.terms)[:10]:
+        lines.append(f"TOKEN ORDER: {first} then {second}")
+    if rec.errors:
+        lines.append(f"UNEXPECTED ERRORS: {_counts(rec.errors)}")
+    lines += [f"\n{tb}" for tb in rec.tracebacks[:3]]
+    lines += [f"\nlibrary ERROR: {text}" for text in outcome.log.first_errors[:3]]
+    lines += ["", format_verdict(outcome.targets)]
+    return "\n".join(lines)
+
+
+def figures(outcome: Outcome) -> dict[str, Any]:
+    """The run as plain data: configuration, samples, what happened, and the targets."""
+    rec = outcome.rec
+    return {
+        "config": asdict(outcome.config),
+        "load": outcome.load,
+        "samples": [asdict(s) for s in outcome.samples],
+        "terms": dict(Counter(_kind(t) for t in outcome.terms)),
+        "faults": dict(Counter(f.kind for f in rec.faults)),
+        "jobs": asdict(rec.jobs),
+        "expected_errors": dict(rec.counts),
+        "errors": dict(rec.errors),
+        "targets": [asdict(t) for t in outcome.targets],
+        "passed": outcome.passed,
+    }
+
+
+def run(
+    config: SoakConfig, *, loop: str = "uvloop", echo: Callable[[str], None] = print
+) -> Outcome:
+    """Start a server (fsync off, as in the other benchmarks), soak it, stop it."""
+    with ZooKeeperServer(extra_config={"forceSync": "no"}) as server:
+
+        async def bounded() -> Outcome:
+            with anyio.fail_after(config.seconds + config.drain + SETUP_ALLOWANCE):
+                return await soak(config, server, echo)
+
+        main_fn: Callable[[], Awaitable[Outcome]] = bounded
+        return anyio.run(
+            main_fn, backend="asyncio", backend_options={"use_uvloop": loop == "uvloop"}
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line, run the soak, print the report; 0 if every target passed."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    defaults = SoakConfig()
+    for f in fields(SoakConfig):
+        value = getattr(defaults, f.name)
+        if isinstance(value, tuple):
+            continue
+        kind = float if f.name == "warmup" else type(value)
+        help = f"default {value}" if value is not None else "default: see the description"
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=value, help=help)
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    loop, json_path = args.__dict__.pop("loop"), args.__dict__.pop("json")
+    config = SoakConfig(**vars(args))
+    outcome = run(config, loop=loop, echo=lambda line: print(line, flush=True))
+    print()
+    print(report(outcome), flush=True)
+    if json_path is not None:
+        json_path.write_text(json.dumps(figures(outcome), indent=1), encoding="utf-8")
+    return 0 if outcome.passed else 1
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,55 +1,218 @@
-"""``aiocoord bench``: the benchmarks of `aiocoord.bench`, summed up in one table.
+"""``aiocoord bench``: a few figures of aiocoord's recipes on your own ZooKeeper.
 
-Every measurement runs against one embedded ZooKeeper server started for this
-run, and every ratio compares figures taken in this same run (machines are
-noisy; figures from different runs do not compare).  The table is
-`aiocoord.bench.summary`'s; ``--all`` then runs every benchmark in full, each
-as ``python -m aiocoord.bench.<name>`` with its defaults, for the detailed
-tables.  kazoo, an optional peer, is skipped with a note when not installed.
+Measures, against the servers named by ``--hosts`` (else ``AIOCOORD_HOSTS``,
+else the embedded development server, started for the run if it is not
+running), under a fresh node below ``--root`` that is deleted afterwards:
+
+- getData round trips, one at a time (median and p99 latency);
+- getData pipelined, 32 requests in flight on one session (throughput);
+- `cas_lock` acquire+release with K contenders, each its own session;
+- `leader_latch` hand-off: the leader leaves, the next in line leads (latency).
+
+Only aiocoord's own recipes are measured.  The comparisons with other
+clients (kazoo, aiozk's recipes, Curator) are in ``benchmarks/`` in the
+repository, run from a checkout.
 """
 
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
+import statistics
 import time
+import uuid
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..bench.peers import kazoo_installed, skipped_note
-from ..bench.summary import BENCHMARKS, IN_TABLE, format_table, measure_all
-from .zk import UserError
+import anyio
+
+from ..errors import ConnectionLostError, InvalidPathError
+from ..settings import Settings
+from ._run import run_async
+from .zk import UserError, local_zookeeper
+
+if TYPE_CHECKING:
+    from ..session import Coordinator
 
 __all__ = ("run_bench",)
 
+Row = tuple[str, str, float]  # name, unit, value
+
 
 def run_bench(args: argparse.Namespace) -> int:
-    """The ``bench`` command."""
-    from ..testing import ZooKeeperNotInstalledError, ZooKeeperServer
+    """The ``bench`` command: measure, print one table; blocks for the whole run."""
+    from ..zk.paths import validate_path
 
     seconds = args.seconds if args.seconds is not None else (1.0 if args.quick else 3.0)
     if not 0 < seconds <= 60:
         raise UserError("--seconds must be more than 0 and at most 60")
-    started = time.monotonic()
+    if not 1 <= args.contenders <= 64:
+        raise UserError("--contenders must be from 1 to 64")
+    if not 2 <= args.participants <= 64:
+        raise UserError("--participants must be from 2 to 64")
+    if not args.timeout > 0:
+        raise UserError("--timeout must be more than 0")
     try:
-        with ZooKeeperServer() as server:
-            print(
-                f"ZooKeeper at {server.connect_string}; {seconds:g} s per measurement", flush=True
-            )
-            if not kazoo_installed():
-                print(skipped_note("kazoo"), flush=True)
-            rows = measure_all(
-                server.connect_string, seconds, lambda line: print(f"  {line}", flush=True)
-            )
-    except ZooKeeperNotInstalledError as exc:
-        raise UserError(str(exc)) from None
+        validate_path(args.root)
+    except InvalidPathError as exc:
+        raise UserError(f"invalid --root {args.root!r}: {exc.reason}") from None
+    if args.hosts is not None:
+        return _measure_and_print(Settings.build(args.hosts), seconds, args)
+    with local_zookeeper(Path(args.dir) if args.dir is not None else None) as settings:
+        return _measure_and_print(settings, seconds, args)
+
+
+def _measure_and_print(settings: Settings, seconds: float, args: argparse.Namespace) -> int:
+    base = f"{args.root.rstrip('/')}/run-{uuid.uuid4().hex[:8]}"
+    print(f"ZooKeeper at {settings.hosts}; under {base}; {seconds:g} s per measurement", flush=True)
+    started = time.monotonic()
+
+    async def run() -> list[Row]:
+        try:
+            return await _measure_all(settings, base, seconds, args)
+        except ConnectionLostError:
+            raise UserError(
+                f"cannot reach ZooKeeper at {settings.hosts} within {args.timeout:g}s"
+            ) from None
+
+    rows = run_async(run, args.loop)
     print()
-    print(format_table(rows))
-    print(f"\n(ratios: how many times better aiocoord is; {time.monotonic() - started:.0f} s)")
-    others = [name for name in BENCHMARKS if name not in IN_TABLE]
-    if not args.all:
-        print(f"not in the table (no kazoo/aiozk peer): {', '.join(others)}; --all runs them")
-    else:
-        for name in BENCHMARKS:
-            print(f"\n=== python -m aiocoord.bench.{name} ===", flush=True)
-            subprocess.run([sys.executable, "-m", f"aiocoord.bench.{name}"], check=False)
-    return 1 if any(r.error for r in rows) else 0
+    head = f"{'benchmark':<40} {'unit':<6} {'aiocoord':>10}"
+    print(head)
+    print("-" * len(head))
+    for name, unit, value in rows:
+        shown = f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
+        print(f"{name:<40} {unit:<6} {shown:>10}")
+    print(f"\n({time.monotonic() - started:.0f} s; comparisons with other clients: benchmarks/)")
+    return 0
+
+
+async def _measure_all(
+    settings: Settings, base: str, seconds: float, args: argparse.Namespace
+) -> list[Row]:
+    from .. import connect
+
+    def progress(what: str) -> None:
+        print(f"  measuring {what} ...", flush=True)
+
+    async with AsyncExitStack() as stack:
+        coords = [
+            await stack.enter_async_context(
+                connect(settings, session_timeout=10.0, connect_timeout=args.timeout)
+            )
+            for _ in range(max(args.contenders, args.participants))
+        ]
+        try:
+            progress("getData round trips")
+            rows = await _session_rows(coords[0], f"{base}/data", seconds)
+            progress(f"cas_lock with {args.contenders} contenders")
+            rate = await _lock_rate(coords[: args.contenders], f"{base}/lock", seconds)
+            rows.append((f"lock acquire+release, {args.contenders} contenders", "acq/s", rate))
+            progress(f"leader hand-off with {args.participants} participants")
+            hand = await _handoff_ms(coords[: args.participants], f"{base}/latch", seconds)
+            rows.append((f"leader hand-off, {args.participants} participants", "ms", hand))
+            return rows
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+                await coords[0].client.delete_all(base)
+
+
+async def _session_rows(coord: Coordinator, path: str, seconds: float) -> list[Row]:
+    from ..zk import CreateMode
+
+    await coord.client.ensure_path(path, mode=CreateMode.PERSISTENT)
+    await coord.client.set(path, b"x" * 100)
+
+    async def get() -> None:
+        await coord.client.get(path)
+
+    latencies: list[float] = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t0 = time.perf_counter()
+        await get()
+        latencies.append(time.perf_counter() - t0)
+    latencies.sort()
+    done = await _count_until(get, 32, seconds)
+    return [
+        ("getData round trip (median)", "us", statistics.median(latencies) * 1e6),
+        ("getData round trip (p99)", "us", latencies[int(len(latencies) * 0.99) - 1] * 1e6),
+        ("getData pipelined, 32 in flight", "ops/s", done / seconds),
+    ]
+
+
+async def _count_until(step: Callable[[], Awaitable[None]], callers: int, seconds: float) -> int:
+    """How many times `callers` concurrent loops ran `step` within `seconds`."""
+    count = 0
+    stop = time.perf_counter() + seconds
+
+    async def loop() -> None:
+        nonlocal count
+        while time.perf_counter() < stop:
+            await step()
+            count += 1
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(callers):
+            tg.start_soon(loop)
+    return count
+
+
+async def _lock_rate(coords: list[Coordinator], path: str, seconds: float) -> float:
+    from ..recipes.cas_lock import cas_lock
+
+    count = 0
+    stop = time.perf_counter() + seconds
+
+    async def contender(i: int) -> None:
+        nonlocal count
+        while time.perf_counter() < stop:
+            async with cas_lock(coords[i], path, owner=f"c{i}", lease=10.0):
+                count += 1
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(coords)):
+            tg.start_soon(contender, i)
+    return count / seconds
+
+
+async def _handoff_ms(coords: list[Coordinator], path: str, seconds: float) -> float:
+    """Median ms from the leader leaving to the next one leading; it rejoins at the back."""
+    from ..recipes.leader_latch import leader_latch
+
+    latencies: list[float] = []
+    # The controller swaps `elected` before each release; the next leader sets it.
+    turn: dict[str, Any] = {"elected": anyio.Event(), "released": None, "leader": None}
+
+    async def participant(i: int, joined: anyio.Event) -> None:
+        while True:
+            release, rejoin = anyio.Event(), anyio.Event()
+            async with leader_latch(coords[i], path, participant_id=f"p{i}") as latch:
+                joined.set()
+                await latch.wait()
+                if turn["released"] is not None:
+                    latencies.append(time.perf_counter() - turn["released"])
+                turn["leader"] = (release, rejoin)
+                turn["elected"].set()
+                await release.wait()
+                turn["released"] = time.perf_counter()
+            await rejoin.wait()
+
+    end = time.perf_counter() + seconds
+    with anyio.fail_after(seconds + 60):
+        async with anyio.create_task_group() as tg:
+            for i in range(len(coords)):  # in order: each joins once the previous one has
+                joined = anyio.Event()
+                tg.start_soon(participant, i, joined)
+                await joined.wait()
+            await turn["elected"].wait()
+            while len(latencies) < 3 or time.perf_counter() < end:
+                turn["elected"] = anyio.Event()
+                release, rejoin = turn["leader"]
+                release.set()
+                await turn["elected"].wait()
+                rejoin.set()
+                await anyio.sleep(0.01)  # the rejoin settles: a round times the hand-off alone
+            tg.cancel_scope.cancel()
+    return statistics.median(latencies) * 1000

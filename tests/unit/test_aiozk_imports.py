@@ -13,9 +13,6 @@ import aiocoord
 
 PACKAGE = Path(aiocoord.__file__).parent
 ALLOWED = {PACKAGE / "zk" / "_wire.py"}
-# The benchmark engine measures aiozk's own client and recipes as a peer: it
-# uses aiozk as a user would, not as aiocoord's wire format.
-PEERS = PACKAGE / "bench"
 
 
 def _imports_aiozk(tree: ast.AST) -> list[int]:
@@ -38,7 +35,7 @@ def test_only_the_wire_module_imports_aiozk() -> None:
     offenders = {
         f"{path.relative_to(PACKAGE.parent)}:{line}"
         for path in modules
-        if path not in ALLOWED and PEERS not in path.parents
+        if path not in ALLOWED
         for line in _imports_aiozk(ast.parse(path.read_text(encoding="utf-8"), str(path)))
     }
     assert offenders == set()

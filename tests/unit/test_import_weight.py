@@ -28,7 +28,6 @@ HEAVY = (
     "aiocoord.cli",
     "aiocoord.inspection",
     "aiocoord.testing",
-    "aiocoord.bench",
     "aiocoord.recipes",
     "aiocoord.session",
     "aiocoord.settings",

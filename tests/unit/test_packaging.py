@@ -7,6 +7,7 @@ declarations it relies on.
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from pathlib import Path
@@ -64,5 +65,48 @@ def test_the_check_builds_and_smoke_tests_the_wheel() -> None:
         "--version",
         "inspect --help",
         "bench --quick",
+        "the wheel holds the library only",
     ):
         assert step in smoke, step
+
+
+PEERS = ("kazoo", "arq", "matplotlib")  # the benchmarks' peers: dev dependencies only
+
+
+def _peer_imports(path: Path) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        found += [f"{path.name}:{node.lineno} {n}" for n in names if n.split(".")[0] in PEERS]
+    return found
+
+
+def test_the_package_is_the_library_only() -> None:
+    """The benchmarks (peers, Java, plots) are benchmarks/ of the checkout, not in the wheel.
+
+    scripts/wheel-smoke checks the built wheel itself; this checks what it is built from.
+    """
+    assert PROJECT["tool"]["setuptools"]["packages"]["find"]["include"] == [
+        "aiocoord",
+        "aiocoord.*",
+    ]
+    extras = PROJECT["project"]["optional-dependencies"]
+    assert "bench" not in extras
+    assert all(peer in " ".join(extras["dev"]) for peer in ("kazoo", "matplotlib"))
+    shipped = PROJECT["project"]["dependencies"] + [
+        dep for name, deps in extras.items() if name != "dev" for dep in deps
+    ]
+    assert not [dep for dep in shipped if dep.startswith(PEERS)]
+    assert "benchmarks" in PROJECT["tool"]["mypy"]["files"]
+    assert (ROOT / "benchmarks" / "__init__.py").is_file()
+    package = ROOT / "aiocoord"
+    assert not (package / "bench").exists()
+    assert not [p for p in package.rglob("*") if p.suffix in {".java", ".jar", ".class"}]
+    assert [i for p in sorted(package.rglob("*.py")) for i in _peer_imports(p)] == []
+    # The walk sees what it looks for: the benchmarks do import the peers.
+    assert _peer_imports(ROOT / "benchmarks" / "session.py")

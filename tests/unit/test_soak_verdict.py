@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiocoord.bench.soak_verdict import (
+from benchmarks.soak_verdict import (
     Jobs,
     Sample,
     Term,

@@ -7,7 +7,7 @@ the loads; what a join of ``worker-<W+1>`` moves (and the newcomer's share);
 what the worst single leave moves (and the leaver's share).  The cap and
 the moves are also checked over random names for T = 12, 100, 1,000 and
 W = 2 ... 10, and the T = 12 rows of the spread benchmark's table (random
-names, `aiocoord.bench.spread`) against the docs.
+names, `benchmarks.spread`) against the docs.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from aiocoord.bench.spread import format_table, measure_cell
 from aiocoord.recipes.task_leadership._choice import (
     assign,
     balanced_rendezvous,
     rendezvous_rank,
 )
 from aiocoord.recipes.task_leadership._versions import maven_version_key
+from benchmarks.spread import format_table, measure_cell
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "task-leadership.md"
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from aiocoord.bench.curves import main
-from aiocoord.bench.curves_report import Point, growth, slope
 from aiocoord.testing import ZooKeeperServer
+from benchmarks.curves import main
+from benchmarks.curves_report import Point, growth, slope
 
 pytest.importorskip("matplotlib")
 

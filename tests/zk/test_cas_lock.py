@@ -7,7 +7,6 @@ expiry scenarios stay quick; skews are set explicitly.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import math
@@ -15,7 +14,6 @@ import random
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from pathlib import Path
 
 import anyio
 import anyio.lowlevel
@@ -554,12 +552,9 @@ async def test_empty_node_is_a_free_lock(coordinator: Coordinator) -> None:
 
 
 def test_lock_benchmark_smoke(zk_server: ZooKeeperServer) -> None:
-    """benchmarks/bench_lock.py runs end to end (tiny parameters) and prints its table."""
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_lock.py"
-    spec = importlib.util.spec_from_file_location("bench_lock", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    """benchmarks.lock runs end to end (tiny parameters) and prints its table."""
+    from benchmarks import lock as bench
+
     results = bench.run(zk_server.connect_string, seconds=0.3, rounds=2, contenders=2, uvloop=False)
     assert set(results) == {"cas_lock", "CasLock", "kazoo Lock", "aiozk Lock"}
     for runs in results.values():

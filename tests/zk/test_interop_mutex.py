@@ -28,8 +28,8 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 import aiocoord
 from aiocoord import Coordinator, Mutex, mutex
-from aiocoord.bench.mutex_peers import JARS
 from aiocoord.testing import ZooKeeperServer
+from benchmarks.mutex_peers import JARS
 from tests.helpers import compile_java, eventually
 
 pytestmark = pytest.mark.anyio

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -757,16 +755,13 @@ async def test_ensemble_server_of_the_leader_killed(
 
 def test_latch_benchmark_still_runs(zk_server: ZooKeeperServer) -> None:
     """The benchmark's aiocoord measurements, with tiny parameters, so it does not rot."""
-    spec = importlib.util.spec_from_file_location(
-        "bench_latch", Path(__file__).resolve().parents[2] / "benchmarks" / "bench_latch.py"
-    )
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    from benchmarks import latch as bench
+    from benchmarks.latch_runs import aiocoord_first, aiocoord_handoff, aiocoord_join
+
     hosts = zk_server.connect_string
-    first = bench.aiocoord_first(hosts, 3, 2, False)
-    rotation = bench.aiocoord_handoff(hosts, 3, 2, True)
-    join = bench.aiocoord_join(hosts, 20, 2, False)
+    first = aiocoord_first(hosts, 3, 2, False)
+    rotation = aiocoord_handoff(hosts, 3, 2, True)
+    join = aiocoord_join(hosts, 20, 2, False)
     assert len(first["latencies"]) == 2 and len(rotation["latencies"]) == 2
     assert join["settle_s"] > 0 and join["requests_per_handoff"] >= 1
     table = bench.report_handoff("rotation", {"aiocoord/asyncio": rotation, "aiozk": first})

@@ -474,7 +474,7 @@ async def test_left_from_another_task_and_participants_of_foreign_nodes(
 
 
 def test_mutex_benchmark_still_runs(zk_server: ZooKeeperServer) -> None:
-    from aiocoord.bench import mutex as bench
+    from benchmarks import mutex as bench
 
     costs = bench.measure_costs(zk_server.connect_string, [3], 0.5)
     ((measured, counts),) = costs

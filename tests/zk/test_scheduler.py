@@ -10,7 +10,6 @@ runs), and what the server is left with (no job lost, nothing left behind).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -851,12 +850,8 @@ def test_example_runs(zk_server: ZooKeeperServer) -> None:
 def test_benchmark_runs_and_requests_per_job_do_not_grow_with_workers(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    spec = importlib.util.spec_from_file_location(
-        "bench_scheduler", REPO / "benchmarks" / "bench_scheduler.py"
-    )
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    from benchmarks import scheduler as bench
+
     args = ["--jobs", "60", "--latency-jobs", "5", "--workers", "2", "--more-workers", "4"]
     out = bench.main([*args, "--raw-seconds", "0.2", "--rate", "50"])
     assert "requests/job" in capsys.readouterr().out

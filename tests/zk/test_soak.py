@@ -1,6 +1,6 @@
 """The soak's one-minute version: every recipe and the scheduler under load and faults, no leak.
 
-It runs ``benchmarks/soak.py`` as a user would, at full counts (500 latches
+It runs ``python -m benchmarks.soak`` as a user would, at full counts (500 latches
 over 10 sessions, 20 contended CAS locks, 200 tasks with workers joining and
 leaving, 100 jobs/s) for 60 s, sampling every 5 s, with a fault every 5 s on
 average.  Seed 10 plans the job client's session expired twice (once as the
@@ -40,7 +40,7 @@ def test_one_minute_soak_passes_its_verdict(tmp_path: Path) -> None:
     figures_path = tmp_path / "soak.json"
     command = [
         sys.executable,
-        str(ROOT / "benchmarks" / "soak.py"),
+        *("-m", "benchmarks.soak"),
         *("--seconds", str(SECONDS), "--interval", "5", "--fault-every", "5"),
         *("--seed", "10", "--json", str(figures_path)),
     ]

@@ -10,13 +10,10 @@ check what the server holds (leader nodes), what each worker believes
 from __future__ import annotations
 
 import hashlib
-import importlib
 import itertools
 import math
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -727,17 +724,13 @@ async def f_wait(check: Callable[[], bool], timeout: float = 5.0) -> None:
 
 
 def test_benchmark_runs_with_tiny_parameters(zk_server: ZooKeeperServer) -> None:
-    """benchmarks/bench_tasks.py keeps working: one hand-over of three tasks, no overlap.
+    """benchmarks.tasks keeps working: one hand-over of three tasks, no overlap.
 
     With its observer, which sees each task released and taken over.
     """
-    bench_dir = Path(__file__).resolve().parents[2] / "benchmarks"
-    sys.path.insert(0, str(bench_dir))  # worker processes import the module by name
-    try:
-        bench = importlib.import_module("bench_tasks")
-        (result,) = bench.run(zk_server.connect_string, tasks=3, runs=1, settle=0.05, observe=True)
-    finally:
-        sys.path.remove(str(bench_dir))
+    from benchmarks import tasks as bench
+
+    (result,) = bench.run(zk_server.connect_string, tasks=3, runs=1, settle=0.05, observe=True)
     assert result.overlaps == 0
     assert len(result.gaps) == 3
     # Bounds for sanity only: speed is measured by the benchmark itself, and a

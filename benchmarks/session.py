@@ -6,7 +6,7 @@ Measures, against one embedded ZooKeeper server in the same run:
 Prints ratios against the peers measured in this same run, since machines are noisy.
 kazoo is skipped, with a note, when it is not installed.
 
-    python -m aiocoord.bench.session [--seconds 3] [--concurrency 32]
+    python -m benchmarks.session [--seconds 3] [--concurrency 32]
 """
 
 from __future__ import annotations

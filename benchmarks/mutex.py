@@ -26,7 +26,7 @@ per hand-over, and how many of those woke a waiter.  Queue recipes with
 predecessor watches keep all three constant in K; a lock whose waiters all
 watch one node would wake K - 1 of them per hand-over.
 
-    python -m aiocoord.bench.mutex [--seconds 3] [--rounds 3] [--contenders 4] [--sweep 4,16,64]
+    python -m benchmarks.mutex [--seconds 3] [--rounds 3] [--contenders 4] [--sweep 4,16,64]
 
 A server given with ``--hosts`` must allow K connections from one address
 (``maxClientCnxns``, 60 by default) for the sweep.

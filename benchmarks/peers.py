@@ -1,7 +1,7 @@
 """The optional peers of the benchmarks: whether each is installed, and the note when not.
 
 aiozk is a dependency of aiocoord, so its recipes are always measured.  kazoo
-is optional (``pip install 'aiocoord[bench]'``): without it, its rows and
+is optional (in the ``dev`` extra: ``pip install -e '.[dev]'``): without it, its rows and
 columns are skipped and each benchmark says so once, rather than failing.
 """
 
@@ -19,4 +19,4 @@ def kazoo_installed() -> bool:
 
 def skipped_note(peer: str = "kazoo") -> str:
     """The one line a benchmark prints when `peer` is not installed."""
-    return f"note: {peer} is not installed, so it is not measured (pip install 'aiocoord[bench]')"
+    return f"note: {peer} is not installed, so it is not measured (pip install -e '.[dev]')"

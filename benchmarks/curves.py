@@ -26,7 +26,7 @@ nor after it failed; the table says so.  Each sweep has a fresh server of
 its own, with ``forceSync=no`` (``--fsync`` keeps it) and no limit on
 connections per address.
 
-    python -m aiocoord.bench.curves [--out DIR] [--quick] [--cap 120] [--only latch,locks,...]
+    python -m benchmarks.curves [--out DIR] [--quick] [--cap 120] [--only latch,locks,...]
         [--sizes tasks=10,100,1000 ...] [--replot]
 """
 

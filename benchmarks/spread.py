@@ -12,7 +12,7 @@ choice is `choose_leaders`, the recipe's own; needs no server.
 docs/task-leadership.md shows the table of the default run (the times
 aside); tests/unit/test_task_choice.py checks its T = 12 rows.
 
-    python -m aiocoord.bench.spread [--sets 200] [--joins 3] [--seed 1]
+    python -m benchmarks.spread [--sets 200] [--joins 3] [--seed 1]
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def choice_ms(tasks: int, workers: int, *, runs: int = 5) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m aiocoord.bench.spread",
+        prog="python -m benchmarks.spread",
         description="Loads and moves of task leadership's choice over random task and worker names.",
     )
     parser.add_argument(

@@ -40,7 +40,7 @@ same loop.  The server runs with
 ``forceSync=no`` unless ``--fsync`` is given: with it, every hand-off is
 dominated by the same disk flush for everyone and the clients' own cost hides.
 
-    python -m aiocoord.bench.latch [--participants 10] [--rounds 30] [--scale 1000] [--fsync]
+    python -m benchmarks.latch [--participants 10] [--rounds 30] [--scale 1000] [--fsync]
         [--warm-up 10] [--passes 3] [--small-scale 200] [--impl NAME ...]
         [--measure first|rotation|join ...]   (--scale 0 --small-scale 0: no join)
 """
@@ -52,9 +52,9 @@ import json
 import math
 import statistics
 import subprocess
-import sys
 import time
 
+from . import python_m
 from .latch_curator import curator_first, curator_missing
 from .latch_peers import (
     aiozk_first,
@@ -125,10 +125,8 @@ def measure(kind: str, impl: str, hosts: str, args: argparse.Namespace, scale: i
         if kind != "first":
             return {"error": "measured next in line only"}
         return curator_first(hosts, args.participants, args.rounds)
-    cmd = [
-        sys.executable,
-        "-m",
-        "aiocoord.bench.latch",
+    cmd, env = python_m(
+        "benchmarks.latch",
         "--child",
         kind,
         "--child-impl",
@@ -145,9 +143,9 @@ def measure(kind: str, impl: str, hosts: str, args: argparse.Namespace, scale: i
         str(args.handoffs),
         "--limit",
         str(args.limit),
-    ]
+    )
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.limit + 60)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.limit + 60, env=env)
     except subprocess.TimeoutExpired:
         return {"error": "timed out"}
     if done.returncode != 0:

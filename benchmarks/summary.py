@@ -1,4 +1,6 @@
-"""The one table of ``aiocoord bench``: a few figures of each benchmark, against its peers.
+"""One table: a few figures of each benchmark, against its peers.
+
+    python -m benchmarks.summary [--quick] [--seconds S] [--all]
 
 Rows come from the benchmarks' own functions, run with short settings against
 one server:
@@ -12,24 +14,30 @@ one server:
 
 The ratio columns read "how many times better aiocoord is": the peer's latency
 over ours, or our throughput over the peer's.  A peer that is not installed
-(kazoo) shows ``-``.
+(kazoo) shows ``-``.  Every measurement runs against one embedded ZooKeeper
+server started for this run; ``--all`` then runs every benchmark in full, each
+as ``python -m benchmarks.<name>`` with its defaults, for the detailed tables.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import latch, lock, session
-from .peers import kazoo_installed
+from aiocoord.testing import ZooKeeperServer
 
-__all__ = ("BENCHMARKS", "IN_TABLE", "Row", "format_table", "measure_all")
+from . import latch, lock, python_m, session
+from .peers import kazoo_installed, skipped_note
+
+__all__ = ("BENCHMARKS", "IN_TABLE", "Row", "format_table", "main", "measure_all")
 
 BENCHMARKS = ("session", "lock", "mutex", "latch", "scheduler", "tasks")
-"""Every benchmark module, each run in full by ``python -m aiocoord.bench.<name>``."""
+"""Every benchmark module, each run in full by ``python -m benchmarks.<name>``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,9 +159,47 @@ def measure_all(hosts: str, seconds: float, progress: Callable[[str], None]) -> 
     """
     rows: list[Row] = []
     for name, label, measure in _ROWS:
-        progress(f"measuring {label} (aiocoord.bench.{name}) ...")
+        progress(f"measuring {label} (benchmarks.{name}) ...")
         try:
             rows += measure(hosts, seconds)
         except Exception as exc:  # one broken benchmark must not hide the others
             rows.append(Row(name, "", None, None, None, error=repr(exc)[:120]))
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure, print the table (and with ``--all`` every benchmark in full); 1 if a row failed."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a short run (1 s per measurement)")
+    parser.add_argument("--seconds", type=float, help="seconds per measurement (default 3)")
+    parser.add_argument(
+        "--all", action="store_true", help="then run every benchmark in full, one by one"
+    )
+    args = parser.parse_args(argv)
+    seconds = args.seconds if args.seconds is not None else (1.0 if args.quick else 3.0)
+    if not 0 < seconds <= 60:
+        parser.error("--seconds must be more than 0 and at most 60")
+    started = time.monotonic()
+    with ZooKeeperServer() as server:
+        print(f"ZooKeeper at {server.connect_string}; {seconds:g} s per measurement", flush=True)
+        if not kazoo_installed():
+            print(skipped_note("kazoo"), flush=True)
+        rows = measure_all(
+            server.connect_string, seconds, lambda line: print(f"  {line}", flush=True)
+        )
+    print()
+    print(format_table(rows))
+    print(f"\n(ratios: how many times better aiocoord is; {time.monotonic() - started:.0f} s)")
+    others = [name for name in BENCHMARKS if name not in IN_TABLE]
+    if not args.all:
+        print(f"not in the table (no kazoo/aiozk peer): {', '.join(others)}; --all runs them")
+    else:
+        for name in BENCHMARKS:
+            print(f"\n=== python -m benchmarks.{name} ===", flush=True)
+            cmd, env = python_m(f"benchmarks.{name}")
+            subprocess.run(cmd, check=False, env=env)
+    return 1 if any(r.error for r in rows) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -38,7 +38,7 @@ first hand-over on a fresh JVM is far slower than the ones after it.  Every
 process freezes its start-up heap (``gc.freeze()``; ``--no-gc-freeze`` does
 not), so that a full collection does not land in a hand-over by chance.
 
-    python -m aiocoord.bench.tasks [--tasks 200] [--runs 3] [--settle 0.2] [--fsync]
+    python -m benchmarks.tasks [--tasks 200] [--runs 3] [--settle 0.2] [--fsync]
                                     [--no-gc-freeze]
 """
 

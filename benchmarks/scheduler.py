@@ -26,7 +26,7 @@ path is 3 writes and 3 reads in sequence (submit; the assigner's read and
 transaction; the worker's read and result; the client's read), so "x1.0 its
 request path" would mean no overhead beyond those round trips.
 
-    python -m aiocoord.bench.scheduler [--jobs 2000] [--concurrency 200] [--workers 3]
+    python -m benchmarks.scheduler [--jobs 2000] [--concurrency 200] [--workers 3]
 """
 
 from __future__ import annotations

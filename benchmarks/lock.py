@@ -27,7 +27,7 @@ shared machine hits all of them alike; acq/s is the median over rounds, each
 ratio the median of the per-round ratios, and the shares, fairness and costs
 count every round.  `--contenders 4,16` measures each K in turn.
 
-    python -m aiocoord.bench.lock [--seconds 3] [--rounds 3] [--contenders 4,16] [--loop uvloop|asyncio]
+    python -m benchmarks.lock [--seconds 3] [--rounds 3] [--contenders 4,16] [--loop uvloop|asyncio]
 """
 
 from __future__ import annotations
