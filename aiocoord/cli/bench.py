@@ -24,7 +24,7 @@ __all__ = ("run_bench",)
 
 def run_bench(args: argparse.Namespace) -> int:
     """The ``bench`` command."""
-    from ..testing import ZooKeeperNotInstalledError, ZooKeeperServer
+    from ..server import ZooKeeperNotInstalledError, ZooKeeperServer
 
     seconds = args.seconds if args.seconds is not None else (1.0 if args.quick else 3.0)
     if not 0 < seconds <= 60:

@@ -38,7 +38,7 @@ def _folders() -> list[str]:
         for p in sorted((PACKAGE / "recipes").iterdir())
         if (p / "__init__.py").is_file()
     ]
-    wings = ["scheduler", "zk", "integrations", "cli", "bench", "inspection"]
+    wings = ["scheduler", "zk", "integrations", "cli", "bench", "inspection", "server", "testing"]
     return recipes + [f"aiocoord.{w}" for w in wings if (PACKAGE / w / "__init__.py").is_file()]
 
 
