@@ -50,6 +50,7 @@ __all__ = (
 DIR_VARIABLE = "AIOCOORD_ZK_DIR"
 """Pins the per-user folder (tests point it at a temporary one)."""
 DEFAULT_PORT = 2181
+"""The embedded server's port unless another is given: `aiocoord.Settings`' default."""
 _STATE = "server.json"
 _CONFIG = {
     "maxSessionTimeout": "60000",
