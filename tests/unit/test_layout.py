@@ -38,7 +38,7 @@ def _folders() -> list[str]:
         for p in sorted((PACKAGE / "recipes").iterdir())
         if (p / "__init__.py").is_file()
     ]
-    wings = ["scheduler", "zk", "integrations", "cli", "inspection"]
+    wings = ["scheduler", "zk", "integrations", "cli", "inspection", "server", "testing"]
     return recipes + [f"aiocoord.{w}" for w in wings if (PACKAGE / w / "__init__.py").is_file()]
 
 

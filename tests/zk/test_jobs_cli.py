@@ -20,8 +20,8 @@ import pytest
 import aiocoord
 from aiocoord.cli.jobs_command import NOT_FINISHED
 from aiocoord.scheduler import Scheduler
+from aiocoord.server import free_ports
 from aiocoord.testing import ZooKeeperServer
-from aiocoord.testing._server import free_ports
 
 ROOT = "/cli/jobs"
 
