@@ -108,7 +108,7 @@ class Keeper:
         keeper = cls._running.get(coord.client)
         if keeper is None or keeper._ended:
             keeper = cls(coord)
-            if not coord.client.start_chore(keeper._follow, f"mutex keeper of {coord}"):
+            if not coord.client._session.start_chore(keeper._follow, f"mutex keeper of {coord}"):
                 raise CoordinatorClosedError(f"{coord!r} is not running")
             cls._running[coord.client] = keeper
         return keeper
