@@ -123,7 +123,7 @@ class Coordinator(Service):
     @property
     def session_timeout(self) -> float:
         """The negotiated session timeout in seconds."""
-        return self._session.session_timeout
+        return self._session.timing.session_timeout
 
     @property
     def connected_address(self) -> tuple[str, int] | None:

@@ -106,6 +106,24 @@ class Sender:
         err, value = await self._on_connection(send, timeout, None)
         return err, cast(T | None, value)
 
+    def send_now(
+        self, request: WireRequest, parse: Callable[[bytes], T], *, path: str | None = None
+    ) -> Callable[[], Awaitable[T]]:
+        """Write one request to the current connection now; the returned function awaits it.
+
+        It returns what `parse` read from the reply or raises as `fetch` does;
+        no retry across a reconnect.  Raises `ConnectionLostError` at once when
+        there is no connection (`fetch` waits for one).
+        """
+        pending = self._session.connection_now().submit(request, parse=parse)
+
+        async def result() -> T:
+            err, value = await outcome_of(pending)
+            _errors.check(err, path)
+            return cast(T, value)
+
+        return result
+
     def queue_packet(
         self, build: Callable[[int], bytes], opcode: OpCode, parse: Callable[[bytes], object]
     ) -> _Pending:
@@ -173,6 +191,14 @@ class Sender:
                 return await send(conn)
         session.ensure_open()
         raise session.unreachable(deadline, "no answer from ZooKeeper")
+
+    async def read(
+        self, request: WireRequest, parse: Callable[[bytes], T], *, path: str | None = None
+    ) -> T:
+        """`fetch` an idempotent read, `retrying` it after a connection loss."""
+        return await self.retrying(
+            lambda deadline: self.fetch(request, parse, path=path, deadline=deadline)
+        )
 
     async def retrying(self, op: Callable[[Deadline], Awaitable[T]]) -> T:
         """Run an idempotent read, again after a connection loss, within one request deadline.

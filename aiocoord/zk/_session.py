@@ -139,18 +139,9 @@ class ZkSession:
         return self._password if self._session_id else None
 
     @property
-    def session_timeout(self) -> float:
-        """The negotiated session timeout in seconds (the requested one before connecting)."""
-        return self.timing.session_timeout
-
-    @property
     def connected_address(self) -> tuple[str, int] | None:
         conn = self.connection
         return conn.address if conn is not None else None
-
-    @property
-    def last_zxid(self) -> int:
-        return self._last_zxid
 
     @property
     def closed(self) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -35,7 +35,7 @@ from ._arguments import MAX_DATA, check_acl, check_data, check_mode, check_versi
 from ._arming import arming, forget_watch, remove_watch
 from ._multi import MultiResults, SentMulti, multi_packet, outcome, results_parser, validate_ops
 from ._protected import PROTECTED_PREFIX, create_protected, protected_name
-from ._sending import Sender, outcome_of
+from ._sending import Sender
 from ._timing import Deadline
 from ._watches import PersistentWatch, Watch, WatchKind
 from ._wire import OpCode
@@ -148,13 +148,8 @@ class ZkClient:
     async def get(self, path: str) -> Node:
         """A node's data and stat; `NoNodeError` if it does not exist."""
         validate_path(path, allow_reserved=True)
-        session = self._session
-        req = _wire.get_data_request(session.server_path(path), False)
-
-        async def op(deadline: Deadline) -> Node:
-            return await self._sender.fetch(req, _replies.parse_node, path=path, deadline=deadline)
-
-        return await self._sender.retrying(op)
+        req = _wire.get_data_request(self._session.server_path(path), False)
+        return await self._sender.read(req, _replies.parse_node, path=path)
 
     async def get_watch(self, path: str) -> tuple[Node, Watch]:
         """`get` plus a one-shot data watch (fires on change or deletion)."""
@@ -176,18 +171,11 @@ class ZkClient:
     async def exists(self, path: str) -> Stat | None:
         """The node's stat, or None."""
         validate_path(path, allow_reserved=True)
-        session = self._session
-        req = _wire.exists_request(session.server_path(path), False)
-
-        async def op(deadline: Deadline) -> Stat | None:
-            try:
-                return await self._sender.fetch(
-                    req, _replies.parse_stat, path=path, deadline=deadline
-                )
-            except NoNodeError:
-                return None
-
-        return await self._sender.retrying(op)
+        req = _wire.exists_request(self._session.server_path(path), False)
+        try:
+            return await self._sender.read(req, _replies.parse_stat, path=path)
+        except NoNodeError:
+            return None
 
     async def exists_watch(self, path: str) -> tuple[Stat | None, Watch]:
         """`exists` plus a one-shot watch: creation if absent; change or deletion if present."""
@@ -213,15 +201,8 @@ class ZkClient:
     async def children(self, path: str) -> list[str]:
         """Names of a node's children (unsorted, as the server returns them)."""
         validate_path(path, allow_reserved=True)
-        session = self._session
-        req = _wire.get_children_request(session.server_path(path), False)
-
-        async def op(deadline: Deadline) -> list[str]:
-            return await self._sender.fetch(
-                req, _replies.parse_children, path=path, deadline=deadline
-            )
-
-        return await self._sender.retrying(op)
+        req = _wire.get_children_request(self._session.server_path(path), False)
+        return await self._sender.read(req, _replies.parse_children, path=path)
 
     async def children_watch(self, path: str) -> tuple[list[str], Watch]:
         """`children` plus a one-shot child watch (fires on a child added/removed or deletion)."""
@@ -369,8 +350,6 @@ class ZkClient:
         no connection.
         """
         validate_path(path, allow_reserved=True)
-        session = self._session
-        conn = session.connection_now()
 
         def parse(body: bytes) -> list[str]:
             names = _replies.parse_children(body)  # a malformed reply stops here
@@ -380,16 +359,8 @@ class ZkClient:
                 log.exception("children of %s: the reply's callback failed", path)
             return names
 
-        pending = conn.submit(
-            _wire.get_children_request(session.server_path(path), False), parse=parse
-        )
-
-        async def result() -> list[str]:
-            err, names = await outcome_of(pending)
-            _errors.check(err, path)
-            return list(cast(list[str], names))
-
-        return result
+        req = _wire.get_children_request(self._session.server_path(path), False)
+        return self._sender.send_now(req, parse, path=path)
 
     def delete_now(self, path: str, version: int = -1) -> Callable[[], Awaitable[None]]:
         """`delete`, sent at once from synchronous code; the returned function awaits its outcome.
@@ -402,15 +373,8 @@ class ZkClient:
         """
         validate_path(path)
         version = check_version(version)
-        session = self._session
-        conn = session.connection_now()
-        pending = conn.submit(_wire.delete_request(session.server_path(path), version))
-
-        async def result() -> None:
-            err, _ = await outcome_of(pending)
-            _errors.check(err, path)
-
-        return result
+        req = _wire.delete_request(self._session.server_path(path), version)
+        return self._sender.send_now(req, lambda _body: None, path=path)
 
     # --- watches and misc -------------------------------------------------------------------
 
@@ -487,19 +451,12 @@ class ZkClient:
 
     async def whoami(self) -> list[tuple[str, str]]:
         """The (scheme, id) pairs the server authenticated this session as."""
-        req = _wire.who_am_i_request()
-        return await self._sender.retrying(
-            lambda deadline: self._sender.fetch(req, _replies.parse_who_am_i, deadline=deadline)
-        )
+        return await self._sender.read(_wire.who_am_i_request(), _replies.parse_who_am_i)
 
     async def ephemerals(self, prefix: str = "/") -> list[str]:
         """Paths of this session's ephemeral nodes under `prefix`."""
         validate_path(prefix, allow_reserved=True)
         session = self._session
         req = _wire.get_ephemerals_request(session.server_path(prefix))
-        paths = await self._sender.retrying(
-            lambda deadline: self._sender.fetch(
-                req, _replies.parse_ephemerals, path=prefix, deadline=deadline
-            )
-        )
+        paths = await self._sender.read(req, _replies.parse_ephemerals, path=prefix)
         return [session.client_path(p) for p in paths]

@@ -88,7 +88,7 @@ class Keeper:
     """Keeps every hold of ``async with mutex(...)`` on one coordinator; see the module docstring.
 
     One per coordinator, started by the first hold as a chore of its session
-    (`ZkClient.start_chore`) and ending when the coordinator closes, so that a
+    (the session's `start_chore`) and ending when the coordinator closes, so that a
     hold costs no task of its own: `keep` and `drop` only register it.
     Connection events from before a hold's grant are history to that hold
     and ignored, so the keeper needs no more than the latest state when it
