@@ -6,11 +6,12 @@ create (persistent, ephemeral, sequential, container, TTL; Curator-style
 protected creates), get/set/delete with versions, children, exists, multi
 with per-operation results, one-shot watches as awaitables and persistent
 watches as async iterators, sync, whoAmI, getEphemerals, and the requests
-sent at once from synchronous code (`children_now`, `delete_now`).  Paths are validated
-on the way in and the chroot applied; reads are retried across a reconnect
-within one request deadline (waiting and retries included), writes never are (their outcome is unknown after
-a connection loss: `ConnectionLostError`).  Packets, xids and opcodes stay
-inside the session and `_wire`.
+sent at once from synchronous code (`children_now`, `delete_now`).  Paths
+are validated on the way in and the chroot applied; reads are retried across
+a reconnect within one request deadline (waiting and retries included),
+writes never are (their outcome is unknown after a connection loss:
+`ConnectionLostError`).  Packets, xids and opcodes stay inside the session
+and `_wire`.
 """
 
 from __future__ import annotations
