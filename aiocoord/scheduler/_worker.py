@@ -216,7 +216,7 @@ class JobWorker:
         sess = self._session
         if sess is None or not sess.registered or self._coord.closed:
             return
-        with anyio.move_on_after(self._client.request_timeout()):
+        with anyio.move_on_after(self._client._session.timing.request_timeout):
             try:
                 data = encode_worker(sess.record(draining=True))
                 await self._client.set(self._layout.worker(sess.worker), data)
@@ -239,7 +239,7 @@ class JobWorker:
         if not sess.registered or self._coord.closed or self._coord.session_id != sess.sid:
             return  # the session is gone: its node went with it and the assigner reclaims
         queue, node = self._layout.queue(sess.worker), self._layout.worker(sess.worker)
-        with anyio.move_on_after(self._client.timing.retry_window):
+        with anyio.move_on_after(self._client._session.timing.retry_window):
             try:
                 for _ in range(3):
                     for job_id in await self._client.children(queue):

@@ -152,18 +152,18 @@ class Campaign:
         """
         offer = self.offer
         client = self.client
-        deadline = client.deadline()
+        deadline = client._session.deadline()
         with anyio.CancelScope(deadline=deadline.at):
             while True:
                 try:
-                    await client.wait_connected()
+                    await client._session.wait_connected()
                     await self._join(offer)
                     break
                 except (ConnectionLostError, TimeoutError):
                     await anyio.lowlevel.checkpoint()  # connection trouble: try again
         if offer.node is None:
-            client.session.ensure_open()
-            raise client.unreachable(deadline, f"leader latch {self.path}: could not join")
+            client._session.ensure_open()
+            raise client._session.unreachable(deadline, f"leader latch {self.path}: could not join")
         task_status.started()
         await self._campaign(offer)
 

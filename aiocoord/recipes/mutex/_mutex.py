@@ -257,7 +257,7 @@ class Mutex:
     async def _withdraw(self, ticket: Ticket) -> bool:
         """Delete our node, shielded and bounded by the request timeout; False if that
         could not be done in time (a chore of the session finishes it)."""
-        limit = self._client.request_timeout()
+        limit = self._client._session.timing.request_timeout
         with anyio.CancelScope(shield=True, deadline=anyio.current_time() + limit):
             await ticket.withdraw()
             return True
