@@ -39,6 +39,7 @@ import anyio
 import anyio.abc
 
 from .._lifecycle import Lifecycle
+from .._records import show
 from ..errors import (
     ConfigError,
     CoordError,
@@ -46,7 +47,6 @@ from ..errors import (
     NotEmptyError,
     TransactionFailed,
 )
-from ..recipes._records import show
 from ..recipes.leader_latch import LeadershipTerm, leader_selector
 from ..session import Coordinator
 from ..zk.states import ConnectionState

@@ -22,7 +22,7 @@ release fills it in.  An empty node is read as a free lock with no history, so
 a node created by hand (``create /locks/x``) is fine; anything else that is not
 a record of a format this code knows raises `NodeDataError` and is never
 overwritten.  Records are read and written by the one record codec
-(`aiocoord.recipes._records`): every time in them is a Unix time `datetime`
+(`aiocoord._records`): every time in them is a Unix time `datetime`
 can hold, so `status()` and `once_per()` can always convert what they read.
 """
 
@@ -37,8 +37,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from ...errors import ConfigError
-from .._records import (
+from ..._records import (
     TEXT,
     TIMESTAMP,
     Record,
@@ -50,6 +49,7 @@ from .._records import (
     one_of,
     show,
 )
+from ...errors import ConfigError
 
 __all__ = (
     "FORMAT",

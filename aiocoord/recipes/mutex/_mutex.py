@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 
+from ..._records import load_text
 from ...errors import (
     ConfigError,
     ConnectionLostError,
@@ -23,7 +24,6 @@ from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join, validate_path
 from ...zk.states import ConnectionState
-from .._records import load_text
 from .._sequential import check_participant_id, default_participant_id, may_take, read_queue
 from .._tenure import Body
 from ._hold import Hold, Keeper
