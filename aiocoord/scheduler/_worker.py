@@ -29,6 +29,7 @@ Leaving: drain, then hand back what is left (see `JobWorker`).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import uuid
@@ -38,6 +39,7 @@ from types import TracebackType
 import anyio
 import anyio.abc
 
+from .._checks import check_seconds
 from .._lifecycle import Lifecycle
 from .._records import show
 from ..errors import (
@@ -103,10 +105,7 @@ class JobWorker:
             raise ConfigError(
                 "capacity", f"must be an int from 1 to {MAX_CAPACITY}, not {show(capacity)}"
             )
-        if isinstance(drain_timeout, bool) or not isinstance(drain_timeout, int | float):
-            raise TypeError(f"drain_timeout must be a number, not {type(drain_timeout).__name__}")
-        if not drain_timeout >= 0:
-            raise ConfigError("drain_timeout", f"must be >= 0, not {drain_timeout!r}")
+        drain_timeout = check_seconds("drain_timeout", drain_timeout, most=math.inf)
         if worker_id is None:
             worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         try:

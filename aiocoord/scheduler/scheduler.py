@@ -63,6 +63,7 @@ from typing import Any, TypeVar
 
 import pydantic
 
+from .._checks import check_coordinator, check_seconds
 from ..errors import (
     ConfigError,
     ConnectionLostError,
@@ -80,7 +81,7 @@ from ._cancel import cancel_job
 from ._jobs import Handler, JobType
 from ._lookup import info_of, list_jobs, locate
 from ._ops import Retention
-from ._policy import DEFAULT_BACKOFF, Backoff, JobOptions
+from ._policy import DEFAULT_BACKOFF, MAX_SECONDS, Backoff, JobOptions
 from ._records import (
     JobsLayout,
     check_job_id,
@@ -114,23 +115,21 @@ class Scheduler:
         strategy: str | Strategy = "round-robin",
         result_ttl: float = 3600.0,
     ) -> None:
-        if not isinstance(coord, Coordinator):
-            raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
+        check_coordinator(coord)
         try:
             root = validate_path(root)
         except InvalidPathError as exc:
             raise InvalidPathError(root, f"root {exc.reason}") from None
         if root == "/":
             raise InvalidPathError(root, "root: the scheduler needs a node of its own, not '/'")
-        if isinstance(result_ttl, bool) or not isinstance(result_ttl, int | float):
-            raise TypeError(f"result_ttl must be a number of seconds, not {result_ttl!r}")
-        if not 0.001 <= result_ttl <= 10 * 365 * 86400:
-            raise ConfigError("result_ttl", f"must be between 1 ms and 10 years, not {result_ttl}")
+        ttl = check_seconds("result_ttl", result_ttl, positive=True, most=MAX_SECONDS)
+        if ttl < 0.001:
+            raise ConfigError("result_ttl", f"must be at least 1 ms, not {result_ttl!r}")
         self._coord = coord
         self._client = coord.client
         self._layout = JobsLayout(root)
         self._strategy = strategy_from(strategy)
-        self._retention = Retention(float(result_ttl))
+        self._retention = Retention(ttl)
         self._handlers: dict[str, JobType] = {}
 
     @property

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta, tzinfo
 from types import TracebackType
@@ -13,6 +12,7 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..._broadcast import Broadcast
+from ..._checks import check_coordinator, check_seconds
 from ..._lifecycle import Lifecycle
 from ...errors import ConfigError, InvalidPathError, NoNodeError
 from ...session import Coordinator
@@ -30,14 +30,6 @@ F = TypeVar("F", bound=Callable[[Firing], Awaitable[Any]])
 
 MAX_HISTORY = 500  # entries kept per job: a few hundred bytes each, inside a node's limit
 _MISSED = ("skip", "run_once", "run_all")
-
-
-def _seconds(field: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{field} must be a number of seconds, not {type(value).__name__}")
-    if not math.isfinite(value) or value < 0:
-        raise ConfigError(field, f"must be a finite number of seconds >= 0, not {value!r}")
-    return float(value)
 
 
 def _check_name(field: str, value: object) -> str:
@@ -96,8 +88,7 @@ class Cron:
         grace: float = 60.0,
         settle: float = 1.0,
     ) -> None:
-        if not isinstance(coord, Coordinator):
-            raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
+        check_coordinator(coord)
         try:
             root = validate_path(root)
         except InvalidPathError as exc:
@@ -110,8 +101,8 @@ class Cron:
         self.timezone = resolve_timezone(timezone)
         self._tz_name = timezone if isinstance(timezone, str) else str(self.timezone)
         self._history = _count("history", history, 0, MAX_HISTORY)
-        self._grace = _seconds("grace", grace)
-        self._settle = _seconds("settle", settle)
+        self._grace = check_seconds("grace", grace)
+        self._settle = check_seconds("settle", settle)
         self._jobs: dict[str, Job] = {}
         self._tl: TaskLeadership | None = None
         self._closing = False
@@ -157,9 +148,9 @@ class Cron:
             raise TypeError(
                 f"retry_interrupted must be a bool, not {type(retry_interrupted).__name__}"
             )
-        jitter = _seconds("jitter", jitter)
+        jitter = check_seconds("jitter", jitter)
         max_catch_up = _count("max_catch_up", max_catch_up, 1, 10_000)
-        grace = self._grace if grace is None else _seconds("grace", grace)
+        grace = self._grace if grace is None else check_seconds("grace", grace)
         options = Options(missed, retry_interrupted, grace + jitter, max_catch_up, self._history)
 
         def register(func: F) -> F:

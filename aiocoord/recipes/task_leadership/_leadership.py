@@ -12,6 +12,7 @@ from aiocoord.errors import ConfigError, InvalidPathError, NodeDataError
 from aiocoord.session import Coordinator
 from aiocoord.zk.paths import join, validate_path
 
+from ..._checks import check_coordinator
 from ._changes import TaskChange, follow_changes
 from ._choice import Prefer, VersionKey
 from ._engine import TaskEngine
@@ -50,8 +51,7 @@ class TaskLeadership(Service):
         settle: float = 1.0,
         lose_on_suspend: bool = True,
     ) -> None:
-        if not isinstance(coord, Coordinator):
-            raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
+        check_coordinator(coord)
         try:
             root = validate_path(root)
         except InvalidPathError as exc:
