@@ -133,7 +133,7 @@ def _add_submit(
     router: APIRouter, sched: Scheduler, name: str, handler: Any, taken: set[str]
 ) -> None:
     try:
-        model, whole = payload_model(name, handler, taken)
+        model, whole = payload_model(name, sched.payload_shape(name), taken)
     except (NameError, TypeError, pydantic.PydanticUserError) as exc:
         raise TypeError(f"job {name!r}: its handler cannot be a request body: {exc}") from exc
 

@@ -81,6 +81,7 @@ from ._cancel import cancel_job
 from ._jobs import Handler, JobType
 from ._lookup import info_of, list_jobs, locate
 from ._ops import Retention
+from ._payload import PayloadShape
 from ._policy import DEFAULT_BACKOFF, MAX_SECONDS, Backoff, JobOptions
 from ._records import (
     JobsLayout,
@@ -159,6 +160,14 @@ class Scheduler:
             mode="serialization"
         )
         return schema
+
+    def payload_shape(self, name: str) -> PayloadShape:
+        """Job `name`'s payload as its handler's hints describe it (`KeyError` if unknown).
+
+        The same reading `submit` validates with: an HTTP layer can build a
+        typed request body from it (the handler's model, or one of its fields).
+        """
+        return self._handlers[name].shape
 
     def handler(self, name: str) -> Handler:
         """The handler registered as job `name`, as given to `job` (`KeyError` if unknown).
