@@ -34,13 +34,12 @@ import os
 import socket
 import uuid
 from collections.abc import Mapping
-from types import TracebackType
 
 import anyio
 import anyio.abc
 
 from .._checks import check_seconds
-from .._lifecycle import Lifecycle
+from .._lifecycle import Lifecycle, Service
 from .._records import show
 from ..errors import (
     ConfigError,
@@ -70,7 +69,7 @@ __all__ = ("JobWorker",)
 log = logging.getLogger(__name__)
 
 
-class JobWorker:
+class JobWorker(Service):
     """This process as a worker of a `Scheduler`; made by ``scheduler.worker(capacity=N)``.
 
     Use it as ``async with``: entering blocks until the worker is registered
@@ -183,20 +182,6 @@ class JobWorker:
         to call twice.
         """
         await self._life.aclose()
-
-    async def __aenter__(self) -> JobWorker:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            self._hurry()
-        await self.aclose()
 
     def _hurry(self) -> None:
         """Skip the drain (leaving with an exception, or cancelled)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta, tzinfo
-from types import TracebackType
 from typing import Any, TypeVar
 
 import anyio.abc
@@ -13,7 +12,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..._broadcast import Broadcast
 from ..._checks import check_coordinator, check_seconds
-from ..._lifecycle import Lifecycle
+from ..._lifecycle import Lifecycle, Service
 from ...errors import ConfigError, InvalidPathError, NoNodeError
 from ...session import Coordinator
 from ...zk.paths import join, validate_path
@@ -57,7 +56,7 @@ def _count(field: str, value: object, lo: int, hi: int) -> int:
     return value
 
 
-class Cron:
+class Cron(Service):
     """Cluster-wide cron: every scheduled time of every job runs once across the fleet.
 
     Register jobs with `job` before starting.  Entering (``async with cron``
@@ -235,18 +234,6 @@ class Cron:
     async def aclose(self) -> None:
         """Stop firing: cancel running firings, leave task leadership; from any task, twice."""
         await self._life.aclose()
-
-    async def __aenter__(self) -> Cron:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
         tl = task_leadership(
