@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 import sys
 
+from ._paths import validate_path
 from ._records import show
-from .errors import ConfigError
+from .errors import ConfigError, InvalidPathError
 from .session import Coordinator
 
-__all__ = ("check_coordinator", "check_seconds", "check_timeout")
+__all__ = ("check_coordinator", "check_root", "check_seconds", "check_timeout")
 
 _LARGEST = sys.float_info.max
 
@@ -23,6 +24,14 @@ def check_coordinator(coord: object, name: str = "coord") -> Coordinator:
     if not isinstance(coord, Coordinator):
         raise TypeError(f"{name} must be an aiocoord.Coordinator, not {type(coord).__name__}")
     return coord
+
+
+def check_root(root: object, name: str = "root") -> str:
+    """`root` if it is a valid absolute path, else `InvalidPathError` whose reason names `name`."""
+    try:
+        return validate_path(root)
+    except InvalidPathError as exc:
+        raise InvalidPathError(root, f"{name} {exc.reason}") from None
 
 
 def check_seconds(

@@ -63,7 +63,7 @@ from typing import Any, TypeVar
 
 import pydantic
 
-from .._checks import check_coordinator, check_seconds
+from .._checks import check_coordinator, check_root, check_seconds
 from ..errors import (
     ConfigError,
     ConnectionLostError,
@@ -75,7 +75,6 @@ from ..errors import (
     NoNodeError,
 )
 from ..session import Coordinator
-from ..zk.paths import validate_path
 from ..zk.types import EventType
 from ._cancel import cancel_job
 from ._jobs import Handler, JobType
@@ -117,10 +116,7 @@ class Scheduler:
         result_ttl: float = 3600.0,
     ) -> None:
         check_coordinator(coord)
-        try:
-            root = validate_path(root)
-        except InvalidPathError as exc:
-            raise InvalidPathError(root, f"root {exc.reason}") from None
+        root = check_root(root)
         if root == "/":
             raise InvalidPathError(root, "root: the scheduler needs a node of its own, not '/'")
         ttl = check_seconds("result_ttl", result_ttl, positive=True, most=MAX_SECONDS)

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from aiocoord import ConfigError, Coordinator, Settings
-from aiocoord._checks import check_coordinator, check_seconds, check_timeout
+from aiocoord import ConfigError, Coordinator, InvalidPathError, Settings
+from aiocoord._checks import check_coordinator, check_root, check_seconds, check_timeout
 
 
 @pytest.mark.parametrize("value", [0, 0.0, 1, 2.5, 10**6])
@@ -77,3 +77,12 @@ def test_only_a_coordinator_is_a_coordinator() -> None:
         check_coordinator("x")
     with pytest.raises(TypeError, match=r"^target must be an aiocoord\.Coordinator, not int$"):
         check_coordinator(5, "target")
+
+
+def test_a_root_names_itself_in_the_reason() -> None:
+    assert check_root("/jobs") == "/jobs"
+    with pytest.raises(InvalidPathError, match="root must start with '/'") as caught:
+        check_root("rel")
+    assert caught.value.path == "rel"
+    with pytest.raises(InvalidPathError, match="base must be a str"):
+        check_root(5, "base")

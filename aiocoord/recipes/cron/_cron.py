@@ -11,7 +11,7 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..._broadcast import Broadcast
-from ..._checks import check_coordinator, check_seconds
+from ..._checks import check_coordinator, check_root, check_seconds
 from ..._lifecycle import Lifecycle, Service
 from ...errors import ConfigError, InvalidPathError, NoNodeError
 from ...session import Coordinator
@@ -88,10 +88,7 @@ class Cron(Service):
         settle: float = 1.0,
     ) -> None:
         check_coordinator(coord)
-        try:
-            root = validate_path(root)
-        except InvalidPathError as exc:
-            raise InvalidPathError(root, f"root {exc.reason}") from None
+        root = check_root(root)
         if not isinstance(worker, Worker):
             raise TypeError(f"worker must be an aiocoord.Worker, not {type(worker).__name__}")
         self.coord = coord
