@@ -13,11 +13,14 @@ Every module under ``aiocoord/`` is parsed with `ast` (imports under
    own layer.  Every unit found on disk must have a layer.
 3. No import cycle: no two modules import each other, directly or through
    other modules.
+
+And a public module's private names (``_helper``) are its own.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -98,30 +101,40 @@ def _folders(package: Path = PACKAGE) -> list[str]:
     )
 
 
-def _targets(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, list[str]]]:
+@functools.cache
+def _import_statements(path: Path) -> tuple[tuple[str | None, int, tuple[str, ...]], ...]:
+    """Each import statement of the file at `path` (module, level, names), wherever it stands."""
+    found: list[tuple[str | None, int, tuple[str, ...]]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, 0, ()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.module, node.level, tuple(a.name for a in node.names)))
+    return tuple(found)
+
+
+def _targets(name: str, path: Path) -> list[tuple[str, tuple[str, ...]]]:
     """Each import of `name` (at `path`): the module it names, resolved, and the names taken."""
     is_package = path.name == "__init__.py"
     package = name if is_package else name.rpartition(".")[0]
     root = name.partition(".")[0]
-    found: list[tuple[str, list[str]]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
-            found.extend((alias.name, []) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            found.append((target, [a.name for a in node.names]))
-    return [(t, names) for t, names in found if t == root or t.startswith(root + ".")]
+    found: list[tuple[str, tuple[str, ...]]] = []
+    for module, level, names in _import_statements(path):
+        if level:
+            base = package.split(".")
+            base = base[: len(base) - (level - 1)]
+            target = ".".join(base + ([module] if module else []))
+        else:
+            target = module or ""
+        if target == root or target.startswith(root + "."):
+            found.append((target, names))
+    return found
 
 
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """Every module of the package that `name` (at `path`) imports, its packages included."""
     found: set[str] = set()
-    for target, names in _targets(name, path, modules):
+    for target, names in _targets(name, path):
         found.add(target)
         # `from folder import _module` imports a module too.
         found.update(f"{target}.{n}" for n in names if f"{target}.{n}" in modules)
@@ -142,7 +155,7 @@ def _edges(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     ``__init__`` runs first anyway, and it is the submodule's code that is used.
     """
     found: set[str] = set()
-    for target, names in _targets(name, path, modules):
+    for target, names in _targets(name, path):
         if not names:
             found.add(_owner(target, modules))
         for n in names:
@@ -199,6 +212,50 @@ def test_allowed_list_only_holds_imports_still_there() -> None:
     """An entry whose import is gone must leave the list, so that it only shrinks."""
     stale = sorted(ALLOWED - violations())
     assert not stale, f"remove from ALLOWED (fixed): {stale}"
+
+
+def private_names(package: Path = PACKAGE) -> set[tuple[str, str]]:
+    """Each private name (``_x``) of a public module imported by another module.
+
+    A public module's private helpers are its own, wherever the importer is
+    (``cli.jobs_command`` took ``_unreachable`` from ``cli.dashboard``): a
+    helper two modules share belongs in a module of its own.
+    """
+    modules = _modules(package)
+    found: set[tuple[str, str]] = set()
+    for name, path in modules.items():
+        for target, names in _targets(name, path):
+            public = target in modules and not _private_to(target, target.partition(".")[0])
+            for n in names:
+                helper = n.startswith("_") and not n.startswith("__")
+                if public and helper and f"{target}.{n}" not in modules:
+                    found.add((name, f"{target}.{n}"))
+    return found
+
+
+def test_no_module_imports_a_private_name_of_a_public_module() -> None:
+    found = sorted(private_names())
+    assert not found, "private names imported:\n" + "\n".join(
+        f"  {a} imports {b}" for a, b in found
+    )
+
+
+def test_the_private_name_check_catches_a_helper(tmp_path: Path) -> None:
+    """The check itself can fail; a private module's names stay usable inside its folder."""
+    package = tmp_path / "aiocoord"
+    _write(
+        package,
+        {
+            "__init__.py": "",
+            "wing/__init__.py": "",
+            "wing/dashboard.py": "def _unreachable(): pass\n",
+            "wing/jobs.py": "from .dashboard import _unreachable\nfrom ._conn import _Pending\n",
+            "wing/_conn.py": "class _Pending: pass\n",
+        },
+    )
+    assert private_names(package) == {
+        ("aiocoord.wing.jobs", "aiocoord.wing.dashboard._unreachable")
+    }
 
 
 def test_every_folder_is_checked() -> None:
@@ -277,14 +334,41 @@ def layer_violations(graph: Graph, package: Path = PACKAGE) -> set[tuple[str, st
     return found
 
 
+def _unplaced(package: Path = PACKAGE) -> list[str]:
+    """The units found on disk that `LAYERS` does not place."""
+    return sorted({_unit(name, package) for name in _modules(package)} - set(_layer_of()))
+
+
 def test_every_unit_has_a_layer() -> None:
     """A new top-level module or folder must be given its place in `LAYERS`."""
     units = {_unit(name) for name in _modules()}
     listed = set(_layer_of())
     assert sum(len(layer) for layer in LAYERS) == len(listed), "a unit is listed twice"
-    assert not sorted(units - listed), f"give these a layer in LAYERS: {sorted(units - listed)}"
+    assert not _unplaced(), f"give these a layer in LAYERS: {_unplaced()}"
     gone = sorted(listed - units - NOT_YET)
     assert not gone, f"remove from LAYERS (no such module or folder): {gone}"
+
+
+def test_a_new_unit_needs_a_layer(tmp_path: Path) -> None:
+    """The check itself can fail: a module or folder added tomorrow has no layer yet."""
+    package = tmp_path / "aiocoord"
+    _write(
+        package,
+        {
+            "__init__.py": "",
+            "errors.py": "",
+            "brand_new.py": "",
+            "wing/__init__.py": "",
+            "recipes/__init__.py": "",
+            "recipes/_shared.py": "",
+            "recipes/queue/__init__.py": "",
+        },
+    )
+    assert _unplaced(package) == [
+        "aiocoord.brand_new",
+        "aiocoord.recipes.queue",
+        "aiocoord.wing",
+    ]
 
 
 def test_no_layer_imports_a_higher_one() -> None:
