@@ -242,11 +242,9 @@ def test_no_module_imports_a_private_name_of_a_public_module() -> None:
 
 def test_the_private_name_check_catches_a_helper(tmp_path: Path) -> None:
     """The check itself can fail; a private module's names stay usable inside its folder."""
-    package = tmp_path / "aiocoord"
-    _write(
-        package,
+    package = _package(
+        tmp_path,
         {
-            "__init__.py": "",
             "wing/__init__.py": "",
             "wing/dashboard.py": "def _unreachable(): pass\n",
             "wing/jobs.py": "from .dashboard import _unreachable\nfrom ._conn import _Pending\n",
@@ -282,20 +280,21 @@ def test_the_walk_finds_a_crossing() -> None:
     )
 
 
-def _write(package: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A synthetic ``aiocoord`` package under `tmp_path`: its ``__init__`` and `files`."""
+    package = tmp_path / "aiocoord"
+    for name, text in {"__init__.py": "", **files}.items():
         path = package / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+    return package
 
 
 def test_a_new_folder_is_checked_without_being_named(tmp_path: Path) -> None:
     """A folder added tomorrow is covered: its private modules are its own."""
-    package = tmp_path / "aiocoord"
-    _write(
-        package,
+    package = _package(
+        tmp_path,
         {
-            "__init__.py": "",
             "brand_new/__init__.py": "from ._inner import x\n",
             "brand_new/_inner.py": "x = 1\n",
             "other.py": "from .brand_new._inner import x\n",
@@ -351,11 +350,9 @@ def test_every_unit_has_a_layer() -> None:
 
 def test_a_new_unit_needs_a_layer(tmp_path: Path) -> None:
     """The check itself can fail: a module or folder added tomorrow has no layer yet."""
-    package = tmp_path / "aiocoord"
-    _write(
-        package,
+    package = _package(
+        tmp_path,
         {
-            "__init__.py": "",
             "errors.py": "",
             "brand_new.py": "",
             "wing/__init__.py": "",
@@ -489,11 +486,9 @@ def test_the_cycle_check_finds_cycles(graph: Graph, expected: set[frozenset[str]
 
 def test_a_type_only_import_makes_a_cycle(tmp_path: Path) -> None:
     """Imports under ``TYPE_CHECKING`` and inside functions count: both run somewhere."""
-    package = tmp_path / "aiocoord"
-    _write(
-        package,
+    package = _package(
+        tmp_path,
         {
-            "__init__.py": "",
             "low.py": (
                 "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .high import High\n"
             ),
