@@ -14,7 +14,7 @@ import re
 import uuid
 from dataclasses import dataclass
 
-from ..recipes._records import dump
+from .._records import dump
 from ..zk.client import MAX_DATA
 from ..zk.paths import join
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 
+from .._records import RecordEncodeError
 from ..errors import (
     ConnectionLostError,
     CoordinatorClosedError,
@@ -27,7 +28,6 @@ from ..errors import (
     NoNodeError,
     TransactionFailed,
 )
-from ..recipes._records import RecordEncodeError
 from ..zk.client import ZkClient
 from ..zk.types import CreateOp, DeleteOp
 from ._jobs import JobType

@@ -29,16 +29,18 @@ Leaving: drain, then hand back what is left (see `JobWorker`).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import uuid
 from collections.abc import Mapping
-from types import TracebackType
 
 import anyio
 import anyio.abc
 
-from .._lifecycle import Lifecycle
+from .._checks import check_seconds
+from .._lifecycle import Lifecycle, Service
+from .._records import show
 from ..errors import (
     ConfigError,
     CoordError,
@@ -46,7 +48,6 @@ from ..errors import (
     NotEmptyError,
     TransactionFailed,
 )
-from ..recipes._records import show
 from ..recipes.leader_latch import LeadershipTerm, leader_selector
 from ..session import Coordinator
 from ..zk.states import ConnectionState
@@ -68,7 +69,7 @@ __all__ = ("JobWorker",)
 log = logging.getLogger(__name__)
 
 
-class JobWorker:
+class JobWorker(Service):
     """This process as a worker of a `Scheduler`; made by ``scheduler.worker(capacity=N)``.
 
     Use it as ``async with``: entering blocks until the worker is registered
@@ -103,10 +104,7 @@ class JobWorker:
             raise ConfigError(
                 "capacity", f"must be an int from 1 to {MAX_CAPACITY}, not {show(capacity)}"
             )
-        if isinstance(drain_timeout, bool) or not isinstance(drain_timeout, int | float):
-            raise TypeError(f"drain_timeout must be a number, not {type(drain_timeout).__name__}")
-        if not drain_timeout >= 0:
-            raise ConfigError("drain_timeout", f"must be >= 0, not {drain_timeout!r}")
+        drain_timeout = check_seconds("drain_timeout", drain_timeout, most=math.inf)
         if worker_id is None:
             worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         try:
@@ -184,20 +182,6 @@ class JobWorker:
         to call twice.
         """
         await self._life.aclose()
-
-    async def __aenter__(self) -> JobWorker:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            self._hurry()
-        await self.aclose()
 
     def _hurry(self) -> None:
         """Skip the drain (leaving with an exception, or cancelled)."""

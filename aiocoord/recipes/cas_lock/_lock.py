@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from ..._checks import check_coordinator
 from ...errors import (
     ConnectionLostError,
     LockLost,
@@ -73,8 +74,7 @@ class CasLock:
         lease: float = 60.0,
         skew: float | None = None,
     ) -> None:
-        if not isinstance(coord, Coordinator):
-            raise TypeError(f"coord must be an aiocoord Coordinator, not {type(coord).__name__}")
+        check_coordinator(coord)
         self._coord = coord
         self.path = validate_path(path)
         self._writer = NodeWriter(coord.client, self.path)

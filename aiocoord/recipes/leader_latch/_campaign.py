@@ -27,6 +27,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from ..._records import load_text
 from ...errors import (
     ConnectionLostError,
     CoordError,
@@ -42,7 +43,6 @@ from ...zk.paths import join
 from ...zk.states import ConnectionState
 from ...zk.types import EventType
 from .._change_signal import ChangeSignal
-from .._records import load_text
 from ._election import (
     ElectionEvent,
     ElectionState,

@@ -13,6 +13,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from ..._broadcast import Broadcast
+from ..._checks import check_coordinator
 from ..._lifecycle import Lifecycle, Phase, Service
 from ...errors import (
     CoordinatorClosedError,
@@ -75,8 +76,7 @@ class LeaderLatch(Service):
         lose_on_suspend: bool = True,
         close_mode: CloseMode = "notify",
     ) -> None:
-        if not isinstance(coord, Coordinator):
-            raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
+        check_coordinator(coord)
         self._layout, self._id = check_latch_arguments(
             path, participant_id, layout, lose_on_suspend, close_mode
         )

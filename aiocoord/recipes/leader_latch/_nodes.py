@@ -25,6 +25,7 @@ from typing import ClassVar
 
 import anyio
 
+from ..._records import load_text
 from ...errors import (
     BadVersionError,
     ConnectionLostError,
@@ -35,7 +36,6 @@ from ...errors import (
 from ...zk.client import ZkClient
 from ...zk.paths import basename, join, parent
 from ...zk.types import CreateMode
-from .._records import load_text
 from .._sequential import CreatedNode, created_node, read_all, read_queue, sweep_protected
 from ._election import LatchLayout, Ordering, Participant, sort_children
 
