@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .errors import AuthFailedError as AuthFailedError
 from .errors import BadVersionError as BadVersionError
+from .errors import CacheOverflowError as CacheOverflowError
 from .errors import ConfigError as ConfigError
 from .errors import ConnectionLostError as ConnectionLostError
 from .errors import CoordError as CoordError
@@ -35,6 +36,12 @@ from .errors import TransactionFailed as TransactionFailed
 from .errors import ZooKeeperError as ZooKeeperError
 
 if TYPE_CHECKING:
+    from .recipes.cache import CacheEvent as CacheEvent
+    from .recipes.cache import CacheEventType as CacheEventType
+    from .recipes.cache import NodeCache as NodeCache
+    from .recipes.cache import TreeCache as TreeCache
+    from .recipes.cache import node_cache as node_cache
+    from .recipes.cache import tree_cache as tree_cache
     from .recipes.cas_lock import CasLock as CasLock
     from .recipes.cas_lock import LockStatus as LockStatus
     from .recipes.cas_lock import Slot as Slot
@@ -79,6 +86,7 @@ if TYPE_CHECKING:
     from .zk import CreateOp as CreateOp
     from .zk import DeleteOp as DeleteOp
     from .zk import EventType as EventType
+    from .zk import Node as Node
     from .zk import SetDataOp as SetDataOp
     from .zk import Stat as Stat
     from .zk import WatchedEvent as WatchedEvent
@@ -158,6 +166,14 @@ __all__ = (
     "mutex",
     "once_per",
     "task_leadership",
+    "CacheEvent",
+    "CacheEventType",
+    "CacheOverflowError",
+    "Node",
+    "NodeCache",
+    "TreeCache",
+    "node_cache",
+    "tree_cache",
 )
 
 # Where each name outside `errors` lives.  `import aiocoord` loads only the errors;
@@ -211,7 +227,16 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "WatchedEvent",
         "ZkClient",
     ),
+    "recipes.cache": (
+        "CacheEvent",
+        "CacheEventType",
+        "NodeCache",
+        "TreeCache",
+        "node_cache",
+        "tree_cache",
+    ),
 }
+_LAZY_MODULES["zk"] += ("Node",)
 _LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}
 
 # The subpackages a plain `import aiocoord` used to load: still reachable as attributes.
