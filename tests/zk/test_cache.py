@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import anyio.abc
@@ -342,3 +345,17 @@ async def test_leaving_removes_the_watch_and_ends_the_streams(
             stream = tree.events()
         assert [e async for e in stream] == []
         assert not client.session.watches.watched(client.session.server_path("/gone"))
+
+
+def test_cache_benchmark_still_runs() -> None:
+    """benchmarks/bench_cache.py with tiny parameters, so that it does not rot."""
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_cache.py"
+    args = ["--sizes", "200", "--passes", "1", "--changes", "5", "--no-fsync"]
+    out = subprocess.run(
+        [sys.executable, str(bench), *args], capture_output=True, text=True, timeout=300, check=True
+    ).stdout
+    assert "initial load, 311 nodes: aiocoord" in out
+    assert "requests per change event" in out
+    assert "watches held by the cache's session: 1 " in out
+    assert "0 events (nothing changed)" in out
+    assert "memory per cached node" in out
