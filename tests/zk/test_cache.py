@@ -15,7 +15,7 @@ import pytest
 
 import aiocoord
 from aiocoord import CacheEvent, CacheEventType, Node
-from aiocoord.testing import ZooKeeperServer, four_letter_word
+from aiocoord.testing import ZooKeeperEnsemble, ZooKeeperServer, four_letter_word
 from aiocoord.zk import ACL, OPEN_ACL_UNSAFE
 from tests.helpers import eventually
 
@@ -93,19 +93,32 @@ async def drain(stream: AsyncIterator[CacheEvent], got: list[CacheEvent]) -> Non
         got.append(event)
 
 
+@pytest.fixture(params=["standalone", pytest.param("ensemble", marks=pytest.mark.ensemble)])
+async def topology(
+    request: pytest.FixtureRequest, zk_chroot: str
+) -> AsyncIterator[aiocoord.Coordinator]:
+    """A coordinator on the standalone server, or on the 3-member ensemble."""
+    name = "zk_server" if request.param == "standalone" else "zk_ensemble"
+    server: ZooKeeperServer | ZooKeeperEnsemble = request.getfixturevalue(name)
+    async with aiocoord.connect(
+        server.connect_string, namespace=zk_chroot, session_timeout=4.0
+    ) as coord:
+        yield coord
+
+
 # --- first read and live changes --------------------------------------------------------------
 
 
 @pytest.mark.anyio
 async def test_first_read_is_held_on_entry_then_changes_stream_in_order(
-    coordinator: aiocoord.Coordinator,
+    topology: aiocoord.Coordinator,
 ) -> None:
-    client = coordinator.client
+    client = topology.client
     with anyio.fail_after(20):
         await client.create("/svc/api/i-1", b"a", make_parents=True)
         await client.create("/svc/api/i-2", b"b")
         await client.create("/svc/web", b"")
-        async with aiocoord.tree_cache(coordinator, "/svc") as tree:
+        async with aiocoord.tree_cache(topology, "/svc") as tree:
             assert not tree.stale
             assert cached(tree) == await server_tree(client, "/svc")
             assert tree.children("/svc") == ["api", "web"]
@@ -156,16 +169,16 @@ async def test_a_missing_root_is_empty_and_fills_when_created(
 
 @pytest.mark.anyio
 async def test_versions_only_rise_and_the_cache_ends_equal_to_the_server(
-    coordinator: aiocoord.Coordinator,
+    topology: aiocoord.Coordinator,
 ) -> None:
-    client = coordinator.client
+    client = topology.client
     with anyio.fail_after(30):
         await client.create("/hot", b"")
         for i in range(5):
             await client.create(f"/hot/n{i}", b"0")
         async with (
-            aiocoord.connect(coordinator.settings) as writer,
-            aiocoord.tree_cache(coordinator, "/hot") as tree,
+            aiocoord.connect(topology.settings) as writer,
+            aiocoord.tree_cache(topology, "/hot") as tree,
             recording(tree) as rec,
         ):
 
@@ -208,11 +221,11 @@ async def test_max_depth_keeps_the_levels_asked_for(coordinator: aiocoord.Coordi
 
 @pytest.mark.anyio
 async def test_node_cache_follows_one_node_without_creating_it(
-    coordinator: aiocoord.Coordinator,
+    topology: aiocoord.Coordinator,
 ) -> None:
-    client = coordinator.client
+    client = topology.client
     with anyio.fail_after(20):
-        async with aiocoord.node_cache(coordinator, "/flags") as flags:
+        async with aiocoord.node_cache(topology, "/flags") as flags:
             assert flags.current is None
             assert await client.exists("/flags") is None
             assert "absent" in repr(flags)
@@ -238,12 +251,12 @@ async def test_node_cache_follows_one_node_without_creating_it(
 
 @pytest.mark.anyio
 async def test_many_subscribers_each_get_every_event_and_a_laggard_is_told(
-    coordinator: aiocoord.Coordinator,
+    topology: aiocoord.Coordinator,
 ) -> None:
-    client = coordinator.client
+    client = topology.client
     with anyio.fail_after(20):
         await client.create("/subs", b"")
-        async with aiocoord.tree_cache(coordinator, "/subs", backlog=8) as tree:
+        async with aiocoord.tree_cache(topology, "/subs", backlog=8) as tree:
             laggard = tree.events()  # never read while the changes come
             async with recording(tree) as first, recording(tree) as second:
                 for i in range(20):

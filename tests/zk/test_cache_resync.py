@@ -153,6 +153,7 @@ async def test_session_expired_while_nodes_change_converges(
                 }
 
 
+@pytest.mark.ensemble
 @pytest.mark.anyio
 async def test_member_killed_under_the_cache(
     zk_ensemble: ZooKeeperEnsemble, zk_chroot: str
