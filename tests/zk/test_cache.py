@@ -286,6 +286,30 @@ async def test_one_watch_on_the_server_per_cache(
                 assert mine.split() == [client.session.server_path("/w")]
 
 
+@pytest.mark.anyio
+async def test_no_one_shot_watch_and_ones_below_the_root_do_not_silence_it(
+    coordinator: aiocoord.Coordinator,
+) -> None:
+    """ZooKeeper 3.8.0 silences a recursive watch when the same session sets a one-shot
+    watch on its very path (ZOOKEEPER-4466): the cache sets none; below its root is fine."""
+    client = coordinator.client
+    with anyio.fail_after(20):
+        await client.create("/trap/a", b"", make_parents=True)
+        async with aiocoord.tree_cache(coordinator, "/trap") as tree, recording(tree) as rec:
+            await client.set("/trap/a", b"1")
+            await rec.wait_for(U, "/trap/a")
+            snapshot = client.session.watches.snapshot()
+            assert {kind.value: paths for kind, paths in snapshot.items() if paths} == {
+                "persistent_recursive": [client.session.server_path("/trap")]
+            }
+            _, watch = await client.get_watch("/trap/a")  # one of ours, below the root
+            await client.set("/trap/a", b"2")
+            await watch.wait()
+            await client.create("/trap/b", b"")
+            await rec.wait_for(C, "/trap/b")
+            assert rec.node_events() == [(U, "/trap/a"), (U, "/trap/a"), (C, "/trap/b")]
+
+
 # --- bounds and bad input ---------------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ directly, changes the tree meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 
 import anyio
@@ -36,13 +36,28 @@ async def populate(client: aiocoord.ZkClient) -> None:
         await client.create(path, data)
 
 
+async def again(op: Callable[[], Awaitable[object]]) -> None:
+    """Run a write until it is known to have landed (the ensemble may be electing a leader)."""
+    for attempt in range(100):
+        try:
+            await op()
+            return
+        except aiocoord.ConnectionLostError:
+            await anyio.sleep(0.1)
+        except (aiocoord.NoNodeError, aiocoord.NodeExistsError):
+            if not attempt:
+                raise
+            return  # an earlier try landed after all
+    raise AssertionError("the write never landed")
+
+
 async def change_while_away(client: aiocoord.ZkClient) -> None:
-    await client.set("/r/change", b"2")
-    await client.delete("/r/delete")
-    await client.delete("/r/recreate")
-    await client.create("/r/recreate", b"x")  # the same data: only its czxid tells
-    await client.create("/r/new", b"n")
-    await client.delete_all("/r/del-parent")
+    await again(lambda: client.set("/r/change", b"2"))
+    await again(lambda: client.delete("/r/delete"))
+    await again(lambda: client.delete("/r/recreate"))
+    await again(lambda: client.create("/r/recreate", b"x"))  # the same data: only its czxid tells
+    await again(lambda: client.create("/r/new", b"n"))
+    await again(lambda: client.delete_all("/r/del-parent"))
 
 
 EXPECTED = [
@@ -154,18 +169,25 @@ async def test_session_expired_while_nodes_change_converges(
 
 
 @pytest.mark.ensemble
+@pytest.mark.parametrize("role", ["leader", "follower"])
 @pytest.mark.anyio
 async def test_member_killed_under_the_cache(
-    zk_ensemble: ZooKeeperEnsemble, zk_chroot: str
+    zk_ensemble: ZooKeeperEnsemble, zk_chroot: str, role: str
 ) -> None:
     with anyio.fail_after(60):
+        await anyio.to_thread.run_sync(zk_ensemble.wait_formed, 30)
+        member = zk_ensemble.leader() if role == "leader" else zk_ensemble.followers()[0]
+        assert member is not None
+        rest = [m.connect_string for m in zk_ensemble.members if m is not member]
         async with aiocoord.connect(
-            zk_ensemble.connect_string, namespace=zk_chroot, session_timeout=8
+            ",".join([member.connect_string, *rest]),
+            namespace=zk_chroot,
+            session_timeout=8,
+            randomize_hosts=False,  # on the member to kill first
         ) as coord:
             address = coord.connected_address
-            assert address is not None
-            member = zk_ensemble.member_for_port(address[1])
-            others = ",".join(m.connect_string for m in zk_ensemble.members if m is not member)
+            assert address is not None and address[1] == member.address[1]
+            others = ",".join(rest)
             async with aiocoord.connect(others, namespace=zk_chroot) as writer:
                 await populate(writer.client)
                 async with aiocoord.tree_cache(coord, "/r") as tree, recording(tree) as rec:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from functools import partial
 from typing import Final
 
@@ -255,9 +255,12 @@ class TreeCache(Service):
         The stream ends when the cache is left, or raises what stopped it
         (`CacheOverflowError`).  Leaving the ``async for`` unsubscribes.
         """
+        return self._subscribe()
+
+    def _subscribe(self) -> AsyncGenerator[CacheEvent, None]:
         send, receive = self._events.open()
 
-        async def iterate() -> AsyncIterator[CacheEvent]:
+        async def iterate() -> AsyncGenerator[CacheEvent, None]:
             try:
                 with receive:
                     async for event in receive:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from ..._broadcast import SUBSCRIBER_BACKLOG
 from ...session import Coordinator
@@ -37,7 +37,7 @@ class NodeCache(TreeCache):
         `events()` says of subscribing, lagging and ending holds here too;
         `stale` tells whether `current` may be behind the server.
         """
-        return _changes(self.events())
+        return _changes(self._subscribe())
 
     def __repr__(self) -> str:
         node = self.current
@@ -45,12 +45,15 @@ class NodeCache(TreeCache):
         return f"{super().__repr__()[:-1]} {shown}>"
 
 
-async def _changes(events: AsyncIterator[CacheEvent]) -> AsyncIterator[Node | None]:
-    async for event in events:
-        if event.type in (CacheEventType.CREATED, CacheEventType.CHANGED):
-            yield event.node
-        elif event.type is CacheEventType.DELETED:
-            yield None
+async def _changes(events: AsyncGenerator[CacheEvent, None]) -> AsyncIterator[Node | None]:
+    try:
+        async for event in events:
+            if event.type in (CacheEventType.CREATED, CacheEventType.CHANGED):
+                yield event.node
+            elif event.type is CacheEventType.DELETED:
+                yield None
+    finally:
+        await events.aclose()  # unsubscribes
 
 
 def node_cache(coord: Coordinator, path: str, *, backlog: int = SUBSCRIBER_BACKLOG) -> NodeCache:
