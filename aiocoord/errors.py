@@ -247,10 +247,10 @@ class JobConflict(CoordError, ValueError):
 class SubscriberLagged(CoordError):
     """A stream's reader fell `backlog` events behind, so its subscription was ended.
 
-    Raised by the iterator of `Coordinator.connection_events()` or
-    `LeaderLatch.changes()` or a cache's `events()` once it has yielded every event buffered before
-    (none is lost unseen); the reader had stopped reading, and an unread
-    stream cannot grow without limit.  Subscribe again: a new subscription
+    Raised by the iterator of `Coordinator.connection_events()`,
+    `LeaderLatch.changes()` or a cache's `events()` once it has yielded every
+    event buffered before (none is lost unseen); the reader had stopped
+    reading, and an unread stream cannot grow without limit.  Subscribe again: a new subscription
     starts with the current state.
     """
 

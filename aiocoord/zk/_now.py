@@ -1,9 +1,11 @@
 """`SendNow`: requests a `ZkClient` sends from synchronous code, before the caller yields.
 
 A watch callback that lists the children as the notification is read, a latch
-that sends its node's delete the moment it is left: each request is written at
-once, and the returned function awaits its outcome.  No retry across a
-reconnect; `ConnectionLostError` at once when there is no connection.
+that sends its node's delete the moment it is left, a cache that reads what a
+notification names: each request is written at once, and the returned
+function awaits its outcome (or, for `read_now`, a callback takes it where the
+reply is read).  No retry across a reconnect; `ConnectionLostError` at once
+when there is no connection.
 """
 
 from __future__ import annotations
