@@ -46,8 +46,9 @@ class TreeCache(Service):
     from another task than the one that entered it.  The reads (`get`,
     `children`, `nodes`) never block and serve the last state read, also while
     `stale`.  `max_depth` bounds the levels kept below `path` (0: the node
-    alone; None: all).  Raises `InvalidPathError`, `ConfigError` or
-    `TypeError` for bad arguments.
+    alone; None: all); `backlog` the events each `events()` subscriber may
+    have unread (the differences after a reconnect come at once).  Raises
+    `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 
     def __init__(
