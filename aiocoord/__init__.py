@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .errors import AuthFailedError as AuthFailedError
 from .errors import BadVersionError as BadVersionError
+from .errors import CacheOverflowError as CacheOverflowError
 from .errors import ConfigError as ConfigError
 from .errors import ConnectionLostError as ConnectionLostError
 from .errors import CoordError as CoordError
@@ -35,6 +36,12 @@ from .errors import TransactionFailed as TransactionFailed
 from .errors import ZooKeeperError as ZooKeeperError
 
 if TYPE_CHECKING:
+    from .recipes.cache import CacheEvent as CacheEvent
+    from .recipes.cache import CacheEventType as CacheEventType
+    from .recipes.cache import NodeCache as NodeCache
+    from .recipes.cache import TreeCache as TreeCache
+    from .recipes.cache import node_cache as node_cache
+    from .recipes.cache import tree_cache as tree_cache
     from .recipes.cas_lock import CasLock as CasLock
     from .recipes.cas_lock import LockStatus as LockStatus
     from .recipes.cas_lock import Slot as Slot
@@ -79,6 +86,7 @@ if TYPE_CHECKING:
     from .zk import CreateOp as CreateOp
     from .zk import DeleteOp as DeleteOp
     from .zk import EventType as EventType
+    from .zk import Node as Node
     from .zk import SetDataOp as SetDataOp
     from .zk import Stat as Stat
     from .zk import WatchedEvent as WatchedEvent
@@ -117,6 +125,13 @@ __all__ = (
     "TaskChange",
     "Cron",
     "Firing",
+    # Caches: a node or a whole tree kept in memory by one watch, as async streams.
+    "NodeCache",
+    "node_cache",
+    "TreeCache",
+    "tree_cache",
+    "CacheEvent",
+    "CacheEventType",
     # The job system.
     "Scheduler",
     "JobWorker",
@@ -131,6 +146,7 @@ __all__ = (
     "WorkerLoad",
     # The low-level client (an escape hatch) and the node metadata it returns.
     "ZkClient",
+    "Node",
     "Stat",
     # Errors: one tree under CoordError.
     "CoordError",
@@ -142,6 +158,7 @@ __all__ = (
     "AuthFailedError",
     "CoordinatorClosedError",
     "SubscriberLagged",
+    "CacheOverflowError",
     "ZooKeeperError",
     "NoNodeError",
     "NodeExistsError",
@@ -215,6 +232,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "session": ("ConnectionEvent", "ConnectionState", "Coordinator", "connect"),
     "settings": ("Settings",),
     "zk": (
+        "Node",
         "CheckOp",
         "CreateMode",
         "CreateOp",
@@ -224,6 +242,14 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "Stat",
         "WatchedEvent",
         "ZkClient",
+    ),
+    "recipes.cache": (
+        "CacheEvent",
+        "CacheEventType",
+        "NodeCache",
+        "TreeCache",
+        "node_cache",
+        "tree_cache",
     ),
 }
 _LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}

@@ -363,6 +363,44 @@ class ZkClient:
         req = _wire.get_children_request(self._session.server_path(path), False)
         return self._sender.send_now(req, parse, path=path)
 
+    def read_now(
+        self,
+        path: str,
+        on_reply: Callable[[Node | list[str] | ZooKeeperError], None],
+        *,
+        children: bool = False,
+    ) -> None:
+        """`get` (or, with `children`, `children`) sent at once; the answer goes to `on_reply`.
+
+        For a cache that follows a watch's notifications: `on_reply` runs where
+        the reply is read, in the connection's order with the notifications and
+        every other reply, with the node (or the child names) or the error the
+        read met (`NoNodeError`, `NoAuthError` ...), never raised.  It must be
+        quick and must not await; what it raises is logged and dropped.  It is
+        not called if the connection ends first (follow the connection states to
+        learn that).  Raises `ConnectionLostError` at once when there is no
+        connection.
+        """
+        validate_path(path, allow_reserved=True)
+        session = self._session
+        conn = session.connection_now()
+        sp = session.server_path(path)
+        parse: Callable[[bytes], Node | list[str]]
+        if children:
+            request, parse = _wire.get_children_request(sp, False), _replies.parse_children
+        else:
+            request, parse = _wire.get_data_request(sp, False), _replies.parse_node
+
+        def answered(err: int, _zxid: int, body: bytes) -> None:
+            # A malformed body raises here, before the callback: the connection drops.
+            answer = parse(body) if err == 0 else _errors.error_for(err, path)
+            try:
+                on_reply(answer)
+            except Exception:
+                log.exception("read of %s: the reply's callback failed", path)
+
+        conn.submit(request, on_reply=answered)
+
     def delete_now(self, path: str, version: int = -1) -> Callable[[], Awaitable[None]]:
         """`delete`, sent at once from synchronous code; the returned function awaits its outcome.
 
