@@ -24,9 +24,8 @@ from aiocoord import (
     NodeDataError,
     mutex,
 )
-from aiocoord.recipes._sequential import created_node
+from aiocoord.recipes._queue import LOCK, Waiter, created_node, first
 from aiocoord.recipes.mutex import MutexParticipant
-from aiocoord.recipes.mutex._queue import Ticket
 from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session
 from tests.helpers import eventually, recording
 
@@ -408,7 +407,7 @@ async def test_a_node_of_another_session_is_never_held_on(
     with anyio.fail_after(20):
         async with sessions(zk_server.connect_string, zk_chroot, 2) as (coord, earlier):
             created = await earlier.client.create_protected("/own/lock-", b"me")
-            ticket = Ticket(coord, "/own", b"me")
+            ticket = Waiter(coord, "/own", b"me", LOCK, first, recipe="mutex")
             ticket.node = created_node(created)  # as a node of ours from a session now gone
             assert await ticket.wait_turn(None)
             assert ticket.node is not None and ticket.node.path != created.path

@@ -40,14 +40,14 @@ Failure handling:
 
 from __future__ import annotations
 
-from ._election import check_participant_id as check_participant_id
-from ._latch import MAX_ID_BYTES as MAX_ID_BYTES
+from .._queue import MAX_ID_BYTES as MAX_ID_BYTES
+from .._queue import check_participant_id as check_participant_id
+from .._queue import default_participant_id as default_participant_id
 from ._latch import ElectionEvent as ElectionEvent
 from ._latch import ElectionState as ElectionState
 from ._latch import LeaderLatch as LeaderLatch
 from ._latch import LeadershipTerm as LeadershipTerm
 from ._latch import Participant as Participant
-from ._latch import default_participant_id as default_participant_id
 from ._latch import leader_latch as leader_latch
 from ._selector import LeaderSelector as LeaderSelector
 from ._selector import leader_selector as leader_selector

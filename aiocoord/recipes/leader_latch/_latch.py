@@ -21,9 +21,9 @@ from ...session import Coordinator
 from ...zk.client import ZkClient
 from ...zk.states import ConnectionEvent, ConnectionState
 from .._change_signal import ChangeSignal
+from .._queue import MAX_ID_BYTES, CreatedNode, default_participant_id
 from ._campaign import Campaign, Host
 from ._election import (
-    MAX_ID_BYTES,
     CloseMode,
     ElectionEvent,
     ElectionState,
@@ -31,9 +31,8 @@ from ._election import (
     Participant,
     check_latch_arguments,
     check_wait_timeout,
-    default_participant_id,
 )
-from ._nodes import Candidacy, CreatedNode, SharedPath, leader_of, participants_of
+from ._nodes import Candidacy, SharedPath, leader_of, participants_of
 
 __all__ = (
     "MAX_ID_BYTES",

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import uuid
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import ClassVar
@@ -35,11 +34,11 @@ from ...errors import (
 from ...zk.client import ZkClient
 from ...zk.paths import basename, join, parent
 from ...zk.types import CreateMode
+from .._queue import CreatedNode, Ordering, Protected, created_node, read_queue
 from .._records import load_text
-from .._sequential import CreatedNode, created_node, read_all, read_queue, sweep_protected
-from ._election import LatchLayout, Ordering, Participant, sort_children
+from ._election import LatchLayout, Participant
 
-__all__ = ("Candidacy", "CreatedNode", "SharedPath", "leader_of", "participants_of", "read_all")
+__all__ = ("Candidacy", "SharedPath", "leader_of", "participants_of")
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +148,8 @@ class Candidacy:
         self.layout = layout
         self.data = data
         self.node: CreatedNode | None = None
-        self._pending: str | None = None  # a create whose outcome we may not know
+        self._protected = Protected(self.client, self.path)  # curator layout
+        self._pending = False  # zookeeper layout: a create whose outcome we may not know
 
     async def create(self) -> CreatedNode:
         """Create our node at the tail of the election (after cleaning up any earlier try).
@@ -170,35 +170,27 @@ class Candidacy:
         raise NoNodeError("the latch's parent keeps vanishing", path=self.path)
 
     async def _create(self) -> CreatedNode:
-        prefix = join(self.path, self.layout.prefix)
         if self.layout.protected:
-            if self._pending is not None:
-                await self._sweep()
-            node_id = self._pending = str(uuid.uuid4())
-            try:
-                created = await self.client.create_protected(
-                    prefix, self.data, node_id=node_id, make_parents=False
-                )
-            except NoNodeError:
-                self._pending = None  # no parent, so certainly no node
-                raise
-            self.shared.claimed.add(created.path)
+            node = await self._protected.create(self.layout.prefix, self.data, make_parents=False)
         else:
             async with self.shared.lock:
-                if self._pending is not None:
+                if self._pending:
                     await self._sweep()
-                self._pending = "offer"
+                self._pending = True
                 try:
                     created = await self.client.create(
-                        prefix, self.data, mode=CreateMode.EPHEMERAL_SEQUENTIAL
+                        join(self.path, self.layout.prefix),
+                        self.data,
+                        mode=CreateMode.EPHEMERAL_SEQUENTIAL,
                     )
                 except NoNodeError:
-                    self._pending = None
+                    self._pending = False  # no parent, so certainly no node
                     raise
+                self._pending = False
                 self.shared.claimed.add(created.path)
-        self._pending = None
-        self.node = created_node(created)
-        return self.node
+                node = created_node(created)
+        self.node = node
+        return node
 
     def forget(self) -> None:
         """Our node is gone (or was never ours): drop it without a request."""
@@ -272,15 +264,14 @@ class Candidacy:
 
     async def _remove(self, session_id: int | None) -> None:
         await self.delete(session_id)
-        if self._pending is not None:
-            if self.layout.protected:
+        await self._protected.sweep()
+        if self._pending:
+            async with self.shared.lock:
                 await self._sweep()
-            else:
-                async with self.shared.lock:
-                    await self._sweep()
 
     def _remove_later(self, session_id: int | None, why: str) -> None:
-        if (self.node is None and self._pending is None) or self.client.closed:
+        pending = self._pending or self._protected.pending is not None
+        if (self.node is None and not pending) or self.client.closed:
             return
         what = self.node.path if self.node is not None else f"a node under {self.path}"
         if session_id is None or self.client.session_id != session_id:
@@ -327,11 +318,7 @@ class Candidacy:
             return
 
     async def _sweep(self) -> None:
-        if self.layout.protected:
-            assert self._pending is not None
-            await sweep_protected(self.client, self.path, self._pending)
-            self._pending = None
-            return
+        """Zookeeper layout: delete this session's offers under the path that no latch claims."""
         doomed = [
             p
             for p in await self.client.ephemerals(self.path)
@@ -342,7 +329,7 @@ class Candidacy:
         for path in doomed:
             with contextlib.suppress(NoNodeError):
                 await self.client.delete(path)
-        self._pending = None
+        self._pending = False
 
 
 async def participants_of(client: ZkClient, path: str, layout: LatchLayout) -> list[Participant]:
@@ -369,7 +356,7 @@ async def _ordered_children(client: ZkClient, path: str, layout: LatchLayout) ->
         names = await client.children(path)
     except NoNodeError:
         return []
-    return sort_children(names, layout)
+    return layout.sort(names)
 
 
 def _decode(path: str, name: str, data: bytes) -> str:

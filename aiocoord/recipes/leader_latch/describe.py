@@ -22,7 +22,7 @@ from ...errors import NoNodeError
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join
-from ._election import LAYOUTS, sort_children
+from ._election import LAYOUTS
 
 __all__ = ("LatchParticipant", "LatchView", "LayoutName", "describe_latch", "latch_layout")
 
@@ -93,7 +93,7 @@ async def describe_latch(
         children = []
     chosen: LayoutName = layout or latch_layout(children) or "curator"
     participants: list[LatchParticipant] = []
-    for name in sort_children(children, LAYOUTS[chosen]):
+    for name in LAYOUTS[chosen].sort(children):
         try:
             node = await client.get(join(path, name))
         except NoNodeError:

@@ -25,7 +25,7 @@ from ...errors import CoordinatorClosedError, LockLost, SubscriberLagged
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.states import ConnectionEvent, ConnectionState
-from .._sequential import CreatedNode
+from .._queue import CreatedNode
 from .._tenure import Tenure
 
 __all__ = ("Hold", "Keeper", "loss_reason")

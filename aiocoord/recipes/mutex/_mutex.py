@@ -23,11 +23,19 @@ from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join, validate_path
 from ...zk.states import ConnectionState
+from .._queue import (
+    LOCK,
+    USABLE,
+    Waiter,
+    check_participant_id,
+    default_participant_id,
+    first,
+    may_take,
+    read_queue,
+)
 from .._records import load_text
-from .._sequential import check_participant_id, default_participant_id, may_take, read_queue
 from .._tenure import Body
 from ._hold import Hold, Keeper
-from ._queue import LOCK, USABLE, Ticket
 
 __all__ = ("Mutex", "MutexParticipant", "mutex")
 
@@ -107,7 +115,7 @@ class Mutex:
         self._lose_on_suspend = lose_on_suspend
         self._timeout = _check_timeout(timeout)
         self._turn = asyncio.Lock()  # the tasks sharing this Mutex take it in turn
-        self._ticket: Ticket | None = None  # our node, while waiting or holding
+        self._ticket: Waiter | None = None  # our node, while waiting or holding
         self._hold: Hold | None = None
         self._task: asyncio.Task[Any] | None = None  # the task that acquired it
         self._keeper: Keeper | None = None  # `async with` only
@@ -201,7 +209,7 @@ class Mutex:
     async def _acquire(self, deadline: float | None) -> bool:
         if not await self._take_turn(deadline):
             return False
-        ticket = Ticket(self._coord, self._path, self._data)
+        ticket = Waiter(self._coord, self._path, self._data, LOCK, first, recipe="mutex")
         self._ticket = ticket
         granted = False
         try:
@@ -254,7 +262,7 @@ class Mutex:
             )
         log.debug("mutex %s released by %s", self._path, self._id)
 
-    async def _withdraw(self, ticket: Ticket) -> bool:
+    async def _withdraw(self, ticket: Waiter) -> bool:
         """Delete our node, shielded and bounded by the request timeout; False if that
         could not be done in time (a chore of the session finishes it)."""
         limit = self._client.request_timeout()

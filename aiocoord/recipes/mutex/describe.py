@@ -23,12 +23,12 @@ from ...errors import NodeDataError, NoNodeError
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join
+from .._queue import LOCK
 from .._records import load_text
-from ._queue import LOCK
 
 __all__ = ("MutexContender", "MutexView", "describe_mutex", "is_mutex")
 
-# Node names as Curator's InterProcessMutex creates them (protected, or not), see `_queue`.
+# Node names as Curator's InterProcessMutex creates them (protected, or not), see `recipes/_queue`.
 _LOCK_NODE = re.compile(r"_c_[0-9a-fA-F-]{32,36}-lock-\d{10}|.*lock-\d{10}")
 
 
