@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .recipes.leader_latch import ElectionEvent as ElectionEvent
     from .recipes.leader_latch import ElectionState as ElectionState
     from .recipes.leader_latch import LeaderLatch as LeaderLatch
+    from .recipes.leader_latch import LeaderSelector as LeaderSelector
     from .recipes.leader_latch import LeadershipTerm as LeadershipTerm
     from .recipes.leader_latch import Participant as Participant
     from .recipes.leader_latch import leader_latch as leader_latch
@@ -116,6 +117,7 @@ __all__ = (
     "JobStatus",
     "JobWorker",
     "LeaderLatch",
+    "LeaderSelector",
     "LeadershipLost",
     "LeadershipTerm",
     "LeastLoaded",
@@ -170,6 +172,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "ElectionEvent",
         "ElectionState",
         "LeaderLatch",
+        "LeaderSelector",
         "LeadershipTerm",
         "Participant",
         "leader_latch",
