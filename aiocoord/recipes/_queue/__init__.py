@@ -44,7 +44,7 @@ Failure handling:
 
 - A create cut off by a connection loss is not retried blindly: the client
   finds the node again by its ``_c_<uuid>-`` name; a create whose outcome
-  stays unknown leaves its uuid with `Protected`, and the next create (or the
+  stays unknown leaves its uuid with `OurNode`, and the next create (or the
   withdraw) deletes what it left, so no orphan blocks the queue.
 - No herd: each waiter holds one data watch, on the node its rule names
   (none on its own node), so a release wakes the next in line alone.  When
@@ -71,7 +71,8 @@ from __future__ import annotations
 from ._nodes import MAX_ID_BYTES as MAX_ID_BYTES
 from ._nodes import CreatedNode as CreatedNode
 from ._nodes import EarlyListing as EarlyListing
-from ._nodes import Protected as Protected
+from ._nodes import OurNode as OurNode
+from ._nodes import Ours as Ours
 from ._nodes import check_participant_id as check_participant_id
 from ._nodes import created_node as created_node
 from ._nodes import default_participant_id as default_participant_id

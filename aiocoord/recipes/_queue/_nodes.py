@@ -1,8 +1,9 @@
 """The queue's node keeping: participant ids, our node, protected creates, reads.
 
-`Protected` creates our node with Curator's protected name and remembers a
-create whose outcome stayed unknown, so that what it may have left is found
-by its ``_c_<uuid>-`` name and deleted instead of blocking the queue.
+`OurNode` creates our node with Curator's protected name, remembers a create
+whose outcome stayed unknown (what it may have left is found by its
+``_c_<uuid>-`` name and deleted instead of blocking the queue), and deletes
+it all when we leave, across reconnects, or later in a chore of the session.
 `EarlyListing` is the listing a waiter sends from its predecessor's watch
 callback.  `read_queue` is what the observers (`participants()`) read.
 """
@@ -10,6 +11,7 @@ callback.  `read_queue` is what the observers (`participants()`) read.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import uuid
@@ -17,8 +19,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import anyio
+import anyio.lowlevel
 
-from ...errors import ConfigError, CoordError, NoNodeError
+from ...errors import (
+    ConfigError,
+    ConnectionLostError,
+    CoordError,
+    CoordinatorClosedError,
+    NoNodeError,
+)
 from ...zk.client import PROTECTED_PREFIX, ZkClient
 from ...zk.paths import basename, join
 from ...zk.types import Created
@@ -28,7 +37,7 @@ __all__ = (
     "MAX_ID_BYTES",
     "CreatedNode",
     "EarlyListing",
-    "Protected",
+    "OurNode",
     "check_participant_id",
     "created_node",
     "default_participant_id",
@@ -81,28 +90,32 @@ def created_node(created: Created) -> CreatedNode:
     return CreatedNode(created.path, basename(created.path), stat.czxid, stat.ephemeral_owner)
 
 
-class Protected:
-    """Protected creates of our node under `path`, and the clean-up of an interrupted one.
+Ours = tuple[CreatedNode | None, str | None]  # our node, the uuid of a create in doubt
 
-    The client's protected create already finds its node again by its uuid
-    after a connection loss during the create.  A create whose outcome stays
-    unknown (no connection within the request timeout, or cancelled with the
-    request in flight) is never simply repeated: its uuid stays `pending`, and
-    the next `create`, or `sweep`, first deletes whatever it left (Curator's
-    ``FindAndDeleteProtectedNodeInBackground``).
+
+class OurNode:
+    """Our node under `path`, from its protected create to its delete, leaving nothing behind.
+
+    The client's protected create finds the node again by its uuid after a
+    connection loss during the create.  A create whose outcome stays unknown
+    (no connection within the request timeout, or cancelled with the request
+    in flight) is never simply repeated: its uuid stays `pending`, and the next
+    `create`, or the withdraw, first deletes whatever it left (Curator's
+    ``FindAndDeleteProtectedNodeInBackground``).  `recipe` names the recipe
+    in log lines (its logger is ``aiocoord.recipes.<recipe with _>``).
     """
 
-    __slots__ = ("client", "path", "pending")
-
-    def __init__(self, client: ZkClient, path: str) -> None:
+    def __init__(self, client: ZkClient, path: str, recipe: str) -> None:
         self.client = client
         self.path = path
+        self.recipe = recipe
+        self.node: CreatedNode | None = None
         self.pending: str | None = None  # the uuid of a create whose outcome we may not know
+        self.log = logging.getLogger("aiocoord.recipes." + recipe.replace(" ", "_"))
 
     async def create(self, name: str, data: bytes, *, make_parents: bool = True) -> CreatedNode:
         """Create ``<path>/_c_<uuid>-<name><seq>``, EPHEMERAL_SEQUENTIAL, after a `sweep`."""
-        if self.pending is not None:
-            await self.sweep()
+        await self.sweep()
         self.pending = node_id = str(uuid.uuid4())
         try:
             created = await self.client.create_protected(
@@ -112,7 +125,17 @@ class Protected:
             self.pending = None  # no parent, so certainly no node
             raise
         self.pending = None
-        return created_node(created)
+        self.node = node = created_node(created)
+        return node
+
+    async def delete(self) -> None:
+        """Delete our node, if we have one (already gone is fine)."""
+        node = self.node
+        if node is not None:
+            with contextlib.suppress(NoNodeError):
+                await self.client.delete(node.path)
+            if self.node is node:
+                self.node = None
 
     async def sweep(self) -> None:
         """Delete the children named ``_c_<pending uuid>-...``, if a create is pending."""
@@ -128,6 +151,80 @@ class Protected:
                 with contextlib.suppress(NoNodeError):
                     await self.client.delete(join(self.path, name))
         self.pending = None
+
+    def ours(self, what: Ours | None = None) -> Ours:
+        """What of `what` (default: what we have now) is still ours to delete."""
+        node, pending = what or (self.node, self.pending)
+        return (
+            node if node is not None and self.node is node else None,
+            pending if pending is not None and self.pending == pending else None,
+        )
+
+    async def withdraw(self, what: Ours | None = None) -> None:
+        """Delete our node and whatever an interrupted create left, across reconnects.
+
+        Only `what` (default: what is ours now): a node joined meanwhile stays.
+        The caller bounds it (and shields it).  A closed coordinator has nothing
+        left to delete: closing its session removed our node.
+        """
+        what = self.ours(what)
+        while what != (None, None):
+            try:
+                if what[0] is not None:
+                    await self.delete()
+                if what[1] is not None:
+                    await self.sweep()
+            except CoordinatorClosedError:
+                return
+            except (ConnectionLostError, TimeoutError) as exc:
+                self.log.debug("%s %s: withdrawing after a connection loss (%s)", *self._at, exc)
+                try:
+                    await self.client.wait_connected()
+                except CoordinatorClosedError:
+                    return
+                await anyio.lowlevel.checkpoint()
+            except CoordError as exc:
+                self.log.warning("%s %s: could not delete our node: %s", *self._at, exc)
+                return
+            what = self.ours(what)
+
+    async def leave(self, sent: Callable[[], Awaitable[None]] | None = None) -> bool:
+        """`withdraw` within the request timeout (after `sent`, a delete already on its way).
+
+        Shield it.  What is still left past the timeout is deleted by a chore of
+        the session once the connection is back (`withdraw_later`), so that it
+        does not block the queue for as long as the session lives: False then.
+        """
+        what = self.ours()
+        with anyio.move_on_after(self.client.request_timeout()) as scope:
+            if sent is not None:
+                with contextlib.suppress(CoordError):  # `withdraw` tries again
+                    await sent()
+            await self.withdraw(what)
+        return not (scope.cancelled_caught and self.withdraw_later(what))
+
+    def withdraw_later(self, what: Ours | None = None) -> bool:
+        """Finish the withdraw of `what` in a chore of the session; False if there is nothing
+        to do (nothing left, or the coordinator closed: closing its session removed our node)."""
+        what = self.ours(what)
+        if what == (None, None) or self.client.closed:
+            return False
+        node = what[0].path if what[0] is not None else f"a node under {self.path}"
+        self.log.warning(
+            "%s %s: could not delete %s in time; deleting it once the connection is back",
+            *self._at,
+            node,
+        )
+        name = f"{self.recipe} {self.path}: delete {node}"
+        return self.client.start_chore(lambda: self.withdrawn(what), name)
+
+    async def withdrawn(self, what: Ours) -> None:
+        """The chore of `withdraw_later`."""
+        await self.withdraw(what)
+
+    @property
+    def _at(self) -> tuple[str, str]:
+        return self.recipe, self.path
 
 
 def _ignore(_names: list[str]) -> None:

@@ -11,8 +11,6 @@ the way went.
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import math
 from collections.abc import Awaitable, Callable
 from typing import Final
@@ -20,12 +18,12 @@ from typing import Final
 import anyio
 import anyio.lowlevel
 
-from ...errors import ConnectionLostError, CoordError, CoordinatorClosedError, NoNodeError
+from ...errors import ConnectionLostError, CoordinatorClosedError, NoNodeError
 from ...session import Coordinator
 from ...zk import EventType, Watch, WatchedEvent
 from ...zk.paths import join
 from ...zk.states import ConnectionState
-from ._nodes import CreatedNode, EarlyListing, Protected
+from ._nodes import CreatedNode, EarlyListing, OurNode
 from ._table import CuratorNames, Gone, Granted, Ordering, Rule, Wait, decide, may_take
 
 __all__ = ("USABLE", "Waiter")
@@ -33,14 +31,14 @@ __all__ = ("USABLE", "Waiter")
 USABLE: Final = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 
 
-class Waiter:
-    """Our node under `path`, from its create to its delete.
+class Waiter(OurNode):
+    """Our node under `path`, from its create to its delete, and the wait for our turn.
 
     `names` is the recipe's Curator layout (our node is created as its first
     marker unless `name` says otherwise), `rule` its "may I go" rule, `recipe`
     its name in log lines and errors.  `wait_turn` returns once the rule lets
     our node go (or False when the deadline passes first); the caller
-    withdraws the node (`withdraw`) after a release, a timeout, an error or a
+    withdraws the node (`leave`) after a release, a timeout, an error or a
     cancellation.
     """
 
@@ -55,18 +53,13 @@ class Waiter:
         recipe: str,
         name: str | None = None,
     ) -> None:
+        super().__init__(coord.client, path, recipe)
         self.coord = coord
-        self.client = coord.client
-        self.path = path
         self.data = data
         self.names = names
         self.rule = rule
-        self.recipe = recipe
         self.name = names.marker if name is None else name
-        self.node: CreatedNode | None = None
         self.predecessor: str | None = None  # the node we wait behind
-        self._protected = Protected(self.client, path)
-        self._log = logging.getLogger(f"aiocoord.recipes.{recipe}")
 
     # --- waiting for our turn ----------------------------------------------------------------
 
@@ -93,7 +86,7 @@ class Waiter:
         node = self.node
         if node is None or node.owner != self.coord.session_id:
             if node is not None:  # an earlier session's: the server may not have expired it yet
-                await self._delete(node)
+                await self.delete()
             node = await self._create()
         try:
             names = await self.client.children(self.path)
@@ -187,62 +180,8 @@ class Waiter:
             return None
         return False
 
-    # --- our node ----------------------------------------------------------------------------
-
     async def _create(self) -> CreatedNode:
         """Create our node at the tail (after deleting what an interrupted create left)."""
-        self.node = node = await self._protected.create(self.name, self.data)
-        self._log.debug("%s %s: queued as %s", self.recipe, self.path, node.name)
+        node = await self.create(self.name, self.data)
+        self.log.debug("%s %s: queued as %s", self.recipe, self.path, node.name)
         return node
-
-    async def _delete(self, node: CreatedNode) -> None:
-        with contextlib.suppress(NoNodeError):
-            await self.client.delete(node.path)
-        self.node = None
-
-    async def withdraw(self) -> None:
-        """Delete our node and whatever an interrupted create left, across reconnects.
-
-        The caller bounds it (and shields it).  A closed coordinator has nothing
-        left to delete: closing its session removed our node.
-        """
-        while self.node is not None or self._protected.pending is not None:
-            try:
-                if self.node is not None:
-                    await self._delete(self.node)
-                await self._protected.sweep()
-            except CoordinatorClosedError:
-                return
-            except (ConnectionLostError, TimeoutError) as exc:
-                self._log.debug(
-                    "%s %s: withdrawing after a connection loss (%s)", self.recipe, self.path, exc
-                )
-                try:
-                    await self.coord.wait_connected()
-                except CoordinatorClosedError:
-                    return
-                await anyio.lowlevel.checkpoint()
-            except CoordError as exc:
-                self._log.warning(
-                    "%s %s: could not delete our node: %s", self.recipe, self.path, exc
-                )
-                return
-
-    def withdraw_later(self) -> bool:
-        """A withdraw that ran out of time: finish it in a chore of the session.
-
-        The chore deletes our node once the connection is back, so that it does
-        not block the queue for as long as the session lives.  False if there
-        is nothing to do: nothing left, or the coordinator closed (closing its
-        session removed our node).
-        """
-        if (self.node is None and self._protected.pending is None) or self.client.closed:
-            return False
-        what = self.node.path if self.node is not None else f"a node under {self.path}"
-        self._log.warning(
-            "%s %s: %s not deleted yet; deleting it once the connection is back",
-            self.recipe,
-            self.path,
-            what,
-        )
-        return self.client.start_chore(self.withdraw, f"{self.recipe} {self.path}: delete {what}")

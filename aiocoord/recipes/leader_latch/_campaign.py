@@ -191,7 +191,7 @@ class Campaign:
         if node is None or node.owner != self.coord.session_id:
             if node is not None:
                 self.host.lose("session lost")
-                await self._write(offer.delete(self.coord.session_id))  # an earlier session's
+                await self._write(offer.delete())  # an earlier session's
             held = self.host.held()
             if held > 0:  # released by the selector: join again later, or when poked
                 with anyio.move_on_after(held):
@@ -238,7 +238,7 @@ class Campaign:
         self._following = None
         self._leader = None
         started = time.monotonic()
-        await self._write(offer.create())
+        await self._write(offer.join())
         node = offer.node
         assert node is not None
         log.debug("joined %s as %s", self.path, node.path)

@@ -198,7 +198,7 @@ class LeaderLatch(Service):
         if term is not None:
             term.tenure.end("closed")
         if self._offer is not None and (campaign is None or not campaign.writing):
-            self._sent_delete = self._offer.delete_now(self._coord.session_id)
+            self._sent_delete = self._offer.delete_now()
         if term is not None:  # reported once the delete is on its way (no reader runs between)
             self._report_loss(term, "closed", publish=self._close_mode == "notify")
 
@@ -215,9 +215,7 @@ class LeaderLatch(Service):
             tg.cancel_scope.cancel()
         if self._offer is not None:
             sent, self._sent_delete = self._sent_delete, None
-            # Bounded (the owner shields it): the deadline is the bound.
-            with anyio.move_on_after(self._client.request_timeout()):
-                await self._offer.withdraw(self._coord.session_id, sent)
+            await self._offer.leave(sent)  # bounded; the owner shields it
 
     async def _shutdown(self) -> None:
         """Left: the tasks have ended."""
@@ -379,7 +377,7 @@ class LeaderLatch(Service):
 
         `rejoin_after` may be ``math.inf`` (join again only on `_rejoin`).  The
         released node is never led on again, even if its delete has to wait for
-        the connection (the session deletes it then, see `Candidacy.withdraw`).
+        the connection (a chore of the session deletes it then, see `OurNode.leave`).
         """
         offer = self._offer
         node = offer.node if offer is not None else None
@@ -388,11 +386,8 @@ class LeaderLatch(Service):
             self._released.add(node.path)
         self._lose(reason)
         if offer is not None and node is not None and not self._closing:
-            with (
-                anyio.CancelScope(shield=True),
-                anyio.move_on_after(self._client.request_timeout()),
-            ):
-                await offer.withdraw(self._coord.session_id)
+            with anyio.CancelScope(shield=True):
+                await offer.leave()
         if self._campaign is not None:
             self._campaign.poke()
 

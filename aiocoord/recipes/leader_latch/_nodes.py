@@ -1,6 +1,8 @@
 """The leader latch's node keeping: create, find after a loss, delete; shared listings.
 
-`Candidacy` owns one participant's election node.  A create whose outcome is
+`Candidacy` owns one participant's election node: the queue's `OurNode`
+(protected create, clean-up of an interrupted one, withdraw now or in a chore
+once the connection is back).  A create whose outcome is
 unknown (connection lost, or cancelled with the request in flight) is never
 simply repeated, which would leave an orphan that blocks the election until the
 session dies: in the curator layout the node is found again by its
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import uuid
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import ClassVar
@@ -26,15 +29,13 @@ import anyio
 
 from ...errors import (
     BadVersionError,
-    ConnectionLostError,
     CoordError,
-    CoordinatorClosedError,
     NoNodeError,
 )
 from ...zk.client import ZkClient
 from ...zk.paths import basename, join, parent
 from ...zk.types import CreateMode
-from .._queue import CreatedNode, Ordering, Protected, created_node, read_queue
+from .._queue import CreatedNode, Ordering, OurNode, Ours, created_node, read_queue
 from .._records import load_text
 from ._election import LatchLayout, Participant
 
@@ -138,20 +139,16 @@ class SharedPath:
             rnd.done.set()
 
 
-class Candidacy:
-    """One participant's election node under `shared.path`."""
+class Candidacy(OurNode):
+    """One participant's election node under `shared.path` (the queue's `OurNode`)."""
 
     def __init__(self, shared: SharedPath, layout: LatchLayout, data: bytes) -> None:
+        super().__init__(shared.client, shared.path, "leader latch")
         self.shared = shared
-        self.client = shared.client
-        self.path = shared.path
         self.layout = layout
-        self.data = data
-        self.node: CreatedNode | None = None
-        self._protected = Protected(self.client, self.path)  # curator layout
-        self._pending = False  # zookeeper layout: a create whose outcome we may not know
+        self.data = data  # zookeeper layout: `pending` marks a create in doubt, by no name
 
-    async def create(self) -> CreatedNode:
+    async def join(self) -> CreatedNode:
         """Create our node at the tail of the election (after cleaning up any earlier try).
 
         The parent is made once for all the latches of the session (not once per
@@ -171,25 +168,22 @@ class Candidacy:
 
     async def _create(self) -> CreatedNode:
         if self.layout.protected:
-            node = await self._protected.create(self.layout.prefix, self.data, make_parents=False)
-        else:
-            async with self.shared.lock:
-                if self._pending:
-                    await self._sweep()
-                self._pending = True
-                try:
-                    created = await self.client.create(
-                        join(self.path, self.layout.prefix),
-                        self.data,
-                        mode=CreateMode.EPHEMERAL_SEQUENTIAL,
-                    )
-                except NoNodeError:
-                    self._pending = False  # no parent, so certainly no node
-                    raise
-                self._pending = False
-                self.shared.claimed.add(created.path)
-                node = created_node(created)
-        self.node = node
+            return await self.create(self.layout.prefix, self.data, make_parents=False)
+        async with self.shared.lock:
+            await self._sweep_offers()
+            self.pending = str(uuid.uuid4())
+            try:
+                created = await self.client.create(
+                    join(self.path, self.layout.prefix),
+                    self.data,
+                    mode=CreateMode.EPHEMERAL_SEQUENTIAL,
+                )
+            except NoNodeError:
+                self.pending = None  # no parent, so certainly no node
+                raise
+            self.pending = None
+            self.shared.claimed.add(created.path)
+            self.node = node = created_node(created)
         return node
 
     def forget(self) -> None:
@@ -198,14 +192,14 @@ class Candidacy:
             self.shared.claimed.discard(self.node.path)
         self.node = None
 
-    async def delete(self, session_id: int | None) -> None:
+    async def delete(self) -> None:
         """Delete our node.  A zookeeper-layout name can come back after its parent was
         reaped, so a node of an earlier session is deleted only if its czxid is ours."""
         node = self.node
         if node is None:
             return
         try:
-            if self.layout.protected or node.owner == session_id:
+            if self.layout.protected or node.owner == self.client.session_id:
                 await self.client.delete(node.path)
             else:
                 stat = await self.client.exists(node.path)
@@ -216,14 +210,14 @@ class Candidacy:
         if self.node is node:
             self.forget()
 
-    def delete_now(self, session_id: int | None) -> Callable[[], Awaitable[None]] | None:
+    def delete_now(self) -> Callable[[], Awaitable[None]] | None:
         """Send our node's delete at once (no await); the returned function finishes it.
 
         None when it cannot go now (no node, no connection, or a node of an
-        earlier session that `delete` checks first): `withdraw` then does it all.
+        earlier session that `delete` checks first): `leave` then does it all.
         """
         node = self.node
-        if node is None or not (self.layout.protected or node.owner == session_id):
+        if node is None or not (self.layout.protected or node.owner == self.client.session_id):
             return None
         try:
             sent = self.client.delete_now(node.path)
@@ -238,87 +232,18 @@ class Candidacy:
 
         return finish
 
-    async def withdraw(
-        self, session_id: int | None, sent: Callable[[], Awaitable[None]] | None = None
-    ) -> None:
-        """Delete our node (finish `sent`, from `delete_now`, if given) and what a create left.
-
-        What cannot be deleted now (no connection within the request deadline,
-        or the caller's deadline passed first) is logged and left to a chore of
-        the session, which deletes it once the connection is back: otherwise
-        our node would stay first in the election for the rest of the session.
-        The chore gives up when the session ends (the node goes with it) or the
-        coordinator closes.
-        """
-        try:
-            if sent is not None:
-                await sent()
-            await self._remove(session_id)
-        except CoordinatorClosedError:
-            pass  # the session is being closed: its ephemeral nodes go with it
-        except CoordError as exc:
-            self._remove_later(session_id, str(exc))
-        except anyio.get_cancelled_exc_class():
-            self._remove_later(session_id, "no answer in time")
-            raise
-
-    async def _remove(self, session_id: int | None) -> None:
-        await self.delete(session_id)
-        await self._protected.sweep()
-        if self._pending:
+    async def sweep(self) -> None:
+        if self.layout.protected:
+            await super().sweep()
+        elif self.pending is not None:
             async with self.shared.lock:
-                await self._sweep()
+                await self._sweep_offers()
 
-    def _remove_later(self, session_id: int | None, why: str) -> None:
-        pending = self._pending or self._protected.pending is not None
-        if (self.node is None and not pending) or self.client.closed:
+    async def _sweep_offers(self) -> None:
+        """Zookeeper layout, under the path's lock: delete this session's offers under the
+        path that no latch of this process claims, if a create's outcome is unknown."""
+        if self.pending is None:
             return
-        what = self.node.path if self.node is not None else f"a node under {self.path}"
-        if session_id is None or self.client.session_id != session_id:
-            log.info("leader latch %s: %s goes with the ended session (%s)", self.path, what, why)
-            return
-        log.warning(
-            "leader latch %s: could not delete %s (%s); deleting it once the connection is back",
-            self.path,
-            what,
-            why,
-        )
-        self.shared.retain()  # our zookeeper-layout sweep needs the path's claimed nodes
-
-        async def remove() -> None:
-            try:
-                await self._remove_when_back(session_id, what)
-            finally:
-                self.shared.release()
-
-        if not self.client.start_chore(remove, f"leader latch {self.path}: delete {what}"):
-            self.shared.release()
-
-    async def _remove_when_back(self, session_id: int, what: str) -> None:
-        failures = 0
-        while True:
-            try:
-                await self.client.wait_connected()
-            except CoordinatorClosedError:
-                return
-            if self.client.session_id != session_id:
-                return  # the session ended: its ephemeral nodes went with it
-            try:
-                await self._remove(session_id)
-            except CoordinatorClosedError:
-                return
-            except ConnectionLostError:
-                failures += 1
-                await anyio.sleep(min(1.0, 0.05 * 2**failures))
-                continue
-            except CoordError as exc:
-                log.warning("leader latch %s: gave up deleting %s: %s", self.path, what, exc)
-                return
-            log.info("leader latch %s: deleted %s now that the connection is back", self.path, what)
-            return
-
-    async def _sweep(self) -> None:
-        """Zookeeper layout: delete this session's offers under the path that no latch claims."""
         doomed = [
             p
             for p in await self.client.ephemerals(self.path)
@@ -329,7 +254,20 @@ class Candidacy:
         for path in doomed:
             with contextlib.suppress(NoNodeError):
                 await self.client.delete(path)
-        self._pending = False
+        self.pending = None
+
+    def withdraw_later(self, what: Ours | None = None) -> bool:
+        self.shared.retain()  # our zookeeper-layout sweep needs the path's claimed nodes
+        if super().withdraw_later(what):
+            return True
+        self.shared.release()
+        return False
+
+    async def withdrawn(self, what: Ours) -> None:
+        try:
+            await super().withdrawn(what)
+        finally:
+            self.shared.release()
 
 
 async def participants_of(client: ZkClient, path: str, layout: LatchLayout) -> list[Participant]:

@@ -265,11 +265,9 @@ class Mutex:
     async def _withdraw(self, ticket: Waiter) -> bool:
         """Delete our node, shielded and bounded by the request timeout; False if that
         could not be done in time (a chore of the session finishes it)."""
-        limit = self._client.request_timeout()
-        with anyio.CancelScope(shield=True, deadline=anyio.current_time() + limit):
-            await ticket.withdraw()
-            return True
-        return not ticket.withdraw_later()
+        with anyio.CancelScope(shield=True):
+            done = await ticket.leave()
+        return done
 
     # --- async with --------------------------------------------------------------------------
 
