@@ -76,6 +76,7 @@ from ._nodes import Ours as Ours
 from ._nodes import check_participant_id as check_participant_id
 from ._nodes import created_node as created_node
 from ._nodes import default_participant_id as default_participant_id
+from ._nodes import read_nodes as read_nodes
 from ._nodes import read_queue as read_queue
 from ._table import LATCH as LATCH
 from ._table import LOCK as LOCK

@@ -5,7 +5,7 @@ whose outcome stayed unknown (what it may have left is found by its
 ``_c_<uuid>-`` name and deleted instead of blocking the queue), and deletes
 it all when we leave, across reconnects, or later in a chore of the session.
 `EarlyListing` is the listing a waiter sends from its predecessor's watch
-callback.  `read_queue` is what the observers (`participants()`) read.
+callback.  `read_queue` is what the observers (`participants()`, `describe`) read.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ...errors import (
 )
 from ...zk.client import PROTECTED_PREFIX, ZkClient
 from ...zk.paths import basename, join
-from ...zk.types import Created
+from ...zk.types import Created, Node
 from ._table import Ordering, Sorts
 
 __all__ = (
@@ -41,7 +41,7 @@ __all__ = (
     "check_participant_id",
     "created_node",
     "default_participant_id",
-    "read_all",
+    "read_nodes",
     "read_queue",
 )
 
@@ -256,14 +256,15 @@ class EarlyListing:
 # --- reading the queue -----------------------------------------------------------------------
 
 
-async def read_all(client: ZkClient, paths: list[str]) -> list[bytes | None]:
-    """Every node's data, requests pipelined; None for a node that vanished."""
-    results: list[bytes | None] = [None] * len(paths)
+async def read_nodes(client: ZkClient, path: str, names: list[str]) -> list[tuple[str, Node]]:
+    """The nodes `names` under `path`, each with its name, requests pipelined; nodes that
+    vanish while read are skipped."""
+    results: list[Node | None] = [None] * len(names)
     errors: list[CoordError] = []
 
-    async def read(i: int, path: str, scope: anyio.CancelScope) -> None:
+    async def read(i: int, name: str, scope: anyio.CancelScope) -> None:
         try:
-            results[i] = (await client.get(path)).data
+            results[i] = await client.get(join(path, name))
         except NoNodeError:
             pass
         except CoordError as exc:
@@ -271,19 +272,17 @@ async def read_all(client: ZkClient, paths: list[str]) -> list[bytes | None]:
             scope.cancel()
 
     async with anyio.create_task_group() as tg:
-        for i, path in enumerate(paths):
-            tg.start_soon(read, i, path, tg.cancel_scope)
+        for i, name in enumerate(names):
+            tg.start_soon(read, i, name, tg.cancel_scope)
     if errors:
         raise errors[0]
-    return results
+    return [(name, node) for name, node in zip(names, results, strict=True) if node is not None]
 
 
-async def read_queue(client: ZkClient, path: str, layout: Sorts) -> list[tuple[str, bytes]]:
-    """The queue's nodes in order, each name with its data; nodes that vanish while
-    read are skipped, and a path that does not exist has none."""
+async def read_queue(client: ZkClient, path: str, layout: Sorts) -> list[tuple[str, Node]]:
+    """The queue's nodes in order (`read_nodes`); a path that does not exist has none."""
     try:
         names = layout.sort(await client.children(path))
     except NoNodeError:
         return []
-    datas = await read_all(client, [join(path, n) for n in names])
-    return [(name, data) for name, data in zip(names, datas, strict=True) if data is not None]
+    return await read_nodes(client, path, names)

@@ -274,7 +274,8 @@ async def participants_of(client: ZkClient, path: str, layout: LatchLayout) -> l
     """The participants in election order; nodes that vanish while read are skipped."""
     nodes = await read_queue(client, path, layout)
     return [
-        Participant(_decode(path, name, data), not i, name) for i, (name, data) in enumerate(nodes)
+        Participant(_decode(path, name, node.data), not i, name)
+        for i, (name, node) in enumerate(nodes)
     ]
 
 

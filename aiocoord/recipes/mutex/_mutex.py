@@ -316,8 +316,8 @@ class Mutex:
         """
         nodes = await read_queue(self._client, self._path, LOCK)
         return [
-            MutexParticipant(load_text(join(self._path, name), data, "participant id"), not i, name)
-            for i, (name, data) in enumerate(nodes)
+            MutexParticipant(load_text(join(self._path, n), node.data, "participant id"), not i, n)
+            for i, (n, node) in enumerate(nodes)
         ]
 
     # --- helpers -----------------------------------------------------------------------------
