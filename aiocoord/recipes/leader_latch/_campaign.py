@@ -43,6 +43,7 @@ from ...zk.states import ConnectionState
 from ...zk.types import EventType
 from .._change_signal import ChangeSignal
 from .._queue import (
+    USABLE,
     CreatedNode,
     EarlyListing,
     Gone,
@@ -60,8 +61,6 @@ from ._nodes import Candidacy
 __all__ = ("Campaign", "Host")
 
 log = logging.getLogger("aiocoord.recipes.leader_latch")
-
-_USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,7 +295,7 @@ class Campaign:
         """Lead now if allowed; synchronous, so nothing can change between check and grant."""
         if wake.is_set() or self.closing:
             return False
-        connected = self.coord.state in _USABLE
+        connected = self.coord.state in USABLE
         sid = self.coord.session_id
         if not may_take(owner=node.owner, session_id=sid, connected=connected, node_gone=own.fired):
             return False

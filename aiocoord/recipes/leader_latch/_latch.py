@@ -14,14 +14,12 @@ import anyio.lowlevel
 
 from ..._broadcast import Broadcast
 from ..._lifecycle import Lifecycle, Phase, Service
-from ...errors import (
-    CoordinatorClosedError,
-)
+from ...errors import CoordinatorClosedError
 from ...session import Coordinator
 from ...zk.client import ZkClient
 from ...zk.states import ConnectionEvent, ConnectionState
 from .._change_signal import ChangeSignal
-from .._queue import MAX_ID_BYTES, CreatedNode, default_participant_id
+from .._queue import MAX_ID_BYTES, USABLE, CreatedNode, default_participant_id
 from ._campaign import Campaign, Host
 from ._election import (
     CloseMode,
@@ -46,8 +44,6 @@ __all__ = (
 )
 
 log = logging.getLogger("aiocoord.recipes.leader_latch")
-
-_USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 
 
 class LeaderLatch(Service):
@@ -130,7 +126,7 @@ class LeaderLatch(Service):
         if self._term is not None:
             return self._id
         campaign = self._campaign
-        if campaign is None or self._stopped or self._coord.state not in _USABLE:
+        if campaign is None or self._stopped or self._coord.state not in USABLE:
             return None
         return campaign.known_leader
 
@@ -267,7 +263,7 @@ class LeaderLatch(Service):
             if self._term is not None:
                 return self._term
             state = self._coord.state
-            usable = state in _USABLE
+            usable = state in USABLE
             if not usable and not warned:
                 # Waiting through an outage is what wait() is for; say so, once per outage.
                 log.warning(

@@ -1,15 +1,10 @@
 """The leader latch's node keeping: create, find after a loss, delete; shared listings.
 
-`Candidacy` owns one participant's election node: the queue's `OurNode`
-(protected create, clean-up of an interrupted one, withdraw now or in a chore
-once the connection is back).  A create whose outcome is
-unknown (connection lost, or cancelled with the request in flight) is never
-simply repeated, which would leave an orphan that blocks the election until the
-session dies: in the curator layout the node is found again by its
-``_c_<uuid>-`` name (Curator's protected create) and deleted; in the zookeeper
-layout, whose ``n_<seq>`` names carry no uuid, this session's offers under the
-path that no latch of this process claims are deleted, with the other creates
-of the session on that path held back meanwhile.
+`Candidacy` is one participant's election node, the queue's `OurNode` (see
+``recipes/_queue``).  In the zookeeper layout, whose ``n_<seq>`` names carry
+no uuid, a create whose outcome is unknown is cleaned up by deleting this
+session's offers under the path that no latch of this process claims, with
+the other creates of the session on that path held back meanwhile.
 
 `SharedPath` is what the latches of one session on one path share: that lock,
 the claimed nodes, and a coalesced child listing, so that a thousand
@@ -19,7 +14,6 @@ participants joining on one session cost a handful of listings, not a thousand.
 from __future__ import annotations
 
 import contextlib
-import logging
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable
@@ -27,11 +21,7 @@ from typing import ClassVar
 
 import anyio
 
-from ...errors import (
-    BadVersionError,
-    CoordError,
-    NoNodeError,
-)
+from ...errors import BadVersionError, CoordError, NoNodeError
 from ...zk.client import ZkClient
 from ...zk.paths import basename, join, parent
 from ...zk.types import CreateMode
@@ -40,8 +30,6 @@ from .._records import load_text
 from ._election import LatchLayout, Participant
 
 __all__ = ("Candidacy", "SharedPath", "leader_of", "participants_of")
-
-log = logging.getLogger(__name__)
 
 
 class _ListingRound:
@@ -281,21 +269,17 @@ async def participants_of(client: ZkClient, path: str, layout: LatchLayout) -> l
 
 async def leader_of(client: ZkClient, path: str, layout: LatchLayout) -> Participant | None:
     """The first participant whose node can still be read, or None."""
-    for name in await _ordered_children(client, path, layout):
+    try:
+        names = layout.sort(await client.children(path))
+    except NoNodeError:
+        return None
+    for name in names:
         try:
             node = await client.get(join(path, name))
         except NoNodeError:
             continue
         return Participant(_decode(path, name, node.data), True, name)
     return None
-
-
-async def _ordered_children(client: ZkClient, path: str, layout: LatchLayout) -> list[str]:
-    try:
-        names = await client.children(path)
-    except NoNodeError:
-        return []
-    return layout.sort(names)
 
 
 def _decode(path: str, name: str, data: bytes) -> str:
