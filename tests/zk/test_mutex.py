@@ -277,6 +277,25 @@ async def test_session_expiry_cancels_the_body_then_lock_lost_and_the_next_takes
 
 
 @pytest.mark.anyio
+async def test_closing_the_coordinator_cancels_the_body_then_lock_lost(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            coord = aiocoord.connect(zk_server.connect_string, namespace=zk_chroot)
+            await coord.start()
+            holder = Holder(coord, "/closing", "a")
+            tg.start_soon(holder.run)
+            await holder.entered.wait()
+            await coord.aclose()  # from another task than the body's
+            await holder.left.wait()
+            assert holder.cancelled_inside
+            assert (
+                isinstance(holder.error, LockLost) and holder.error.reason == "coordinator closed"
+            )
+
+
+@pytest.mark.anyio
 async def test_suspended_loses_by_default_and_lose_on_suspend_false_keeps_it(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:

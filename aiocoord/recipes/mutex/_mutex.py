@@ -35,7 +35,7 @@ from .._queue import (
 )
 from .._records import load_text
 from .._tenure import Body
-from ._hold import Hold, Keeper
+from ._hold import Hold
 
 __all__ = ("Mutex", "MutexParticipant", "mutex")
 
@@ -118,7 +118,6 @@ class Mutex:
         self._ticket: Waiter | None = None  # our node, while waiting or holding
         self._hold: Hold | None = None
         self._task: asyncio.Task[Any] | None = None  # the task that acquired it
-        self._keeper: Keeper | None = None  # `async with` only
         self._body: Body | None = None
 
     # --- state -------------------------------------------------------------------------------
@@ -250,6 +249,7 @@ class Mutex:
             raise RuntimeError(f"{self!r} is not held")
         self._ticket = self._hold = self._task = None
         hold.end("released")
+        hold.drop()
         try:
             deleted = await self._withdraw(ticket)
         finally:
@@ -274,15 +274,14 @@ class Mutex:
     async def __aenter__(self) -> Mutex:
         """Acquire (within `timeout`, else `LockNotAcquired`) and run the block while held."""
         self._check_open()
-        keeper = Keeper.of(self._coord)
         if not await self.acquire(self._timeout):
             raise LockNotAcquired(self._path)
         hold, ticket = self._hold, self._ticket
         assert hold is not None and ticket is not None
-        keeper.keep(hold, lose_on_suspend=self._lose_on_suspend)
+        hold.keep(self._client, lose_on_suspend=self._lose_on_suspend)
         body = hold.tenure.body()
         await body.__aenter__()
-        self._keeper, self._body = keeper, body
+        self._body = body
         return self
 
     async def __aexit__(
@@ -292,13 +291,13 @@ class Mutex:
         tb: TracebackType | None,
     ) -> bool:
         """Release; raises `LockLost` (after the block) if the lock was lost meanwhile."""
-        keeper, body, hold = self._keeper, self._body, self._hold
-        self._keeper = self._body = None
+        body, hold = self._body, self._hold
+        self._body = None
         try:
             return await body.__aexit__(exc_type, exc, tb) if body is not None else False
         finally:
-            if keeper is not None and hold is not None:
-                keeper.drop(hold)
+            if hold is not None:
+                hold.drop()
             try:
                 if self._hold is not None:
                     await self.release()
