@@ -12,7 +12,8 @@ Node layout (``<seq>`` is ZooKeeper's 10-digit sequence number)::
     <path>/                                  container, created as needed
     <path>/_c_<uuid4>-latch-<seq>            leader latch / selector (LATCH)
     <path>/_c_<uuid4>-lock-<seq>             mutex (LOCK)
-    <path>/leases/_c_<uuid4>-lease-<seq>     semaphore V2 (LEASE)
+    <path>/leases/_c_<uuid4>-lease-<seq>     semaphore V2 (LEASE), guarded by
+    <path>/locks/_c_<uuid4>-lock-<seq>       a mutex, as Curator's
     <path>/_c_<uuid4>-__READ__<seq>          read lock  } READ_WRITE: one queue,
     <path>/_c_<uuid4>-__WRIT__<seq>          write lock }  sorted on both markers
 
@@ -29,7 +30,7 @@ node's name and creating session, and the recipe's rule::
     rule(names, our index) is None       -> Granted  the right is ours, once `may_take` agrees
     rule(names, our index) is X          -> Wait(X)  watch X alone; `last` if X going lets us go
 
-A rule looks only at the nodes ahead of ours, a few lines each:
+A rule looks only at the nodes ahead of ours, a few lines each::
 
     rule            recipe                        goes when                     watches
     first           latch, mutex, write lock      first in order                the node just ahead
@@ -47,7 +48,8 @@ Failure handling:
   stays unknown leaves its uuid with `OurNode`, and the next create (or the
   withdraw) deletes what it left, so no orphan blocks the queue.
 - No herd: each waiter holds one data watch, on the node its rule names
-  (none on its own node), so a release wakes the next in line alone.  When
+  (none on its own node), so a release wakes the next in line alone (the
+  readers behind one writer all watch it: they all go with it).  When
   that node goes, the children are listed from the watch's callback, as the
   notification is read (`EarlyListing`), and decided on again; that listing
   also tells a waiter that someone deleted its node.

@@ -1,11 +1,6 @@
-"""The queue's node keeping: participant ids, our node, protected creates, reads.
-
-`OurNode` creates our node with Curator's protected name, remembers a create
-whose outcome stayed unknown (what it may have left is found by its
-``_c_<uuid>-`` name and deleted instead of blocking the queue), and deletes
-it all when we leave, across reconnects, or later in a chore of the session.
-`EarlyListing` is the listing a waiter sends from its predecessor's watch
-callback.  `read_queue` is what the observers (`participants()`, `describe`) read.
+"""The queue's node keeping: participant ids, our node (`OurNode`: protected create,
+withdraw, the chore that finishes it), the listing sent from a watch callback
+(`EarlyListing`) and the reads of the observers (`read_queue`).
 """
 
 from __future__ import annotations
@@ -177,14 +172,18 @@ class OurNode:
             except CoordinatorClosedError:
                 return
             except (ConnectionLostError, TimeoutError) as exc:
-                self.log.debug("%s %s: withdrawing after a connection loss (%s)", *self._at, exc)
+                self.log.debug(
+                    "%s %s: withdrawing after a connection loss (%s)", self.recipe, self.path, exc
+                )
                 try:
                     await self.client.wait_connected()
                 except CoordinatorClosedError:
                     return
                 await anyio.lowlevel.checkpoint()
             except CoordError as exc:
-                self.log.warning("%s %s: could not delete our node: %s", *self._at, exc)
+                self.log.warning(
+                    "%s %s: could not delete our node: %s", self.recipe, self.path, exc
+                )
                 return
             what = self.ours(what)
 
@@ -212,7 +211,8 @@ class OurNode:
         node = what[0].path if what[0] is not None else f"a node under {self.path}"
         self.log.warning(
             "%s %s: could not delete %s in time; deleting it once the connection is back",
-            *self._at,
+            self.recipe,
+            self.path,
             node,
         )
         name = f"{self.recipe} {self.path}: delete {node}"
@@ -221,10 +221,6 @@ class OurNode:
     async def withdrawn(self, what: Ours) -> None:
         """The chore of `withdraw_later`."""
         await self.withdraw(what)
-
-    @property
-    def _at(self) -> tuple[str, str]:
-        return self.recipe, self.path
 
 
 def _ignore(_names: list[str]) -> None:

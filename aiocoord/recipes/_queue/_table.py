@@ -129,10 +129,7 @@ def fewer_than(leases: int) -> Rule:
 def reader(names: Sequence[str], index: int) -> str | None:
     """Read lock (``InterProcessReadWriteLock``): goes when no writer precedes it; else
     it watches the first writer, as Curator's ``readLockPredicate`` does."""
-    for name in names[:index]:
-        if WRITE_MARKER in name:
-            return name
-    return None
+    return next((name for name in names[:index] if WRITE_MARKER in name), None)
 
 
 # --- the decision ----------------------------------------------------------------------------

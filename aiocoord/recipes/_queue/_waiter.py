@@ -1,12 +1,9 @@
 """One acquisition's place in a queue: create our node, wait until the rule lets it go, withdraw.
 
-`Waiter` is the I/O loop of `Mutex.acquire` (and of the next queue recipes),
-Curator's ``LockInternals`` loop: it creates our protected node, lists the
-children, asks `decide` what to do, and waits on the one watch the rule
-names; when that node changes, it lists the children again (sent from the
-watch's callback, as the notification is read) and decides again.  The right
-is taken only on a listing that the rule grants, made after the last node in
-the way went.
+`Waiter` is Curator's ``LockInternals`` loop, for the mutex (and the next
+queue recipes): list, `decide`, wait on the one node the rule names, list
+again from its watch's callback when it goes, decide again.  The right is
+taken only on a listing that the rule grants.
 """
 
 from __future__ import annotations
@@ -149,10 +146,7 @@ class Waiter(OurNode):
 
     async def _until(self, watch: Watch, deadline: float | None) -> bool:
         """Wait for `watch` to fire; False if `deadline` passed first."""
-        if deadline is None:
-            await watch.wait()
-            return True
-        with anyio.CancelScope(deadline=deadline):
+        with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
             await watch.wait()
             return True
         return False

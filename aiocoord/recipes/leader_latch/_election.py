@@ -40,7 +40,6 @@ __all__ = (
     "LatchLayout",
     "LeadershipTerm",
     "Participant",
-    "zookeeper_sort_key",
 )
 
 

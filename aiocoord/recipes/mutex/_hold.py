@@ -42,7 +42,7 @@ class Hold:
         self.token = node.czxid
         self.tenure = Tenure(path, LockLost)
         self.granted_at = time.monotonic()  # connection events up to this moment are history
-        self._unfollow: Callable[[], None] | None = None
+        self._unfollow: Callable[[], None] = lambda: None  # see `keep`
 
     @property
     def lost(self) -> str | None:
@@ -70,10 +70,8 @@ class Hold:
         self._unfollow = client.follow_states(on_event, lambda: self.end("coordinator closed"))
 
     def drop(self) -> None:
-        """Stop following the connection states (released)."""
-        unfollow, self._unfollow = self._unfollow, None
-        if unfollow is not None:
-            unfollow()
+        """Stop following the connection states (released; safe to call twice)."""
+        self._unfollow()
 
     def __repr__(self) -> str:
         state = "held" if self.lost is None else f"lost: {self.lost}"

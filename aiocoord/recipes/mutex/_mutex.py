@@ -227,10 +227,7 @@ class Mutex:
 
     async def _take_turn(self, deadline: float | None) -> bool:
         """Wait for the other tasks sharing this Mutex to be done with it."""
-        if deadline is None:
-            await self._turn.acquire()
-            return True
-        with anyio.CancelScope(deadline=deadline):
+        with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
             await self._turn.acquire()
             return True
         return False
