@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
+from aiocoord.recipes._queue import CreatedNode, OurNode
 from aiocoord.recipes._queue._table import (
     LATCH,
     LEASE,
@@ -23,6 +26,7 @@ from aiocoord.recipes._queue._table import (
     reader,
     sort_key,
 )
+from aiocoord.zk import ZkClient
 
 U = "_c_11111111-1111-4111-8111-111111111111-"
 
@@ -134,3 +138,19 @@ def test_may_take_is_the_owner_check_on_grant() -> None:
     assert not may_take(owner=5, session_id=None, connected=True, node_gone=False)
     assert not may_take(owner=5, session_id=5, connected=False, node_gone=False)
     assert not may_take(owner=5, session_id=5, connected=True, node_gone=True)
+
+
+def test_a_withdraw_deletes_only_what_was_ours_when_it_began() -> None:
+    """The selector's requeue joins again while its old node is being deleted: the
+    withdraw under way must not take the new node (nor a new create in doubt) with it."""
+    ours = OurNode(cast(ZkClient, None), "/q", "mutex")  # `ours` sends no request
+    old = CreatedNode("/q/a", "a", 1, 7)
+    ours.node, ours.pending = old, "uuid-1"
+    began = ours.ours()
+    assert began == (old, "uuid-1")
+    ours.node, ours.pending = CreatedNode("/q/b", "b", 2, 7), "uuid-2"  # joined meanwhile
+    assert ours.ours(began) == (None, None)
+    ours.node = old
+    assert ours.ours(began) == (old, None)
+    assert ours.log.name == "aiocoord.recipes.mutex"
+    assert OurNode(cast(ZkClient, None), "/q", "leader latch").log.name.endswith("leader_latch")
