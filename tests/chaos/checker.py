@@ -78,7 +78,12 @@ from .report import Overlap, Params, Report, Term
 __all__ = ("Overlap", "Params", "Report", "Term", "check")
 
 LEADER_ROLES = ("latch", "task", "assigner")
-CONTENDED_ROLES = (*LEADER_ROLES, "lock", "mutex")  # always wanted by someone: gaps are bounded
+CONTENDED_ROLES = (
+    *LEADER_ROLES,
+    "lock",
+    "mutex",
+    "cron",
+)  # always wanted by someone: gaps are bounded
 STOP_SLACK = 0.05  # a stall may have begun one tick of the stall watcher before its t0
 USABLE = ("CONNECTED", "RECONNECTED")
 
@@ -248,6 +253,9 @@ def check(records: Iterable[Record], params: Params | None = None) -> Report:
     report.longest_stall = max((t1 - t0 for t0, t1, _ in camp.descheduled), default=0.0)
     for r in camp.by_kind["fault"]:
         report.faults[r["kind"]] += 1
+        aim = str(r.get("aim") or "")
+        if aim.endswith(" holder"):
+            report.aimed[aim.split()[0]] += 1
     terms = camp.terms()
     for t in terms:
         report.terms[t.role] += 1
@@ -429,12 +437,13 @@ def _gaps_and_liveness(
             at = end - params.liveness_at
             if not any(t.start <= at < t.end for t in terms):
                 report.liveness.append(f"{res}: no leader {params.liveness_at} s before the end")
-    if (
-        calm is not None
-        and "lock" in by_res
-        and not any(calm <= t.start <= end for t in by_res["lock"])
-    ):
-        report.liveness.append("lock: not taken during the calm phase")
+    for res in ("lock", "mutex", "cron"):
+        if (
+            calm is not None
+            and res in by_res
+            and not any(calm <= t.start <= end for t in by_res[res])
+        ):
+            report.liveness.append(f"{res}: not taken during the calm phase")
     for res in camp.config.get("leader_resources", []):
         if res not in by_res:
             report.liveness.append(f"{res}: never led")

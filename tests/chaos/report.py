@@ -72,6 +72,7 @@ class Report:
     seed: int | None = None
     config: dict[str, Any] = field(default_factory=dict)
     faults: Counter[str] = field(default_factory=Counter)
+    aimed: Counter[str] = field(default_factory=Counter)  # aim -> faults that hit its holder
     terms: Counter[str] = field(default_factory=Counter)
     overlaps: list[Overlap] = field(default_factory=list)
     excused: list[Overlap] = field(default_factory=list)
@@ -138,7 +139,8 @@ class Report:
             f"session timeout {cfg.get('session_timeout', '?')} s",
             "faults injected: "
             + (", ".join(f"{k} {n}" for k, n in sorted(self.faults.items())) or "none")
-            + f" (total {sum(self.faults.values())})",
+            + f" (total {sum(self.faults.values())}); hit a holder of: "
+            + (", ".join(f"{k} {n}" for k, n in sorted(self.aimed.items())) or "none"),
             "terms: "
             + (", ".join(f"{k} {n}" for k, n in sorted(self.terms.items())) or "none")
             + f" (total {sum(self.terms.values())})",
