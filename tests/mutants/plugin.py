@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from . import ENV, apply_from_env
@@ -11,6 +13,7 @@ def pytest_configure(config: pytest.Config) -> None:
     name = apply_from_env()
     if name is not None:
         config.stash[_KEY] = name
+        sys.stderr.write(f"mutant applied ({ENV}): {name}\n")  # shown even with -q
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
