@@ -243,6 +243,7 @@ class _Orchestrator:
             session_timeout=cfg.session_timeout,
             roles=cfg.roles,
             lease=chaos_roles.LEASE,
+            lock_lease=chaos_roles.LOCK_LEASE,
             skew=chaos_roles.SKEW,
             once_interval=chaos_roles.ONCE_INTERVAL,
             leader_resources=self._leader_resources(),

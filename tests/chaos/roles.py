@@ -2,9 +2,10 @@
 
 - ``latch``: a leader latch on ``/latch``; while leading, fenced writes to
   resource ``latch`` with the term's token;
-- ``lock``: `cas_lock` on ``/lock`` over and over, holding it a random short
-  while (one hold in four lasts longer than the lease, so that it lives on
-  renewals) and writing to resource ``lock``;
+- ``lock``: `cas_lock` on ``/lock`` (a 2 s lease, shorter than the session
+  timeout) over and over, holding it a random short while (one hold in
+  three lasts longer than the lease, so that it lives on renewals) and
+  writing to resource ``lock``;
 - ``mutex``: the queued `mutex` on ``/mutex`` over and over, the same way,
   writing to resource ``mutex``;
 - ``once``: `once_per` on ``/once`` every 0.1–0.3 s; a run writes to
@@ -67,6 +68,7 @@ __all__ = (
     "LATCH",
     "LEASE",
     "LOCK",
+    "LOCK_LEASE",
     "MUTEX",
     "NAMESPACE",
     "ONCE",
@@ -89,8 +91,12 @@ ONCE = "/once"
 TASKS_ROOT = "/tasks"
 TASKS = ("t1", "t2", "t3")
 JOBS_ROOT = "/jobs"
-LEASE = 3.0  # CAS lock and once_per lease (s)
-SKEW = 0.5  # their clock-skew allowance (s)
+LEASE = 3.0  # once_per lease (s)
+SKEW = 0.5  # its clock-skew allowance, and the CAS lock's (s)
+# The CAS lock's lease: shorter than the session timeout (3 s), so that a holder cut off
+# must stop at its own lease deadline, before LOST would stop it: the lease, not the
+# session, is what keeps two holders apart.
+LOCK_LEASE = 2.0
 ONCE_INTERVAL = 1.0  # once_per window (s)
 STALL = 0.3  # a participant that runs nothing for this long logs a stall (s)
 ROLES = ("latch", "lock", "mutex", "once", "tasks", "cron", "jobs")
@@ -199,7 +205,7 @@ async def lock_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
 
     async def body() -> None:
         try:
-            async with cas_lock(coord, LOCK, owner=owner, lease=LEASE, skew=SKEW) as lock:
+            async with cas_lock(coord, LOCK, owner=owner, lease=LOCK_LEASE, skew=SKEW) as lock:
                 await ctx.hold("lock", "lock", lock.token, rng, duration=hold_time(rng))
         except LockLost:
             pass
@@ -209,8 +215,9 @@ async def lock_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
 
 
 def hold_time(rng: random.Random) -> float:
-    """How long a lock or mutex holder keeps it: mostly short, one hold in four past the lease."""
-    return rng.uniform(0.2, 1.2) if rng.random() < 0.75 else rng.uniform(LEASE, 2 * LEASE)
+    """How long a lock or mutex holder keeps it: mostly short, one hold in three past the
+    lock's lease (so that it lives on renewals)."""
+    return rng.uniform(0.2, 1.2) if rng.random() < 2 / 3 else rng.uniform(LOCK_LEASE, 6.0)
 
 
 async def mutex_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
