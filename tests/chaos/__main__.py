@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         "--aimed", type=float, default=AIMED, help="share of participant faults aimed at holders"
     )
     parser.add_argument("--aims", default=None, help="aim only at these holders (comma-separated)")
+    parser.add_argument("--kinds", default=None, help="participant fault kinds (comma-separated)")
     parser.add_argument("--dir", type=Path, default=None, help="where to write the logs")
     parser.add_argument("--keep", action="store_true", help="keep the logs even on success")
     parser.add_argument("--quiet", action="store_true", help="print only the report")
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         keep=args.keep,
         aimed=args.aimed,
         aims=tuple(args.aims.split(",")) if args.aims else None,
+        kinds=tuple(args.kinds.split(",")) if args.kinds else None,
         echo=(lambda _: None) if args.quiet else print,
     )
     if args.roles:

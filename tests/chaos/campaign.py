@@ -72,6 +72,7 @@ class CampaignConfig:
     echo: Callable[[str], None] = print
     aimed: float = AIMED  # the share of participant faults aimed at a holder
     aims: tuple[str, ...] | None = None  # at the holders of these (default: all, see faults.AIMS)
+    kinds: tuple[str, ...] | None = None  # participant faults of these kinds only (default: all)
 
 
 @dataclass(slots=True)
@@ -552,6 +553,7 @@ def run_campaign(cfg: CampaignConfig) -> CampaignResult:
         session_timeout=cfg.session_timeout,
         aimed=cfg.aimed,
         aims=cfg.aims,
+        kinds=cfg.kinds,
     )
     ok = False
     try:

@@ -108,6 +108,7 @@ def plan(
     calm_spells: float = 0.1,
     aimed: float = AIMED,
     aims: tuple[str, ...] | None = None,
+    kinds: tuple[str, ...] | None = None,
 ) -> list[Fault]:
     """Every fault of a campaign of `seconds`, ordered by start time.
 
@@ -115,8 +116,12 @@ def plan(
     a lane are drawn uniformly from `participant_gap` / `ensemble_gap`; a
     fraction `calm_spells` of the participant lane's gaps last 6–10 s; a
     fraction `aimed` of the participant faults is aimed at a holder, of one
-    of `aims` (default: every one of `AIMS`).
+    of `aims` (default: every one of `AIMS`); `kinds` restricts the
+    participant lane to those kinds (default: all of `PARTICIPANT_KINDS`).
     """
+    lane_kinds = PARTICIPANT_KINDS if kinds is None else {k: PARTICIPANT_KINDS[k] for k in kinds}
+    if not lane_kinds:
+        raise ValueError(f"kinds must name some of {', '.join(PARTICIPANT_KINDS)}")
     weights = AIMS if aims is None else {a: AIMS[a] for a in aims}
     if not weights:
         raise ValueError(f"aims must name some of {', '.join(AIMS)}")
@@ -127,7 +132,7 @@ def plan(
     faults: list[Fault] = []
     at = rng.uniform(0.5, 2.0)
     while at < seconds:
-        kind = _pick(rng, PARTICIPANT_KINDS)
+        kind = _pick(rng, lane_kinds)
         target = rng.randrange(participants)
         hold = _hold(rng, kind, session_timeout)
         version = rng.choice(("1.0", "1.0", "1.1")) if kind == "kill" else None

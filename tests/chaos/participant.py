@@ -49,7 +49,9 @@ async def watch_stalls(ctx: Context) -> None:
 
     On a loaded machine a participant can miss its turn for longer than the
     margins of the recipes (SUSPENDED comes 1/3 of a session timeout before
-    the server expires the session); the checker treats a stall as a pause.
+    the server expires the session); the checker treats a stall as a freeze:
+    it excuses an overlap only during the stall and a third of the session
+    timeout after it.
     """
     tick = 0.05
     while True:

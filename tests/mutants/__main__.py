@@ -5,7 +5,8 @@ For each mutant of `tests.mutants.MUTANTS` (or those named), with
 
 - a short fault campaign (``--seconds``, default 30 s, one seed) whose
   participant faults are all aimed at the holders of the resource the mutant
-  breaks: caught if the checker reports a violation (which ones: "how");
+  breaks, and only of the kinds that can show its defect (`KINDS`): caught
+  if the checker reports a violation (which ones: "how");
 - the recipe's own tests (`Mutant.tests`, through ``pytest -p
   tests.mutants.plugin``): caught if one fails.
 
@@ -43,6 +44,13 @@ AIMS: dict[str, tuple[str, ...]] = {
     "cron_no_cas": ("cron",),
     "ack_before_run": ("job",),
     "lease_no_deadline": ("lock",),
+}
+# The participant faults that can show a mutant's defect (default: every kind).  A CAS-lock
+# holder's own deadline matters only when it is cut off for longer than its lease while its
+# session lives on; two cron leaders race only when a frozen one wakes up.
+KINDS: dict[str, tuple[str, ...]] = {
+    "lease_no_deadline": ("net_pause_long", "net_pause_short"),
+    "cron_no_cas": ("stop_short", "stop_long", "net_pause_long"),
 }
 
 
@@ -103,6 +111,7 @@ def campaign(name: str | None, args: argparse.Namespace, row: Row) -> None:
         calm=args.calm,
         aimed=1.0,
         aims=AIMS.get(name or "none"),
+        kinds=KINDS.get(name or "none"),
         echo=(lambda _: None) if args.quiet else print,
         directory=(args.dir / (name or "none")) if args.dir else None,
         keep=args.dir is not None,
