@@ -2,12 +2,19 @@
 
 - ``latch``: a leader latch on ``/latch``; while leading, fenced writes to
   resource ``latch`` with the term's token;
-- ``lock``: `cas_lock` on ``/lock`` over and over, holding it a random short
-  while and writing to resource ``lock``;
+- ``lock``: `cas_lock` on ``/lock`` (a 2 s lease, shorter than the session
+  timeout) over and over, holding it a random short while (one hold in
+  three lasts longer than the lease, so that it lives on renewals) and
+  writing to resource ``lock``;
+- ``mutex``: the queued `mutex` on ``/mutex`` over and over, the same way,
+  writing to resource ``mutex``;
 - ``once``: `once_per` on ``/once`` every 0.1–0.3 s; a run writes to
   resource ``once`` and is logged with its window;
 - ``tasks``: task leadership on ``/tasks`` for tasks t1..t3 (its version comes
   from the command line); each led task writes to resource ``task:<name>``;
+- ``cron``: a `Cron` worker on ``/cron`` with one job, ``tick``, every
+  second; each firing writes to resource ``cron`` with ``firing.token`` and
+  is logged with its scheduled time (``win``), so that a time run twice shows;
 - ``jobs``: a worker of the job scheduler on ``/jobs`` (whose handler logs
   each run) that also submits a job every 0.2–0.6 s while the orchestrator
   allows it, and awaits each result; the worker's assigner terms are logged
@@ -38,12 +45,15 @@ import anyio.lowlevel
 import aiocoord
 from aiocoord import (
     CoordError,
+    Cron,
+    Firing,
     JobFailed,
     LeadershipLost,
     LockLost,
     Worker,
     cas_lock,
     leader_latch,
+    mutex,
     once_per,
     task_leadership,
 )
@@ -53,10 +63,13 @@ from .records import Writer
 from .store import StoreClient
 
 __all__ = (
+    "CRON_ROOT",
     "JOBS_ROOT",
     "LATCH",
     "LEASE",
     "LOCK",
+    "LOCK_LEASE",
+    "MUTEX",
     "NAMESPACE",
     "ONCE",
     "ONCE_INTERVAL",
@@ -71,15 +84,22 @@ __all__ = (
 NAMESPACE = "/chaos"
 LATCH = "/latch"
 LOCK = "/lock"
+MUTEX = "/mutex"
+CRON_ROOT = "/cron"
+CRON_EVERY = 1.0  # the cron job's interval (s)
 ONCE = "/once"
 TASKS_ROOT = "/tasks"
 TASKS = ("t1", "t2", "t3")
 JOBS_ROOT = "/jobs"
-LEASE = 3.0  # CAS lock and once_per lease (s)
-SKEW = 0.5  # their clock-skew allowance (s)
+LEASE = 3.0  # once_per lease (s)
+SKEW = 0.5  # its clock-skew allowance, and the CAS lock's (s)
+# The CAS lock's lease: shorter than the session timeout (3 s), so that a holder cut off
+# must stop at its own lease deadline, before LOST would stop it: the lease, not the
+# session, is what keeps two holders apart.
+LOCK_LEASE = 2.0
 ONCE_INTERVAL = 1.0  # once_per window (s)
 STALL = 0.3  # a participant that runs nothing for this long logs a stall (s)
-ROLES = ("latch", "lock", "once", "tasks", "jobs")
+ROLES = ("latch", "lock", "mutex", "once", "tasks", "cron", "jobs")
 
 Body = Callable[[], Awaitable[None]]
 
@@ -185,13 +205,53 @@ async def lock_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
 
     async def body() -> None:
         try:
-            async with cas_lock(coord, LOCK, owner=owner, lease=LEASE, skew=SKEW) as lock:
-                await ctx.hold("lock", "lock", lock.token, rng, duration=rng.uniform(0.2, 1.2))
+            async with cas_lock(coord, LOCK, owner=owner, lease=LOCK_LEASE, skew=SKEW) as lock:
+                await ctx.hold("lock", "lock", lock.token, rng, duration=hold_time(rng))
         except LockLost:
             pass
         await anyio.sleep(rng.uniform(0.05, 0.4))
 
     await forever(ctx, "lock", body)
+
+
+def hold_time(rng: random.Random) -> float:
+    """How long a lock or mutex holder keeps it: mostly short, one hold in three past the
+    lock's lease (so that it lives on renewals)."""
+    return rng.uniform(0.2, 1.2) if rng.random() < 2 / 3 else rng.uniform(LOCK_LEASE, 6.0)
+
+
+async def mutex_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("mutex")
+    pid = f"{ctx.name}.{ctx.inc}"
+
+    async def body() -> None:
+        try:
+            async with mutex(coord, MUTEX, participant_id=pid) as held:
+                await ctx.hold("mutex", "mutex", held.token, rng, duration=hold_time(rng))
+        except LockLost:
+            pass
+        await anyio.sleep(rng.uniform(0.05, 0.4))
+
+    await forever(ctx, "mutex", body)
+
+
+async def cron_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("cron")
+    worker = Worker(version=ctx.version, id=f"{ctx.name}.{ctx.inc}")
+
+    async def body() -> None:
+        cron = Cron(coord, CRON_ROOT, worker=worker, grace=10.0, settle=0.3)
+
+        @cron.job(every=CRON_EVERY, name="tick")
+        async def tick(firing: Firing) -> None:
+            at = firing.scheduled_at.timestamp()
+            duration = rng.uniform(0.05, 0.3)
+            await ctx.hold("cron", "cron", firing.token, rng, duration=duration, win=at)
+
+        async with cron:
+            await anyio.sleep_forever()
+
+    await forever(ctx, "cron", body)
 
 
 async def once_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
@@ -303,7 +363,7 @@ async def jobs_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
 
     @sched.job("work")
     async def work(tag: str, ms: int) -> str:
-        ctx.log.emit("run", tag=tag)
+        ctx.log.emit("run", tag=tag, ms=ms)
         await anyio.sleep(ms / 1000)
         return tag
 
@@ -350,6 +410,8 @@ async def jobs_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
 ROLE_FUNCS: dict[str, Callable[[aiocoord.Coordinator, Context], Coroutine[Any, Any, None]]] = {
     "latch": latch_role,
     "lock": lock_role,
+    "mutex": mutex_role,
+    "cron": cron_role,
     "once": once_role,
     "tasks": tasks_role,
     "jobs": jobs_role,
