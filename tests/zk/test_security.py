@@ -182,7 +182,7 @@ async def test_inspect_shows_a_private_node_as_unreadable(
             info = await inspect_path(anonymous, "/app")
             shown = {child["path"]: child for child in info["children"]}
             assert shown["/app/open"]["data"] == "hello"
-            assert "not readable" in shown["/app/private"]["error"]
-            assert "private  [node] unreadable: not readable" in "\n".join(render(info))
+            assert shown["/app/private"]["error"].startswith("no access")
+            assert "private  [node] no access: with these credentials" in "\n".join(render(info))
             with pytest.raises(NoAuthError):
                 await inspect_path(anonymous, "/app/private")
