@@ -5,7 +5,10 @@ client sends a ``GetSASLRequest`` carrying its token, the server answers a
 ``SetSASLResponse`` carrying its challenge, until the mechanism is complete
 (``ZooKeeperSaslClient`` in the Java client, ``_authenticate_with_sasl`` in
 kazoo).  The mechanism itself (DIGEST-MD5, GSSAPI) is pure-sasl's, the
-library kazoo uses, not crypto of ours.  A server that refuses the login
+library kazoo uses, not crypto of ours; its GSSAPI runs on the ``kerberos``
+package (the ``sasl`` extra).  DIGEST-MD5 names the server ``zk-sasl-md5``
+whatever its host, as ZooKeeper does; GSSAPI asks for the ticket of
+``<service>/<host connected to>``.  A server that refuses the login
 answers with AUTHFAILED (or "SASL required") and closes the connection:
 that is `AuthFailedError`, naming the mechanism, the user and the server,
 never the password.  The exchange is bounded by the connection's read
@@ -21,6 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
 
 from ..errors import AuthFailedError
 from . import _replies, _wire
@@ -89,7 +95,8 @@ async def authenticate(conn: Connection, login: SaslLogin) -> None:
     """Log `conn` in with `login`; returns once the mechanism is complete.
 
     Blocks for a few round trips, each bounded by the connection's read
-    timeout (its reader must be running).  Raises `AuthFailedError` when the
+    timeout (its reader must be running); GSSAPI's calls to the KDC run in a
+    worker thread (a cancellation waits for the one under way).  Raises `AuthFailedError` when the
     server refuses the login or the mechanism fails (naming the mechanism, the
     user and the server), `ConnectionLostError` when the connection drops
     meanwhile.  Cancelled, the connection is left half logged in: its caller
@@ -98,12 +105,20 @@ async def authenticate(conn: Connection, login: SaslLogin) -> None:
     host, port = conn.address
     where = f"{host}:{port}"
     what = f"SASL {login.mechanism} login{login.who} to {where}"
-    client = _mechanism(login, host, what)
+    # GSSAPI talks to the KDC (blocking network calls): in a worker thread, not the loop.
+    blocking = login.mechanism == "GSSAPI"
+    if blocking:
+        client = await anyio.to_thread.run_sync(_mechanism, login, host, what)
+    else:
+        client = _mechanism(login, host, what)
     try:
         challenge: bytes | None = None
         for _ in range(_MAX_ROUNDS):
             try:
-                token = client.process(challenge)
+                if blocking:
+                    token = await anyio.to_thread.run_sync(client.process, challenge)
+                else:
+                    token = client.process(challenge)
             except Exception as exc:
                 # pure-sasl's errors say what went wrong (a server that failed to prove
                 # itself, a Kerberos error) and never hold the password.
