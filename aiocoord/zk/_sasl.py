@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from ..settings import Settings
 
-__all__ = ("DIGEST_HOST", "SaslLogin", "authenticate", "probe_required")
+__all__ = ("DIGEST_HOST", "LocalSaslError", "SaslLogin", "authenticate", "probe_required")
 
 DIGEST_HOST = "zk-sasl-md5"
 """The server name ZooKeeper's DIGEST-MD5 uses whatever its host (``SecurityUtils``)."""
@@ -45,6 +45,11 @@ DIGEST_HOST = "zk-sasl-md5"
 _MAX_ROUNDS = 16  # DIGEST-MD5 takes 3, GSSAPI 4: more is a server that never completes
 _AUTH_FAILED = -115
 _SASL_REQUIRED = -124  # SESSIONCLOSEDREQUIRESASLAUTH
+
+
+class LocalSaslError(AuthFailedError):
+    """The login failed on the client's side (a Kerberos error such as a KDC out of reach,
+    an expired ticket, no key in the keytab), not by the server's refusal."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +93,7 @@ def _mechanism(login: SaslLogin, host: str, what: str) -> Any:
             host, service=login.service, mechanism=login.mechanism, **props
         )
     except Exception as exc:  # a Kerberos error, say; pure-sasl's messages hold no secret
-        raise AuthFailedError(f"{what} cannot start: {type(exc).__name__}: {exc}") from None
+        raise LocalSaslError(f"{what} cannot start: {type(exc).__name__}: {exc}") from None
 
 
 async def authenticate(conn: Connection, login: SaslLogin) -> None:
@@ -122,7 +127,10 @@ async def authenticate(conn: Connection, login: SaslLogin) -> None:
             except Exception as exc:
                 # pure-sasl's errors say what went wrong (a server that failed to prove
                 # itself, a Kerberos error) and never hold the password.
-                raise AuthFailedError(f"{what} failed: {type(exc).__name__}: {exc}") from None
+                # Kerberos errors are local (a KDC out of reach, an expired ticket);
+                # DIGEST-MD5 fails here only for a server that did not prove itself.
+                failure = LocalSaslError if blocking else AuthFailedError
+                raise failure(f"{what} failed: {type(exc).__name__}: {exc}") from None
             if client.complete and not token:
                 return
             pending = conn.submit(_wire.sasl_request(token or b""), parse=_replies.parse_sasl)
@@ -138,6 +146,13 @@ async def authenticate(conn: Connection, login: SaslLogin) -> None:
             challenge = value if isinstance(value, bytes) else b""
             if client.complete:
                 return
+            if not challenge:
+                # A server without a SASL login of its own (no JAAS "Server" section)
+                # answers OK with no challenge, and the mechanism cannot go on.
+                raise AuthFailedError(
+                    f"{what} failed: the server sent no challenge (is SASL set up on it: "
+                    "the SASL authProvider and a JAAS 'Server' section?)"
+                )
         raise AuthFailedError(
             f"{what} did not complete in {_MAX_ROUNDS} rounds (is SASL enabled on the server?)"
         )

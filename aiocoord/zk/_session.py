@@ -46,7 +46,7 @@ from ._chores import Chores
 from ._connection import Connection
 from ._priming import close_session, prime
 from ._replies import parse_watch_event
-from ._sasl import SaslLogin
+from ._sasl import LocalSaslError, SaslLogin
 from ._timing import Deadline, SessionTiming
 from ._watches import WatchRegistry
 from .paths import add_chroot, strip_chroot
@@ -320,6 +320,19 @@ class ZkSession:
     async def _prime(self, conn: Connection, new_session: bool) -> None:
         """Before anything else on a new connection: SASL, auth, watches, namespace."""
         namespace = self.chroot if new_session or not self._namespace_ready else None
+        try:
+            await self._prime_now(conn, new_session, namespace)
+        except LocalSaslError as exc:
+            if self._machine.state is None:
+                raise  # connect() fails with it: the credentials never worked
+            # Once logged in before, a failure on our side of Kerberos (a KDC out of
+            # reach, say) is not the server's refusal: try again, like a lost connection.
+            log.warning("SASL login failed, retrying: %s", exc)
+            raise ConnectionLostError(str(exc)) from exc
+        if self.chroot:
+            self._namespace_ready = True
+
+    async def _prime_now(self, conn: Connection, new_session: bool, namespace: str | None) -> None:
         await prime(
             conn,
             sasl=self._sasl,
@@ -332,8 +345,6 @@ class ZkSession:
             namespace=namespace,
             acl=self.acls.for_path,
         )
-        if self.chroot:
-            self._namespace_ready = True
 
     def remember_auth(self, scheme: str, credentials: bytes) -> None:
         """Send (`scheme`, `credentials`) on every later connection too (accepted by the server)."""

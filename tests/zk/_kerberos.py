@@ -80,6 +80,13 @@ class KerberosRealm:
             raise RuntimeError(f"{' '.join(args)} failed: {done.stderr.strip()}")
 
     def start(self) -> KerberosRealm:
+        """Make the realm (the first time) and run its KDC; returns once it listens."""
+        if not (self.directory / "stash").exists():
+            self._create()
+        self._spawn()
+        return self
+
+    def _create(self) -> None:
         d = self.directory
         self.krb5_conf.write_text(
             "[libdefaults]\n"
@@ -114,9 +121,11 @@ class KerberosRealm:
         )
         (d / "kadm5.acl").write_text("")
         self._run("kdb5_util", "create", "-s", "-r", REALM, "-P", "throwaway-master-key")
+
+    def _spawn(self) -> None:
         tool = _tool("krb5kdc")
         assert tool is not None
-        with self._log.open("wb") as out:
+        with self._log.open("ab") as out:
             self._proc = subprocess.Popen(
                 [tool, "-n", "-r", REALM],
                 env={**os.environ, **self.env},
@@ -131,7 +140,7 @@ class KerberosRealm:
                 raise RuntimeError(f"krb5kdc exited: {self._log.read_text(errors='replace')}")
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return self
+                return
             except OSError:
                 if time.monotonic() > deadline:
                     self.stop()
@@ -145,6 +154,7 @@ class KerberosRealm:
         return f"{name}@{REALM}"
 
     def stop(self) -> None:
+        """Kill the KDC (by its own process handle); `start` runs it again on the same port."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             proc.kill()

@@ -186,3 +186,11 @@ async def test_sasl_settings_from_the_environment(
         async with aiocoord.connect(settings) as coord:
             assert ("sasl", "bob") in await coord.client.whoami()
             assert BOB_PASSWORD not in repr(coord)
+
+
+async def test_sasl_against_a_server_without_sasl_fails_clearly(zk_server: ZooKeeperServer) -> None:
+    with anyio.fail_after(20), pytest.raises(AuthFailedError, match="no challenge") as info:
+        async with aiocoord.connect(zk_server.connect_string, **login("alice", ALICE_PASSWORD)):
+            pass
+    assert "SASL DIGEST-MD5 login as 'alice'" in str(info.value)
+    assert ALICE_PASSWORD not in str(info.value)

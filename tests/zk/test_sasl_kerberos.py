@@ -14,9 +14,10 @@ import anyio
 import pytest
 
 import aiocoord
-from aiocoord import AuthFailedError, NoAuthError
-from aiocoord.testing import ZooKeeperServer
+from aiocoord import AuthFailedError, ConnectionState, NoAuthError
+from aiocoord.testing import FaultProxy, ZooKeeperServer
 from aiocoord.zk import ACL
+from tests.helpers import recording
 
 from ._kerberos import REALM, KerberosRealm, missing
 
@@ -141,3 +142,38 @@ async def test_the_sasl_scheme_guards_nodes_between_principals(
             assert ("sasl", "stranger") in await stranger.client.whoami()
             with pytest.raises(NoAuthError):
                 await stranger.client.get("/private")
+
+
+async def test_a_kdc_out_of_reach_after_the_first_login_is_retried(
+    kerberized: tuple[ZooKeeperServer, Path, Path],
+    kerberos_env: pytest.MonkeyPatch,
+    realm: KerberosRealm,
+    zk_chroot: str,
+    tmp_path: Path,
+) -> None:
+    """Not the server's refusal: the client tries again instead of giving up for good."""
+    server, keytab, _ = kerberized
+    kerberos_env.setenv("KRB5_CLIENT_KTNAME", str(keytab))
+    with FaultProxy(*server.address) as proxy, anyio.fail_after(60):
+        async with aiocoord.connect(
+            f"localhost:{proxy.port}",
+            namespace=zk_chroot,
+            sasl_mechanism="GSSAPI",
+            sasl_username=f"app@{REALM}",
+            session_timeout=10.0,
+        ) as coord:
+            sid = coord.session_id
+            realm.stop()
+            (tmp_path / "ccache").unlink()  # no ticket left: the next login needs the KDC
+            try:
+                async with recording(coord) as rec:
+                    proxy.cut()
+                    await rec.wait_for(ConnectionState.SUSPENDED)
+                    await anyio.sleep(1.5)  # logins fail meanwhile, on our side
+                    assert coord.state is ConnectionState.SUSPENDED
+            finally:
+                realm.start()
+            async with recording(coord) as rec:
+                await rec.wait_for(ConnectionState.RECONNECTED, timeout=20)
+            assert coord.session_id == sid
+            assert ("sasl", "app") in await coord.client.whoami()
