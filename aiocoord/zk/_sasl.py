@@ -101,10 +101,11 @@ async def authenticate(conn: Connection, login: SaslLogin) -> None:
 
     Blocks for a few round trips, each bounded by the connection's read
     timeout (its reader must be running); GSSAPI's calls to the KDC run in a
-    worker thread (a cancellation waits for the one under way).  Raises `AuthFailedError` when the
-    server refuses the login or the mechanism fails (naming the mechanism, the
-    user and the server), `ConnectionLostError` when the connection drops
-    meanwhile.  Cancelled, the connection is left half logged in: its caller
+    worker thread (a cancellation waits for the one under way).  Raises
+    `AuthFailedError` when the server refuses the login or the mechanism fails
+    (naming the mechanism, the user and the server; `LocalSaslError` for a
+    Kerberos failure on the client's side), `ConnectionLostError` when the
+    connection drops meanwhile.  Cancelled, the connection is left half logged in: its caller
     drops it.
     """
     host, port = conn.address
@@ -125,8 +126,7 @@ async def authenticate(conn: Connection, login: SaslLogin) -> None:
                 else:
                     token = client.process(challenge)
             except Exception as exc:
-                # pure-sasl's errors say what went wrong (a server that failed to prove
-                # itself, a Kerberos error) and never hold the password.
+                # pure-sasl's errors say what went wrong and never hold the password.
                 # Kerberos errors are local (a KDC out of reach, an expired ticket);
                 # DIGEST-MD5 fails here only for a server that did not prove itself.
                 failure = LocalSaslError if blocking else AuthFailedError
@@ -136,10 +136,12 @@ async def authenticate(conn: Connection, login: SaslLogin) -> None:
             pending = conn.submit(_wire.sasl_request(token or b""), parse=_replies.parse_sasl)
             err, _, _ = await wait_reply(pending)
             if err in (_AUTH_FAILED, _SASL_REQUIRED):
-                raise AuthFailedError(
-                    f"{what} refused by the server (wrong user name or password, or a user "
-                    "the server does not know)"
+                why = (
+                    "wrong user name or password, or a user the server does not know"
+                    if login.mechanism == "DIGEST-MD5"
+                    else "a principal the server does not accept"
                 )
+                raise AuthFailedError(f"{what} refused by the server ({why})")
             if err:
                 raise AuthFailedError(f"{what} failed: the server answered error {err}")
             value = pending.value
