@@ -6,8 +6,8 @@ gives every timer.  Differences from aiozk that matter (see shared notes): every
 connect attempt has its own deadline and moves on to the next host; silence for
 the read timeout drops the connection (SUSPENDED); a SUSPENDED connection
 becomes LOST once `lost_after` has passed since the server was last heard
-from; after LOST a new session is opened by itself; auth is replayed and every
-watch restored (`_priming`) before any queued request is sent.
+from; after LOST a new session is opened by itself; the SASL login is made,
+auth replayed and every watch restored (`_priming`) before any queued request is sent.
 
 It is the one owner of the session's state (connection state, ids, timers,
 watches, the current connection).  Its owner (the `Coordinator`) runs and
@@ -41,10 +41,12 @@ from ..errors import (
     ZooKeeperError,
 )
 from . import _wire
+from ._acl import AclChoice, AclProvider
 from ._chores import Chores
 from ._connection import Connection
 from ._priming import close_session, prime
 from ._replies import parse_watch_event
+from ._sasl import LocalSaslError, SaslLogin
 from ._timing import Deadline, SessionTiming
 from ._watches import WatchRegistry
 from .paths import add_chroot, strip_chroot
@@ -80,7 +82,7 @@ class ZkSession:
     module docstring for who else uses it.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, acl_provider: AclProvider | None = None) -> None:
         self.settings = settings
         self.chroot = settings.chroot
         self._addresses = list(settings.addresses)
@@ -114,13 +116,19 @@ class ZkSession:
         self._started = False
         self._started_at = 0.0
         self._ssl = settings.ssl_context()
+        self._sasl = SaslLogin.from_settings(settings)
+        # The identities sent on every connection: the settings' digest, then add_auth's.
+        self._auth: list[tuple[str, bytes]] = []
+        if settings.auth is not None:
+            self._auth.append(("digest", settings.auth.get_secret_value().encode()))
         # With credentials, nodes belong to the identities that made them (others may
         # read them only with world_readable); without, ZooKeeper's open default.
         self.default_acl: tuple[ACL, ...] = (
             OPEN_ACL_UNSAFE
-            if settings.auth is None
+            if settings.auth is None and self._sasl is None
             else CREATOR_ALL_ACL + (READ_ACL_UNSAFE if settings.world_readable else ())
         )
+        self.acls = AclChoice(self.default_acl, acl_provider)  # what each create gets
 
     # --- state ------------------------------------------------------------------------------
 
@@ -310,19 +318,38 @@ class ZkSession:
         scope.cancel()
 
     async def _prime(self, conn: Connection, new_session: bool) -> None:
-        """Before anything else on a new connection: auth, watches, namespace."""
+        """Before anything else on a new connection: SASL, auth, watches, namespace."""
         namespace = self.chroot if new_session or not self._namespace_ready else None
+        try:
+            await self._prime_now(conn, new_session, namespace)
+        except LocalSaslError as exc:
+            if self._machine.state is None:
+                raise  # connect() fails with it: the credentials never worked
+            # Once logged in before, a failure on our side of Kerberos (a KDC out of
+            # reach, say) is not the server's refusal: try again, like a lost connection.
+            log.warning("SASL login failed, retrying: %s", exc)
+            raise ConnectionLostError(str(exc)) from exc
+        if self.chroot:
+            self._namespace_ready = True
+
+    async def _prime_now(self, conn: Connection, new_session: bool, namespace: str | None) -> None:
         await prime(
             conn,
-            auth=None if self.settings.auth is None else self.settings.auth.get_secret_value(),
+            sasl=self._sasl,
+            # Once a session was usable without SASL, the server does not require it.
+            probe_sasl=self._machine.state is None,
+            auth=list(self._auth),
             watches=self.watches,
             new_session=new_session,
             last_zxid=self._last_zxid,
             namespace=namespace,
-            acl=self.default_acl,
+            acl=self.acls.for_path,
         )
-        if self.chroot:
-            self._namespace_ready = True
+
+    def remember_auth(self, scheme: str, credentials: bytes) -> None:
+        """Send (`scheme`, `credentials`) on every later connection too (accepted by the server)."""
+        if (scheme, credentials) not in self._auth:
+            self._auth.append((scheme, credentials))
 
     async def _discard(self, conn: Connection) -> None:
         async with anyio.create_task_group() as tg:
