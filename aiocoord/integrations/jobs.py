@@ -34,7 +34,8 @@ Routes, under the prefix:
 The scheduler's coordinator must be running while requests come: pass it to
 `lifespan` (``lifespan(coord)``), which connects it on startup.  A process
 that only submits needs no ``sched.worker()``.  Every route answers 503 with
-``Retry-After`` while ZooKeeper cannot be reached.
+``Retry-After`` while ZooKeeper cannot be reached: at once while the session
+is known to be SUSPENDED or LOST, else when a request times out.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from ..errors import (
     NoNodeError,
 )
 from ..scheduler import JobInfo, JobStatus, Scheduler
+from ..zk.states import ConnectionState
 from ._job_models import (
     Cancelled,
     JobError,
@@ -190,6 +192,7 @@ async def _submit(
 ) -> JSONResponse:
     if delay is not None and run_at is not None:
         raise _invalid(["query", "delay"], "give delay or run_at, not both")
+    _check_near(sched)
     when: dict[str, Any] = {}
     if delay is not None:
         when["delay"] = delay
@@ -219,6 +222,20 @@ def _where(message: str) -> list[str]:
 
 def _invalid(loc: list[str], message: str) -> HTTPException:
     return HTTPException(422, [{"loc": loc, "msg": message, "type": "value_error"}])
+
+
+_AWAY = (ConnectionState.SUSPENDED, ConnectionState.LOST)
+
+
+def _check_near(sched: Scheduler) -> None:
+    """503 at once while the session is known to be away, rather than after a request timeout."""
+    state = sched.coordinator.state
+    if state is not None and state in _AWAY:
+        raise HTTPException(
+            503,
+            f"ZooKeeper is not reachable: the session is {state.value}",
+            headers={"Retry-After": RETRY_AFTER},
+        )
 
 
 async def _call(request: Awaitable[T]) -> T:
@@ -310,7 +327,7 @@ def _add_routes(router: APIRouter, sched: Scheduler, max_wait: float) -> None:
 
     @router.delete("/{job_id}", response_model=Cancelled, summary="Cancel a job")
     async def cancel(job_id: str) -> Cancelled:
-        status = await _lookup(job_id, sched.cancel)
+        status = await _lookup(sched, job_id, sched.cancel)
         return Cancelled(id=job_id, status=status.value)
 
     @router.get("", response_model=JobPage, summary="List jobs, a page at a time")
@@ -319,6 +336,7 @@ def _add_routes(router: APIRouter, sched: Scheduler, max_wait: float) -> None:
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
         after: Annotated[str | None, Query(description="the `next` of the previous page")] = None,
     ) -> JobPage:
+        _check_near(sched)
         found: list[JobView] = []
 
         async def collect() -> None:
@@ -340,10 +358,11 @@ def _failed(job_id: str, status: str, type_: str, message: str) -> JSONResponse:
 
 
 async def _info(sched: Scheduler, job_id: str) -> JobInfo:
-    return await _lookup(job_id, sched.info)
+    return await _lookup(sched, job_id, sched.info)
 
 
-async def _lookup(job_id: str, call: Callable[[str], Awaitable[T]]) -> T:
+async def _lookup(sched: Scheduler, job_id: str, call: Callable[[str], Awaitable[T]]) -> T:
+    _check_near(sched)
     try:
         return await _call(call(job_id))
     except NoNodeError:

@@ -138,6 +138,11 @@ class Scheduler:
         return self._layout.root
 
     @property
+    def coordinator(self) -> Coordinator:
+        """The coordinator this scheduler works through (its state says whether ZooKeeper is near)."""
+        return self._coord
+
+    @property
     def strategy(self) -> Strategy:
         return self._strategy
 

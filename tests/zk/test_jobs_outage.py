@@ -8,6 +8,7 @@ generous margins.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -99,3 +100,26 @@ async def test_listing_while_zookeeper_is_away_raises_connection_lost_not_a_grou
                 answer = await app.http.get(f"/jobs{query}")
                 assert answer.status_code == 503, (query, answer.text)
                 assert answer.headers["retry-after"] == "1"
+
+
+async def test_every_jobs_route_answers_503_at_once_while_the_session_is_away(
+    door: Door, zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """Each route waited the whole request timeout before its 503, though SUSPENDED was known."""
+    with anyio.fail_after(60):
+        async with cut_off(door, zk_server, zk_chroot) as app:
+            for method, url in [
+                ("POST", "/jobs/add"),
+                ("GET", f"/jobs/{app.job_id}"),
+                ("GET", f"/jobs/{app.job_id}/result?wait=5"),
+                ("DELETE", f"/jobs/{app.job_id}"),
+                ("GET", "/jobs"),
+            ]:
+                body = {"a": 1} if method == "POST" else None
+                started = time.monotonic()
+                answer = await app.http.request(method, url, json=body)
+                took = time.monotonic() - started
+                assert answer.status_code == 503, (method, url, answer.text)
+                assert took < 0.5, (method, url, took)
+                assert answer.headers["retry-after"] == "1"
+                assert "SUSPENDED" in answer.json()["detail"]
