@@ -38,6 +38,7 @@ from ..errors import (
 from . import _wire
 from ._chores import Chores
 from ._connection import Connection
+from ._framing import NotZooKeeper
 from ._priming import close_session, prime
 from ._replies import parse_watch_event
 from ._sending import Sender
@@ -83,6 +84,7 @@ class ZkSession:
         if settings.randomize_hosts:  # spread clients over the ensemble, as the Java client does
             random.shuffle(self._addresses)
         self._next_host = 0
+        self._foreign: set[tuple[str, int]] = set()  # hosts that answered, but not as ZooKeeper
         self._machine = ConnectionMachine()
         self.watches = WatchRegistry()  # every live watch, restored after a reconnect
         self._conn: Connection | None = None
@@ -200,6 +202,8 @@ class ZkSession:
         """Connect to the next host and serve it; True if stable (no backoff before the next)."""
         address = self._addresses[self._next_host % len(self._addresses)]
         self._next_host += 1
+        if address in self._foreign:
+            return False  # not ZooKeeper: tried once, not again
         attempt_id, attempt_pw = self._session_id, self._password
         try:
             conn = await Connection.open(
@@ -222,6 +226,17 @@ class ZkSession:
             # Our session is gone: the next attempt opens a new one, at once.  Only a
             # server that answers "expired" to a new session counts as failing.
             return attempt_id != 0
+        except NotZooKeeper as exc:
+            self.last_error = exc
+            self._foreign.add(address)
+            if self._foreign.issuperset(self._addresses):
+                log.error("cannot connect: %s; no ZooKeeper host left to try", exc)
+                self._fatal = exc  # connect() fails now: retrying cannot help
+                self._changed.set()
+                self._changed = anyio.Event()
+            else:
+                log.error("%s: not tried again", exc)
+            return False
         except ConnectionLostError as exc:
             self.last_error = exc
             # Before the first session, a refused attempt past the first second is
