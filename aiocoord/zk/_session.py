@@ -372,7 +372,9 @@ class ZkSession:
                 # lost its data (replaced, restored) refuses a client that "has seen" more.
                 self._last_zxid = 0
                 self.watches.session_lost()
-            log.info(
+            # LOST is what an operator must see with default logging; the rest is INFO.
+            log.log(
+                logging.WARNING if event.state is ConnectionState.LOST else logging.INFO,
                 "connection %s (session 0x%x%s)",
                 event.state.value,
                 event.session_id or 0,
