@@ -41,6 +41,7 @@ from ._connection import Connection
 from ._framing import NotZooKeeper
 from ._priming import close_session, prime
 from ._replies import parse_watch_event
+from ._retry_log import RETRY_RECORD, RetryLog
 from ._sending import Sender
 from ._timing import SessionTiming
 from ._watches import WatchRegistry
@@ -84,6 +85,7 @@ class ZkSession:
         if settings.randomize_hosts:  # spread clients over the ensemble, as the Java client does
             random.shuffle(self._addresses)
         self._next_host = 0
+        self._retry_log = RetryLog()  # one line per outage, not one per attempt
         self._foreign: set[tuple[str, int]] = set()  # hosts that answered, but not as ZooKeeper
         self._machine = ConnectionMachine()
         self.watches = WatchRegistry()  # every live watch, restored after a reconnect
@@ -230,7 +232,11 @@ class ZkSession:
             self.last_error = exc
             self._foreign.add(address)
             if self._foreign.issuperset(self._addresses):
-                log.error("cannot connect: %s; no ZooKeeper host left to try", exc)
+                log.error(
+                    "cannot connect: %s; no ZooKeeper host left to try",
+                    exc,
+                    extra={RETRY_RECORD: True},  # connect() raises it: the CLI says it once
+                )
                 self._fatal = exc  # connect() fails now: retrying cannot help
                 self._changed.set()
                 self._changed = anyio.Event()
@@ -239,13 +245,11 @@ class ZkSession:
             return False
         except ConnectionLostError as exc:
             self.last_error = exc
-            # Before the first session, a refused attempt past the first second is
-            # worth a WARNING each (nothing may be listening); later ones are routine.
-            first = self._machine.state is None
-            late = time.monotonic() - self._started_at >= 1.0
-            level = logging.WARNING if first and late else logging.DEBUG
-            log.log(level, "connect attempt failed: %s (retrying)", exc)
+            self._retry_log.failed(
+                exc, first_session=self._machine.state is None, started_at=self._started_at
+            )
             return False
+        self._retry_log.connected(address)
         if attempt_id and attempt_id != self._session_id:
             # The session was declared LOST while this attempt ran: end it on the
             # server rather than revive it, so its ephemerals go now.

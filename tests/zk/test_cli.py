@@ -413,3 +413,13 @@ def test_bench_prints_one_table(tmp_path: Path) -> None:
     for row in ("getData round trip", "getData pipelined", "lock acquire+", "leader hand-off"):
         line = next(line for line in table.splitlines() if line.startswith(row))
         assert line.count("x") >= 2 and "error" not in line, line
+
+
+def test_unreachable_server_past_the_first_second_is_still_one_line() -> None:
+    """With ZooKeeper down, ``inspect /`` printed a "connect attempt failed" line per attempt."""
+    [port] = free_ports(1)
+    done = aiocoord_cmd("inspect", "/", "--hosts", f"127.0.0.1:{port}", "--timeout", "3")
+    assert done.returncode == 1
+    assert one_line_error(done).startswith(
+        f"aiocoord inspect: cannot reach ZooKeeper at 127.0.0.1:{port} within 3s"
+    )
