@@ -89,7 +89,7 @@ from ._records import (
 from ._status import JobInfo, JobStatus
 from ._strategies import Strategy, strategy_from
 from ._submit import prepare_job, write_job
-from ._worker import JobWorker
+from ._worker import DRAIN_TIMEOUT, JobWorker
 
 __all__ = ("JobStatus", "Scheduler")
 
@@ -223,7 +223,11 @@ class Scheduler:
         return register
 
     def worker(
-        self, capacity: int = 8, *, worker_id: str | None = None, drain_timeout: float = 30.0
+        self,
+        capacity: int = 8,
+        *,
+        worker_id: str | None = None,
+        drain_timeout: float = DRAIN_TIMEOUT,
     ) -> JobWorker:
         """This process as a worker: ``async with sched.worker(capacity=8):`` (see `JobWorker`).
 
@@ -231,8 +235,10 @@ class Scheduler:
         ``await w.aclose()``, from any task.
 
         `worker_id` names it (default: host, pid and a random suffix; the node
-        name adds the session id); `drain_timeout` bounds how long leaving
-        waits for running jobs before handing them back.
+        name adds the session id); `drain_timeout` (default 20 s) bounds how
+        long leaving waits for running jobs before handing them back: keep it
+        below the time the process is given to stop (Kubernetes'
+        ``terminationGracePeriodSeconds``, 30 s by default).
         """
         return JobWorker(
             self._coord,
