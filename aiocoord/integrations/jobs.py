@@ -40,8 +40,9 @@ is known to be SUSPENDED or LOST, else when a request times out.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
@@ -49,7 +50,9 @@ from urllib.parse import quote
 import anyio
 import pydantic
 from fastapi import APIRouter, Body, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 
 from ..errors import (
     ConnectionLostError,
@@ -80,6 +83,7 @@ MAX_WAIT = 60.0  # seconds: a long-poll is bounded so that proxies and clients d
 MAX_LIMIT = 1000
 RETRY_AFTER = "1"
 READ_BOUND = 10.0  # seconds to read a result already there (the request timeout bounds it too)
+MAX_ECHO = 200  # characters of a refused value a 422 shows back (a 20 MB body is not echoed)
 
 T = TypeVar("T")
 
@@ -112,12 +116,43 @@ def jobs_router(
         raise ValueError(f"prefix must start with '/' and not end with it, not {prefix!r}")
     if isinstance(tags, str):
         raise TypeError("tags must be a sequence of tags, not a single string")
-    router = APIRouter(prefix=prefix, tags=list(tags))
+    router = APIRouter(prefix=prefix, tags=list(tags), route_class=_CappedEcho)
     taken: set[str] = set()
     for name in sched.job_names:
         _add_submit(router, sched, name, sched.handler(name), taken)
     _add_routes(router, sched, float(max_wait))
     return router
+
+
+class _CappedEcho(APIRoute):
+    """A route whose 422 shows at most `MAX_ECHO` characters of each refused input.
+
+    FastAPI's 422 echoes the whole input of each error: a 20 MB payload of the
+    wrong shape would come back whole.  The field, message and type stay.
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def capped(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                raise RequestValidationError([_capped(e) for e in exc.errors()]) from None
+
+        return capped
+
+
+def _capped(error: Any) -> Any:
+    if not isinstance(error, dict) or "input" not in error:
+        return error
+    try:
+        text = json.dumps(error["input"], default=str)
+    except (TypeError, ValueError):
+        text = repr(error["input"])
+    if len(text) <= MAX_ECHO:
+        return error
+    return {**error, "input": f"{text[:MAX_ECHO]}... ({len(text)} characters, cut)"}
 
 
 # --- submit ------------------------------------------------------------------------------------
