@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..settings import Settings
+from ._port_holder import port_holder
 from ._zk_state import (
     DEFAULT_PORT,
     DIR_VARIABLE,
@@ -153,7 +154,9 @@ def start_server(
         if not 0 < port < 65536:
             raise UserError(f"--port {port} is out of range")
         if not _port_free(port):
-            raise UserError(f"port {port} on 127.0.0.1 is already in use")
+            holder = port_holder(port)
+            by = f" by {holder}" if holder else ""
+            raise UserError(f"port {port} on 127.0.0.1 is already in use{by}")
         return _launch(directory, cp, port, timeout)
     # No port given: 2181 if free, else a free one; a port taken between the check
     # and the JVM's bind (another server starting at the same moment) means another try.
@@ -186,6 +189,9 @@ def _default_port_taken() -> str:
 
         mode = server_mode("127.0.0.1", DEFAULT_PORT)
         what = "a ZooKeeper started some other way" if mode else "another program"
+        holder = port_holder(DEFAULT_PORT)
+        if holder:
+            what += f", {holder}"
     return (
         f"127.0.0.1:{DEFAULT_PORT}, where aiocoord.connect() goes by default, is taken by "
         f"{what}; give --port N to start one elsewhere (then export AIOCOORD_HOSTS=127.0.0.1:N)"
