@@ -21,6 +21,19 @@ from tests.helpers import recording
 pytestmark = pytest.mark.anyio
 
 
+class Seen(logging.Handler):
+    """Sets `event` when a record with `needle` in its message is logged (on the loop's thread)."""
+
+    def __init__(self, needle: str) -> None:
+        super().__init__()
+        self.needle = needle
+        self.event = anyio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.needle in record.getMessage():
+            self.event.set()
+
+
 def levels(caplog: pytest.LogCaptureFixture, needle: str) -> set[str]:
     return {r.levelname for r in caplog.records if needle in r.getMessage()}
 
@@ -71,8 +84,12 @@ async def test_a_gone_workers_jobs_returned_to_the_queue_is_a_warning(
                     await sched.submit("wait", {})
                     await started.wait()
                     await expire_session(other)  # the worker's session ends: it is gone
-                    with anyio.fail_after(20):
-                        async with sched.worker():  # an assigner here returns its job
-                            while not levels(caplog, "to the pending queue"):
-                                await anyio.sleep(0.1)
+                    returned = Seen("to the pending queue")
+                    logging.getLogger("aiocoord").addHandler(returned)
+                    try:
+                        with anyio.fail_after(20):
+                            async with sched.worker():  # an assigner here returns its job
+                                await returned.event.wait()
+                    finally:
+                        logging.getLogger("aiocoord").removeHandler(returned)
     assert levels(caplog, "to the pending queue") == {"WARNING"}
