@@ -11,12 +11,12 @@ id is not given while the session is away (it may be stale then).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import anyio
 import anyio.lowlevel
 
-from ..errors import CoordError
+from ..errors import CoordError, SubscriberLagged
 from ..recipes.leader_latch import ElectionState, LeaderLatch
 from ..session import Coordinator
 from ..zk.paths import join
@@ -58,17 +58,18 @@ class LeaderNames:
         self._latches[path] = latch
         changed = anyio.Event()
 
-        async def latch_changes() -> None:
-            async for _ in latch.changes():
-                changed.set()
-
-        async def connection_changes() -> None:
-            async for _ in self._coord.connection_events():
-                changed.set()
+        async def wake_on(stream: Callable[[], AsyncIterator[object]]) -> None:
+            while True:
+                try:
+                    async for _ in stream():
+                        changed.set()
+                    return  # the stream ended: the latch or the coordinator was closed
+                except SubscriberLagged:  # behind: subscribe again, from the current state
+                    changed.set()
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(latch_changes)
-            tg.start_soon(connection_changes)
+            tg.start_soon(wake_on, latch.changes)
+            tg.start_soon(wake_on, self._coord.connection_events)
             while True:
                 changed = anyio.Event()  # what happens from now on starts another round
                 self._names.pop(path, None)
