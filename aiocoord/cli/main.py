@@ -308,12 +308,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _no_retry_lines(record: logging.LogRecord) -> bool:
+    """False for the connect loop's retry lines (marked so by the session's logger)."""
+    return not getattr(record, "aiocoord_connect_retry", False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s"
     )
+    # The connect loop's retry lines repeat what the one-line error says (its last cause).
+    session_log = logging.getLogger("aiocoord.session")
+    if args.verbose:
+        session_log.removeFilter(_no_retry_lines)
+    else:
+        session_log.addFilter(_no_retry_lines)
     try:
         code: int = args.func(args)
     except KeyboardInterrupt:

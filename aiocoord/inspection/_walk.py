@@ -53,9 +53,12 @@ async def _inspect(coord: Coordinator, path: str, depth: int, budget: list[int])
     base: Info = {"path": path}
     if is_lock_record(node.data):
         return base | lock_info(path, node.data, node.stat.mzxid)
-    if is_cron(children):
+    if "jobs" in children and not is_scheduler(children):
+        # Once its last worker has stopped, a cron keeps only ``jobs/`` (the empty
+        # ``workers/`` and ``leaders/`` containers are reaped): its records say it is one.
         cron = await describe_cron(coord, path)
-        if cron.recognised:
+        readable = any(job.schedule is not None for job in cron.jobs.values())
+        if readable or (is_cron(children) and cron.recognised):
             return base | cron_info(cron)
     if is_task_leadership(children):
         return base | await task_info(coord, path)

@@ -44,8 +44,10 @@ from . import _wire
 from ._acl import AclChoice, AclProvider
 from ._chores import Chores
 from ._connection import Connection
+from ._framing import NotZooKeeper
 from ._priming import close_session, prime
 from ._replies import parse_watch_event
+from ._retry_log import RETRY_RECORD, RetryLog
 from ._sasl import LocalSaslError, SaslLogin
 from ._timing import Deadline, SessionTiming
 from ._watches import WatchRegistry
@@ -89,6 +91,8 @@ class ZkSession:
         if settings.randomize_hosts:  # spread clients over the ensemble, as the Java client does
             random.shuffle(self._addresses)
         self._next_host = 0
+        self._retry_log = RetryLog()  # one line per outage, not one per attempt
+        self._foreign: set[tuple[str, int]] = set()  # hosts that answered, but not as ZooKeeper
         self._machine = ConnectionMachine()
         self.watches = WatchRegistry()  # every live watch, restored after a reconnect
         self._conn: Connection | None = None
@@ -211,6 +215,8 @@ class ZkSession:
         """Connect to the next host and serve it; True if stable (no backoff before the next)."""
         address = self._addresses[self._next_host % len(self._addresses)]
         self._next_host += 1
+        if address in self._foreign:
+            return False  # not ZooKeeper: tried once, not again
         attempt_id, attempt_pw = self._session_id, self._password
         try:
             conn = await Connection.open(
@@ -233,15 +239,28 @@ class ZkSession:
             # Our session is gone: the next attempt opens a new one, at once.  Only a
             # server that answers "expired" to a new session counts as failing.
             return attempt_id != 0
+        except NotZooKeeper as exc:
+            self.last_error = exc
+            self._foreign.add(address)
+            if self._foreign.issuperset(self._addresses):
+                log.error(
+                    "cannot connect: %s; no ZooKeeper host left to try",
+                    exc,
+                    extra={RETRY_RECORD: True},  # connect() raises it: the CLI says it once
+                )
+                self._fatal = exc  # connect() fails now: retrying cannot help
+                self._changed.set()
+                self._changed = anyio.Event()
+            else:
+                log.error("%s: not tried again", exc)
+            return False
         except ConnectionLostError as exc:
             self.last_error = exc
-            # Before the first session, a refused attempt past the first second is
-            # worth a WARNING each (nothing may be listening); later ones are routine.
-            first = self._machine.state is None
-            late = time.monotonic() - self._started_at >= 1.0
-            level = logging.WARNING if first and late else logging.DEBUG
-            log.log(level, "connect attempt failed: %s (retrying)", exc)
+            self._retry_log.failed(
+                exc, first_session=self._machine.state is None, started_at=self._started_at
+            )
             return False
+        self._retry_log.connected(address)
         if attempt_id and attempt_id != self._session_id:
             # The session was declared LOST while this attempt ran: end it on the
             # server rather than revive it, so its ephemerals go now.
@@ -387,7 +406,9 @@ class ZkSession:
                 # lost its data (replaced, restored) refuses a client that "has seen" more.
                 self._last_zxid = 0
                 self.watches.session_lost()
-            log.info(
+            # LOST is what an operator must see with default logging; the rest is INFO.
+            log.log(
+                logging.WARNING if event.state is ConnectionState.LOST else logging.INFO,
                 "connection %s (session 0x%x%s)",
                 event.state.value,
                 event.session_id or 0,

@@ -157,7 +157,9 @@ def test_zk_start_status_stop(
         code, out, _ = run("zk", "start", "--dir", folder)
         assert code == 0 and "already running" in out
         code, _, err = run("zk", "start", "--dir", str(tmp_path / "other"), "--port", str(port))
-        assert (code, err) == (1, f"aiocoord zk: port {port} on 127.0.0.1 is already in use\n")
+        assert code == 1
+        assert err.startswith(f"aiocoord zk: port {port} on 127.0.0.1 is already in use by java")
+        assert f"(pid {record['pid']})" in err and err.count("\n") == 1
         # inspect finds the embedded server by itself (no AIOCOORD_HOSTS, no --hosts).
         code, out, _ = run("--loop", "asyncio", "inspect", "/", "--json", "--dir", folder)
         assert code == 0 and json.loads(out)["children"][0]["path"] == "/zookeeper"
@@ -510,3 +512,36 @@ def test_acl_get_and_set_and_no_access(zk_server: ZooKeeperServer, zk_chroot: st
     )
     entry = ACL(ACL.READ | ACL.ADMIN, "digest", "alice:abc=")
     assert parse_entry(format_entry(entry)) == entry
+
+
+def test_zk_start_on_a_taken_port_names_the_program_holding_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It said only that the port was in use, not by what."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline().split(" port ")[1].split()[0])
+        code = main(["zk", "start", "--dir", str(tmp_path / "zk"), "--port", str(port)])
+        err = capsys.readouterr().err
+        assert code == 1
+        assert f"port {port} on 127.0.0.1 is already in use by python" in err
+        assert f"(pid {server.pid})" in err and "http.server" in err and err.count("\n") == 1
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_unreachable_server_past_the_first_second_is_still_one_line() -> None:
+    """With ZooKeeper down, ``inspect /`` printed a "connect attempt failed" line per attempt."""
+    [port] = free_ports(1)
+    done = aiocoord_cmd("inspect", "/", "--hosts", f"127.0.0.1:{port}", "--timeout", "3")
+    assert done.returncode == 1
+    assert one_line_error(done).startswith(
+        f"aiocoord inspect: cannot reach ZooKeeper at 127.0.0.1:{port} within 3s"
+    )
