@@ -12,9 +12,9 @@ Every patch point is here, one per mutant, named by its current module and
 attribute (`Mutant.targets`): when the library's code moves, re-target them
 here.  ``tests/zk/test_mutants.py`` checks that each still resolves.
 
-=================  ===================================================  ===============================
+=================  ===================================================  =====================================
 mutant             the property it breaks                               patch point
-=================  ===================================================  ===============================
+=================  ===================================================  =====================================
 latch_no_cancel    a latch's body is cancelled when leadership is lost  ``LeaderLatch._lose``
                    (SUSPENDED, LOST, node deleted)
 mutex_no_wait      a mutex waits for its predecessor                    ``mutex._mutex.first``
@@ -22,7 +22,7 @@ cron_no_cas        a cron claim is a CAS on the version read            ``cron._
 ack_before_run     a worker's assignment goes only with its result      ``scheduler._execute.Execution.run``
 lease_no_deadline  a CAS-lock holder stops at its own lease deadline    ``cas_lock._hold._keep``
 cache_no_resync    a cache re-reads its tree after a lost connection    ``cache._cache.TreeCache._on_state``
-=================  ===================================================  ===============================
+=================  ===================================================  =====================================
 """
 
 from __future__ import annotations
