@@ -88,7 +88,9 @@ async def test_a_gone_workers_jobs_returned_to_the_queue_is_a_warning(
                     logging.getLogger("aiocoord").addHandler(returned)
                     try:
                         with anyio.fail_after(20):
-                            async with sched.worker():  # an assigner here returns its job
+                            # An assigner here returns its job (and may then run it here:
+                            # leaving does not wait for that run to drain).
+                            async with sched.worker(drain_timeout=0.5):
                                 await returned.event.wait()
                     finally:
                         logging.getLogger("aiocoord").removeHandler(returned)
