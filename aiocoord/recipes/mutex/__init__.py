@@ -1,5 +1,10 @@
 """Mutex: a fair, fenced lock on Apache Curator's ``InterProcessMutex`` layout.
 
+The folder holds the lock family, all on the one queue (``recipes/_queue``):
+the mutex (here), the semaphore (``_semaphore``: Curator's
+``InterProcessSemaphoreV2``) and the read/write lock (``_rwlock``: Curator's
+``InterProcessReadWriteLock``), each the queue plus its own "may I go" rule.
+
 Contenders queue EPHEMERAL_SEQUENTIAL nodes under the lock path; the first node
 in Curator's order holds the lock, every other one watches only the node just
 ahead of its own, so a release wakes the next in line alone, whatever the
@@ -53,6 +58,12 @@ from __future__ import annotations
 from ._mutex import Mutex as Mutex
 from ._mutex import MutexParticipant as MutexParticipant
 from ._mutex import mutex as mutex
+from ._rwlock import ReadLock as ReadLock
+from ._rwlock import ReadWriteLock as ReadWriteLock
+from ._rwlock import WriteLock as WriteLock
+from ._semaphore import Lease as Lease
+from ._semaphore import Semaphore as Semaphore
+from ._semaphore import semaphore as semaphore
 from .describe import MutexContender as MutexContender
 from .describe import MutexView as MutexView
 from .describe import describe_mutex as describe_mutex
@@ -62,6 +73,12 @@ __all__ = (
     "Mutex",
     "MutexParticipant",
     "mutex",
+    "Lease",
+    "Semaphore",
+    "semaphore",
+    "ReadLock",
+    "ReadWriteLock",
+    "WriteLock",
     "MutexContender",
     "MutexView",
     "describe_mutex",
