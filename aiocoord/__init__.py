@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from .recipes.mutex import Semaphore as Semaphore
     from .recipes.mutex import WriteLock as WriteLock
     from .recipes.mutex import mutex as mutex
+    from .recipes.mutex import revoke as revoke
     from .recipes.mutex import semaphore as semaphore
     from .recipes.task_leadership import MavenVersion as MavenVersion
     from .recipes.task_leadership import TaskChange as TaskChange
@@ -127,6 +128,7 @@ __all__ = (
     "ReadWriteLock",
     "ReadLock",
     "WriteLock",
+    "revoke",
     "CasLock",
     "cas_lock",
     "once_per",
@@ -230,6 +232,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "Semaphore",
         "WriteLock",
         "mutex",
+        "revoke",
         "semaphore",
     ),
     "recipes.task_leadership": (

@@ -27,7 +27,8 @@ Node layout::
 
 Children sort by the text after the *last* ``lock-``; names without it sort by
 their whole name and still count as contenders, as in Curator.  A revocation
-request (Curator's ``__REVOKE__`` written to the holder's node) is not acted on.
+request (Curator's ``__REVOKE__`` written to the holder's node, ``_revoke``) ends
+the ``async with`` block of a mutex made with ``revocable=True``; others ignore it.
 
 Failure handling (the queue's, see ``recipes/_queue``, plus the hold's):
 
@@ -58,6 +59,7 @@ from __future__ import annotations
 from ._mutex import Mutex as Mutex
 from ._mutex import MutexParticipant as MutexParticipant
 from ._mutex import mutex as mutex
+from ._revoke import revoke as revoke
 from ._rwlock import ReadLock as ReadLock
 from ._rwlock import ReadWriteLock as ReadWriteLock
 from ._rwlock import WriteLock as WriteLock
@@ -79,6 +81,7 @@ __all__ = (
     "ReadLock",
     "ReadWriteLock",
     "WriteLock",
+    "revoke",
     "MutexContender",
     "MutexView",
     "describe_mutex",

@@ -39,6 +39,7 @@ from .._queue import (
 )
 from .._tenure import Body
 from ._hold import Hold
+from ._revoke import Revocable
 
 __all__ = ("Mutex", "MutexParticipant", "mutex")
 
@@ -76,7 +77,10 @@ class Mutex:
     `participant_id` (default ``<host>-<pid>``) is written in our node for
     `participants()`; ``lose_on_suspend=False`` keeps the lock through
     SUSPENDED until LOST; `timeout` bounds the wait of ``async with`` (None:
-    no bound).  Raises `InvalidPathError`, `ConfigError` or `TypeError` for
+    no bound).  ``revocable=True``: while ``async with`` holds the lock, a
+    ``__REVOKE__`` written to our node (Curator's ``Revoker.attemptRevoke``,
+    `aiocoord.revoke`) cancels the block, then `LockLost` (reason
+    ``"revoked"``); without it the request is ignored.  Raises `InvalidPathError`, `ConfigError` or `TypeError` for
     bad arguments.
     """
 
@@ -101,6 +105,7 @@ class Mutex:
         participant_id: str | None = None,
         lose_on_suspend: bool = True,
         timeout: float | None = None,
+        revocable: bool = False,
     ) -> None:
         check_coordinator(coord)
         validate_path(path)
@@ -108,6 +113,10 @@ class Mutex:
             raise InvalidPathError(path, f"a {self._recipe} needs a node of its own, not the root")
         if not isinstance(lose_on_suspend, bool):
             raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+        if not isinstance(revocable, bool):
+            raise TypeError(f"revocable must be a bool, not {type(revocable).__name__}")
+        self._revocable = revocable
+        self._revocation: Revocable | None = None
         self._coord = coord
         self._client: ZkClient = coord.client
         self._path = path
@@ -289,6 +298,9 @@ class Mutex:
         hold, ticket = self._hold, self._ticket
         assert hold is not None and ticket is not None
         hold.keep(self._client, lose_on_suspend=self._lose_on_suspend)
+        if self._revocable:
+            self._revocation = Revocable(self._client, hold)
+            await self._revocation.arm()
         body = hold.tenure.body()
         await body.__aenter__()
         self._body = body
@@ -308,6 +320,9 @@ class Mutex:
         finally:
             if hold is not None:
                 hold.drop()
+            if self._revocation is not None:
+                self._revocation.stop()
+                self._revocation = None
             try:
                 if self._hold is not None:
                     await self.release()
@@ -371,6 +386,7 @@ def mutex(
     participant_id: str | None = None,
     lose_on_suspend: bool = True,
     timeout: float | None = None,
+    revocable: bool = False,
 ) -> Mutex:
     """A `Mutex` to use as ``async with mutex(coord, path, participant_id=...) as held``.
 
@@ -386,4 +402,5 @@ def mutex(
         participant_id=participant_id,
         lose_on_suspend=lose_on_suspend,
         timeout=timeout,
+        revocable=revocable,
     )

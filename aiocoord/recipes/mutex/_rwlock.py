@@ -68,7 +68,8 @@ class ReadWriteLock:
     ``lose_on_suspend=False``, LOST, a new session), then `LockLost` is raised
     once it has exited; entering past `timeout` raises `LockNotAcquired`.
     Not reentrant: a task holding or waiting for either lock of the path gets
-    `RuntimeError` if it asks for either again.  Raises `InvalidPathError`,
+    `RuntimeError` if it asks for either again.  ``revocable=True``: a block is
+    cancelled when ``__REVOKE__`` is written to its node (`aiocoord.revoke`).  Raises `InvalidPathError`,
     `ConfigError` or `TypeError` for bad arguments.
     """
 
@@ -80,6 +81,7 @@ class ReadWriteLock:
         participant_id: str | None = None,
         lose_on_suspend: bool = True,
         timeout: float | None = None,
+        revocable: bool = False,
     ) -> None:
         check_coordinator(coord)
         validate_path(path)
@@ -88,6 +90,7 @@ class ReadWriteLock:
         self._id = participant_id
         self._lose_on_suspend = lose_on_suspend
         self._timeout = timeout
+        self._revocable = revocable
         self._write = self.write_lock()  # checks the arguments once, here; also for participants()
 
     @property
@@ -102,6 +105,7 @@ class ReadWriteLock:
             participant_id=self._id,
             lose_on_suspend=self._lose_on_suspend,
             timeout=self._timeout,
+            revocable=self._revocable,
         )
 
     def write_lock(self) -> WriteLock:
@@ -112,6 +116,7 @@ class ReadWriteLock:
             participant_id=self._id,
             lose_on_suspend=self._lose_on_suspend,
             timeout=self._timeout,
+            revocable=self._revocable,
         )
 
     def read(self) -> ReadLock:
