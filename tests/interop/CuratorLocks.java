@@ -5,7 +5,9 @@
 // line): go (start acquiring, in a thread of its own), quit.  While holding it sleeps a
 // millisecond, then prints "HELD <kind> <t0> <t1>": System.nanoTime() (CLOCK_MONOTONIC on
 // Linux, the clock of Python's time.monotonic()) just after acquiring and just before
-// releasing; kind is "lease", "read" or "write".
+// releasing; kind is "lease", "read" or "write".  Kind "revocable": on go, hold an
+// InterProcessMutex made revocable at path, print "HELD", and release it once revoked
+// ("REVOKED"); kind "revoke": on go, Revoker.attemptRevoke(path) (path is a lock node).
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -14,7 +16,9 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import java.util.concurrent.CountDownLatch;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorLocks {
@@ -47,6 +51,17 @@ public final class CuratorLocks {
         }
     }
 
+    private static void revocable(CuratorFramework client, String path) throws Exception {
+        InterProcessMutex mutex = new InterProcessMutex(client, path);
+        CountDownLatch revoked = new CountDownLatch(1);
+        mutex.makeRevocable(forLock -> revoked.countDown());
+        mutex.acquire();
+        say("HELD");
+        revoked.await();
+        say("REVOKED");
+        mutex.release();  // from the thread that holds it, as Curator requires
+    }
+
     public static void main(String[] args) throws Exception {
         String connect = args[0];
         String kind = args[1];
@@ -68,7 +83,7 @@ public final class CuratorLocks {
         if (kind.equals("semaphore")) {
             sem = new InterProcessSemaphoreV2(client, path, number);
             sem.setNodeData(id);
-        } else {
+        } else if (kind.equals("rwlock")) {
             rw = new InterProcessReadWriteLock(client, path, id);
         }
         final InterProcessSemaphoreV2 theSem = sem;
@@ -81,7 +96,11 @@ public final class CuratorLocks {
                 case "go":
                     new Thread(() -> {
                         try {
-                            if (theSem != null) {
+                            if (kind.equals("revocable")) {
+                                revocable(client, path);
+                            } else if (kind.equals("revoke")) {
+                                Revoker.attemptRevoke(client, path);
+                            } else if (theSem != null) {
                                 semaphore(theSem, n);
                             } else {
                                 rwlock(theRw, n, number);

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -22,7 +23,16 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 import aiocoord
-from aiocoord import Coordinator, ReadWriteLock, Semaphore, semaphore
+from aiocoord import (
+    Coordinator,
+    LockLost,
+    Mutex,
+    ReadWriteLock,
+    Semaphore,
+    mutex,
+    revoke,
+    semaphore,
+)
 from aiocoord.testing import ZooKeeperServer
 from benchmarks.mutex_peers import JARS
 from tests.helpers import compile_java
@@ -50,6 +60,7 @@ class JavaContender:
         self.done = anyio.Event()
         self.ready = anyio.Event()
         self.going = anyio.Event()
+        self.said: defaultdict[str, anyio.Event] = defaultdict(anyio.Event)  # by first word
 
     async def read(self) -> None:
         assert self.process.stdout is not None
@@ -61,7 +72,8 @@ class JavaContender:
                 self.done.set()
                 return
             kind, _, rest = raw.decode().strip().partition(" ")
-            if kind == "HELD":
+            self.said[kind].set()
+            if kind == "HELD" and rest:
                 what, start, end = rest.split()
                 self.intervals.append((int(start), int(end), what, self.name))
             elif kind == "READY":
@@ -235,3 +247,55 @@ async def test_curator_read_write_lock_and_aiocoord_share_one_lock(
             reads = [i for i in intervals if i[2] == "read"]
             assert most_at_once(reads) >= 2, "readers never shared the lock"
             assert await rw.participants() == []
+
+
+async def test_revocation_both_ways_between_curator_and_aiocoord(
+    zk_server: ZooKeeperServer, zk_chroot: str, curator_classpath: str
+) -> None:
+    hosts, path = zk_server.connect_string, "/interop/revocable"
+    with anyio.fail_after(60):
+        async with AsyncExitStack() as stack:
+            coord = await stack.enter_async_context(
+                aiocoord.connect(hosts, namespace=zk_chroot, session_timeout=10)
+            )
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tg.cancel_scope.cancel)
+            # aiocoord.revoke asks a Java InterProcessMutex made revocable to let go.
+            holder = await stack.enter_async_context(
+                java(tg, curator_classpath, hosts + zk_chroot, "java", "revocable", path, "0", "0")
+            )
+            await holder.go()
+            await holder.said["HELD"].wait()
+            assert len(await revoke(coord, path)) == 1
+            await holder.said["REVOKED"].wait()
+            # Curator's Revoker.attemptRevoke asks an aiocoord revocable mutex to let go.
+            lost: list[LockLost] = []
+            entered = anyio.Event()
+
+            async def hold() -> None:
+                try:
+                    async with mutex(coord, path, participant_id="py", revocable=True):
+                        entered.set()
+                        await anyio.sleep_forever()
+                except LockLost as exc:
+                    lost.append(exc)
+
+            async with anyio.create_task_group() as mine:
+                mine.start_soon(hold)
+                await entered.wait()
+                (node,) = [p.node for p in await Mutex(coord, path).participants()]
+                revoker = await stack.enter_async_context(
+                    java(
+                        tg,
+                        curator_classpath,
+                        hosts + zk_chroot,
+                        "r",
+                        "revoke",
+                        f"{path}/{node}",
+                        "0",
+                        "0",
+                    )
+                )
+                await revoker.go()
+            assert lost and lost[0].reason == "revoked"
+            assert await Mutex(coord, path).participants() == []
