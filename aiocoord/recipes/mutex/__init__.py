@@ -68,8 +68,14 @@ from ._semaphore import Semaphore as Semaphore
 from ._semaphore import semaphore as semaphore
 from .describe import MutexContender as MutexContender
 from .describe import MutexView as MutexView
+from .describe import ReadWriteView as ReadWriteView
+from .describe import SemaphoreView as SemaphoreView
 from .describe import describe_mutex as describe_mutex
+from .describe import describe_read_write_lock as describe_read_write_lock
+from .describe import describe_semaphore as describe_semaphore
 from .describe import is_mutex as is_mutex
+from .describe import is_read_write_lock as is_read_write_lock
+from .describe import is_semaphore as is_semaphore
 
 __all__ = (
     "Mutex",
@@ -86,4 +92,10 @@ __all__ = (
     "MutexView",
     "describe_mutex",
     "is_mutex",
+    "ReadWriteView",
+    "SemaphoreView",
+    "describe_read_write_lock",
+    "describe_semaphore",
+    "is_read_write_lock",
+    "is_semaphore",
 )
