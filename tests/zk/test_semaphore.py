@@ -295,3 +295,13 @@ async def test_suspended_loses_a_held_lease_by_default(
                 return await leftovers(observer, path) == []
 
             await eventually(clean, timeout=10)
+
+
+def test_locks_benchmark_still_runs(zk_server: ZooKeeperServer) -> None:
+    from benchmarks import locks as bench
+
+    for kind in bench.KINDS:
+        ((costs, counts),) = bench.measure_costs(zk_server.connect_string, kind, [3], 0.5, 2)
+        assert costs.contenders == 3 and sum(counts) == costs.acquisitions > 0
+    table = bench.report({"aiocoord": [[5, 5]], "kazoo": [[4, 4]]}, 1.0)
+    assert "1.25x" in table and "1.000" in table
