@@ -35,7 +35,7 @@ A rule looks only at the nodes ahead of ours, a few lines each::
     rule            recipe                        goes when                     watches
     first           latch, mutex, write lock      first in order                the node just ahead
     fewer_than(n)   semaphore V2                  fewer than n nodes ahead      the node n places ahead
-    reader          read lock                     no __WRIT__ node ahead        the first writer ahead
+    reader          read lock                     no __WRIT__ node ahead        the nearest writer ahead
 
 `may_take` is the last check before a right is taken, with no await after
 it: connected for writing, our node created by the session we are on now

@@ -9,7 +9,7 @@ One queue, sorted on the sequence number after either marker, as Curator's
 ``SortingLockInternalsDriver`` does, so Java processes running Curator's
 ``InterProcessReadWriteLock`` on the same path share the lock.  A writer waits
 for every node ahead of it and watches the one just ahead; a reader waits
-only for the writers ahead of it and watches the first of them, so a reader
+only for the writers ahead of it and watches the nearest of them, so a reader
 queued behind a writer waits for that writer (FIFO: writers do not starve).
 The failure handling is the mutex's (see the package docstring).
 
