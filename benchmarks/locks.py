@@ -1,24 +1,25 @@
-"""Semaphore and read/write lock throughput, fairness and costs: aiocoord against kazoo.
+"""Semaphore and read/write lock throughput, fairness and costs: aiocoord against Curator and kazoo.
 
 K contenders, each with its own ZooKeeper session, loop acquire -> release as
 fast as they can on one path for a fixed time:
 
 - semaphore, ``max_leases`` N (default 2): ``async with aiocoord.semaphore(...)``
-  against ``kazoo.recipe.lock.Semaphore``;
+  against Curator's ``InterProcessSemaphoreV2`` and ``kazoo.recipe.lock.Semaphore``;
 - read/write lock, 80 % reads: ``async with rw.read()`` / ``rw.write()`` against
-  kazoo's ``ReadLock`` / ``WriteLock`` (every contender writes on every fifth turn).
+  Curator's ``InterProcessReadWriteLock`` and kazoo's ``ReadLock`` / ``WriteLock``
+  (every contender writes on every fifth turn).
 
 Reported per implementation: acquisitions per second (all contenders
 together, median over `--rounds`, the implementations taking turns), the
-ratio aiocoord / kazoo (the median of the per-round ratios) and Jain's
+ratio aiocoord / each peer (the median of the per-round ratios) and Jain's
 fairness index over the contenders' counts.  Then aiocoord's costs for K = 4,
 16 and 64 (`--sweep`), counted in its own clients: server requests per
 acquisition and watch notifications per acquisition.
 
     python -m benchmarks.locks [--seconds 3] [--rounds 3] [--contenders 8] [--leases 2]
 
-Curator's recipes are not measured here (see ``benchmarks/mutex.py`` for the
-JVM harness); kazoo is skipped, with a note, when it is not installed.
+Curator runs in a JVM (`locks_curator`), skipped with a note without Java and
+Debian's jars; kazoo is skipped, with a note, when it is not installed.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import aiocoord
 from aiocoord.testing import ZooKeeperServer
 
 from .contenders import Costs, Counts, Step, jain, race_sessions
+from .locks_curator import bench_curator, curator_missing
 from .peers import kazoo_installed, skipped_note
 
 __all__ = ("bench_aiocoord", "bench_kazoo", "main", "measure_costs", "report", "run")
@@ -137,6 +139,8 @@ def run(
     measure: dict[str, Callable[[], Counts]] = {
         "aiocoord": lambda: bench_aiocoord(hosts, kind, contenders, seconds, leases, uvloop),
     }
+    if curator_missing() is None:
+        measure["Curator"] = lambda: bench_curator(hosts, kind, contenders, seconds, leases)
     if kazoo_installed():
         measure["kazoo"] = lambda: bench_kazoo(hosts, kind, contenders, seconds, leases)
     results: Rounds = {name: [] for name in measure}
@@ -149,22 +153,27 @@ def run(
 
 def report(results: Rounds, seconds: float) -> str:
     rates = {name: [sum(c) / seconds for c in runs] for name, runs in results.items()}
-    lines = [
-        f"{'implementation':<14} {'acq/s':>7} {'vs kazoo':>9} {'jain':>6}   (acq/s of each round)"
-    ]
+    peers = [p for p in ("Curator", "kazoo") if p in rates]
+
+    def ratio(name: str, peer: str) -> str:
+        if name == peer or name in peers:
+            return f"{'-':>10}"
+        value = statistics.median(a / b for a, b in zip(rates[name], rates[peer], strict=True))
+        return f"{value:9.2f}x"
+
+    head = f"{'implementation':<14} {'acq/s':>7}" + "".join(f" {'vs ' + p:>10}" for p in peers)
+    lines = [head + f" {'jain':>6}   (acq/s of each round)"]
     for name, runs in results.items():
         counts = [sum(column) for column in zip(*runs, strict=True)]
-        if "kazoo" in rates and name != "kazoo":
-            value = statistics.median(
-                a / b for a, b in zip(rates[name], rates["kazoo"], strict=True)
-            )
-            ratio = f"{value:8.2f}x"
-        else:
-            ratio = f"{'-':>9}"
         each = " ".join(f"{r:.0f}" for r in rates[name])
         lines.append(
-            f"{name:<14} {statistics.median(rates[name]):7.0f} {ratio} {jain(counts):6.3f}   ({each})"
+            f"{name:<14} {statistics.median(rates[name]):7.0f}"
+            + "".join(f" {ratio(name, p)}" for p in peers)
+            + f" {jain(counts):6.3f}   ({each})"
         )
+    why = curator_missing()
+    if why is not None:
+        lines.append(f"note: Curator's recipes are not measured: {why}")
     if "kazoo" not in results:
         lines.append(skipped_note("kazoo"))
     return "\n".join(lines)

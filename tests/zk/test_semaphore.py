@@ -303,5 +303,5 @@ def test_locks_benchmark_still_runs(zk_server: ZooKeeperServer) -> None:
     for kind in bench.KINDS:
         ((costs, counts),) = bench.measure_costs(zk_server.connect_string, kind, [3], 0.5, 2)
         assert costs.contenders == 3 and sum(counts) == costs.acquisitions > 0
-    table = bench.report({"aiocoord": [[5, 5]], "kazoo": [[4, 4]]}, 1.0)
-    assert "1.25x" in table and "1.000" in table
+    table = bench.report({"aiocoord": [[5, 5]], "Curator": [[5, 5]], "kazoo": [[4, 4]]}, 1.0)
+    assert "1.25x" in table and "1.00x" in table and "1.000" in table
