@@ -305,3 +305,44 @@ def test_locks_benchmark_still_runs(zk_server: ZooKeeperServer) -> None:
         assert costs.contenders == 3 and sum(counts) == costs.acquisitions > 0
     table = bench.report({"aiocoord": [[5, 5]], "Curator": [[5, 5]], "kazoo": [[4, 4]]}, 1.0)
     assert "1.25x" in table and "1.00x" in table and "1.000" in table
+
+
+async def test_a_waiter_whose_session_expired_joins_again_and_gets_its_lease(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    path = "/sem/rejoin"
+    with anyio.fail_after(40):
+        async with (
+            sessions(zk_server.connect_string, zk_chroot, 3) as (ch, cw, observer),
+            anyio.create_task_group() as tg,
+        ):
+            held = await Semaphore(ch, path, max_leases=1, participant_id="h").acquire()
+            assert held is not None
+            got: list[Lease] = []
+
+            async def wait() -> None:
+                lease = await Semaphore(cw, path, max_leases=1, participant_id="w").acquire()
+                assert lease is not None
+                got.append(lease)
+
+            tg.start_soon(wait)
+
+            async def waiting(sid: int | None) -> bool:
+                try:
+                    names = await observer.client.children(f"{path}/leases")
+                    nodes = [await observer.client.get(f"{path}/leases/{n}") for n in names]
+                except aiocoord.NoNodeError:
+                    return False
+                return any(n.stat.ephemeral_owner == sid and n.data == b"w" for n in nodes)
+
+            await eventually(lambda: waiting(cw.session_id), timeout=10)
+            old = cw.session_id
+            await expire_session(cw)
+            await until(lambda: cw.session_id not in (None, old))
+            await eventually(lambda: waiting(cw.session_id), timeout=15)  # in line again
+            assert not got
+            await held.release()
+            await until(lambda: bool(got))
+            assert got[0].is_held and got[0].token > held.token
+            await got[0].release()
+            assert await leftovers(observer, path) == []
