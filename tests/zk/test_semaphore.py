@@ -141,10 +141,15 @@ async def test_acquire_returns_none_past_its_timeout_and_leaves_no_node(
             with anyio.move_on_after(0.3):
                 await b.acquire()
             assert await leftovers(cb, path) == [first.node.rsplit("/", 1)[1]]
-            second = await a.acquire(timeout=0)  # the same process: a lease of its own
-            assert second is None
+            with pytest.raises(RuntimeError, match="wait for itself"):
+                await a.acquire(timeout=0)  # this task's own lease fills it
+            with pytest.raises(RuntimeError, match="wait for itself"):
+                await Semaphore(ca, path, max_leases=1).acquire()  # through another object too
             await first.release()
             await first.release()  # twice: a no-op
+            again = await a.acquire(timeout=5)  # released: this task may take one again
+            assert again is not None
+            await again.release()
             assert not first.is_held
             lease = await b.acquire(timeout=5)
             assert lease is not None and lease.token > first.token

@@ -34,6 +34,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import weakref
+from collections import Counter
 from types import TracebackType
 from typing import Any
 
@@ -51,6 +53,7 @@ from ...errors import (
     NoNodeError,
 )
 from ...session import Coordinator
+from ...zk import ZkClient
 from ...zk.paths import join, validate_path
 from ...zk.states import ConnectionState
 from .._queue import (
@@ -75,6 +78,27 @@ log = logging.getLogger("aiocoord.recipes.semaphore")
 
 _RECIPE = "semaphore"
 
+# The leases each task holds or waits for, per path and client: a task whose own leases
+# would fill the semaphore gets an error rather than waiting for itself forever.
+_taken: weakref.WeakKeyDictionary[ZkClient, dict[str, Counter[asyncio.Task[Any]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _count(client: ZkClient, path: str) -> Counter[asyncio.Task[Any]]:
+    return _taken.setdefault(client, {}).setdefault(path, Counter())
+
+
+def _uncount(client: ZkClient, path: str, task: asyncio.Task[Any]) -> None:
+    per_path = _taken.get(client, {})
+    counts = per_path.get(path)
+    if counts is not None:
+        counts[task] -= 1
+        if counts[task] <= 0:
+            del counts[task]
+        if not counts:
+            del per_path[path]
+
 
 class Lease:
     """One lease of a `Semaphore`, from its grant until `release()`.
@@ -84,10 +108,13 @@ class Lease:
     the block of ``async with semaphore(...)``), then why it ended.
     """
 
-    __slots__ = ("_coord", "_hold", "_lose_on_suspend", "_node", "_released", "semaphore")
+    __slots__ = ("_coord", "_hold", "_lose_on_suspend", "_node", "_released", "_task", "semaphore")
 
-    def __init__(self, semaphore: Semaphore, node: OurNode, hold: Hold) -> None:
+    def __init__(
+        self, semaphore: Semaphore, node: OurNode, hold: Hold, task: asyncio.Task[Any]
+    ) -> None:
         self.semaphore = semaphore
+        self._task = task  # the task that acquired it (see `_taken`)
         self._coord = semaphore._coord
         self._node = node
         self._hold = hold
@@ -131,6 +158,7 @@ class Lease:
         self._released = True
         self._hold.end("released")
         self._hold.drop()
+        _uncount(self._coord.client, self.semaphore.path, self._task)
         with anyio.CancelScope(shield=True):
             deleted = await self._node.leave()
         if not deleted:
@@ -153,7 +181,8 @@ class Semaphore:
     while it is held, cancels the block when it is lost (then `LockLost`), and
     releases it.  Every process sharing the path must use the same
     `max_leases`, as with Curator.  Not reentrant: each acquisition is a lease
-    of its own.  `participant_id` (default ``<host>-<pid>``) is written in our
+    of its own, and a task that would need more than `max_leases` at once gets
+    `RuntimeError` instead of waiting for itself.  `participant_id` (default ``<host>-<pid>``) is written in our
     nodes; ``lose_on_suspend=False`` keeps a held lease through SUSPENDED until
     LOST.  Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
@@ -218,11 +247,31 @@ class Semaphore:
         FIFO).  ``timeout=0`` takes one only if the inner mutex is free and a
         lease too.  Cancelled or timed out, it deletes its nodes before
         returning.  Connection losses are ridden out (a new session joins
-        again at the tail).  `CoordinatorClosedError` if the coordinator is not open.
+        again at the tail).  `CoordinatorClosedError` if the coordinator is not open;
+        `RuntimeError` if this task already holds or waits for `max_leases` leases
+        of this path (it would wait for itself forever).
         """
         seconds = check_timeout(timeout)
         self._check_open()
         deadline = None if seconds is None else anyio.current_time() + seconds
+        task = asyncio.current_task()
+        assert task is not None
+        counts = _count(self._client, self._path)
+        if counts[task] >= self._max:
+            raise RuntimeError(
+                f"this task already holds or waits for {counts[task]} leases of semaphore "
+                f"{self._path} (max_leases={self._max}): it would wait for itself"
+            )
+        counts[task] += 1
+        lease: Lease | None = None
+        try:
+            lease = await self._acquire(task, deadline)
+        finally:
+            if lease is None:
+                _uncount(self._client, self._path, task)
+        return lease
+
+    async def _acquire(self, task: asyncio.Task[Any], deadline: float | None) -> Lease | None:
         while True:
             inner = Waiter(self._coord, self._locks, self._data, LOCK, first, recipe=_RECIPE)
             lease = OurNode(self._client, self._leases, _RECIPE)
@@ -242,7 +291,7 @@ class Semaphore:
             assert lease.node is not None
             hold = Hold(lease.node, self._path, _RECIPE)
             log.info("semaphore %s: lease 0x%x to %s", self._path, hold.token, self._id)
-            return Lease(self, lease, hold)
+            return Lease(self, lease, hold, task)
 
     async def _lease(self, inner: Waiter, lease: OurNode, deadline: float | None) -> bool | None:
         """Holding the inner mutex: create our lease node, wait until the leases number at
