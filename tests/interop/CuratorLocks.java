@@ -2,8 +2,8 @@
 // by tests/zk/test_interop_locks.py.  Arguments: connect string, kind ("semaphore" or
 // "rwlock"), path, acquisitions, max leases (semaphore) or writes in every ten (rwlock),
 // participant id (written as the nodes' data where Curator lets it).  Commands (one per
-// line): go (start acquiring, in a thread of its own), quit.  While holding it sleeps a
-// millisecond, then prints "HELD <kind> <t0> <t1>": System.nanoTime() (CLOCK_MONOTONIC on
+// line): go (start acquiring, in a thread of its own), quit.  While holding it sleeps
+// (20 ms with a lease, 1 ms with a lock), then prints "HELD <kind> <t0> <t1>": System.nanoTime() (CLOCK_MONOTONIC on
 // Linux, the clock of Python's time.monotonic()) just after acquiring and just before
 // releasing; kind is "lease", "read" or "write".  Kind "revocable": on go, hold an
 // InterProcessMutex made revocable at path, print "HELD", and release it once revoked
@@ -31,7 +31,7 @@ public final class CuratorLocks {
         for (int i = 0; i < n; i++) {
             Lease lease = sem.acquire();
             long t0 = System.nanoTime();
-            Thread.sleep(1);
+            Thread.sleep(20);  // long enough for the leases to overlap
             long t1 = System.nanoTime();
             sem.returnLease(lease);
             say("HELD lease " + t0 + " " + t1);

@@ -136,7 +136,7 @@ async def test_curator_semaphore_v2_and_aiocoord_count_leases_together(
         for _ in range(N):
             async with semaphore(coord, path, max_leases=leases, participant_id=name):
                 start = time.monotonic_ns()
-                await anyio.sleep(0.001)
+                await anyio.sleep(0.02)  # as the Java side: long enough to overlap
                 python.append((start, time.monotonic_ns(), "lease", name))
 
     with anyio.fail_after(120):
