@@ -3,9 +3,9 @@
 // "rwlock"), path, acquisitions, max leases (semaphore) or writes in every ten (rwlock),
 // participant id (written as the nodes' data where Curator lets it).  Commands (one per
 // line): go (start acquiring, in a thread of its own), quit.  While holding it sleeps
-// (20 ms with a lease, 1 ms with a lock), then prints "HELD <kind> <t0> <t1>": System.nanoTime() (CLOCK_MONOTONIC on
-// Linux, the clock of Python's time.monotonic()) just after acquiring and just before
-// releasing; kind is "lease", "read" or "write".  Kind "revocable": on go, hold an
+// (20 ms with a lease, 5 ms with a lock), then prints "HELD <kind> <t0> <t1>":
+// System.nanoTime() (CLOCK_MONOTONIC on Linux, the clock of Python's time.monotonic())
+// just after acquiring and just before releasing; kind is "lease", "read" or "write".  Kind "revocable": on go, hold an
 // InterProcessMutex made revocable at path, print "HELD", and release it once revoked
 // ("REVOKED"); kind "revoke": on go, Revoker.attemptRevoke(path) (path is a lock node).
 import java.io.BufferedReader;
@@ -44,7 +44,7 @@ public final class CuratorLocks {
             InterProcessMutex lock = write ? rw.writeLock() : rw.readLock();
             lock.acquire();
             long t0 = System.nanoTime();
-            Thread.sleep(1);
+            Thread.sleep(5);
             long t1 = System.nanoTime();
             lock.release();
             say("HELD " + (write ? "write " : "read ") + t0 + " " + t1);

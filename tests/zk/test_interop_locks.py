@@ -198,7 +198,7 @@ async def test_curator_read_write_lock_and_aiocoord_share_one_lock(
             write = i % 10 < 2  # 20 % writes, as the Java side
             async with rw.write() if write else rw.read():
                 start = time.monotonic_ns()
-                await anyio.sleep(0.001)
+                await anyio.sleep(0.005)  # as the Java side
                 python.append((start, time.monotonic_ns(), "write" if write else "read", name))
 
     with anyio.fail_after(120):
