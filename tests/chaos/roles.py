@@ -11,7 +11,12 @@
 - ``jobs``: a worker of the job scheduler on ``/jobs`` (whose handler logs
   each run) that also submits a job every 0.2–0.6 s while the orchestrator
   allows it, and awaits each result; the worker's assigner terms are logged
-  too (role ``assigner``), read from its log lines, the only hook it has.
+  too (role ``assigner``), read from its log lines, the only hook it has;
+- ``sem``: a semaphore of `SEM_LEASES` leases on ``/sem``, each lease held a
+  random short while and writing to resource ``sem`` (at most `SEM_LEASES`
+  terms at once);
+- ``rw``: a read/write lock on ``/rw``, a write on every fifth turn (roles
+  ``read`` and ``write``, resource ``rw``: a writer's term overlaps nobody's).
 
 Every term is logged when its body starts and when it ends (cancelled or
 returned), on the shared monotonic clock (see `records`).  A body first
@@ -41,10 +46,12 @@ from aiocoord import (
     JobFailed,
     LeadershipLost,
     LockLost,
+    ReadWriteLock,
     Worker,
     cas_lock,
     leader_latch,
     once_per,
+    semaphore,
     task_leadership,
 )
 from aiocoord.scheduler import Scheduler
@@ -62,6 +69,9 @@ __all__ = (
     "ONCE_INTERVAL",
     "ROLES",
     "ROLE_FUNCS",
+    "RW",
+    "SEM",
+    "SEM_LEASES",
     "SKEW",
     "STALL",
     "TASKS",
@@ -79,7 +89,10 @@ LEASE = 3.0  # CAS lock and once_per lease (s)
 SKEW = 0.5  # their clock-skew allowance (s)
 ONCE_INTERVAL = 1.0  # once_per window (s)
 STALL = 0.3  # a participant that runs nothing for this long logs a stall (s)
-ROLES = ("latch", "lock", "once", "tasks", "jobs")
+SEM = "/sem"
+SEM_LEASES = 2
+RW = "/rw"
+ROLES = ("latch", "lock", "once", "tasks", "jobs", "sem", "rw")
 
 Body = Callable[[], Awaitable[None]]
 
@@ -347,10 +360,46 @@ async def jobs_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
         handler.detach()
 
 
+async def sem_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("sem")
+    owner = f"{ctx.name}.{ctx.inc}"
+
+    async def body() -> None:
+        try:
+            async with semaphore(coord, SEM, max_leases=SEM_LEASES, participant_id=owner) as lease:
+                await ctx.hold("sem", "sem", lease.token, rng, duration=rng.uniform(0.1, 0.6))
+        except LockLost:
+            pass
+        await anyio.sleep(rng.uniform(0.02, 0.2))
+
+    await forever(ctx, "sem", body)
+
+
+async def rw_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("rw")
+    rw = ReadWriteLock(coord, RW, participant_id=f"{ctx.name}.{ctx.inc}")
+    turn = [0]
+
+    async def body() -> None:
+        turn[0] += 1
+        write = turn[0] % 5 == 0
+        try:
+            async with rw.write() if write else rw.read() as held:
+                role = "write" if write else "read"
+                await ctx.hold(role, "rw", held.token, rng, duration=rng.uniform(0.05, 0.4))
+        except LockLost:
+            pass
+        await anyio.sleep(rng.uniform(0.02, 0.2))
+
+    await forever(ctx, "rw", body)
+
+
 ROLE_FUNCS: dict[str, Callable[[aiocoord.Coordinator, Context], Coroutine[Any, Any, None]]] = {
     "latch": latch_role,
     "lock": lock_role,
     "once": once_role,
     "tasks": tasks_role,
     "jobs": jobs_role,
+    "sem": sem_role,
+    "rw": rw_role,
 }
