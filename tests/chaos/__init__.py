@@ -1,8 +1,8 @@
 """Fault campaigns: real processes, real faults, and a checker over what everyone believed.
 
 Several participant processes (`participant`, running the `roles`) use the
-leader latch, the CAS lock, once_per, task leadership and the job scheduler
-against a 3-member ZooKeeper ensemble
+leader latch, the CAS lock, once_per, task leadership, the job scheduler,
+the semaphore and the read/write lock against a 3-member ZooKeeper ensemble
 while a seeded schedule (`faults`) cuts and pauses their connections,
 expires their sessions, restarts ensemble members, kills the ensemble's
 leader, and SIGKILLs, SIGSTOPs and SIGCONTs the participants.  Each
