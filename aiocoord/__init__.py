@@ -57,8 +57,15 @@ if TYPE_CHECKING:
     from .recipes.leader_latch import Participant as Participant
     from .recipes.leader_latch import leader_latch as leader_latch
     from .recipes.leader_latch import leader_selector as leader_selector
+    from .recipes.mutex import Lease as Lease
     from .recipes.mutex import Mutex as Mutex
+    from .recipes.mutex import ReadLock as ReadLock
+    from .recipes.mutex import ReadWriteLock as ReadWriteLock
+    from .recipes.mutex import Semaphore as Semaphore
+    from .recipes.mutex import WriteLock as WriteLock
     from .recipes.mutex import mutex as mutex
+    from .recipes.mutex import revoke as revoke
+    from .recipes.mutex import semaphore as semaphore
     from .recipes.task_leadership import MavenVersion as MavenVersion
     from .recipes.task_leadership import TaskChange as TaskChange
     from .recipes.task_leadership import TaskLeadership as TaskLeadership
@@ -111,9 +118,17 @@ __all__ = (
     "Participant",
     "ElectionEvent",
     "ElectionState",
-    # Locks: the queued mutex, the version-CAS lock and once-per-interval guard.
+    # Locks: the queued mutex, semaphore and read/write lock, the version-CAS lock and
+    # once-per-interval guard.
     "Mutex",
     "mutex",
+    "Semaphore",
+    "semaphore",
+    "Lease",
+    "ReadWriteLock",
+    "ReadLock",
+    "WriteLock",
+    "revoke",
     "CasLock",
     "cas_lock",
     "once_per",
@@ -209,7 +224,17 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "leader_latch",
         "leader_selector",
     ),
-    "recipes.mutex": ("Mutex", "mutex"),
+    "recipes.mutex": (
+        "Lease",
+        "Mutex",
+        "ReadLock",
+        "ReadWriteLock",
+        "Semaphore",
+        "WriteLock",
+        "mutex",
+        "revoke",
+        "semaphore",
+    ),
     "recipes.task_leadership": (
         "MavenVersion",
         "TaskChange",

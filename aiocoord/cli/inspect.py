@@ -41,6 +41,10 @@ def render(info: Info, indent: int = 0) -> list[str]:
         return lines
     if kind == "mutex":
         return _render_mutex(info, pad, name)
+    if kind == "read_write_lock":
+        return _render_rwlock(info, pad, name)
+    if kind == "semaphore":
+        return _render_semaphore(info, pad, name)
     if kind == "cron":
         return render_cron(info, pad, name)
     if kind == "cas_lock":
@@ -92,4 +96,32 @@ def _render_mutex(info: Info, pad: str, name: str) -> list[str]:
         role = "holder  " if i == 0 else f"#{i:<7}"
         who = f"invalid id: {c['error']}" if "error" in c else c["id"]
         lines.append(f"{pad}  {role} {who:<28} token 0x{c['token']:x}  {c['node']}")
+    return lines
+
+
+def _who(c: Info) -> str:
+    return f"invalid id: {c['error']}" if "error" in c else str(c["id"])
+
+
+def _render_rwlock(info: Info, pad: str, name: str) -> list[str]:
+    queue = info["contenders"]
+    holders = [c for c in queue if c["holds"]]
+    if not holders:
+        return [f"{pad}{name}  [read/write lock] free"]
+    mode = "write" if holders[0]["mode"] == "write" else f"read by {len(holders)}"
+    waiting = len(queue) - len(holders)
+    lines = [f"{pad}{name}  [read/write lock] held for {mode}, {waiting} waiting"]
+    for c in queue:
+        role = ("holds " if c["holds"] else "waits ") + c["mode"]
+        lines.append(f"{pad}  {role:<11} {_who(c):<28} token 0x{c['token']:x}  {c['node']}")
+    return lines
+
+
+def _render_semaphore(info: Info, pad: str, name: str) -> list[str]:
+    leases, waiting = info["leases"], info["waiting"]
+    lines = [f"{pad}{name}  [semaphore] {len(leases)} lease nodes, {len(waiting)} waiting"]
+    for c in leases:
+        lines.append(f"{pad}  lease    {_who(c):<28} token 0x{c['token']:x}  {c['node']}")
+    for i, c in enumerate(waiting):
+        lines.append(f"{pad}  #{i + 1:<7} {_who(c):<28} (inner mutex)  {c['node']}")
     return lines

@@ -8,7 +8,8 @@ embedded development server that the demo and the examples use when
 path, recognising each recipe's layout (a node it may not read as "no access");
 ``aiocoord acl get|set PATH`` reads or replaces a node's ACL; ``aiocoord dashboard PATH`` serves
 the same as a live web page.  ``aiocoord jobs submit|info|result|cancel|list``
-works with a job scheduler as a client.  ``aiocoord bench`` measures
+works with a job scheduler as a client; ``aiocoord lock revoke PATH`` asks a
+lock's holder to let go.  ``aiocoord bench`` measures
 aiocoord's recipes on one's own ZooKeeper.  Async commands run on uvloop unless ``--loop asyncio`` is given.
 
 A user error (no server reachable, a bad path, an unknown command) prints one
@@ -40,6 +41,7 @@ from ._unreachable import unreachable
 from .acl import add_parser as add_acl_parser
 from .dashboard import add_parser as add_dashboard_parser
 from .jobs_command import add_parser as add_jobs_parser
+from .lock import add_parser as add_lock_parser
 from .zk import UserError, local_zookeeper, resolve_hosts
 
 __all__ = ("UserError", "local_zookeeper", "main")
@@ -263,6 +265,7 @@ def _parser() -> argparse.ArgumentParser:
     add_acl_parser(sub)  # `aiocoord acl get|set`, in cli/acl.py
     add_dashboard_parser(sub)  # `aiocoord dashboard`, defined with the command in cli/dashboard.py
     add_jobs_parser(sub)  # `aiocoord jobs ...`, in cli/jobs_command.py
+    add_lock_parser(sub)  # `aiocoord lock revoke PATH`, in cli/lock.py
 
     bench = sub.add_parser(
         "bench",

@@ -16,6 +16,8 @@ Recognised, in this order, at a node:
 - a leader latch: every child is an election node (Curator ``_c_<uuid>-latch-<seq>``,
   or ZooKeeper's ``n_<seq>``);
 - a mutex: every child is a lock node (Curator ``_c_<uuid>-lock-<seq>``);
+- a read/write lock: every child is a ``__READ__`` or ``__WRIT__`` node;
+- a semaphore: children named ``leases`` (and ``locks``), Curator's V2 layout;
 - otherwise a plain node, whose children are inspected the same way, down to
   `depth` levels.
 

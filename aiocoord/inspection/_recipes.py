@@ -11,13 +11,26 @@ from datetime import datetime
 from ..errors import NodeDataError
 from ..recipes.cas_lock import LockRun, lock_view
 from ..recipes.leader_latch import describe_latch
-from ..recipes.mutex import describe_mutex
+from ..recipes.mutex import (
+    MutexContender,
+    describe_mutex,
+    describe_read_write_lock,
+    describe_semaphore,
+)
 from ..recipes.task_leadership import describe_task_leadership
 from ..session import Coordinator
 from ._cron import workers_info
 from ._info import Info
 
-__all__ = ("iso", "latch_info", "lock_info", "mutex_info", "task_info")
+__all__ = (
+    "iso",
+    "latch_info",
+    "lock_info",
+    "mutex_info",
+    "rwlock_info",
+    "semaphore_info",
+    "task_info",
+)
 
 
 def iso(when: datetime | None) -> str | None:
@@ -78,18 +91,39 @@ async def latch_info(coord: Coordinator, path: str) -> Info:
     }
 
 
+def _contender(c: MutexContender) -> Info:
+    entry: Info = {"id": c.id, "node": c.node, "token": c.token, "session": f"0x{c.session:x}"}
+    if c.invalid is not None:
+        entry["error"] = c.invalid
+    return entry
+
+
 async def mutex_info(coord: Coordinator, path: str) -> Info:
     """A mutex at `path`: its holder and the contenders in line."""
     view = await describe_mutex(coord, path)
-    contenders: list[Info] = []
-    for c in view.contenders:
-        entry: Info = {"id": c.id, "node": c.node, "token": c.token, "session": f"0x{c.session:x}"}
-        if c.invalid is not None:
-            entry["error"] = c.invalid
-        contenders.append(entry)
     return {
         "kind": "mutex",
         "holder": view.holder.id if view.holder else None,
         "token": view.holder_token,
-        "contenders": contenders,
+        "contenders": [_contender(c) for c in view.contenders],
+    }
+
+
+async def rwlock_info(coord: Coordinator, path: str) -> Info:
+    """A read/write lock at `path`: readers and writers in line, each saying if it holds."""
+    view = await describe_read_write_lock(coord, path)
+    contenders = [
+        _contender(c) | {"mode": "write" if "__WRIT__" in c.node else "read", "holds": h}
+        for c, h in zip(view.contenders, view.holding, strict=True)
+    ]
+    return {"kind": "read_write_lock", "contenders": contenders}
+
+
+async def semaphore_info(coord: Coordinator, path: str) -> Info:
+    """A semaphore at `path`: its lease nodes and the contenders waiting for a lease."""
+    view = await describe_semaphore(coord, path)
+    return {
+        "kind": "semaphore",
+        "leases": [_contender(c) for c in view.leases],
+        "waiting": [_contender(c) for c in view.waiting],
     }

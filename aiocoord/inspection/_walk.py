@@ -11,14 +11,21 @@ from ..errors import NoAuthError, NoNodeError
 from ..recipes.cas_lock import is_lock_record
 from ..recipes.cron import describe_cron, is_cron
 from ..recipes.leader_latch import latch_layout
-from ..recipes.mutex import is_mutex
+from ..recipes.mutex import is_mutex, is_read_write_lock, is_semaphore
 from ..recipes.task_leadership import is_task_leadership
 from ..scheduler import is_scheduler
 from ..session import Coordinator
 from ..zk.paths import join
 from ._cron import cron_info
 from ._info import Info
-from ._recipes import latch_info, lock_info, mutex_info, task_info
+from ._recipes import (
+    latch_info,
+    lock_info,
+    mutex_info,
+    rwlock_info,
+    semaphore_info,
+    task_info,
+)
 from ._scheduler import scheduler_info
 
 __all__ = ("MAX_NODES", "inspect_path")
@@ -68,6 +75,10 @@ async def _inspect(coord: Coordinator, path: str, depth: int, budget: list[int])
         return base | await latch_info(coord, path)
     if is_mutex(children):
         return base | await mutex_info(coord, path)
+    if is_read_write_lock(children):
+        return base | await rwlock_info(coord, path)
+    if is_semaphore(children):
+        return base | await semaphore_info(coord, path)
     info: Info = base | {
         "kind": "node",
         "data": _text(node.data) if node.data else None,

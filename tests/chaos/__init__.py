@@ -2,9 +2,10 @@
 
 Several participant processes (`participant`, running the `roles`) use the
 leader latch, the CAS lock, the queued mutex, once_per, task leadership,
-cron and the job scheduler against a 3-member ZooKeeper ensemble
-while a seeded schedule (`faults`, most of it aimed at whoever holds a
-resource at the time) cuts and pauses their connections,
+cron, the job scheduler, a tree cache, the semaphore and the read/write lock
+against a 3-member ZooKeeper ensemble while a seeded schedule (`faults`,
+most of it aimed at whoever holds a resource at the time) cuts and pauses
+their connections,
 expires their sessions, restarts ensemble members, kills the ensemble's
 leader, and SIGKILLs, SIGSTOPs and SIGCONTs the participants.  Each
 participant logs every term it believes it holds and writes through a fenced

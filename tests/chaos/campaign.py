@@ -247,6 +247,7 @@ class _Orchestrator:
             lock_lease=chaos_roles.LOCK_LEASE,
             skew=chaos_roles.SKEW,
             once_interval=chaos_roles.ONCE_INTERVAL,
+            sem_leases=chaos_roles.SEM_LEASES,
             leader_resources=self._leader_resources(),
             jobs="jobs" in cfg.roles,
         )

@@ -5,9 +5,11 @@ to when, with which fencing token), every fenced write, every fault and
 every process pause, and returns a `Report`.  Violations (each must be 0):
 
 - **overlaps outside pauses**: two terms of one resource (latch, lock,
-  mutex, once_per, task, assigner, cron) whose bodies ran at the same time.
-  A term ends when its body was cancelled or returned; a term of a process
-  that was SIGKILLed ends at the kill.  An overlap is excused only while one
+  mutex, once_per, task, assigner, cron) whose bodies ran at the same time;
+  for the semaphore (resource ``sem``) more than ``sem_leases`` at once; for
+  the read/write lock (``rw``) a ``write`` term beside any other.  A term
+  ends when its body was cancelled or returned; a term of a process that
+  was SIGKILLed ends at the kill.  An overlap is excused only while one
   of the two holders is actually frozen, plus a bounded time after it wakes:
   every instant of the overlap must lie in ``[s1 - STOP_SLACK, s2 +
   wake_bound]`` for a freeze ``[s1, s2]`` of one of the two holders (SIGSTOP
@@ -40,7 +42,9 @@ every process pause, and returns a `Report`.  Violations (each must be 0):
   resource (the store is re-checked, not trusted).
 - **token order**: by start time, each term's token must be larger than
   every earlier term's of the resource; equal only for the same process
-  (a latch or a task re-granted on the same node after SUSPENDED).  A term
+  (a latch or a task re-granted on the same node after SUSPENDED).  Shared
+  terms (semaphore leases, reads) are not ordered among themselves: only a
+  ``write`` term must outrank every earlier ``rw`` term.  A term
   begun by a holder just woken from a freeze, or while its session was
   being expired by force, is excused, as above.
 - **double windows**: a once_per window with more than one recorded
@@ -285,10 +289,13 @@ def check(records: Iterable[Record], params: Params | None = None) -> Report:
 
 
 def _overlaps(camp: _Campaign, res: str, terms: list[Term], params: Params, report: Report) -> None:
+    # How many terms may run at once: the semaphore's leases; else one (readers share).
+    limit = int(camp.config.get("sem_leases", 2)) if res == "sem" else 1
     active: list[Term] = []
     for b in terms:  # sorted by start
         active = [a for a in active if a.end > b.start]
-        for a in active:
+        rivals = [a for a in active if res != "rw" or "write" in (a.role, b.role)]
+        for a in rivals[: max(0, len(rivals) - limit + 1)]:
             until = min(a.end, b.end)
             length = until - b.start
             if camp.frozen_during((a.proc, b.proc), b.start, until, params.wake_bound):
@@ -303,8 +310,14 @@ def _overlaps(camp: _Campaign, res: str, terms: list[Term], params: Params, repo
 def _token_order(
     camp: _Campaign, res: str, terms: list[Term], params: Params, report: Report
 ) -> None:
+    if res == "sem":
+        return  # leases run side by side: no order among them
     best: Term | None = None
     for b in terms:  # sorted by start
+        if b.role == "read":  # reads share: only a write must outrank what came before
+            if best is None or b.tok > best.tok:
+                best = b
+            continue
         if best is not None and (b.tok < best.tok or (b.tok == best.tok and b.proc != best.proc)):
             if camp.frozen_during(
                 (b.proc,), b.start, b.start, params.wake_bound

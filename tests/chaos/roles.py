@@ -26,6 +26,11 @@
   nodes named once each (``n<k>``), created, set and deleted, never created
   again, so that a change the cache misses stays missed and shows in its
   final view.
+- ``sem``: a semaphore of `SEM_LEASES` leases on ``/sem``, each lease held a
+  random short while and writing to resource ``sem`` (at most `SEM_LEASES`
+  terms at once);
+- ``rw``: a read/write lock on ``/rw``, a write on every fifth turn (roles
+  ``read`` and ``write``, resource ``rw``: a writer's term overlaps nobody's).
 
 Every term is logged when its body starts and when it ends (cancelled or
 returned), on the shared monotonic clock (see `records`).  A body first
@@ -60,11 +65,13 @@ from aiocoord import (
     LockLost,
     NodeExistsError,
     NoNodeError,
+    ReadWriteLock,
     Worker,
     cas_lock,
     leader_latch,
     mutex,
     once_per,
+    semaphore,
     task_leadership,
     tree_cache,
 )
@@ -87,6 +94,9 @@ __all__ = (
     "ONCE_INTERVAL",
     "ROLES",
     "ROLE_FUNCS",
+    "RW",
+    "SEM",
+    "SEM_LEASES",
     "SKEW",
     "STALL",
     "TASKS",
@@ -113,7 +123,10 @@ SKEW = 0.5  # its clock-skew allowance, and the CAS lock's (s)
 LOCK_LEASE = 2.0
 ONCE_INTERVAL = 1.0  # once_per window (s)
 STALL = 0.3  # a participant that runs nothing for this long logs a stall (s)
-ROLES = ("latch", "lock", "mutex", "once", "tasks", "cron", "jobs", "cache")
+SEM = "/sem"
+SEM_LEASES = 2
+RW = "/rw"
+ROLES = ("latch", "lock", "mutex", "once", "tasks", "cron", "jobs", "cache", "sem", "rw")
 
 Body = Callable[[], Awaitable[None]]
 
@@ -494,6 +507,40 @@ async def cache_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
         ctx.log.emit("cache_final", **final)
 
 
+async def sem_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("sem")
+    owner = f"{ctx.name}.{ctx.inc}"
+
+    async def body() -> None:
+        try:
+            async with semaphore(coord, SEM, max_leases=SEM_LEASES, participant_id=owner) as lease:
+                await ctx.hold("sem", "sem", lease.token, rng, duration=rng.uniform(0.1, 0.6))
+        except LockLost:
+            pass
+        await anyio.sleep(rng.uniform(0.02, 0.2))
+
+    await forever(ctx, "sem", body)
+
+
+async def rw_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("rw")
+    rw = ReadWriteLock(coord, RW, participant_id=f"{ctx.name}.{ctx.inc}")
+    turn = [0]
+
+    async def body() -> None:
+        turn[0] += 1
+        write = turn[0] % 5 == 0
+        try:
+            async with rw.write() if write else rw.read() as held:
+                role = "write" if write else "read"
+                await ctx.hold(role, "rw", held.token, rng, duration=rng.uniform(0.05, 0.4))
+        except LockLost:
+            pass
+        await anyio.sleep(rng.uniform(0.02, 0.2))
+
+    await forever(ctx, "rw", body)
+
+
 ROLE_FUNCS: dict[str, Callable[[aiocoord.Coordinator, Context], Coroutine[Any, Any, None]]] = {
     "latch": latch_role,
     "lock": lock_role,
@@ -503,4 +550,6 @@ ROLE_FUNCS: dict[str, Callable[[aiocoord.Coordinator, Context], Coroutine[Any, A
     "tasks": tasks_role,
     "jobs": jobs_role,
     "cache": cache_role,
+    "sem": sem_role,
+    "rw": rw_role,
 }

@@ -17,7 +17,7 @@ mutant             the property it breaks                               patch po
 =================  ===================================================  =====================================
 latch_no_cancel    a latch's body is cancelled when leadership is lost  ``LeaderLatch._lose``
                    (SUSPENDED, LOST, node deleted)
-mutex_no_wait      a mutex waits for its predecessor                    ``mutex._mutex.first``
+mutex_no_wait      a mutex waits for its predecessor                    ``Mutex._rule``
 cron_no_cas        a cron claim is a CAS on the version read            ``cron._runner.JobRunner._cas``
 ack_before_run     a worker's assignment goes only with its result      ``scheduler._execute.Execution.run``
 lease_no_deadline  a CAS-lock holder stops at its own lease deadline    ``cas_lock._hold._keep``
@@ -89,7 +89,7 @@ def _mutex_no_wait(original: Any) -> Any:
     def first(names: Any, index: int) -> str | None:
         return None
 
-    return first
+    return staticmethod(first)
 
 
 def _cron_no_cas(original: Any) -> Any:
@@ -182,7 +182,7 @@ MUTANTS: dict[str, Mutant] = {
         Mutant(
             "mutex_no_wait",
             "the mutex treats every node as first (no predecessor wait)",
-            (("aiocoord.recipes.mutex._mutex", "first"),),
+            (("aiocoord.recipes.mutex._mutex", "Mutex._rule"),),
             ("tests/zk/test_mutex.py::test_fifo_hand_over_in_queue_order_with_rising_tokens",),
             _mutex_no_wait,
         ),

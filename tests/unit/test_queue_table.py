@@ -116,10 +116,10 @@ def test_read_write_rules() -> None:
         return decide(order, node, rule, owner=1, session_id=1)
 
     assert move(w1) == Granted()  # a writer goes when first
-    assert move(r2) == Wait(w1, last=True)  # a reader watches the first writer ahead
+    assert move(r2) == Wait(w1, last=True)  # a reader watches the nearest writer ahead
     assert move(r3) == Wait(w1, last=True)
     assert move(w4) == Wait(r3, last=False)  # a writer watches the node just ahead
-    assert move(r5) == Wait(w1, last=False)  # w4 is ahead too
+    assert move(r5) == Wait(w4, last=False)  # the nearest writer (not w1: no herd); w1 too
     order = Ordering([r2, r3, w4, r5], READ_WRITE)
     assert move(r2) == move(r3) == Granted()  # readers share it while no writer precedes
     assert move(w4) == Wait(r3, last=False)

@@ -331,6 +331,26 @@ class Log:
 WALL = 1_000_000.0  # wall clock at monotonic 0 in these logs (a whole number of windows)
 
 
+def test_semaphore_and_read_write_terms_share_as_their_recipes_allow() -> None:
+    log = Log(roles="sem,rw", sem_leases=2).start("p1").start("p2").start("p3")
+    log.term("p1", 1.0, 3.0, 10, res="sem")
+    log.term("p2", 1.5, 2.5, 12, res="sem")  # two leases at once: allowed
+    log.term("p1", 1.0, 3.0, 20, res="rw", role="read")
+    log.term("p2", 1.5, 2.5, 21, res="rw", role="read")  # readers share, tokens unordered
+    log.term("p3", 3.1, 3.5, 22, res="rw", role="write")
+    log.stop(10.0)
+    report = log.check()
+    assert report.overlaps == [] and report.token_order == []
+    log.term("p3", 2.0, 2.2, 14, res="sem")  # a third lease: one too many
+    log.term("p3", 2.0, 2.1, 23, res="rw", role="write")  # a writer beside two readers
+    report = log.check()
+    assert sorted((o.res, o.second.split(".")[0]) for o in report.overlaps) == [
+        ("rw", "p3"),
+        ("rw", "p3"),
+        ("sem", "p3"),
+    ]
+
+
 def test_clean_campaign_has_no_violations() -> None:
     log = Log().start("p1").start("p2")
     log.term("p1", 1.0, 5.0, 10)
@@ -618,7 +638,7 @@ def test_default_campaign() -> None:
     # something, once_per windows ran and some were owed.
     assert sum(report.faults.values()) >= min(10, seconds / 4)
     assert len(report.faults) >= 5, report.faults
-    roles = ("latch", "lock", "mutex", "once", "task", "assigner", "cron")
+    roles = ("latch", "lock", "mutex", "once", "task", "assigner", "cron", "sem", "read", "write")
     assert all(report.terms[role] > 0 for role in roles), report.terms
     assert report.windows_run > seconds / 2 and report.owed_windows > 0
     assert report.jobs_submitted > seconds and report.jobs_run >= report.jobs_submitted

@@ -57,6 +57,9 @@ STAND_INS = (
     "write_report",
     "refresh_reports",
     "append_to_ledger",
+    "call_partner_api",
+    "serve_from_catalog",
+    "rebuild_catalog",
 )
 
 

@@ -33,6 +33,11 @@ EXPECTED: dict[str, list[str]] = {
         r"(  pod-\d token=0x[0-9a-f]+\n){9}",
         r"9 appends, one holder at a time; tokens increase: True",
     ],
+    "semaphore.py": [
+        r"pod-1: rebuilt the catalogue alone \(token 0x[0-9a-f]+\)",
+        r"partner API calls at once, at most: 2\n",
+        r"readers of the catalogue at once, at most: [1-3]\n",
+    ],
     "cron_once_per.py": [
         r"pod-\d: running the revenue query for the window",
         r"skip, window .* already ran at",

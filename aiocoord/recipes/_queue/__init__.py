@@ -35,7 +35,7 @@ A rule looks only at the nodes ahead of ours, a few lines each::
     rule            recipe                        goes when                     watches
     first           latch, mutex, write lock      first in order                the node just ahead
     fewer_than(n)   semaphore V2                  fewer than n nodes ahead      the node n places ahead
-    reader          read lock                     no __WRIT__ node ahead        the first writer ahead
+    reader          read lock                     no __WRIT__ node ahead        the nearest writer ahead
 
 `may_take` is the last check before a right is taken, with no await after
 it: connected for writing, our node created by the session we are on now
@@ -81,13 +81,19 @@ from ._nodes import default_participant_id as default_participant_id
 from ._nodes import read_nodes as read_nodes
 from ._nodes import read_queue as read_queue
 from ._table import LATCH as LATCH
+from ._table import LEASE as LEASE
 from ._table import LOCK as LOCK
+from ._table import READ_WRITE as READ_WRITE
+from ._table import WRITE_MARKER as WRITE_MARKER
+from ._table import CuratorNames as CuratorNames
 from ._table import Gone as Gone
 from ._table import Granted as Granted
 from ._table import Ordering as Ordering
+from ._table import Rule as Rule
 from ._table import Wait as Wait
 from ._table import decide as decide
 from ._table import first as first
 from ._table import may_take as may_take
+from ._table import reader as reader
 from ._waiter import USABLE as USABLE
 from ._waiter import Waiter as Waiter

@@ -127,9 +127,16 @@ def fewer_than(leases: int) -> Rule:
 
 
 def reader(names: Sequence[str], index: int) -> str | None:
-    """Read lock (``InterProcessReadWriteLock``): goes when no writer precedes it; else
-    it watches the first writer, as Curator's ``readLockPredicate`` does."""
-    return next((name for name in names[:index] if WRITE_MARKER in name), None)
+    """Read lock (``InterProcessReadWriteLock``): goes when no writer precedes it, as
+    Curator's ``readLockPredicate``; else it watches the nearest writer ahead.
+
+    Curator watches the first writer instead, so that every reader behind it
+    wakes when it goes, those behind later writers too, only to list and wait
+    again: a herd that grows with the queue.  The nearest writer goes last of
+    the writers ahead (a writer waits for every node ahead of it), so its
+    going wakes only the readers it lets go.
+    """
+    return next((name for name in reversed(names[:index]) if WRITE_MARKER in name), None)
 
 
 # --- the decision ----------------------------------------------------------------------------

@@ -291,6 +291,28 @@ class LeaderLatch(Service):
         async with term.tenure.body():
             yield term
 
+    async def step_down(self) -> bool:
+        """Give up leadership now and join again at the back of the queue.
+
+        The term ends at once (a `leadership()` body is cancelled, then raises
+        `LeadershipLost` with the reason ``"stepped down"``); our node is
+        deleted, shielded and bounded by the request timeout (what cannot be
+        deleted in time is deleted by a chore of the session, and never led on
+        again), so the next in line leads; then a new node joins at the tail.
+        Blocks until the node is deleted.  Returns False, doing nothing, if we
+        do not lead right now.  Alone in the queue, we lead again at once.
+        Raises `CoordinatorClosedError` if the latch is not entered or is left.
+        """
+        if self._life.phase is not Phase.RUNNING or self._closing:
+            raise CoordinatorClosedError(
+                f"leader latch {self._path} is not open: use `async with leader_latch(...)`"
+            )
+        if self._term is None:
+            return False
+        log.info("leader of %s as %s: stepping down", self._path, self._id)
+        await self._release("stepped down", rejoin_after=0.0)
+        return True
+
     # --- observing ---------------------------------------------------------------------------
 
     async def participants(self) -> list[Participant]:

@@ -36,7 +36,7 @@ import anyio
 import anyio.abc
 
 from ..._checks import check_seconds
-from ..._lifecycle import Lifecycle, Service
+from ..._lifecycle import Lifecycle, Phase, Service
 from ...errors import ConfigError, CoordinatorClosedError, LeadershipLost
 from ...session import Coordinator
 from ._election import LeadershipTerm
@@ -142,6 +142,26 @@ class LeaderSelector(Service):
     def requeue(self) -> None:
         """Join the election again now (after `lead` returned without ``requeue``, or a backoff)."""
         self.latch._rejoin()
+
+    async def interrupt(self) -> bool:
+        """End the current `lead` now and give leadership to the next in line.
+
+        Curator's ``interruptLeadership``: `lead` is cancelled (counted in
+        `losses`), our node is deleted (as `LeaderLatch.step_down`), and with
+        ``requeue=True`` a new node joins at the back of the queue; without it
+        the selector waits for `requeue()`.  Blocks until the node is deleted.
+        Returns False, doing nothing, if we do not lead right now.  Raises
+        `CoordinatorClosedError` if the selector is not entered or is left.
+        """
+        if not self.latch.has_leadership:
+            if self._life.phase is not Phase.RUNNING:
+                raise CoordinatorClosedError(
+                    f"leader selector {self.path} is not open: use `async with leader_selector(...)`"
+                )
+            return False
+        log.info("leader selector %s: interrupted", self.path)
+        await self.latch._release("interrupted", rejoin_after=0.0 if self._requeue else math.inf)
+        return True
 
     async def _run(self, tg: anyio.abc.TaskGroup) -> None:
         await self.latch.start()

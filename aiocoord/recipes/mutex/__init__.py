@@ -1,5 +1,10 @@
 """Mutex: a fair, fenced lock on Apache Curator's ``InterProcessMutex`` layout.
 
+The folder holds the lock family, all on the one queue (``recipes/_queue``):
+the mutex (here), the semaphore (``_semaphore``: Curator's
+``InterProcessSemaphoreV2``) and the read/write lock (``_rwlock``: Curator's
+``InterProcessReadWriteLock``), each the queue plus its own "may I go" rule.
+
 Contenders queue EPHEMERAL_SEQUENTIAL nodes under the lock path; the first node
 in Curator's order holds the lock, every other one watches only the node just
 ahead of its own, so a release wakes the next in line alone, whatever the
@@ -22,7 +27,8 @@ Node layout::
 
 Children sort by the text after the *last* ``lock-``; names without it sort by
 their whole name and still count as contenders, as in Curator.  A revocation
-request (Curator's ``__REVOKE__`` written to the holder's node) is not acted on.
+request (Curator's ``__REVOKE__`` written to the holder's node, ``_revoke``) ends
+the ``async with`` block of a mutex made with ``revocable=True``; others ignore it.
 
 Failure handling (the queue's, see ``recipes/_queue``, plus the hold's):
 
@@ -53,17 +59,43 @@ from __future__ import annotations
 from ._mutex import Mutex as Mutex
 from ._mutex import MutexParticipant as MutexParticipant
 from ._mutex import mutex as mutex
+from ._revoke import revoke as revoke
+from ._rwlock import ReadLock as ReadLock
+from ._rwlock import ReadWriteLock as ReadWriteLock
+from ._rwlock import WriteLock as WriteLock
+from ._semaphore import Lease as Lease
+from ._semaphore import Semaphore as Semaphore
+from ._semaphore import semaphore as semaphore
 from .describe import MutexContender as MutexContender
 from .describe import MutexView as MutexView
+from .describe import ReadWriteView as ReadWriteView
+from .describe import SemaphoreView as SemaphoreView
 from .describe import describe_mutex as describe_mutex
+from .describe import describe_read_write_lock as describe_read_write_lock
+from .describe import describe_semaphore as describe_semaphore
 from .describe import is_mutex as is_mutex
+from .describe import is_read_write_lock as is_read_write_lock
+from .describe import is_semaphore as is_semaphore
 
 __all__ = (
     "Mutex",
     "MutexParticipant",
     "mutex",
+    "Lease",
+    "Semaphore",
+    "semaphore",
+    "ReadLock",
+    "ReadWriteLock",
+    "WriteLock",
+    "revoke",
     "MutexContender",
     "MutexView",
     "describe_mutex",
     "is_mutex",
+    "ReadWriteView",
+    "SemaphoreView",
+    "describe_read_write_lock",
+    "describe_semaphore",
+    "is_read_write_lock",
+    "is_semaphore",
 )

@@ -35,10 +35,11 @@ class Hold:
     bodies of ``async with mutex(...)`` run under.
     """
 
-    __slots__ = ("_unfollow", "granted_at", "node", "tenure", "token")
+    __slots__ = ("_unfollow", "granted_at", "node", "recipe", "tenure", "token")
 
-    def __init__(self, node: CreatedNode, path: str) -> None:
+    def __init__(self, node: CreatedNode, path: str, recipe: str = "mutex") -> None:
         self.node = node
+        self.recipe = recipe  # names the lock in log lines
         self.token = node.czxid
         self.tenure = Tenure(path, LockLost)
         self.granted_at = time.monotonic()  # connection events up to this moment are history
@@ -51,7 +52,9 @@ class Hold:
     def end(self, reason: str) -> None:
         """The lock is lost (or released): cancel the bodies; the first reason wins."""
         if self.tenure.active and reason != "released":
-            log.warning("mutex %s lost (token 0x%x): %s", self.tenure.path, self.token, reason)
+            log.warning(
+                "%s %s lost (token 0x%x): %s", self.recipe, self.tenure.path, self.token, reason
+            )
         self.tenure.end(reason)
 
     def keep(self, client: ZkClient, *, lose_on_suspend: bool) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import math
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -27,6 +28,8 @@ from ...zk.states import ConnectionState
 from .._queue import (
     LOCK,
     USABLE,
+    CuratorNames,
+    Rule,
     Waiter,
     check_participant_id,
     default_participant_id,
@@ -36,6 +39,7 @@ from .._queue import (
 )
 from .._tenure import Body
 from ._hold import Hold
+from ._revoke import Revocable
 
 __all__ = ("Mutex", "MutexParticipant", "mutex")
 
@@ -73,9 +77,25 @@ class Mutex:
     `participant_id` (default ``<host>-<pid>``) is written in our node for
     `participants()`; ``lose_on_suspend=False`` keeps the lock through
     SUSPENDED until LOST; `timeout` bounds the wait of ``async with`` (None:
-    no bound).  Raises `InvalidPathError`, `ConfigError` or `TypeError` for
+    no bound).  ``revocable=True``: while ``async with`` holds the lock, a
+    ``__REVOKE__`` written to our node (Curator's ``Revoker.attemptRevoke``,
+    `aiocoord.revoke`) cancels the block, then `LockLost` (reason
+    ``"revoked"``); without it the request is ignored.  Raises `InvalidPathError`, `ConfigError` or `TypeError` for
     bad arguments.
     """
+
+    # The queue this lock is a place in: Curator's node names, the "may I go" rule,
+    # the name our node is created with (None: the layout's marker), and the recipe's
+    # name in log lines and errors.  The read and write locks change these alone.
+    _names: CuratorNames = LOCK
+    _rule: Rule = staticmethod(first)
+    _marker: str | None = None
+    _recipe = "mutex"
+
+    @staticmethod
+    def _goes(names: Sequence[str], index: int) -> bool:
+        """Whether the node at `index` of the queue holds the lock (for `participants`)."""
+        return index == 0
 
     def __init__(
         self,
@@ -85,13 +105,18 @@ class Mutex:
         participant_id: str | None = None,
         lose_on_suspend: bool = True,
         timeout: float | None = None,
+        revocable: bool = False,
     ) -> None:
         check_coordinator(coord)
         validate_path(path)
         if path == "/":
-            raise InvalidPathError(path, "a mutex needs a node of its own, not the root")
+            raise InvalidPathError(path, f"a {self._recipe} needs a node of its own, not the root")
         if not isinstance(lose_on_suspend, bool):
             raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+        if not isinstance(revocable, bool):
+            raise TypeError(f"revocable must be a bool, not {type(revocable).__name__}")
+        self._revocable = revocable
+        self._revocation: Revocable | None = None
         self._coord = coord
         self._client: ZkClient = coord.client
         self._path = path
@@ -163,7 +188,7 @@ class Mutex:
             state = f"WAITING{behind}"
         else:
             state = "FREE"
-        return f"<Mutex {self._path} id={self._id} {state}>"
+        return f"<{type(self).__name__} {self._path} id={self._id} {state}>"
 
     # --- acquiring and releasing -------------------------------------------------------------
 
@@ -195,7 +220,15 @@ class Mutex:
     async def _acquire(self, deadline: float | None) -> bool:
         if not await self._take_turn(deadline):
             return False
-        ticket = Waiter(self._coord, self._path, self._data, LOCK, first, recipe="mutex")
+        ticket = Waiter(
+            self._coord,
+            self._path,
+            self._data,
+            self._names,
+            self._rule,
+            recipe=self._recipe,
+            name=self._marker,
+        )
         self._ticket = ticket
         granted = False
         try:
@@ -208,8 +241,10 @@ class Mutex:
         if not granted:
             return False
         assert ticket.node is not None
-        self._hold = hold = Hold(ticket.node, self._path)
-        log.info("mutex %s acquired by %s (token 0x%x)", self._path, self._id, hold.token)
+        self._hold = hold = Hold(ticket.node, self._path, self._recipe)
+        log.info(
+            "%s %s acquired by %s (token 0x%x)", self._recipe, self._path, self._id, hold.token
+        )
         return True
 
     async def _take_turn(self, deadline: float | None) -> bool:
@@ -242,9 +277,9 @@ class Mutex:
             self._turn.release()
         if not deleted:
             raise ConnectionLostError(
-                f"mutex {self._path}: our node is not deleted yet (it will be once connected)"
+                f"{self._recipe} {self._path}: our node is not deleted yet (it will be once connected)"
             )
-        log.debug("mutex %s released by %s", self._path, self._id)
+        log.debug("%s %s released by %s", self._recipe, self._path, self._id)
 
     async def _withdraw(self, ticket: Waiter) -> bool:
         """Delete our node, shielded and bounded by the request timeout; False if that
@@ -263,6 +298,9 @@ class Mutex:
         hold, ticket = self._hold, self._ticket
         assert hold is not None and ticket is not None
         hold.keep(self._client, lose_on_suspend=self._lose_on_suspend)
+        if self._revocable:
+            self._revocation = Revocable(self._client, hold)
+            await self._revocation.arm()
         body = hold.tenure.body()
         await body.__aenter__()
         self._body = body
@@ -282,6 +320,9 @@ class Mutex:
         finally:
             if hold is not None:
                 hold.drop()
+            if self._revocation is not None:
+                self._revocation.stop()
+                self._revocation = None
             try:
                 if self._hold is not None:
                     await self.release()
@@ -297,9 +338,14 @@ class Mutex:
         path that does not exist has none.  `NodeDataError` if a node's data is
         not UTF-8 text.  A Curator process's id is what it wrote: its IP address.
         """
-        nodes = await read_queue(self._client, self._path, LOCK)
+        nodes = await read_queue(self._client, self._path, self._names)
+        names = [n for n, _ in nodes]
         return [
-            MutexParticipant(load_text(join(self._path, n), node.data, "participant id"), not i, n)
+            MutexParticipant(
+                load_text(join(self._path, n), node.data, "participant id"),
+                self._goes(names, i),
+                n,
+            )
             for i, (n, node) in enumerate(nodes)
         ]
 
@@ -308,7 +354,7 @@ class Mutex:
     def _check_open(self) -> None:
         if self._coord.state is None or self._coord.closed:
             raise CoordinatorClosedError(
-                f"the coordinator of mutex {self._path} is not open: "
+                f"the coordinator of {self._recipe} {self._path} is not open: "
                 "use `async with aiocoord.connect(...)` first"
             )
 
@@ -318,8 +364,8 @@ class Mutex:
         tasks = _busy.setdefault(self._client, {}).setdefault(self._path, set())
         if task in tasks:
             raise RuntimeError(
-                f"this task already holds or waits for mutex {self._path}: "
-                "Mutex is not reentrant (release it first)"
+                f"this task already holds or waits for {self._recipe} {self._path}: "
+                f"{type(self).__name__} is not reentrant (release it first)"
             )
         tasks.add(task)
         return task
@@ -340,6 +386,7 @@ def mutex(
     participant_id: str | None = None,
     lose_on_suspend: bool = True,
     timeout: float | None = None,
+    revocable: bool = False,
 ) -> Mutex:
     """A `Mutex` to use as ``async with mutex(coord, path, participant_id=...) as held``.
 
@@ -355,4 +402,5 @@ def mutex(
         participant_id=participant_id,
         lose_on_suspend=lose_on_suspend,
         timeout=timeout,
+        revocable=revocable,
     )

@@ -24,12 +24,26 @@ from ...errors import NodeDataError
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join
-from .._queue import LOCK, read_queue
+from ...zk.types import Node
+from .._queue import LEASE, LOCK, READ_WRITE, WRITE_MARKER, CuratorNames, first, read_queue, reader
 
-__all__ = ("MutexContender", "MutexView", "describe_mutex", "is_mutex")
+__all__ = (
+    "MutexContender",
+    "MutexView",
+    "ReadWriteView",
+    "SemaphoreView",
+    "describe_mutex",
+    "describe_read_write_lock",
+    "describe_semaphore",
+    "is_mutex",
+    "is_read_write_lock",
+    "is_semaphore",
+)
 
 # Node names as Curator's InterProcessMutex creates them (protected, or not), see `recipes/_queue`.
 _LOCK_NODE = re.compile(r"_c_[0-9a-fA-F-]{32,36}-lock-\d{10}|.*lock-\d{10}")
+# ... and its InterProcessReadWriteLock.
+_RW_NODE = re.compile(r".*__(READ|WRIT)__\d{10}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +82,34 @@ class MutexView:
         return self.contenders[1:]
 
 
+@dataclass(frozen=True, slots=True)
+class ReadWriteView:
+    """A read/write lock at `path`: `contenders` in queue order (readers' nodes have
+    ``__READ__`` in their name, writers' ``__WRIT__``), `holding` the same length:
+    whether each holds its lock now."""
+
+    path: str
+    contenders: tuple[MutexContender, ...]
+    holding: tuple[bool, ...]
+
+    @property
+    def holders(self) -> tuple[MutexContender, ...]:
+        """The readers, or the one writer, holding the lock now (none when it is free)."""
+        return tuple(c for c, h in zip(self.contenders, self.holding, strict=True) if h)
+
+
+@dataclass(frozen=True, slots=True)
+class SemaphoreView:
+    """A semaphore at `path`: its `leases` in lease order, and the `waiting`: the
+    contenders of its inner mutex, the first of which waits for a lease (Curator's
+    ``InterProcessSemaphoreV2``; the maximum is not stored, so a waiter's lease node,
+    if created already, is the last of `leases`)."""
+
+    path: str
+    leases: tuple[MutexContender, ...]
+    waiting: tuple[MutexContender, ...]
+
+
 def is_mutex(children: Iterable[str]) -> bool:
     """Whether every child is a lock node of Curator's layout (and there is at least one).
 
@@ -77,20 +119,58 @@ def is_mutex(children: Iterable[str]) -> bool:
     return bool(names) and all(_LOCK_NODE.fullmatch(c) for c in names)
 
 
+def is_read_write_lock(children: Iterable[str]) -> bool:
+    """Whether every child is a ``__READ__`` or ``__WRIT__`` node (and there is at least one)."""
+    names = list(children)
+    return bool(names) and all(_RW_NODE.fullmatch(c) for c in names)
+
+
+def is_semaphore(children: Iterable[str]) -> bool:
+    """Whether the children are a semaphore's: ``leases`` and perhaps ``locks``, nothing else."""
+    names = set(children)
+    return "leases" in names and names <= {"leases", "locks"}
+
+
+def _client(target: Coordinator | ZkClient) -> ZkClient:
+    return target.client if isinstance(target, Coordinator) else target
+
+
+def _contender(path: str, name: str, node: Node) -> MutexContender:
+    try:
+        pid: str | None = load_text(join(path, name), node.data, "participant id")
+        invalid = None
+    except NodeDataError as exc:
+        pid, invalid = None, exc.reason
+    stat = node.stat
+    return MutexContender(pid, name, stat.czxid, stat.ephemeral_owner, invalid)
+
+
+async def _queue(client: ZkClient, path: str, names: CuratorNames) -> list[MutexContender]:
+    return [_contender(path, n, node) for n, node in await read_queue(client, path, names)]
+
+
 async def describe_mutex(target: Coordinator | ZkClient, path: str) -> MutexView:
     """The mutex at `path` as its nodes say, in the order Curator's mutex grants it.
 
     A path that does not exist has no contenders (a free lock); nodes that
     vanish while read are left out.  One read per node, pipelined.
     """
-    client = target.client if isinstance(target, Coordinator) else target
-    contenders: list[MutexContender] = []
-    for name, node in await read_queue(client, path, LOCK):
-        try:
-            pid: str | None = load_text(join(path, name), node.data, "participant id")
-            invalid = None
-        except NodeDataError as exc:
-            pid, invalid = None, exc.reason
-        stat = node.stat
-        contenders.append(MutexContender(pid, name, stat.czxid, stat.ephemeral_owner, invalid))
-    return MutexView(path, tuple(contenders))
+    return MutexView(path, tuple(await _queue(_client(target), path, LOCK)))
+
+
+async def describe_read_write_lock(target: Coordinator | ZkClient, path: str) -> ReadWriteView:
+    """The read/write lock at `path` as its nodes say, in queue order, with who holds it."""
+    contenders = await _queue(_client(target), path, READ_WRITE)
+    names = [c.node for c in contenders]
+    holding = tuple(
+        (first if WRITE_MARKER in n else reader)(names, i) is None for i, n in enumerate(names)
+    )
+    return ReadWriteView(path, tuple(contenders), holding)
+
+
+async def describe_semaphore(target: Coordinator | ZkClient, path: str) -> SemaphoreView:
+    """The semaphore at `path` as its nodes say: its leases, and who waits for one."""
+    client = _client(target)
+    leases = await _queue(client, join(path, "leases"), LEASE)
+    waiting = await _queue(client, join(path, "locks"), LOCK)
+    return SemaphoreView(path, tuple(leases), tuple(waiting))

@@ -1,0 +1,79 @@
+"""``aiocoord lock revoke PATH``: ask the holder of a lock to let go (Curator's ``Revoker``).
+
+Writes ``__REVOKE__`` to the holder's node of the mutex or read/write lock at
+PATH (every holding reader, or the writer), or to the one lock node PATH
+names; a holder made revocable (``revocable=True``, Curator's
+``makeRevocable``) ends its hold, others ignore it.  Prints the nodes written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConnectionLostError, InvalidPathError, NoAuthError
+from ._run import run_async
+from ._unreachable import unreachable
+from .zk import UserError, resolve_hosts
+
+__all__ = ("add_parser",)
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """Register the ``lock`` subcommand and its actions on `sub`."""
+    lock = sub.add_parser(
+        "lock",
+        help="act on a mutex or read/write lock: revoke its holder",
+        description=(
+            "'revoke PATH' writes __REVOKE__ to the holder's node of the lock at PATH (or to "
+            "the lock node PATH), as Curator's Revoker.attemptRevoke does: a revocable holder "
+            "(aiocoord's revocable=True, Curator's makeRevocable) lets go, others ignore it."
+        ),
+    )
+    actions = lock.add_subparsers(dest="action", required=True, metavar="ACTION")
+    revoke = actions.add_parser("revoke", help="ask the holder of the lock at PATH to let go")
+    revoke.add_argument("path", help="the lock's path, or one lock node's path")
+    revoke.add_argument(
+        "--hosts", default=None, help="ZooKeeper hosts (default: AIOCOORD_HOSTS or embedded)"
+    )
+    revoke.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
+    revoke.add_argument("--json", action="store_true", help="print JSON for scripts")
+    revoke.add_argument("--dir", default=None, help=argparse.SUPPRESS)
+    revoke.set_defaults(func=_cmd_revoke)
+
+
+def _cmd_revoke(args: argparse.Namespace) -> int:
+    from .. import connect
+    from ..recipes.mutex import revoke
+    from ..zk.paths import validate_path
+
+    try:
+        validate_path(args.path)
+    except InvalidPathError as exc:
+        raise UserError(f"invalid path {args.path!r}: {exc.reason}") from None
+    settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
+
+    async def run() -> list[str]:
+        try:
+            async with connect(
+                settings, session_timeout=10.0, connect_timeout=args.timeout
+            ) as coord:
+                return await revoke(coord, args.path)
+        except ConnectionLostError:
+            raise unreachable(settings, args.timeout) from None
+        except NoAuthError:
+            raise UserError(
+                f"{args.path} on {settings.hosts} is not writable with these credentials "
+                "(set AIOCOORD_AUTH to those that created it)"
+            ) from None
+
+    written = run_async(run, args.loop)
+    if args.json:
+        print(json.dumps({"path": args.path, "revoked": written}))
+    elif written:
+        print("\n".join(f"revoke requested: {node}" for node in written))
+    else:
+        print(f"{args.path}: no holder to revoke")
+    return 0

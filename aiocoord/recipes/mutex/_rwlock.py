@@ -1,0 +1,136 @@
+"""`ReadWriteLock`: readers share, a writer is exclusive, on Curator's ``InterProcessReadWriteLock``.
+
+Both locks are the mutex's queue with another "may I go" rule (``recipes/_queue``)::
+
+    <path>/_c_<uuid4>-__READ__<seq>     a reader (rule `reader`: no writer ahead of it)
+    <path>/_c_<uuid4>-__WRIT__<seq>     a writer (rule `first`: nobody ahead of it)
+
+One queue, sorted on the sequence number after either marker, as Curator's
+``SortingLockInternalsDriver`` does, so Java processes running Curator's
+``InterProcessReadWriteLock`` on the same path share the lock.  A writer waits
+for every node ahead of it and watches the one just ahead; a reader waits
+only for the writers ahead of it and watches the nearest of them, so a reader
+queued behind a writer waits for that writer (FIFO: writers do not starve).
+The failure handling is the mutex's (see the package docstring).
+
+Not reentrant, unlike Curator's: a task that holds either lock of a path and
+asks for either again gets `RuntimeError` (no upgrade, no downgrade).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..._checks import check_coordinator
+from ...session import Coordinator
+from ...zk.paths import validate_path
+from .._queue import READ_WRITE, WRITE_MARKER, first, reader
+from ._mutex import Mutex, MutexParticipant
+
+__all__ = ("ReadLock", "ReadWriteLock", "WriteLock")
+
+
+def _goes(names: Sequence[str], index: int) -> bool:
+    """Whether the node at `index` holds its lock: a writer's rule or a reader's."""
+    rule = first if WRITE_MARKER in names[index] else reader
+    return rule(names, index) is None
+
+
+class ReadLock(Mutex):
+    """The shared half of a `ReadWriteLock`: a `Mutex` whose node is ``__READ__`` and that goes
+    while no writer is ahead of it.  ``async with`` and `acquire()` work as the mutex's."""
+
+    _names = READ_WRITE
+    _rule = staticmethod(reader)
+    _marker = "__READ__"
+    _recipe = "read lock"
+    _goes = staticmethod(_goes)
+
+
+class WriteLock(Mutex):
+    """The exclusive half of a `ReadWriteLock`: a `Mutex` whose node is ``__WRIT__`` and that
+    goes when nobody (reader or writer) is ahead of it."""
+
+    _names = READ_WRITE
+    _rule = staticmethod(first)
+    _marker = "__WRIT__"
+    _recipe = "write lock"
+    _goes = staticmethod(_goes)
+
+
+class ReadWriteLock:
+    """A read/write lock at `path`, shared with Curator's ``InterProcessReadWriteLock``.
+
+    ``async with rw.read() as held`` waits until no writer is ahead of our node
+    (many readers hold it at once); ``async with rw.write() as held`` waits
+    until nobody is ahead.  ``held.token`` is the fencing token (our node's
+    czxid).  The block is cancelled when the lock is lost (SUSPENDED unless
+    ``lose_on_suspend=False``, LOST, a new session), then `LockLost` is raised
+    once it has exited; entering past `timeout` raises `LockNotAcquired`.
+    Not reentrant: a task holding or waiting for either lock of the path gets
+    `RuntimeError` if it asks for either again.  ``revocable=True``: a block is
+    cancelled when ``__REVOKE__`` is written to its node (`aiocoord.revoke`).  Raises `InvalidPathError`,
+    `ConfigError` or `TypeError` for bad arguments.
+    """
+
+    def __init__(
+        self,
+        coord: Coordinator,
+        path: str,
+        *,
+        participant_id: str | None = None,
+        lose_on_suspend: bool = True,
+        timeout: float | None = None,
+        revocable: bool = False,
+    ) -> None:
+        check_coordinator(coord)
+        validate_path(path)
+        self._coord = coord
+        self._path = path
+        self._id = participant_id
+        self._lose_on_suspend = lose_on_suspend
+        self._timeout = timeout
+        self._revocable = revocable
+        self._write = self.write_lock()  # checks the arguments once, here; also for participants()
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def read_lock(self) -> ReadLock:
+        """A new `ReadLock` on this path (each task that reads takes its own)."""
+        return ReadLock(
+            self._coord,
+            self._path,
+            participant_id=self._id,
+            lose_on_suspend=self._lose_on_suspend,
+            timeout=self._timeout,
+            revocable=self._revocable,
+        )
+
+    def write_lock(self) -> WriteLock:
+        """A new `WriteLock` on this path."""
+        return WriteLock(
+            self._coord,
+            self._path,
+            participant_id=self._id,
+            lose_on_suspend=self._lose_on_suspend,
+            timeout=self._timeout,
+            revocable=self._revocable,
+        )
+
+    def read(self) -> ReadLock:
+        """The shared lock, for ``async with rw.read() as held`` (a new `ReadLock`)."""
+        return self.read_lock()
+
+    def write(self) -> WriteLock:
+        """The exclusive lock, for ``async with rw.write() as held`` (a new `WriteLock`)."""
+        return self.write_lock()
+
+    async def participants(self) -> list[MutexParticipant]:
+        """Readers and writers in queue order, each saying whether it `holds` its lock now,
+        without joining; one read per node, pipelined."""
+        return await self._write.participants()
+
+    def __repr__(self) -> str:
+        return f"<ReadWriteLock {self._path}>"
