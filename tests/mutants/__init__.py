@@ -12,17 +12,19 @@ Every patch point is here, one per mutant, named by its current module and
 attribute (`Mutant.targets`): when the library's code moves, re-target them
 here.  ``tests/zk/test_mutants.py`` checks that each still resolves.
 
-=================  ===================================================  =====================================
-mutant             the property it breaks                               patch point
-=================  ===================================================  =====================================
-latch_no_cancel    a latch's body is cancelled when leadership is lost  ``LeaderLatch._lose``
-                   (SUSPENDED, LOST, node deleted)
-mutex_no_wait      a mutex waits for its predecessor                    ``Mutex._rule``
-cron_no_cas        a cron claim is a CAS on the version read            ``cron._runner.JobRunner._cas``
-ack_before_run     a worker's assignment goes only with its result      ``scheduler._execute.Execution.run``
-lease_no_deadline  a CAS-lock holder stops at its own lease deadline    ``cas_lock._hold._keep``
-cache_no_resync    a cache re-reads its tree after a lost connection    ``cache._cache.TreeCache._on_state``
-=================  ===================================================  =====================================
+======================  ===================================================  ====================================
+mutant                  the property it breaks                               patch point
+======================  ===================================================  ====================================
+latch_no_cancel         a latch's body is cancelled when leadership is lost  ``LeaderLatch._lose``
+                        (SUSPENDED, LOST, node deleted)
+mutex_no_wait           a mutex waits for its predecessor                    ``Mutex._rule``
+cron_no_cas             a cron claim is a CAS on the version read            ``cron._runner.JobRunner._cas``
+ack_before_run          a worker's assignment goes only with its result      ``scheduler._execute.Execution.run``
+lease_no_deadline       a CAS-lock holder stops at its own lease deadline    ``cas_lock._hold._keep``
+cache_no_resync         a cache re-reads its tree after a lost connection    ``cache._cache.TreeCache._on_state``
+semaphore_one_more      never more than max_leases holders                   ``Semaphore.__init__``
+reader_ignores_writers  a reader waits for the writers ahead of it           ``ReadLock._rule``
+======================  ===================================================  ====================================
 """
 
 from __future__ import annotations
@@ -166,6 +168,25 @@ def _cache_no_resync(original: Any) -> Any:
     return _on_state
 
 
+def _semaphore_one_more(original: Any) -> Any:
+    """The semaphore grants one lease more than its `max_leases`."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self._max += 1
+
+    return __init__
+
+
+def _reader_ignores_writers(original: Any) -> Any:
+    """A reader goes whatever is ahead of it: a writer ahead no longer keeps it out."""
+
+    def reader(names: Any, index: int) -> str | None:
+        return None
+
+    return staticmethod(reader)
+
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -215,6 +236,24 @@ MUTANTS: dict[str, Mutant] = {
             (("aiocoord.recipes.cache._cache", "TreeCache._on_state"),),
             ("tests/zk/test_cache_resync.py::test_after_a_reconnect_exactly_the_differences",),
             _cache_no_resync,
+        ),
+        Mutant(
+            "semaphore_one_more",
+            "the semaphore lets one holder more than max_leases in",
+            (("aiocoord.recipes.mutex._semaphore", "Semaphore.__init__"),),
+            (
+                "tests/zk/test_semaphore.py::test_never_more_than_n_holders_and_every_contender_gets_its_turns",
+            ),
+            _semaphore_one_more,
+        ),
+        Mutant(
+            "reader_ignores_writers",
+            "a read lock goes with a writer ahead of it",
+            (("aiocoord.recipes.mutex._rwlock", "ReadLock._rule"),),
+            (
+                "tests/zk/test_rwlock.py::test_readers_share_a_writer_waits_and_a_reader_behind_it_waits_for_it",
+            ),
+            _reader_ignores_writers,
         ),
     )
 }
