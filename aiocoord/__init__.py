@@ -56,6 +56,8 @@ if TYPE_CHECKING:
     from .recipes.leader_latch import Participant as Participant
     from .recipes.leader_latch import leader_latch as leader_latch
     from .recipes.leader_latch import leader_selector as leader_selector
+    from .recipes.membership import PersistentNode as PersistentNode
+    from .recipes.membership import persistent_node as persistent_node
     from .recipes.mutex import Mutex as Mutex
     from .recipes.mutex import mutex as mutex
     from .recipes.task_leadership import MavenVersion as MavenVersion
@@ -132,6 +134,9 @@ __all__ = (
     "tree_cache",
     "CacheEvent",
     "CacheEventType",
+    # Membership: a node kept while a block runs, groups, service discovery.
+    "PersistentNode",
+    "persistent_node",
     # The job system.
     "Scheduler",
     "JobWorker",
@@ -206,6 +211,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "leader_latch",
         "leader_selector",
     ),
+    "recipes.membership": ("PersistentNode", "persistent_node"),
     "recipes.mutex": ("Mutex", "mutex"),
     "recipes.task_leadership": (
         "MavenVersion",

@@ -48,6 +48,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("aiocoord._checks",),
     ("aiocoord.recipes",),
     ("aiocoord.recipes.cache",),  # the one home for watching a node or a subtree
+    # Nodes kept while a block runs, groups, discovery; shared values and barriers.
+    ("aiocoord.recipes.membership", "aiocoord.recipes.values"),
     (
         "aiocoord.recipes.cas_lock",
         "aiocoord.recipes.leader_latch",
