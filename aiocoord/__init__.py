@@ -67,6 +67,10 @@ if TYPE_CHECKING:
     from .recipes.task_leadership import Worker as Worker
     from .recipes.task_leadership import maven_version_key as maven_version_key
     from .recipes.task_leadership import task_leadership as task_leadership
+    from .recipes.values import AtomicLong as AtomicLong
+    from .recipes.values import SharedCount as SharedCount
+    from .recipes.values import atomic_long as atomic_long
+    from .recipes.values import shared_count as shared_count
     from .scheduler import Backoff as Backoff
     from .scheduler import JobInfo as JobInfo
     from .scheduler import JobRequest as JobRequest
@@ -137,6 +141,11 @@ __all__ = (
     # Membership: a node kept while a block runs, groups, service discovery.
     "PersistentNode",
     "persistent_node",
+    # Shared values and barriers on Curator's layouts.
+    "SharedCount",
+    "shared_count",
+    "AtomicLong",
+    "atomic_long",
     # The job system.
     "Scheduler",
     "JobWorker",
@@ -213,6 +222,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     ),
     "recipes.membership": ("PersistentNode", "persistent_node"),
     "recipes.mutex": ("Mutex", "mutex"),
+    "recipes.values": ("AtomicLong", "SharedCount", "atomic_long", "shared_count"),
     "recipes.task_leadership": (
         "MavenVersion",
         "TaskChange",

@@ -1,8 +1,17 @@
-"""Shared values and barriers on Curator's layouts, so Java services take part.
+"""Shared values and barriers on Curator's layouts, so Java services take part::
+
+    async with aiocoord.shared_count(coord, "/counters/epoch", initial=0) as count:
+        await count.add(1)                 # Curator SharedCount: 4-byte big-endian int
+    await aiocoord.atomic_long(coord, "/counters/hits").increment()   # DistributedAtomicLong
 
 Each module's docstring gives its node layout and its failure handling.
 """
 
 from __future__ import annotations
 
-__all__ = ()
+from ._atomic_long import AtomicLong as AtomicLong
+from ._atomic_long import atomic_long as atomic_long
+from ._shared_count import SharedCount as SharedCount
+from ._shared_count import shared_count as shared_count
+
+__all__ = ("AtomicLong", "SharedCount", "atomic_long", "shared_count")
