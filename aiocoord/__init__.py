@@ -68,8 +68,11 @@ if TYPE_CHECKING:
     from .recipes.task_leadership import maven_version_key as maven_version_key
     from .recipes.task_leadership import task_leadership as task_leadership
     from .recipes.values import AtomicLong as AtomicLong
+    from .recipes.values import Barrier as Barrier
+    from .recipes.values import DoubleBarrier as DoubleBarrier
     from .recipes.values import SharedCount as SharedCount
     from .recipes.values import atomic_long as atomic_long
+    from .recipes.values import double_barrier as double_barrier
     from .recipes.values import shared_count as shared_count
     from .scheduler import Backoff as Backoff
     from .scheduler import JobInfo as JobInfo
@@ -146,6 +149,9 @@ __all__ = (
     "shared_count",
     "AtomicLong",
     "atomic_long",
+    "Barrier",
+    "DoubleBarrier",
+    "double_barrier",
     # The job system.
     "Scheduler",
     "JobWorker",
@@ -222,7 +228,15 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     ),
     "recipes.membership": ("PersistentNode", "persistent_node"),
     "recipes.mutex": ("Mutex", "mutex"),
-    "recipes.values": ("AtomicLong", "SharedCount", "atomic_long", "shared_count"),
+    "recipes.values": (
+        "AtomicLong",
+        "Barrier",
+        "DoubleBarrier",
+        "SharedCount",
+        "atomic_long",
+        "double_barrier",
+        "shared_count",
+    ),
     "recipes.task_leadership": (
         "MavenVersion",
         "TaskChange",
