@@ -56,7 +56,9 @@ if TYPE_CHECKING:
     from .recipes.leader_latch import Participant as Participant
     from .recipes.leader_latch import leader_latch as leader_latch
     from .recipes.leader_latch import leader_selector as leader_selector
+    from .recipes.membership import GroupMember as GroupMember
     from .recipes.membership import PersistentNode as PersistentNode
+    from .recipes.membership import group_member as group_member
     from .recipes.membership import persistent_node as persistent_node
     from .recipes.mutex import Mutex as Mutex
     from .recipes.mutex import mutex as mutex
@@ -144,6 +146,8 @@ __all__ = (
     # Membership: a node kept while a block runs, groups, service discovery.
     "PersistentNode",
     "persistent_node",
+    "GroupMember",
+    "group_member",
     # Shared values and barriers on Curator's layouts.
     "SharedCount",
     "shared_count",
@@ -226,7 +230,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "leader_latch",
         "leader_selector",
     ),
-    "recipes.membership": ("PersistentNode", "persistent_node"),
+    "recipes.membership": ("GroupMember", "PersistentNode", "group_member", "persistent_node"),
     "recipes.mutex": ("Mutex", "mutex"),
     "recipes.values": (
         "AtomicLong",

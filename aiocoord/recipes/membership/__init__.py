@@ -5,13 +5,17 @@ their node layouts, so Java services take part::
 
     async with aiocoord.persistent_node(coord, "/registry/pod-1", data=b"...") as node:
         await node.set_data(b"...")    # created again after a lost session
+    async with aiocoord.group_member(coord, "/groups/api", member_id="pod-1") as group:
+        group.members()                # {member id: data}, from a cache
 
 Each module's docstring gives its node layout and its failure handling.
 """
 
 from __future__ import annotations
 
+from ._group import GroupMember as GroupMember
+from ._group import group_member as group_member
 from ._persistent import PersistentNode as PersistentNode
 from ._persistent import persistent_node as persistent_node
 
-__all__ = ("PersistentNode", "persistent_node")
+__all__ = ("GroupMember", "PersistentNode", "group_member", "persistent_node")
