@@ -58,8 +58,12 @@ if TYPE_CHECKING:
     from .recipes.leader_latch import leader_selector as leader_selector
     from .recipes.membership import GroupMember as GroupMember
     from .recipes.membership import PersistentNode as PersistentNode
+    from .recipes.membership import ServiceDiscovery as ServiceDiscovery
+    from .recipes.membership import ServiceInstance as ServiceInstance
+    from .recipes.membership import ServiceProvider as ServiceProvider
     from .recipes.membership import group_member as group_member
     from .recipes.membership import persistent_node as persistent_node
+    from .recipes.membership import service_discovery as service_discovery
     from .recipes.mutex import Mutex as Mutex
     from .recipes.mutex import mutex as mutex
     from .recipes.task_leadership import MavenVersion as MavenVersion
@@ -148,6 +152,10 @@ __all__ = (
     "persistent_node",
     "GroupMember",
     "group_member",
+    "ServiceDiscovery",
+    "service_discovery",
+    "ServiceInstance",
+    "ServiceProvider",
     # Shared values and barriers on Curator's layouts.
     "SharedCount",
     "shared_count",
@@ -230,7 +238,16 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "leader_latch",
         "leader_selector",
     ),
-    "recipes.membership": ("GroupMember", "PersistentNode", "group_member", "persistent_node"),
+    "recipes.membership": (
+        "GroupMember",
+        "PersistentNode",
+        "ServiceDiscovery",
+        "ServiceInstance",
+        "ServiceProvider",
+        "group_member",
+        "persistent_node",
+        "service_discovery",
+    ),
     "recipes.mutex": ("Mutex", "mutex"),
     "recipes.values": (
         "AtomicLong",
