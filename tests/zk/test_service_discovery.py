@@ -101,6 +101,11 @@ async def test_providers_and_leaving(
     caplog.set_level(logging.INFO, "aiocoord.recipes.membership")
     with anyio.fail_after(20):
         async with service_discovery(coordinator, "/sd") as sd:
+            changes = sd.changes()
+            await sd.register(ServiceInstance(name="web", id="first"))
+            await anext(changes)
+            assert await sd.names() == ["web"]
+            await sd.unregister(ServiceInstance(name="web", id="first"))
             for i in range(3):
                 await sd.register(ServiceInstance(name="web", id=f"w{i}", port=8000 + i))
             await sd.register(ServiceInstance(name="web", id="off", enabled=False))

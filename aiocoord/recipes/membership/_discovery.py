@@ -24,6 +24,9 @@ unregisters every instance this discovery registered (as Curator's
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from typing import cast
 
 import anyio
 
@@ -33,7 +36,7 @@ from ...errors import ConfigError, NodeDataError
 from ...session import Coordinator
 from ...zk import CreateMode, Node
 from ...zk.paths import join
-from ..cache import TreeCache, tree_cache
+from ..cache import CacheEvent, CacheEventType, TreeCache, tree_cache
 from ._group import check_name
 from ._instance import ServiceInstance, decode_instance, encode_instance
 from ._persistent import PersistentNode
@@ -168,6 +171,22 @@ class ServiceDiscovery(Service):
         )
         node = self._cache.get(path)
         return None if node is None else self._decode(path, node)
+
+    def changes(self) -> AsyncIterator[None]:
+        """Your own stream of one item after each change under `base`, from now on.
+
+        Curator's ``ServiceCacheListener.cacheChanged()``: look again with
+        `instances()` or `names()`.  Nothing is yielded while `stale`; once
+        read again after a reconnect, one item.  Ends when the discovery is
+        left.
+        """
+        return self._changes(cast(AsyncGenerator[CacheEvent, None], self._cache.events()))
+
+    async def _changes(self, events: AsyncGenerator[CacheEvent, None]) -> AsyncIterator[None]:
+        async with aclosing(events):
+            async for event in events:
+                if event.type is not CacheEventType.STALE and not self._cache.stale:
+                    yield None
 
     def _decode(self, path: str, node: Node) -> ServiceInstance | None:
         try:
