@@ -140,3 +140,20 @@ async def test_bad_arguments_name_themselves(coordinator: aiocoord.Coordinator) 
             await sd.register("api")  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match="instance"):
             await sd.update(ServiceInstance(name="a"))
+
+
+async def test_a_discovery_that_only_registers_reads_the_server(
+    coordinator: aiocoord.Coordinator,
+) -> None:
+    with anyio.fail_after(20):
+        async with service_discovery(coordinator, "/plain", watch=False) as sd:
+            assert await sd.names() == [] and await sd.instances("api") == []
+            me = await sd.register(ServiceInstance(name="api", id="a", port=1))
+            assert await sd.names() == ["api"]  # no cache: read at once
+            assert await sd.instances("api") == [me]
+            assert await sd.instance("api", "a") == me
+            assert await sd.provider("api").get() == me
+            assert not sd.stale
+            with pytest.raises(ConfigError, match="watch"):
+                sd.changes()
+        assert await coordinator.client.exists("/plain/api/a") is None

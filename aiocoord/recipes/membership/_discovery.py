@@ -32,7 +32,7 @@ import anyio
 
 from ..._checks import check_coordinator, check_root
 from ..._lifecycle import Service
-from ...errors import ConfigError, NodeDataError
+from ...errors import ConfigError, NodeDataError, NoNodeError
 from ...session import Coordinator
 from ...zk import CreateMode, Node
 from ...zk.paths import join
@@ -58,20 +58,28 @@ class ServiceDiscovery(Service):
 
     Entering blocks until the services under `base` have been read (waiting
     for a connection if need be: bound it with `anyio.fail_after`); leaving
-    unregisters what this discovery registered and stops watching.  Raises
-    `InvalidPathError` or `TypeError` for bad arguments.
+    unregisters what this discovery registered and stops watching.  With
+    ``watch=False`` (a process that only registers, as Curator's
+    ``ServiceDiscovery`` without a ``ServiceCache``) nothing is watched or
+    read on entering, lookups read the server (a listing and a read per
+    instance) and `changes()` is refused.  Raises `InvalidPathError` or
+    `TypeError` for bad arguments.
     """
 
-    def __init__(self, coord: Coordinator, base: str) -> None:
+    def __init__(self, coord: Coordinator, base: str, *, watch: bool = True) -> None:
         self._coord = check_coordinator(coord)
         self._base = check_root(base, "base")
+        if not isinstance(watch, bool):
+            raise TypeError(f"watch must be a bool, not {type(watch).__name__}")
+        self._watch = watch
         self._cache: TreeCache = tree_cache(coord, self._base, max_depth=2)
         self._registered: dict[str, tuple[ServiceInstance, PersistentNode]] = {}
         self._corrupt: dict[str, int] = {}  # path -> mzxid logged, so each state is logged once
 
     async def start(self) -> None:
-        """Read the services under `base`; see the class docstring."""
-        await self._cache.start()
+        """Read the services under `base` (with `watch`); see the class docstring."""
+        if self._watch:
+            await self._cache.start()
 
     async def aclose(self) -> None:
         """Unregister this discovery's instances and stop watching; from any task, idempotent."""
@@ -87,7 +95,7 @@ class ServiceDiscovery(Service):
     @property
     def stale(self) -> bool:
         """Whether lookups may be behind the server (no connection, or a re-read under way)."""
-        return self._cache.stale
+        return self._watch and self._cache.stale
 
     # --- registering -------------------------------------------------------------------------
 
@@ -151,15 +159,32 @@ class ServiceDiscovery(Service):
 
     async def names(self) -> list[str]:
         """The names of the services under `base`, sorted, from the cache."""
+        if not self._watch:
+            return sorted(await self._children(self._base))
         return self._cache.children(self._base)
+
+    async def _children(self, path: str) -> list[str]:
+        try:
+            return await self._coord.client.children(path)
+        except NoNodeError:
+            return []
+
+    async def _node(self, path: str) -> Node | None:
+        if self._watch:
+            return self._cache.get(path)
+        try:
+            return await self._coord.client.get(path)
+        except NoNodeError:
+            return None
 
     async def instances(self, name: str) -> list[ServiceInstance]:
         """The instances of service `name` from the cache (corrupt nodes left out, logged once)."""
         parent = join(self._base, check_name(name, "name"))
         found = []
-        for child in self._cache.children(parent):
+        kids = self._cache.children(parent) if self._watch else sorted(await self._children(parent))
+        for child in kids:
             path = join(parent, child)
-            node = self._cache.get(path)
+            node = await self._node(path)
             if node is not None and (instance := self._decode(path, node)) is not None:
                 found.append(instance)
         return found
@@ -169,7 +194,7 @@ class ServiceDiscovery(Service):
         path = join(
             join(self._base, check_name(name, "name")), check_name(instance_id, "instance_id")
         )
-        node = self._cache.get(path)
+        node = await self._node(path)
         return None if node is None else self._decode(path, node)
 
     def changes(self) -> AsyncIterator[None]:
@@ -178,8 +203,10 @@ class ServiceDiscovery(Service):
         Curator's ``ServiceCacheListener.cacheChanged()``: look again with
         `instances()` or `names()`.  Nothing is yielded while `stale`; once
         read again after a reconnect, one item.  Ends when the discovery is
-        left.
+        left.  Raises `ConfigError` without `watch`.
         """
+        if not self._watch:
+            raise ConfigError("watch", "changes() needs service_discovery(..., watch=True)")
         return self._changes(cast(AsyncGenerator[CacheEvent, None], self._cache.events()))
 
     async def _changes(self, events: AsyncGenerator[CacheEvent, None]) -> AsyncIterator[None]:
@@ -219,6 +246,6 @@ class ServiceDiscovery(Service):
         return f"<ServiceDiscovery {self._base} registered={len(self._registered)}{stale}>"
 
 
-def service_discovery(coord: Coordinator, base: str) -> ServiceDiscovery:
+def service_discovery(coord: Coordinator, base: str, *, watch: bool = True) -> ServiceDiscovery:
     """A `ServiceDiscovery` under `base`, to use as ``async with``."""
-    return ServiceDiscovery(coord, base)
+    return ServiceDiscovery(coord, base, watch=watch)

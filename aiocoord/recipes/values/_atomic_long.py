@@ -7,9 +7,11 @@ creates it (parents as containers), so a Java ``DistributedAtomicLong`` on
 the same path shares it.
 
 Each change is a versioned write pipelined with a read of the node, so an
-attempt is one round trip and a lost one learns the winner's value at once;
-Curator's reads and writes separately, and sleeps between tries.  `retries`
-counts the attempts lost so far.
+attempt is one round trip and a lost one learns the winner's value at once
+(Curator's reads and writes separately).  After a lost attempt the
+contender waits a random while, in a window that doubles with each loss in a
+row (see `_backoff`), so that contenders spread out rather than collide
+again.  `retries` counts the attempts lost so far.
 
 Failure handling: nothing is held between calls, so SUSPENDED and LOST only
 touch a call under way: it waits for the connection within the request
@@ -20,6 +22,7 @@ nothing) raises `NodeDataError` naming it.
 
 from __future__ import annotations
 
+import time
 from types import TracebackType
 from typing import Self
 
@@ -27,6 +30,7 @@ from ..._checks import check_coordinator
 from ...errors import NodeExistsError, NoNodeError
 from ...session import Coordinator
 from ...zk.paths import validate_path
+from ._backoff import Backoff
 from ._codec import INT64, check_int, decode, encode
 
 __all__ = ("AtomicLong", "atomic_long")
@@ -45,6 +49,7 @@ class AtomicLong:
         self._path = validate_path(path)
         self.retries = 0
         """Compare-and-set attempts lost to another writer so far."""
+        self._backoff = Backoff()
 
     @property
     def path(self) -> str:
@@ -88,11 +93,14 @@ class AtomicLong:
         version, current = await self._read()
         while True:
             new = current + delta
+            began = time.monotonic()
             lost = await self._write(version, encode(new, INT64, "delta"))
             if lost is None:
+                self._backoff.won()
                 return new
             self.retries += 1
             version, current = lost
+            await self._backoff.lost(time.monotonic() - began)
 
     async def increment(self) -> int:
         """`add(1)`."""

@@ -8,7 +8,9 @@ a 4-byte big-endian signed int (Java's ``ByteBuffer.putInt``), so a Java
 `value` and `version` come from a `NodeCache` (one persistent watch) and from
 this process's own writes, whichever is newer.  `try_set` is one versioned
 write; `add` retries it, each attempt a write pipelined with a read, so a lost
-compare-and-set learns the winner's value in the same round trip.
+compare-and-set learns the winner's value in the same round trip, and waits
+a random while before the next (a window that doubles with each loss in a
+row), so that contenders spread out rather than collide again.
 
 Failure handling: while SUSPENDED or LOST, `value` is the last one seen
 (`stale` says so) and writes raise `ConnectionLostError` (outcome unknown) or
@@ -21,6 +23,7 @@ anything but 4 bytes is not a count: `value` and the writes raise
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
 
 import anyio.abc
@@ -32,6 +35,7 @@ from ...session import Coordinator
 from ...zk import Node, Stat
 from ...zk.paths import validate_path
 from ..cache import NodeCache, node_cache
+from ._backoff import Backoff
 from ._codec import INT32, check_int, decode, encode
 
 __all__ = ("SharedCount", "shared_count")
@@ -54,6 +58,9 @@ class SharedCount(Service):
         self._initial = encode(check_int(initial, "initial"), INT32, "initial")
         self._cache: NodeCache = node_cache(coord, path)
         self._mine: Node | None = None  # the node as our last write left it
+        self._backoff = Backoff()
+        self.retries = 0
+        """Compare-and-set attempts `add()` lost to another writer so far."""
         self._life = Lifecycle(f"shared count {path}", self._setup, stopped=self._cache.aclose)
 
     async def start(self) -> None:
@@ -144,11 +151,15 @@ class SharedCount(Service):
                 raise NoNodeError("the shared count's node is gone", path=self._path)
             new = decode(data, INT32, self._path) + delta
             raw = encode(new, INT32, "delta")
+            began = time.monotonic()
             stat, node, _ = await self._coord.client.set_and_get(self._path, raw, version)
             self._learn(stat, raw, node)
             if stat is not None:
+                self._backoff.won()
                 return new
+            self.retries += 1
             version, data = (node.stat.version, node.data) if node is not None else (-1, b"")
+            await self._backoff.lost(time.monotonic() - began)
 
     def _learn(self, written: Stat | None, data: bytes, node: Node | None) -> None:
         """Keep the newest node our writes saw: what we wrote, or what beat us."""
