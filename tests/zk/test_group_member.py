@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 import anyio
 import anyio.abc
@@ -97,7 +97,8 @@ async def java_member(
         yield process
     finally:
         with anyio.CancelScope(shield=True):
-            process.kill()
+            with suppress(ProcessLookupError):  # it may have ended by itself
+                process.kill()
             await process.wait()
 
 

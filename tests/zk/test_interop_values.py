@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 
 import anyio
 import anyio.abc
@@ -65,7 +65,8 @@ async def java(classpath: str, hosts: str, kind: str, path: str) -> AsyncIterato
         yield peer
     finally:
         with anyio.CancelScope(shield=True):
-            process.kill()
+            with suppress(ProcessLookupError):  # it may have ended by itself
+                process.kill()
             await process.wait()
 
 
