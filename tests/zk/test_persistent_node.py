@@ -150,3 +150,18 @@ async def test_bad_arguments_name_themselves(coordinator: aiocoord.Coordinator) 
         persistent_node(coordinator, "/x", mode=CreateMode.PERSISTENT_WITH_TTL)
     with pytest.raises(ConfigError, match="ttl"):
         persistent_node(coordinator, "/x", ttl=5)
+
+
+async def test_leaving_right_after_a_recreation_deletes_the_node(
+    coordinator: aiocoord.Coordinator, zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """The node made again may not have reached the cache yet when the block is left."""
+    with anyio.fail_after(30):
+        async with aiocoord.connect(zk_server.connect_string, namespace=zk_chroot) as other:
+            for _ in range(5):
+                async with persistent_node(
+                    coordinator, "/p/again", data=b"d", mode=CreateMode.PERSISTENT
+                ):
+                    await other.client.delete("/p/again")
+                    await eventually(lambda: holds(other.client, "/p/again", b"d", None))
+                assert await other.client.exists("/p/again") is None

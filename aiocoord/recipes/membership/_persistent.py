@@ -104,6 +104,7 @@ class PersistentNode(Service):
         self._leaving = False
         self._done = anyio.Event()
         self._warned: int | None = None
+        self._made = False  # whether our last create succeeded (the cache may lag behind it)
         self._life = Lifecycle(
             f"persistent node {path}", self._setup, stopping=self._stopping, stopped=self._stopped
         )
@@ -191,7 +192,8 @@ class PersistentNode(Service):
         while True:
             woken = self._wake.event()
             if self._leaving:
-                await self._delete(cache.current)
+                # A node we just made may not have reached the cache yet: it is ours all the same.
+                await self._delete(cache.current, force=cache.current is None and self._made)
                 return ready
             if self._coord.closed:
                 return ready
@@ -202,6 +204,7 @@ class PersistentNode(Service):
                         if node is not None:  # an older session's: ours, and left behind
                             await self._delete(node, force=True)
                         return ready
+                    self._made = False
                     await self._create()
                 elif self._ours(node):
                     if ready is not None:
@@ -233,6 +236,7 @@ class PersistentNode(Service):
             # The cache shows what is there once it has read it, or once connected again.
             log.debug("persistent node %s: create failed: %s", self._path, exc)
             return
+        self._made = True
         self._mark_written(wanted)
         log.info("persistent node %s created", self._path)
 
@@ -259,7 +263,7 @@ class PersistentNode(Service):
     async def _delete(self, node: Node | None, *, force: bool = False) -> None:
         """Delete the node at the cache's path if it is ours (or `force`), shielded and bounded."""
         cache = self._cache
-        if cache is None or node is None or not (force or self._ours(node)):
+        if cache is None or not (force or (node is not None and self._ours(node))):
             return
         with anyio.CancelScope(shield=True), anyio.move_on_after(self._timeout()):
             try:
