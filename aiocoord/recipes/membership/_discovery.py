@@ -11,7 +11,8 @@ Each registration is a `PersistentNode`: it comes back by itself after a
 lost session (Curator re-registers on RECONNECTED), and `update()` is kept
 across reconnects.  Lookups (`instances`, `names`, `provider`) read a
 `TreeCache` of depth 2 on the base (one persistent recursive watch), never
-the network.
+the network; made with ``watch=False`` (a process that only registers) it
+watches nothing and lookups read the server.
 
 Failure handling: while SUSPENDED or LOST lookups answer from the last state
 read (`stale` says so); registrations are put back once connected again.  A

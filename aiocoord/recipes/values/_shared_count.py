@@ -73,9 +73,8 @@ class SharedCount(Service):
 
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
         client = self._coord.client
-        deadline = client._session.deadline()
         while True:
-            await client._session.wait_connected(deadline, f"shared count {self._path}")
+            await client._session.wait_connected()
             try:
                 await client.create(self._path, self._initial, make_parents=True)
             except NodeExistsError:
