@@ -9,7 +9,7 @@ import pytest
 
 import aiocoord
 from aiocoord import ConfigError, ServiceInstance, service_discovery
-from aiocoord.testing import ZooKeeperServer, expire_session
+from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.anyio
@@ -82,6 +82,10 @@ async def test_register_find_update_unregister(
             await mine.unregister(moved)
             await eventually(lambda: listed(1))
             assert mine.registered() == []
+
+
+async def is_stale(sd: aiocoord.ServiceDiscovery) -> bool:
+    return sd.stale
 
 
 async def has(sd: aiocoord.ServiceDiscovery, instance: ServiceInstance) -> bool:
@@ -157,3 +161,34 @@ async def test_a_discovery_that_only_registers_reads_the_server(
             with pytest.raises(ConfigError, match="watch"):
                 sd.changes()
         assert await coordinator.client.exists("/plain/api/a") is None
+
+
+async def test_suspended_serves_the_last_view_then_catches_up(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """While the connection is down the watcher answers from its cache (stale); a
+    registration made meanwhile is listed once it is back, and ours is still there."""
+    with FaultProxy(*zk_server.address) as proxy, anyio.fail_after(40):
+        async with (
+            aiocoord.connect(zk_server.connect_string, namespace=zk_chroot) as other,
+            aiocoord.connect(
+                proxy.connect_string, namespace=zk_chroot, session_timeout=10
+            ) as coord,
+            service_discovery(coord, "/svc") as sd,
+            service_discovery(other, "/svc", watch=False) as theirs,
+        ):
+            mine = await sd.register(ServiceInstance(name="api", id="mine"))
+            changes = sd.changes()
+            while await sd.instances("api") != [mine]:
+                await anext(changes)
+            proxy.reject_new(True)
+            proxy.cut()
+            await eventually(lambda: is_stale(sd))  # the cut is seen by the client
+            late = await theirs.register(ServiceInstance(name="api", id="late"))
+            assert await sd.instances("api") == [mine]  # the last view, while stale
+            proxy.reject_new(False)
+            while {i.id for i in await sd.instances("api")} != {"mine", "late"}:
+                await anext(changes)
+            assert not sd.stale and late in await sd.instances("api")
+            stat = await other.client.exists("/svc/api/mine")
+            assert stat is not None and stat.ephemeral_owner == coord.session_id
