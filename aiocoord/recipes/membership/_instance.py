@@ -17,13 +17,25 @@ node whose data is not such an object is `NodeDataError` naming it.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ..._records import (
+    FLAG,
+    INT64,
+    TEXT,
+    Invalid,
+    Record,
+    dump,
+    integer,
+    list_of,
+    load_record,
+    one_of,
+    optional,
+)
 from ...errors import ConfigError, NodeDataError
 
 __all__ = ("SERVICE_TYPES", "ServiceInstance", "decode_instance", "encode_instance")
@@ -121,19 +133,17 @@ def _spec_to_json(spec: str) -> dict[str, object]:
     return {"parts": parts}
 
 
-def _spec_from_json(raw: object, path: str) -> str | None:
-    if raw is None:
-        return None
-    parts = raw.get("parts") if isinstance(raw, dict) else None
-    if not isinstance(parts, list):
-        raise NodeDataError(path, "uriSpec is not {'parts': [...]}")
-    out = []
-    for part in parts:
-        if not isinstance(part, dict) or not isinstance(part.get("value", ""), str):
-            raise NodeDataError(path, "a uriSpec part is not {'value': str, 'variable': bool}")
-        value = part.get("value", "")
-        out.append(f"{{{value}}}" if part.get("variable") is True else value)
-    return "".join(out)
+def _part(value: object) -> str:
+    """One uriSpec part, back in its template form."""
+    if not isinstance(value, dict) or not isinstance(value.get("value", ""), str):
+        raise Invalid("must be an object {'value': str, 'variable': bool}")
+    text = value.get("value", "")
+    return f"{{{text}}}" if value.get("variable") is True else text
+
+
+def _spec_from_json(record: Record) -> str | None:
+    spec = record.maybe_record("uriSpec")
+    return None if spec is None else "".join(spec.get("parts", list_of(_part), []))
 
 
 def encode_instance(instance: ServiceInstance) -> bytes:
@@ -154,42 +164,36 @@ def encode_instance(instance: ServiceInstance) -> bytes:
         "enabled": instance.enabled,
     }
     try:
-        return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+        return dump(document, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"payload must be JSON: {exc}") from None
 
 
 def decode_instance(data: bytes, path: str) -> ServiceInstance:
     """The instance a node holds; `NodeDataError` naming `path` if it is not one."""
-    try:
-        document = json.loads(data)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise NodeDataError(path, f"not JSON: {exc}") from None
-    if not isinstance(document, dict):
-        raise NodeDataError(path, "not a JSON object")
-    payload = document.get("payload")
+    record = load_record(path, data)
+    payload = record.get("payload", _any, None)
     if isinstance(payload, dict):
         payload = {k: v for k, v in payload.items() if k != "@class"}
     elif isinstance(payload, list) and len(payload) == 2 and isinstance(payload[0], str):
         payload = payload[1]  # Jackson's [class, value] form for a typed non-object value
+    port = optional(integer(-(2**31), 2**31 - 1))
     try:
         return ServiceInstance(
-            name=document.get("name", ""),
-            id=document.get("id", ""),
-            address=document.get("address"),
-            port=document.get("port"),
-            ssl_port=document.get("sslPort"),
+            name=record.get("name", TEXT, ""),
+            id=record.get("id", TEXT, ""),
+            address=record.maybe("address", TEXT),
+            port=record.maybe("port", port),
+            ssl_port=record.maybe("sslPort", port),
             payload=payload,
-            registration_time_utc=_int(document.get("registrationTimeUTC", 0)),
-            service_type=document.get("serviceType", "DYNAMIC") or "DYNAMIC",
-            uri_spec=_spec_from_json(document.get("uriSpec"), path),
-            enabled=document.get("enabled", True),
+            registration_time_utc=record.get("registrationTimeUTC", INT64, 0),
+            service_type=record.maybe("serviceType", one_of(*_READ_TYPES)) or "DYNAMIC",
+            uri_spec=_spec_from_json(record),
+            enabled=record.get("enabled", FLAG, True),
         )
     except (TypeError, ConfigError) as exc:
         raise NodeDataError(path, str(exc)) from None
 
 
-def _int(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"registrationTimeUTC must be an int, not {type(value).__name__}")
+def _any(value: object) -> object:
     return value
