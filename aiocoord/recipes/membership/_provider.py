@@ -75,7 +75,11 @@ class ServiceProvider:
         ]
 
     async def get(self) -> ServiceInstance | None:
-        """One instance by the strategy, or None if there is none; never blocks on the network."""
+        """One instance by the strategy, or None if there is none.
+
+        From the discovery's cache (no request), or read from the server when
+        the discovery was made with ``watch=False``.
+        """
         choices = await self.all()
         if not choices:
             return None
