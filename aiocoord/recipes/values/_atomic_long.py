@@ -8,7 +8,9 @@ the same path shares it.
 
 Each change is a versioned write pipelined with a read of the node, so an
 attempt is one round trip and a lost one learns the winner's value at once
-(Curator's reads and writes separately).  After a lost attempt the
+(Curator's reads and writes separately); the first attempt starts from the
+state this object's last write left, so an increment nobody raced costs one
+round trip.  After a lost attempt the
 contender waits a random while, in a window that doubles with each loss in a
 row (see `_backoff`), so that contenders spread out rather than collide
 again.  `retries` counts the attempts lost so far.
@@ -50,6 +52,7 @@ class AtomicLong:
         self.retries = 0
         """Compare-and-set attempts lost to another writer so far."""
         self._backoff = Backoff()
+        self._known: tuple[int, int] | None = None  # (version, value) our last write left
 
     @property
     def path(self) -> str:
@@ -70,11 +73,16 @@ class AtomicLong:
         version, current = await self._read()
         if current != expected:
             return False
-        return await self._write(version, raw) is None
+        self._known = None
+        won, version, _ = await self._write(version, raw)
+        if won:
+            self._known = (version, value)
+        return won
 
     async def set(self, value: int) -> None:
         """Set `value` whatever the counter was (Curator's ``forceSet``)."""
         raw = encode(check_int(value, "value"), INT64)
+        self._known = None
         try:
             await self._coord.client.set(self._path, raw)
         except NoNodeError:
@@ -90,16 +98,18 @@ class AtomicLong:
         `NodeDataError`, and `ConfigError` if the sum leaves the 64-bit range.
         """
         check_int(delta, "delta")
-        version, current = await self._read()
+        # The state our last write left: if nobody wrote since, one round trip does it.
+        version, current = self._known if self._known is not None else await self._read()
+        self._known = None  # unknown until this call ends (a lost connection leaves it so)
         while True:
             new = current + delta
             began = time.monotonic()
-            lost = await self._write(version, encode(new, INT64, "delta"))
-            if lost is None:
+            won, version, current = await self._write(version, encode(new, INT64, "delta"))
+            if won:
                 self._backoff.won()
+                self._known = (version, new)
                 return new
             self.retries += 1
-            version, current = lost
             await self._backoff.lost(time.monotonic() - began)
 
     async def increment(self) -> int:
@@ -118,21 +128,21 @@ class AtomicLong:
             return -1, 0
         return node.stat.version, decode(node.data, INT64, self._path, empty_is_zero=True)
 
-    async def _write(self, version: int, raw: bytes) -> tuple[int, int] | None:
-        """Write `raw` over `version` (-1: create); None if it won, else what beat it."""
+    async def _write(self, version: int, raw: bytes) -> tuple[bool, int, int]:
+        """Write `raw` over `version` (-1: create): (won, the node's version, its value if lost)."""
         client = self._coord.client
         if version < 0:
             try:
-                await client.create(self._path, raw, make_parents=True)
+                created = await client.create(self._path, raw, make_parents=True)
             except NodeExistsError:
-                return await self._read()
-            return None
+                return (False, *await self._read())
+            return True, created.stat.version, 0
         stat, node, _ = await client.set_and_get(self._path, raw, version)
         if stat is not None:
-            return None
+            return True, stat.version, 0
         if node is None:
-            return -1, 0
-        return node.stat.version, decode(node.data, INT64, self._path, empty_is_zero=True)
+            return False, -1, 0
+        return False, node.stat.version, decode(node.data, INT64, self._path, empty_is_zero=True)
 
     async def __aenter__(self) -> Self:
         return self

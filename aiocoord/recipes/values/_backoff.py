@@ -30,9 +30,9 @@ class Backoff:
         self._doublings = 0
 
     async def lost(self, round_trip: float) -> None:
-        """Wait a random time up to ``round_trip * 2**losses`` (at most 50 ms)."""
+        """Wait a random time up to ``round_trip * 2**(losses + 1)`` (at most 50 ms)."""
         self._doublings = min(self._doublings + 1, _MOST_DOUBLINGS)
-        window = min(round_trip * (1 << self._doublings), _LONGEST)
+        window = min(round_trip * (2 << self._doublings), _LONGEST)
         await anyio.sleep(random.uniform(0, window))
 
     def won(self) -> None:
