@@ -10,6 +10,7 @@ import pytest
 import aiocoord
 from aiocoord import Barrier, ConfigError, double_barrier
 from aiocoord.testing import ZooKeeperServer, expire_session
+from tests.helpers import eventually
 
 pytestmark = pytest.mark.anyio
 
@@ -121,3 +122,31 @@ async def test_bad_arguments_name_themselves(coordinator: aiocoord.Coordinator) 
         double_barrier(coordinator, "/b", members=2, participant_id="a/b")
     with pytest.raises(TypeError, match="coord"):
         Barrier("zk", "/b")  # type: ignore[arg-type]
+
+
+async def test_a_participant_lost_with_its_session_while_entering_joins_again(
+    coordinator: aiocoord.Coordinator, zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(40):
+        async with aiocoord.connect(zk_server.connect_string, namespace=zk_chroot) as other:
+            entered = anyio.Event()
+            old: int | None = None
+
+            async def first() -> None:
+                async with double_barrier(coordinator, "/b/lost", members=2, participant_id="a"):
+                    entered.set()
+                    await anyio.sleep_forever()
+
+            async def joined_on(session: int | None) -> bool:
+                stat = await other.client.exists("/b/lost/a")
+                return stat is not None and stat.ephemeral_owner == session != old
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(first)
+                await eventually(lambda: joined_on(coordinator.session_id))
+                old = coordinator.session_id
+                await expire_session(coordinator)
+                await eventually(lambda: joined_on(coordinator.session_id), timeout=20)
+                async with double_barrier(other, "/b/lost", members=2, participant_id="b"):
+                    await entered.wait()
+                    tg.cancel_scope.cancel()
