@@ -57,6 +57,14 @@ if TYPE_CHECKING:
     from .recipes.leader_latch import Participant as Participant
     from .recipes.leader_latch import leader_latch as leader_latch
     from .recipes.leader_latch import leader_selector as leader_selector
+    from .recipes.membership import GroupMember as GroupMember
+    from .recipes.membership import PersistentNode as PersistentNode
+    from .recipes.membership import ServiceDiscovery as ServiceDiscovery
+    from .recipes.membership import ServiceInstance as ServiceInstance
+    from .recipes.membership import ServiceProvider as ServiceProvider
+    from .recipes.membership import group_member as group_member
+    from .recipes.membership import persistent_node as persistent_node
+    from .recipes.membership import service_discovery as service_discovery
     from .recipes.mutex import Lease as Lease
     from .recipes.mutex import Mutex as Mutex
     from .recipes.mutex import ReadLock as ReadLock
@@ -73,6 +81,13 @@ if TYPE_CHECKING:
     from .recipes.task_leadership import Worker as Worker
     from .recipes.task_leadership import maven_version_key as maven_version_key
     from .recipes.task_leadership import task_leadership as task_leadership
+    from .recipes.values import AtomicLong as AtomicLong
+    from .recipes.values import Barrier as Barrier
+    from .recipes.values import DoubleBarrier as DoubleBarrier
+    from .recipes.values import SharedCount as SharedCount
+    from .recipes.values import atomic_long as atomic_long
+    from .recipes.values import double_barrier as double_barrier
+    from .recipes.values import shared_count as shared_count
     from .scheduler import Backoff as Backoff
     from .scheduler import JobInfo as JobInfo
     from .scheduler import JobRequest as JobRequest
@@ -149,6 +164,23 @@ __all__ = (
     "tree_cache",
     "CacheEvent",
     "CacheEventType",
+    # Membership: a node kept while a block runs, groups, service discovery.
+    "PersistentNode",
+    "persistent_node",
+    "GroupMember",
+    "group_member",
+    "ServiceDiscovery",
+    "service_discovery",
+    "ServiceInstance",
+    "ServiceProvider",
+    # Shared values and barriers on Curator's layouts.
+    "SharedCount",
+    "shared_count",
+    "AtomicLong",
+    "atomic_long",
+    "Barrier",
+    "DoubleBarrier",
+    "double_barrier",
     # The job system.
     "Scheduler",
     "JobWorker",
@@ -224,6 +256,16 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "leader_latch",
         "leader_selector",
     ),
+    "recipes.membership": (
+        "GroupMember",
+        "PersistentNode",
+        "ServiceDiscovery",
+        "ServiceInstance",
+        "ServiceProvider",
+        "group_member",
+        "persistent_node",
+        "service_discovery",
+    ),
     "recipes.mutex": (
         "Lease",
         "Mutex",
@@ -234,6 +276,15 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "mutex",
         "revoke",
         "semaphore",
+    ),
+    "recipes.values": (
+        "AtomicLong",
+        "Barrier",
+        "DoubleBarrier",
+        "SharedCount",
+        "atomic_long",
+        "double_barrier",
+        "shared_count",
     ),
     "recipes.task_leadership": (
         "MavenVersion",

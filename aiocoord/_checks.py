@@ -14,7 +14,7 @@ from ._records import show
 from .errors import ConfigError, InvalidPathError
 from .session import Coordinator
 
-__all__ = ("check_coordinator", "check_root", "check_seconds", "check_timeout")
+__all__ = ("check_bytes", "check_coordinator", "check_root", "check_seconds", "check_timeout")
 
 _LARGEST = sys.float_info.max
 
@@ -63,3 +63,10 @@ def check_timeout(value: object, name: str = "timeout") -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number of seconds or None, not {type(value).__name__}")
     return check_seconds(name, value, most=math.inf)
+
+
+def check_bytes(value: object, name: str = "data") -> bytes:
+    """`value` as `bytes` (bytes, bytearray or memoryview), else `TypeError` naming `name`."""
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise TypeError(f"{name} must be bytes, not {type(value).__name__}")
+    return bytes(value)

@@ -79,9 +79,11 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
+from .._checks import check_root
 from ..errors import ConfigError
 from ..recipes.cron import Cron
 from ..recipes.leader_latch import LeadershipTerm, check_participant_id
+from ..recipes.membership import ServiceInstance, service_discovery
 from ..session import Coordinator, connect
 from ..settings import Settings
 from ..zk.paths import validate_path
@@ -124,6 +126,8 @@ def lifespan(
     status_detail: bool = False,
     retire_on_signal: bool = True,
     cron: Cron | None = None,
+    register: ServiceInstance | None = None,
+    discovery_base: str = "/services",
     **overrides: Any,
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[dict[str, Any]]]:
     """A FastAPI ``lifespan=`` that runs a coordinator for the application's lifetime.
@@ -154,7 +158,11 @@ def lifespan(
     are refused with it (`ConfigError`); the lifespan connects it (or uses
     it as it is, if already connected: its owner then closes it), starts the
     cron once connected and stops it first on shutdown.  A `Cron` runs once:
-    such an app's lifespan runs once.
+    such an app's lifespan runs once.  `register`: an
+    `aiocoord.ServiceInstance` registered under `discovery_base` (curator-x-
+    discovery's layout, see `aiocoord.service_discovery`) once the app's own
+    lifespan has started, for as long as the app serves, and unregistered
+    first on shutdown; it comes back by itself after a lost session.
 
     At startup, before connecting, every route that depends on
     `require_leader(path)` is checked: a `path` this lifespan does not run
@@ -199,6 +207,11 @@ def lifespan(
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, not {type(flag).__name__}")
     run_paths = {*tasks, *extra}
+    if register is not None and not isinstance(register, ServiceInstance):
+        raise TypeError(
+            f"register must be an aiocoord.ServiceInstance, not {type(register).__name__}"
+        )
+    base = check_root(discovery_base, "discovery_base")
 
     @asynccontextmanager
     async def run(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
@@ -227,9 +240,13 @@ def lifespan(
                 try:
                     with retiring:
                         if app_lifespan is None:
-                            yield state
+                            async with _registered(coord, register, base):
+                                yield state
                         else:
-                            async with app_lifespan(app) as inner:
+                            async with (
+                                app_lifespan(app) as inner,
+                                _registered(coord, register, base),
+                            ):
                                 yield {**dict(inner or {}), **state}
                 finally:
                     app.state.aiocoord = None
@@ -248,6 +265,19 @@ async def _connected(settings: Settings, given: Coordinator | None) -> AsyncIter
             yield coord
     else:
         yield given  # entered by its owner, who closes it
+
+
+@asynccontextmanager
+async def _registered(
+    coord: Coordinator, instance: ServiceInstance | None, base: str
+) -> AsyncIterator[None]:
+    """`instance` registered under `base` while the app serves (nothing if None)."""
+    if instance is None:
+        yield
+        return
+    async with service_discovery(coord, base) as discovery:
+        await discovery.register(instance)
+        yield  # leaving unregisters
 
 
 @asynccontextmanager

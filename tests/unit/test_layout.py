@@ -49,6 +49,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("aiocoord.recipes",),
     ("aiocoord.recipes._queue",),  # the one sequential-node queue under every lock
     ("aiocoord.recipes.cache",),  # the one home for watching a node or a subtree
+    # Nodes kept while a block runs, groups, discovery; shared values and barriers.
+    ("aiocoord.recipes.membership", "aiocoord.recipes.values"),
     (
         "aiocoord.recipes.cas_lock",
         "aiocoord.recipes.leader_latch",

@@ -22,6 +22,16 @@ LOCK = ["CasLock", "cas_lock", "once_per", "Mutex", "mutex"]
 TASKS = ["Worker", "task_leadership", "TaskLeadership"]
 CRON = ["Cron", "Firing"]
 SCHEDULER = ["Scheduler", "JobStatus", "JobInfo", "Backoff"]
+VALUES = ["shared_count", "SharedCount", "atomic_long", "AtomicLong", "Barrier", "double_barrier"]
+MEMBERSHIP = [
+    "persistent_node",
+    "PersistentNode",
+    "group_member",
+    "GroupMember",
+    "service_discovery",
+    "ServiceDiscovery",
+    "ServiceInstance",
+]
 ERRORS = [
     "CoordError",
     "ConnectionLostError",
@@ -38,7 +48,9 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("name", SESSION + LATCH + LOCK + TASKS + CRON + SCHEDULER + ERRORS)
+@pytest.mark.parametrize(
+    "name", SESSION + LATCH + LOCK + TASKS + CRON + SCHEDULER + VALUES + MEMBERSHIP + ERRORS
+)
 def test_design_names_are_exported(name: str) -> None:
     assert name in aiocoord.__all__
     assert getattr(aiocoord, name) is not None

@@ -53,6 +53,14 @@ EXPECTED: dict[str, list[str]] = {
         r"pod-\d: new-checkout is now on \(rev 3\)",
         r"3 pods ended on rev 3: True; revisions only rose: True",
     ],
+    "discovery.py": [
+        r"services: \['inventory', 'pricing'\]",
+        r"round robin: \['pricing-0', 'pricing-1', 'pricing-0', 'pricing-1'\]",
+        r"uri of pricing-0: http://127\.0\.0\.1:8000/prices",
+        r"after two errors from pricing-0: \['pricing-1'\]",
+        r"java instance: 10\.0\.0\.9:9090 \{'lang': 'java'\}",
+        r"after pricing-1 stopped: \['pricing-0'\]",
+    ],
     "fastapi_app.py": [
         r"cron tick on the leader",
         r"leader of /examples/api/cron-leader: pod-a; participants: 2\n",

@@ -1,0 +1,137 @@
+"""`GroupMember` and `group_member()`: be a member of a group and see the others.
+
+Curator's ``GroupMember``.  Node layout, Curator's: each member is an
+ephemeral child ``<path>/<member id>`` holding its data; a Java
+``GroupMember`` on the same path sees Python members and the other way round.
+
+This member's node is a `PersistentNode` (created again after a lost
+session); the group is a `TreeCache` of depth 1 (one persistent recursive
+watch).  `members()` always includes this member, as Curator's
+``getCurrentMembers()`` does.
+
+Failure handling: while SUSPENDED (or LOST) `members()` is the last view
+read, `stale` says so, and `changes()` waits; once connected again the
+cache reads the group afresh and `changes()` yields the new view if it
+differs.  After LOST this member's node is created again on the new session.
+A dead member's node goes when the server expires its session, so it stays
+listed for up to that session's timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import AsyncExitStack, aclosing
+from typing import cast
+
+from ..._checks import check_bytes, check_coordinator
+from ..._lifecycle import Service
+from ...errors import ConfigError
+from ...session import Coordinator
+from ...zk import CreateMode
+from ...zk.paths import join, validate_path
+from ..cache import CacheEvent, CacheEventType, TreeCache, tree_cache
+from ._persistent import PersistentNode
+
+__all__ = ("GroupMember", "check_name", "group_member")
+
+
+def check_name(value: object, name: str) -> str:
+    """`value` if it is a usable node name (no ``/``, not empty), else an error naming `name`."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if not value or "/" in value or value in (".", "..") or value.startswith("_c_"):
+        raise ConfigError(name, f"must be a node name (no '/', not '_c_...'), not {value!r}")
+    return value
+
+
+class GroupMember(Service):
+    """Membership of the group at `path` as `member_id` (Curator's ``GroupMember``).
+
+    Entering blocks until this member's node is there and the group has been
+    read (waiting for a connection if need be: bound it with
+    `anyio.fail_after`); leaving deletes the node and stops watching.
+    Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
+    """
+
+    def __init__(self, coord: Coordinator, path: str, *, member_id: str, data: bytes = b"") -> None:
+        check_coordinator(coord)
+        self._path = validate_path(path)
+        self._id = check_name(member_id, "member_id")
+        self._node = PersistentNode(
+            coord, join(self._path, self._id), data=check_bytes(data), mode=CreateMode.EPHEMERAL
+        )
+        self._cache: TreeCache = tree_cache(coord, self._path, max_depth=1)
+        self._stack: AsyncExitStack | None = None
+
+    async def start(self) -> None:
+        """Create this member's node and read the group; see the class docstring."""
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(self._node)
+            await stack.enter_async_context(self._cache)
+            self._stack = stack.pop_all()
+
+    async def aclose(self) -> None:
+        """Delete this member's node and stop watching the group; from any task, idempotent."""
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def member_id(self) -> str:
+        return self._id
+
+    @property
+    def stale(self) -> bool:
+        """Whether `members()` may be behind the server (no connection, or a re-read under way)."""
+        return self._cache.stale
+
+    async def set_data(self, data: bytes) -> None:
+        """Set this member's data; blocks until the server holds it (see `PersistentNode`)."""
+        await self._node.set_data(data)
+
+    def members(self) -> dict[str, bytes]:
+        """{member id: data} as last read, this member always included; never blocks."""
+        found = {
+            name: node.data
+            for name in self._cache.children(self._path)
+            if (node := self._cache.get(join(self._path, name))) is not None
+        }
+        found.setdefault(self._id, self._node.data)
+        return found
+
+    def changes(self) -> AsyncIterator[dict[str, bytes]]:
+        """Your own stream of `members()` after each change of the group, from now on.
+
+        A view is yielded only if it differs from the one before; while stale
+        nothing is (the view after a reconnect comes once read).  Ends when
+        the member is left.
+        """
+        events = cast(AsyncGenerator[CacheEvent, None], self._cache.events())
+        return self._changes(events, self.members())  # both as of the call
+
+    async def _changes(
+        self, events: AsyncGenerator[CacheEvent, None], last: dict[str, bytes]
+    ) -> AsyncIterator[dict[str, bytes]]:
+        async with aclosing(events):
+            async for event in events:
+                if event.type is CacheEventType.STALE or self._cache.stale:
+                    continue
+                now = self.members()
+                if now != last:
+                    last = now
+                    yield now
+
+    def __repr__(self) -> str:
+        stale = " STALE" if self.stale else ""
+        return f"<GroupMember {self._path} id={self._id} members={len(self.members())}{stale}>"
+
+
+def group_member(
+    coord: Coordinator, path: str, *, member_id: str, data: bytes = b""
+) -> GroupMember:
+    """A `GroupMember` of the group at `path`, to use as ``async with``."""
+    return GroupMember(coord, path, member_id=member_id, data=data)

@@ -1,0 +1,337 @@
+"""`PersistentNode` and `persistent_node()`: a node that stays there while the block runs.
+
+Curator's ``PersistentNode``.  Node layout: the node itself, at `path`
+(ephemeral by default), or for ``EPHEMERAL_SEQUENTIAL`` Curator's protected
+name ``<parent>/_c_<uuid>-<name><seq>``, holding the caller's data.
+
+Failure handling: the node is watched by a `NodeCache` (one persistent
+watch), and put back whenever the cache, fresh, shows it missing: after a
+lost session, or deleted by someone.  An ephemeral node left by an older
+session of ours (the client gave the session up before the server did) is
+waited out: it goes within the session timeout, and the node is created
+again then.  `set_data()` is remembered and written once a connection is
+there, so it survives a reconnect and a new session.  Leaving deletes the
+node (shielded and bounded); an ephemeral node the deletion missed goes
+with the session.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import Final
+
+import anyio
+import anyio.abc
+
+from ..._checks import check_bytes, check_coordinator
+from ..._lifecycle import Lifecycle, Phase, Service
+from ...errors import (
+    ConfigError,
+    ConnectionLostError,
+    CoordinatorClosedError,
+    NodeExistsError,
+    NoNodeError,
+)
+from ...session import Coordinator
+from ...zk import CreateMode, Node
+from ...zk.paths import validate_path
+from .._change_signal import ChangeSignal
+from ..cache import NodeCache, node_cache
+
+__all__ = ("MODES", "PersistentNode", "persistent_node")
+
+log = logging.getLogger("aiocoord.recipes.membership")
+
+MODES: Final = (
+    CreateMode.EPHEMERAL,
+    CreateMode.PERSISTENT,
+    CreateMode.PERSISTENT_WITH_TTL,
+    CreateMode.EPHEMERAL_SEQUENTIAL,
+)
+"""The modes a `PersistentNode` takes; ``EPHEMERAL_SEQUENTIAL`` is always protected."""
+
+
+class PersistentNode(Service):
+    """A node kept at `path` while the ``async with`` block runs (Curator's ``PersistentNode``).
+
+    Entering blocks until the node is there (waiting for a connection if
+    need be: bound it with `anyio.fail_after`); leaving deletes it, shielded
+    and bounded.  In between it is created again whenever it goes: after a
+    lost session (an ephemeral node), or deleted by anyone.  `mode` is
+    ``CreateMode.EPHEMERAL`` (the default), ``PERSISTENT``,
+    ``PERSISTENT_WITH_TTL`` (with `ttl` in milliseconds) or
+    ``EPHEMERAL_SEQUENTIAL`` (Curator's protected name; `actual_path` tells
+    the name it got, a new one each time it is created again).
+
+    While SUSPENDED the holder sees nothing: the node is left as it is (an
+    ephemeral one lives as long as the session).  After LOST the node is
+    created again on the new session, once the old session's node is gone.
+    Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
+    """
+
+    def __init__(
+        self,
+        coord: Coordinator,
+        path: str,
+        *,
+        data: bytes = b"",
+        mode: CreateMode = CreateMode.EPHEMERAL,
+        ttl: int | None = None,
+    ) -> None:
+        self._coord = check_coordinator(coord)
+        if mode not in MODES or not isinstance(mode, CreateMode):
+            shown = ", ".join(f"CreateMode.{m.name}" for m in MODES)
+            raise ConfigError("mode", f"must be one of {shown}, not {mode!r}")
+        if mode is CreateMode.PERSISTENT_WITH_TTL:
+            if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
+                raise ConfigError("ttl", f"must be a positive number of milliseconds, not {ttl!r}")
+        elif ttl is not None:
+            raise ConfigError("ttl", f"is only for CreateMode.PERSISTENT_WITH_TTL, not {mode.name}")
+        self._path = validate_path(path)
+        if self._path == "/":
+            raise ConfigError("path", "must not be the root")
+        self._mode = mode
+        self._ttl = ttl
+        self._data = check_bytes(data)
+        self._wanted = 0  # generation of `_data`: each set_data() adds one
+        self._written = 0  # the generation the server holds
+        self._actual: str | None = None
+        self._cache: NodeCache | None = None
+        self._wake = ChangeSignal()
+        self._on_written = ChangeSignal()
+        self._leaving = False
+        self._done = anyio.Event()
+        self._warned: int | None = None
+        self._made = False  # whether our last create succeeded (the cache may lag behind it)
+        self._life = Lifecycle(
+            f"persistent node {path}", self._setup, stopping=self._stopping, stopped=self._stopped
+        )
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Create the node and return once it is there (see the class docstring)."""
+        await self._life.start()
+
+    async def aclose(self) -> None:
+        """Delete the node (shielded, bounded) and stop watching it; from any task, idempotent."""
+        await self._life.aclose()
+
+    async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
+        await tg.start(self._run)
+
+    async def _stopping(self) -> None:
+        self._leaving = True
+        self._wake.fire()
+        with anyio.move_on_after(self._timeout() * 2):
+            await self._done.wait()
+
+    async def _stopped(self) -> None:
+        self._on_written.fire()
+
+    def _timeout(self) -> float:
+        return self._coord.client._session.timing.request_timeout
+
+    async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        ready: Callable[[], None] | None = task_status.started
+        try:
+            while not self._leaving:
+                path = self._path
+                if self._mode.sequential:
+                    path = await self._create_sequential()
+                async with AsyncExitStack() as stack:
+                    cache = await stack.enter_async_context(node_cache(self._coord, path))
+                    self._cache = cache
+                    tg = await stack.enter_async_context(anyio.create_task_group())
+                    tg.start_soon(self._forward, cache)
+                    ready = await self._keep(cache, ready)
+                    tg.cancel_scope.cancel()
+                if self._coord.closed:
+                    if ready is not None:
+                        raise CoordinatorClosedError(
+                            f"the coordinator closed before {path} was made"
+                        )
+                    return
+        finally:
+            self._cache = None
+            self._done.set()
+
+    async def _forward(self, cache: NodeCache) -> None:
+        """Wake the keeper at each change the cache sees (and once its stream ends)."""
+        try:
+            async for _ in cache.events():
+                self._wake.fire()
+        finally:
+            self._wake.fire()
+
+    async def _create_sequential(self) -> str:
+        """Create the protected sequential node; its real path."""
+        client = self._coord.client
+        while True:
+            await client._session.wait_connected()
+            try:
+                created = await client.create_protected(
+                    self._path, self._data, mode=self._mode, make_parents=True
+                )
+            except ConnectionLostError:
+                continue
+            self._actual = created.path
+            self._written = self._wanted
+            log.info("persistent node %s created as %s", self._path, created.path)
+            return created.path
+
+    async def _keep(
+        self, cache: NodeCache, ready: Callable[[], None] | None
+    ) -> Callable[[], None] | None:
+        """Keep the node at the cache's path; return once it needs a new path (or on leaving).
+
+        Returns `ready` until the node was first seen there, then None.
+        """
+        while True:
+            woken = self._wake.event()
+            if self._leaving:
+                # A node we just made may not have reached the cache yet: it is ours all the same.
+                await self._delete(cache.current, force=cache.current is None and self._made)
+                return ready
+            if self._coord.closed:
+                return ready
+            node = cache.current
+            if not cache.stale:
+                if node is None or (self._mode.sequential and not self._ours(node)):
+                    if self._mode.sequential:
+                        if node is not None:  # an older session's: ours, and left behind
+                            await self._delete(node, force=True)
+                        return ready
+                    self._made = False
+                    await self._create()
+                elif self._ours(node):
+                    if ready is not None:
+                        ready()
+                        ready = None
+                    self._actual = cache.path
+                    await self._write(node)
+                elif self._warned != node.stat.ephemeral_owner:
+                    self._warned = node.stat.ephemeral_owner
+                    log.warning(
+                        "persistent node %s: held by session 0x%x, not ours; waiting for it to go",
+                        cache.path,
+                        node.stat.ephemeral_owner,
+                    )
+            await woken.wait()
+
+    def _ours(self, node: Node) -> bool:
+        if not self._mode.ephemeral:
+            return True
+        return node.stat.ephemeral_owner == self._coord.session_id
+
+    async def _create(self) -> None:
+        wanted = self._wanted
+        try:
+            await self._coord.client.create(
+                self._path, self._data, mode=self._mode, ttl=self._ttl, make_parents=True
+            )
+        except (NodeExistsError, ConnectionLostError) as exc:
+            # The cache shows what is there once it has read it, or once connected again.
+            log.debug("persistent node %s: create failed: %s", self._path, exc)
+            return
+        self._made = True
+        self._mark_written(wanted)
+        log.info("persistent node %s created", self._path)
+
+    async def _write(self, node: Node) -> None:
+        if self._written >= self._wanted:
+            return
+        wanted = self._wanted
+        if node.data == self._data:
+            self._mark_written(wanted)
+            return
+        assert self._actual is not None
+        try:
+            await self._coord.client.set(self._actual, self._data)
+        except (NoNodeError, ConnectionLostError) as exc:
+            log.debug("persistent node %s: write failed: %s", self._actual, exc)
+            return  # the cache says what follows (gone: created again with the data)
+        self._mark_written(wanted)
+
+    def _mark_written(self, wanted: int) -> None:
+        if wanted > self._written:
+            self._written = wanted
+            self._on_written.fire()
+
+    async def _delete(self, node: Node | None, *, force: bool = False) -> None:
+        """Delete the node at the cache's path if it is ours (or `force`), shielded and bounded."""
+        cache = self._cache
+        if cache is None or not (force or (node is not None and self._ours(node))):
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self._timeout()):
+            try:
+                await self._coord.client.delete(cache.path)
+            except (NoNodeError, ConnectionLostError) as exc:
+                log.debug("persistent node %s: delete failed: %s", cache.path, exc)
+
+    # --- use ---------------------------------------------------------------------------------
+
+    async def set_data(self, data: bytes) -> None:
+        """Set the node's data, now and for every time it is created again.
+
+        Blocks until the server holds `data` (or newer data set since),
+        waiting for a connection if need be.  Cancelled, the data is still
+        kept and written once connected.  Raises `CoordinatorClosedError` if
+        the node is left first, `TypeError` if `data` is not bytes.
+        """
+        self._data = check_bytes(data)
+        self._wanted += 1
+        wanted = self._wanted
+        self._wake.fire()
+        while self._written < wanted:
+            event = self._on_written.event()
+            if self._life.phase is not Phase.RUNNING:
+                raise CoordinatorClosedError(f"persistent node {self._path} is not running")
+            await event.wait()
+
+    @property
+    def path(self) -> str:
+        """The path given (for a sequential node: the prefix of its real name)."""
+        return self._path
+
+    @property
+    def actual_path(self) -> str | None:
+        """The node's real path once created (a protected sequential node's full name)."""
+        return self._actual
+
+    @property
+    def data(self) -> bytes:
+        """The data the node holds or is to hold (the last `set_data()`)."""
+        return self._data
+
+    @property
+    def mode(self) -> CreateMode:
+        return self._mode
+
+    @property
+    def present(self) -> bool:
+        """Whether the node is there and ours, as last seen (False while stale)."""
+        cache = self._cache
+        node = None if cache is None or cache.stale else cache.current
+        return node is not None and self._ours(node)
+
+    def __repr__(self) -> str:
+        state = self._life.phase.value if self._life.phase is not Phase.RUNNING else None
+        if state is None:
+            state = "PRESENT" if self.present else "ABSENT"
+        shown = self._actual or self._path
+        return f"<PersistentNode {shown} {self._mode.name} {state}>"
+
+
+def persistent_node(
+    coord: Coordinator,
+    path: str,
+    *,
+    data: bytes = b"",
+    mode: CreateMode = CreateMode.EPHEMERAL,
+    ttl: int | None = None,
+) -> PersistentNode:
+    """A `PersistentNode` at `path`, to use as ``async with``: created on entry, deleted on leaving."""
+    return PersistentNode(coord, path, data=data, mode=mode, ttl=ttl)

@@ -1,0 +1,44 @@
+"""Curator's number encodings: `SharedCount`'s 4-byte and `DistributedAtomicLong`'s 8-byte ints.
+
+Both are Java's big-endian two's complement (``ByteBuffer.putInt`` /
+``putLong``).  Data of another length is not ours: `NodeDataError` naming
+the node, except that an empty node reads as 0 for an atomic long, as in
+Curator (a node made by ``create`` without data).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ...errors import ConfigError, NodeDataError
+
+__all__ = ("INT32", "INT64", "check_int", "decode", "encode")
+
+INT32: Final = 4
+INT64: Final = 8
+
+
+def encode(value: int, size: int, name: str = "value") -> bytes:
+    """`value` as `size` big-endian bytes; `ConfigError` naming `name` if it does not fit."""
+    bits = size * 8
+    if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+        raise ConfigError(name, f"must fit in a signed {bits}-bit int, not {value}")
+    return value.to_bytes(size, "big", signed=True)
+
+
+def decode(data: bytes, size: int, path: str, *, empty_is_zero: bool = False) -> int:
+    """The int in a node's data; `NodeDataError` naming `path` if it is not `size` bytes."""
+    if empty_is_zero and not data:
+        return 0
+    if len(data) != size:
+        raise NodeDataError(
+            path, f"a {size}-byte big-endian int was expected, not {len(data)} bytes"
+        )
+    return int.from_bytes(data, "big", signed=True)
+
+
+def check_int(value: object, name: str) -> int:
+    """`value` if it is an int (a bool is not), else `TypeError` naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    return value

@@ -1,0 +1,209 @@
+"""`SharedCount` and `shared_count()`: an int every process sees, changed by compare-and-set.
+
+Curator's ``SharedCount``.  Node layout: the node at `path` holds the count as
+a 4-byte big-endian signed int (Java's ``ByteBuffer.putInt``), so a Java
+``SharedCount`` on the same path shares it.  Entering creates the node with
+`initial` if it is missing (parents as containers), as Curator's ``start()``.
+
+`value` and `version` come from a `NodeCache` (one persistent watch) and from
+this process's own writes, whichever is newer.  `try_set` is one versioned
+write; `add` retries it, each attempt a write pipelined with a read, so a lost
+compare-and-set learns the winner's value in the same round trip, and waits
+a random while before the next (a window that doubles with each loss in a
+row), so that contenders spread out rather than collide again.
+
+Failure handling: while SUSPENDED or LOST, `value` is the last one seen
+(`stale` says so) and writes raise `ConnectionLostError` (outcome unknown) or
+wait for the connection within the request timeout; after a reconnect the
+cache reads the node again and `changes()` goes on.  A node that holds
+anything but 4 bytes is not a count: `value` and the writes raise
+`NodeDataError`, and `changes()` skips it with a log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+
+import anyio.abc
+
+from ..._checks import check_coordinator
+from ..._lifecycle import Lifecycle, Service
+from ...errors import ConnectionLostError, NodeDataError, NodeExistsError, NoNodeError
+from ...session import Coordinator
+from ...zk import Node, Stat
+from ...zk.paths import validate_path
+from ..cache import NodeCache, node_cache
+from ._backoff import Backoff
+from ._codec import INT32, check_int, decode, encode
+
+__all__ = ("SharedCount", "shared_count")
+
+log = logging.getLogger("aiocoord.recipes.values")
+
+
+class SharedCount(Service):
+    """A shared 32-bit count at `path` (Curator's ``SharedCount``).
+
+    Entering creates the node with `initial` if it is missing and blocks until
+    it has been read (waiting for a connection if need be: bound it with
+    `anyio.fail_after`); leaving stops watching it (the node stays).  Raises
+    `InvalidPathError`, `TypeError` or `ConfigError` for bad arguments.
+    """
+
+    def __init__(self, coord: Coordinator, path: str, *, initial: int = 0) -> None:
+        self._coord = check_coordinator(coord)
+        self._path = validate_path(path)
+        self._initial = encode(check_int(initial, "initial"), INT32, "initial")
+        self._cache: NodeCache = node_cache(coord, path)
+        self._mine: Node | None = None  # the node as our last write left it
+        self._backoff = Backoff()
+        self.retries = 0
+        """Compare-and-set attempts `add()` lost to another writer so far."""
+        self._life = Lifecycle(f"shared count {path}", self._setup, stopped=self._cache.aclose)
+
+    async def start(self) -> None:
+        """Create the node if missing and read it; see the class docstring."""
+        await self._life.start()
+
+    async def aclose(self) -> None:
+        """Stop watching the node; from any task, idempotent."""
+        await self._life.aclose()
+
+    async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
+        client = self._coord.client
+        while True:
+            await client._session.wait_connected()
+            try:
+                await client.create(self._path, self._initial, make_parents=True)
+            except NodeExistsError:
+                pass
+            except ConnectionLostError:
+                continue  # created or not: the next try says which
+            break
+        await self._cache.start()
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def _node(self) -> tuple[int, bytes]:
+        """(version, data): the newer of the cache's node and our own last write (-1: none)."""
+        node, mine = self._cache.current, self._mine
+        if node is None:
+            return (-1, b"")
+        same = mine is not None and mine.stat.czxid == node.stat.czxid
+        if same and mine is not None and mine.stat.version > node.stat.version:
+            node = mine  # the watch has not told us of our own write yet
+        return node.stat.version, node.data
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def value(self) -> int:
+        """The count as last seen; `NodeDataError` if the node holds something else.
+
+        `NoNodeError` if the node was deleted (and not created again).
+        """
+        version, data = self._node()
+        if version < 0:
+            raise NoNodeError("the shared count's node is gone", path=self._path)
+        return decode(data, INT32, self._path)
+
+    @property
+    def version(self) -> int:
+        """The node's version as last seen, for `try_set` (-1 if it is gone)."""
+        return self._node()[0]
+
+    @property
+    def stale(self) -> bool:
+        """Whether `value` may be behind the server (no connection, or a re-read under way)."""
+        return self._cache.stale
+
+    # --- writing -----------------------------------------------------------------------------
+
+    async def try_set(self, value: int, *, version: int) -> bool:
+        """Set the count to `value` if the node is still at `version`; whether it was.
+
+        One write.  Raises `ConnectionLostError` (outcome unknown),
+        `NoNodeError` if the node is gone, `ConfigError` if `value` does not
+        fit in 32 bits.
+        """
+        data = encode(check_int(value, "value"), INT32)
+        check_int(version, "version")
+        stat, node, _ = await self._coord.client.set_and_get(self._path, data, version)
+        self._learn(stat, data, node)
+        return stat is not None
+
+    async def add(self, delta: int) -> int:
+        """Add `delta` (may be negative) by compare-and-set, retrying until it wins; the new count.
+
+        Each attempt is one round trip.  Raises `ConnectionLostError` (the
+        last attempt's outcome unknown), `NodeDataError`, `NoNodeError`, and
+        `ConfigError` if the sum leaves the 32-bit range.
+        """
+        check_int(delta, "delta")
+        version, data = self._node()
+        while True:
+            if version < 0:
+                raise NoNodeError("the shared count's node is gone", path=self._path)
+            new = decode(data, INT32, self._path) + delta
+            raw = encode(new, INT32, "delta")
+            began = time.monotonic()
+            stat, node, _ = await self._coord.client.set_and_get(self._path, raw, version)
+            self._learn(stat, raw, node)
+            if stat is not None:
+                self._backoff.won()
+                return new
+            self.retries += 1
+            version, data = (node.stat.version, node.data) if node is not None else (-1, b"")
+            await self._backoff.lost(time.monotonic() - began)
+
+    def _learn(self, written: Stat | None, data: bytes, node: Node | None) -> None:
+        """Keep the newest node our writes saw: what we wrote, or what beat us."""
+        seen = Node(data, written) if written is not None else node
+        mine = self._mine
+        if seen is None:
+            return
+        if (
+            mine is None
+            or mine.stat.czxid != seen.stat.czxid
+            or seen.stat.version > mine.stat.version
+        ):
+            self._mine = seen
+
+    # --- following ---------------------------------------------------------------------------
+
+    def changes(self) -> AsyncIterator[int]:
+        """Your own stream of the count after each change from now on.
+
+        Changes may coalesce (each read shows the latest count).  Data that
+        is not a count is skipped with a log line; a deleted node yields
+        nothing until it is back.  Ends when the count is left.
+        """
+        return self._changes(self._cache.changes())  # subscribed now, not at the first read
+
+    async def _changes(self, nodes: AsyncIterator[Node | None]) -> AsyncIterator[int]:
+        try:
+            async for node in nodes:
+                if node is None:
+                    continue
+                try:
+                    yield decode(node.data, INT32, self._path)
+                except NodeDataError as exc:
+                    log.warning("shared count: skipped a change: %s", exc)
+        finally:
+            await nodes.aclose()  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        try:
+            shown = f"value={self.value} version={self.version}"
+        except (NodeDataError, NoNodeError) as exc:
+            shown = type(exc).__name__
+        return f"<SharedCount {self._path} {shown}{' STALE' if self.stale else ''}>"
+
+
+def shared_count(coord: Coordinator, path: str, *, initial: int = 0) -> SharedCount:
+    """A `SharedCount` at `path`, to use as ``async with``; created with `initial` if missing."""
+    return SharedCount(coord, path, initial=initial)
