@@ -26,6 +26,7 @@ import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
@@ -102,6 +103,9 @@ class ZooKeeperProcess:
     Shared by ``ZooKeeperServer``, the embedded server and the test ensemble's
     members; subclasses say which main class runs and when the process counts
     as ready. A ``detached`` process is left running at exit, to outlive this one.
+    ``host`` is the address it listens on and is probed at (loopback by
+    default); ``command_prefix`` runs before ``java`` (``ip netns exec NAME``
+    puts the server in a network namespace, see `aiocoord.testing.NetworkLab`).
     """
 
     main_class = "org.apache.zookeeper.server.ZooKeeperServerMain"
@@ -116,6 +120,8 @@ class ZooKeeperProcess:
         jar_dir: str | os.PathLike[str] = DEFAULT_JAR_DIR,
         conf_dir: str | os.PathLike[str] = DEFAULT_CONF_DIR,
         detached: bool = False,
+        host: str = "127.0.0.1",
+        command_prefix: Sequence[str] = (),
     ) -> None:
         self._own_dir = directory is None
         self.directory = (
@@ -128,6 +134,8 @@ class ZooKeeperProcess:
         self.jar_dir = Path(jar_dir)
         self.conf_dir = Path(conf_dir)
         self.detached = detached
+        self._host = host
+        self.command_prefix = tuple(command_prefix)
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self._log_start = 0
@@ -149,7 +157,7 @@ class ZooKeeperProcess:
             "maxSessionTimeout": "30000",
             "dataDir": str(self.data_dir),
             "clientPort": str(self._port),
-            "clientPortAddress": "127.0.0.1",
+            "clientPortAddress": self.host,
             "admin.enableServer": "false",
             "4lw.commands.whitelist": "*",
             "extendedTypesEnabled": "true",
@@ -171,7 +179,7 @@ class ZooKeeperProcess:
 
     @property
     def host(self) -> str:
-        return "127.0.0.1"
+        return self._host
 
     @property
     def port(self) -> int:
@@ -264,7 +272,15 @@ class ZooKeeperProcess:
         self._close_log()
         self._log = self.log_path.open("ab")
         self._log_start = self._log.tell()
-        cmd = ["java", *_JVM_ARGS, "-cp", cp, self.main_class, str(self.config_path)]
+        cmd = [
+            *self.command_prefix,
+            "java",
+            *_JVM_ARGS,
+            "-cp",
+            cp,
+            self.main_class,
+            str(self.config_path),
+        ]
         # A new session keeps a Ctrl-C at the terminal from reaching the JVM first.
         self._proc = subprocess.Popen(
             cmd,
