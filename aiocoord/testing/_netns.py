@@ -409,7 +409,7 @@ class NetworkLab:
                 raise ValueError(f"{name} must be a fraction in [0, 1]: {value}")
         spec = ["delay", f"{delay * 1000:.3f}ms"]
         if jitter:
-            spec += [f"{jitter * 1000:.3f}ms", "distribution", "normal"]
+            spec.append(f"{jitter * 1000:.3f}ms")
         if loss:
             spec += ["loss", f"{loss * 100:.3f}%"]
         if reorder:
