@@ -19,8 +19,8 @@ namespace (the test process: probes, ``srvr``, session expiry) reaches every
 node through the observer link and is never cut off.  Cuts are one nftables
 table in the hub (``bridge`` family, forward hook): a set of (source,
 destination) address pairs whose packets are dropped, replaced atomically on
-each change.  Delay, loss and reordering are ``tc netem`` on both ends of a
-node's link, when the kernel has netem.
+each change; loss is a random drop in the same table.  Delay and reordering
+are ``tc netem`` on both ends of a node's link, when the kernel has netem.
 
 Everything made here is named ``aiocoord-PID-N-...``; `NetworkLab.close`
 (also on ``with`` exit and at interpreter exit) kills the processes it
@@ -221,7 +221,8 @@ class NetworkLab:
         self.tag = f"{os.getpid()}-{next(_SERIAL)}"
         self.nodes: dict[str, LabNode] = {}
         self._cut: set[tuple[str, str]] = set()
-        self._impaired: set[str] = set()
+        self._delayed: set[str] = set()  # nodes with netem on their link
+        self._loss: dict[str, float] = {}  # address -> fraction of its packets dropped
         self._procs: list[subprocess.Popen[bytes]] = []
         self._ensembles: list[ZooKeeperEnsemble] = []
         self._closed = False
@@ -263,8 +264,10 @@ class NetworkLab:
         rules = (
             "table bridge aiocoord {\n"
             "  set cut { type ipv4_addr . ipv4_addr; }\n"
+            "  chain loss { }\n"
             "  chain forward { type filter hook forward priority 0; policy accept;\n"
             "    ip saddr . ip daddr @cut drop\n"
+            "    jump loss\n"
             "  }\n"
             "}\n"
         )
@@ -396,10 +399,12 @@ class NetworkLab:
     ) -> None:
         """Delay (s, ± ``jitter``), lose (fraction) and reorder (fraction) each node's packets.
 
-        Applied with ``tc netem`` to both directions of each node's link:
-        what the node sends and what it receives each get the delay and the
-        loss.  Replaces an earlier impairment of the same node.  Raises
-        `NetworkLabUnavailableError` if the kernel has no netem.
+        Both directions of each node's link: what it sends and what it
+        receives each get the delay and the loss.  Loss is a random drop in
+        the hub's nftables table (works wherever the lab does); delay, jitter
+        and reordering are ``tc netem`` on both ends of the link, and raise
+        `NetworkLabUnavailableError` if the kernel has no netem.  Replaces an
+        earlier impairment of the same node.
         """
         for name, value in (("delay", delay), ("jitter", jitter)):
             if value < 0:
@@ -407,28 +412,54 @@ class NetworkLab:
         for name, value in (("loss", loss), ("reorder", reorder)):
             if not 0 <= value <= 1:
                 raise ValueError(f"{name} must be a fraction in [0, 1]: {value}")
-        spec = ["delay", f"{delay * 1000:.3f}ms"]
-        if jitter:
-            spec.append(f"{jitter * 1000:.3f}ms")
-        if loss:
-            spec += ["loss", f"{loss * 100:.3f}%"]
-        if reorder:
-            spec += ["reorder", f"{reorder * 100:.3f}%"]
-        for node in self._nodes(nodes):
-            port = f"n{node.address.rsplit('.', 1)[1]}"
-            for netns, dev in ((node.netns, "eth0"), (self.hub, port)):
-                _run("tc", "-n", netns, "qdisc", "replace", "dev", dev, "root", "netem", *spec)
-            self._impaired.add(node.name)
+        targets = self._nodes(nodes)
+        if delay or jitter or reorder:
+            spec = ["delay", f"{delay * 1000:.3f}ms"]
+            if jitter:
+                spec.append(f"{jitter * 1000:.3f}ms")
+            if reorder:
+                spec += ["reorder", f"{reorder * 100:.3f}%"]
+            for node in targets:
+                for netns, dev in self._link_ends(node):
+                    _run("tc", "-n", netns, "qdisc", "replace", "dev", dev, "root", "netem", *spec)
+                self._delayed.add(node.name)
+        else:
+            self._clear_delays([n for n in targets if n.name in self._delayed])
+        losses = dict(self._loss)
+        for node in targets:
+            if loss:
+                losses[node.address] = loss
+            else:
+                losses.pop(node.address, None)
+        self._set_loss(losses)
 
     def clear_impairments(self) -> None:
         """Remove every impairment made by `impair`."""
-        for name in sorted(self._impaired):
-            node = self.nodes[name]
-            port = f"n{node.address.rsplit('.', 1)[1]}"
-            for netns, dev in ((node.netns, "eth0"), (self.hub, port)):
+        self._clear_delays([self.nodes[name] for name in sorted(self._delayed)])
+        self._set_loss({})
+
+    def _link_ends(self, node: LabNode) -> list[tuple[str, str]]:
+        port = f"n{node.address.rsplit('.', 1)[1]}"
+        return [(node.netns, "eth0"), (self.hub, port)]
+
+    def _clear_delays(self, nodes: list[LabNode]) -> None:
+        for node in nodes:
+            for netns, dev in self._link_ends(node):
                 with contextlib.suppress(NetworkLabUnavailableError):
                     _run("tc", "-n", netns, "qdisc", "del", "dev", dev, "root")
-        self._impaired.clear()
+            self._delayed.discard(node.name)
+
+    def _set_loss(self, losses: dict[str, float]) -> None:
+        lines = ["flush chain bridge aiocoord loss"]
+        for address, fraction in sorted(losses.items()):
+            below = round(fraction * 1_000_000)
+            for field in ("saddr", "daddr"):
+                lines.append(
+                    f"add rule bridge aiocoord loss ip {field} {address} "
+                    f"numgen random mod 1000000 < {below} drop"
+                )
+        _run("ip", "netns", "exec", self.hub, "nft", "-f", "-", stdin="\n".join(lines) + "\n")
+        self._loss = losses
 
     def cut_pairs(self) -> set[tuple[str, str]]:
         """The (source, destination) addresses whose packets are dropped now."""
