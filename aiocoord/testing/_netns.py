@@ -41,10 +41,8 @@ import itertools
 import logging
 import os
 import re
-import shutil
 import signal
 import subprocess
-import sys
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
@@ -55,6 +53,16 @@ from typing import Any, Self, TypeAlias
 
 from ..server import DEFAULT_CONF_DIR, DEFAULT_JAR_DIR
 from ._ensemble import EnsembleMember, ZooKeeperEnsemble
+from ._netns_host import (
+    PREFIX,
+    NetworkLabUnavailableError,
+    kill_namespace,
+    namespaces,
+    netem_unavailable,
+    network_lab_unavailable,
+    remove_stale,
+    run,
+)
 
 __all__ = (
     "LabNode",
@@ -66,24 +74,13 @@ __all__ = (
 
 logger = logging.getLogger(__name__)
 
-_PREFIX = "aiocoord-"
-_NAME = re.compile(r"^aiocoord-(\d+)-(\d+)-")
 _NET = "10.213"
 _OBSERVER_HOST = 254
 _LOCK_PATH = Path("/run/aiocoord-netlab.lock")
-_TOOL_TIMEOUT = 20.0
 _SERIAL = itertools.count(1)
 _LIVE: weakref.WeakSet[NetworkLab] = weakref.WeakSet()
 _LIVE_LOCK = threading.Lock()
 _ZK_PORT, _PEER_PORT, _ELECTION_PORT = 2181, 2888, 3888
-
-
-class NetworkLabUnavailableError(RuntimeError):
-    """This machine cannot run a `NetworkLab`: ``reason`` says why (skip, do not fail)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,97 +98,6 @@ class LabNode:
 
 
 Target: TypeAlias = "LabNode | str | EnsembleMember | Iterable[Target]"
-
-
-def network_lab_unavailable() -> str | None:
-    """Why a `NetworkLab` cannot run on this machine, or None if it can."""
-    if not sys.platform.startswith("linux"):
-        return "network namespaces need Linux"
-    if os.geteuid() != 0:
-        return "network namespaces need root (CAP_NET_ADMIN and CAP_SYS_ADMIN)"
-    for tool, package in (("ip", "iproute2"), ("tc", "iproute2"), ("nft", "nftables")):
-        if shutil.which(tool) is None:
-            return f"{tool!r} is not installed (Debian package {package!r}; ./scripts/setup)"
-    probe = f"{_PREFIX}{os.getpid()}-0-probe"
-    try:
-        _run("ip", "netns", "add", probe)
-    except NetworkLabUnavailableError as exc:
-        return f"cannot create a network namespace: {exc.reason}"
-    try:
-        _run("ip", "netns", "exec", probe, "nft", "add", "table", "bridge", "probe")
-    except NetworkLabUnavailableError as exc:
-        return f"nftables does not work in a network namespace: {exc.reason}"
-    finally:
-        with contextlib.suppress(NetworkLabUnavailableError):
-            _run("ip", "netns", "del", probe)
-    return None
-
-
-def netem_unavailable() -> str | None:
-    """Why `NetworkLab.impair` cannot work here (the kernel has no netem), or None."""
-    reason = network_lab_unavailable()
-    if reason is not None:
-        return reason
-    probe = f"{_PREFIX}{os.getpid()}-0-netem"
-    _run("ip", "netns", "add", probe)
-    try:
-        _run("ip", "-n", probe, "link", "set", "lo", "up")
-        _run("tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms")
-    except NetworkLabUnavailableError as exc:
-        return f"tc netem does not work (kernel built without CONFIG_NET_SCH_NETEM?): {exc.reason}"
-    finally:
-        with contextlib.suppress(NetworkLabUnavailableError):
-            _run("ip", "netns", "del", probe)
-    return None
-
-
-def _run(*argv: str, stdin: str | None = None) -> str:
-    """Run one tool; its failure becomes `NetworkLabUnavailableError` with its stderr."""
-    try:
-        done = subprocess.run(
-            argv,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=_TOOL_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise NetworkLabUnavailableError(f"{' '.join(argv)}: {exc}") from exc
-    if done.returncode != 0:
-        raise NetworkLabUnavailableError(f"{' '.join(argv)}: {done.stderr.strip()}")
-    return done.stdout
-
-
-def _namespaces() -> list[str]:
-    out = _run("ip", "netns", "list")
-    return [line.split()[0] for line in out.splitlines() if line.strip()]
-
-
-def _kill_namespace(netns: str) -> None:
-    """SIGKILL every process still in ``netns`` (all started by a lab), then delete it."""
-    with contextlib.suppress(NetworkLabUnavailableError):
-        for pid in _run("ip", "netns", "pids", netns).split():
-            with contextlib.suppress(ProcessLookupError, ValueError):
-                os.kill(int(pid), signal.SIGKILL)
-    with contextlib.suppress(NetworkLabUnavailableError):
-        _run("ip", "netns", "del", netns)
-
-
-def _remove_stale() -> None:
-    """Delete the namespaces of labs whose process is gone (killed before it could clean up)."""
-    for netns in _namespaces():
-        match = _NAME.match(netns)
-        if match is None:
-            continue
-        pid = int(match.group(1))
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            logger.info("removing %s, left by process %d", netns, pid)
-            _kill_namespace(netns)
-        except PermissionError:
-            pass
 
 
 def _flatten(targets: Iterable[Target]) -> Iterable[LabNode | str | EnsembleMember]:
@@ -226,7 +132,7 @@ class NetworkLab:
         self._procs: list[subprocess.Popen[bytes]] = []
         self._ensembles: list[ZooKeeperEnsemble] = []
         self._closed = False
-        self.hub = f"{_PREFIX}{self.tag}-hub"
+        self.hub = f"{PREFIX}{self.tag}-hub"
         self.subnet = ""
         with _LIVE_LOCK:
             _LIVE.add(self)
@@ -243,24 +149,24 @@ class NetworkLab:
         with _LOCK_PATH.open("a") as lock:
             # One lab at a time picks a subnet and claims it with the observer's address.
             fcntl.flock(lock, fcntl.LOCK_EX)
-            _remove_stale()
+            remove_stale()
             self.subnet = self._free_subnet()
-            _run("ip", "netns", "add", self.hub)
+            run("ip", "netns", "add", self.hub)
             batch = [
                 "link set lo up",
                 "link add br0 type bridge",
                 "link set br0 up",
             ]
-            _run("ip", "-n", self.hub, "-batch", "-", stdin="\n".join(batch) + "\n")
+            run("ip", "-n", self.hub, "-batch", "-", stdin="\n".join(batch) + "\n")
             self.observer_if = f"acob{self.tag.replace('-', '')}"[:15]
-            _run(
+            run(
                 "ip", "link", "add", self.observer_if, "type", "veth",
                 "peer", "name", "obs", "netns", self.hub,
             )  # fmt: skip
-            _run("ip", "-n", self.hub, "link", "set", "obs", "master", "br0", "up")
+            run("ip", "-n", self.hub, "link", "set", "obs", "master", "br0", "up")
             self.observer_address = f"{self.subnet}.{_OBSERVER_HOST}"
-            _run("ip", "addr", "add", f"{self.observer_address}/24", "dev", self.observer_if)
-            _run("ip", "link", "set", self.observer_if, "up")
+            run("ip", "addr", "add", f"{self.observer_address}/24", "dev", self.observer_if)
+            run("ip", "link", "set", self.observer_if, "up")
         rules = (
             "table bridge aiocoord {\n"
             "  set cut { type ipv4_addr . ipv4_addr; }\n"
@@ -271,17 +177,17 @@ class NetworkLab:
             "  }\n"
             "}\n"
         )
-        _run("ip", "netns", "exec", self.hub, "nft", "-f", "-", stdin=rules)
+        run("ip", "netns", "exec", self.hub, "nft", "-f", "-", stdin=rules)
         logger.info("network lab %s on %s.0/24", self.tag, self.subnet)
 
     def _free_subnet(self) -> str:
         taken: list[ipaddress.IPv4Network] = []
-        for line in _run("ip", "-4", "-o", "route", "show", "table", "all").splitlines():
+        for line in run("ip", "-4", "-o", "route", "show", "table", "all").splitlines():
             dst = line.split()[0] if line.split() else ""
             if dst[:1].isdigit():
                 with contextlib.suppress(ValueError):
                     taken.append(ipaddress.IPv4Network(dst, strict=False))
-        for line in _run("ip", "-4", "-o", "addr", "show").splitlines():
+        for line in run("ip", "-4", "-o", "addr", "show").splitlines():
             for word in line.split():
                 if "/" in word and word[:1].isdigit():
                     with contextlib.suppress(ValueError):
@@ -304,17 +210,17 @@ class NetworkLab:
         if len(self.nodes) >= _OBSERVER_HOST - 1:
             raise ValueError("a lab holds at most 253 nodes")
         host = len(self.nodes) + 1
-        node = LabNode(name, f"{_PREFIX}{self.tag}-{name}", f"{self.subnet}.{host}")
-        _run("ip", "netns", "add", node.netns)
+        node = LabNode(name, f"{PREFIX}{self.tag}-{name}", f"{self.subnet}.{host}")
+        run("ip", "netns", "add", node.netns)
         self.nodes[name] = node
         port = f"n{host}"
-        _run(
+        run(
             "ip", "-n", self.hub, "link", "add", port, "type", "veth",
             "peer", "name", "eth0", "netns", node.netns,
         )  # fmt: skip
-        _run("ip", "-n", self.hub, "link", "set", port, "master", "br0", "up")
+        run("ip", "-n", self.hub, "link", "set", port, "master", "br0", "up")
         batch = ["link set lo up", f"addr add {node.address}/24 dev eth0", "link set eth0 up"]
-        _run("ip", "-n", node.netns, "-batch", "-", stdin="\n".join(batch) + "\n")
+        run("ip", "-n", node.netns, "-batch", "-", stdin="\n".join(batch) + "\n")
         return node
 
     def ensemble(
@@ -421,7 +327,7 @@ class NetworkLab:
                 spec += ["reorder", f"{reorder * 100:.3f}%"]
             for node in targets:
                 for netns, dev in self._link_ends(node):
-                    _run("tc", "-n", netns, "qdisc", "replace", "dev", dev, "root", "netem", *spec)
+                    run("tc", "-n", netns, "qdisc", "replace", "dev", dev, "root", "netem", *spec)
                 self._delayed.add(node.name)
         else:
             self._clear_delays([n for n in targets if n.name in self._delayed])
@@ -446,7 +352,7 @@ class NetworkLab:
         for node in nodes:
             for netns, dev in self._link_ends(node):
                 with contextlib.suppress(NetworkLabUnavailableError):
-                    _run("tc", "-n", netns, "qdisc", "del", "dev", dev, "root")
+                    run("tc", "-n", netns, "qdisc", "del", "dev", dev, "root")
             self._delayed.discard(node.name)
 
     def _set_loss(self, losses: dict[str, float]) -> None:
@@ -458,7 +364,7 @@ class NetworkLab:
                     f"add rule bridge aiocoord loss ip {field} {address} "
                     f"numgen random mod 1000000 < {below} drop"
                 )
-        _run("ip", "netns", "exec", self.hub, "nft", "-f", "-", stdin="\n".join(lines) + "\n")
+        run("ip", "netns", "exec", self.hub, "nft", "-f", "-", stdin="\n".join(lines) + "\n")
         self._loss = losses
 
     def cut_pairs(self) -> set[tuple[str, str]]:
@@ -470,7 +376,7 @@ class NetworkLab:
         if pairs:
             elements = ", ".join(f"{a} . {b}" for a, b in sorted(pairs))
             lines.append(f"add element bridge aiocoord cut {{ {elements} }}")
-        _run("ip", "netns", "exec", self.hub, "nft", "-f", "-", stdin="\n".join(lines) + "\n")
+        run("ip", "netns", "exec", self.hub, "nft", "-f", "-", stdin="\n".join(lines) + "\n")
         self._cut = pairs
         logger.info("lab %s: %d address pairs cut", self.tag, len(pairs))
 
@@ -513,9 +419,9 @@ class NetworkLab:
             with contextlib.suppress(Exception):
                 ensemble.cleanup()
         for node in self.nodes.values():
-            _kill_namespace(node.netns)
-        if self.hub in _namespaces():
-            _kill_namespace(self.hub)  # takes the bridge and the observer link with it
+            kill_namespace(node.netns)
+        if self.hub in namespaces():
+            kill_namespace(self.hub)  # takes the bridge and the observer link with it
         with _LIVE_LOCK:
             _LIVE.discard(self)
         logger.info("network lab %s removed", self.tag)

@@ -2,7 +2,8 @@
 
 Tests marked ``netfault`` run when the marker is selected (``pytest -m
 netfault tests/netfault``) or ``AIOCOORD_NETFAULT=1``; otherwise they are
-skipped with how to run them.  Every test here is skipped with the reason
+skipped with how to run them, except the short scenario (a module that sets
+``SHORT = True``), which the default suite runs too.  Every test here is skipped with the reason
 when this machine cannot run a `NetworkLab` (`network_lab_unavailable`).
 """
 
@@ -33,7 +34,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     )
     runnable = []
     for item in ours:
-        if item.get_closest_marker("netfault") is not None and not chosen:
+        short = getattr(getattr(item, "module", None), "SHORT", False)
+        if item.get_closest_marker("netfault") is not None and not chosen and not short:
             item.add_marker(pytest.mark.skip(reason=ON_DEMAND))
         else:
             runnable.append(item)

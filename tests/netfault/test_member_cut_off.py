@@ -5,9 +5,9 @@ clients.  The client must reach a majority member within its session
 timeout (same session: RECONNECTED, not LOST), its term must end on
 SUSPENDED, and the latch must have a holder on the majority side again.
 
-The short scenario of the tier: not marked ``netfault``, so the default
-suite runs it wherever a `NetworkLab` can run (and skips it, with the
-reason, elsewhere); about 15 s.
+The short scenario of the tier (``SHORT``): the default suite runs it too,
+wherever a `NetworkLab` can run (and skips it, with the reason, elsewhere);
+about 15 s.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from aiocoord.testing import NetworkLab
 from .safety import events, terms, violations
 from .scene import Scene
 
-pytestmark = [pytest.mark.ensemble, pytest.mark.slow]
+pytestmark = [pytest.mark.netfault, pytest.mark.ensemble, pytest.mark.slow]
+SHORT = True  # also in the default suite (see conftest)
 
 T = 6.0  # the clients' session timeout (s)
 SLACK = 1.0  # scheduling on a loaded 2-core machine (s)
