@@ -158,7 +158,7 @@ class NetworkLab:
                 "link set br0 up",
             ]
             run("ip", "-n", self.hub, "-batch", "-", stdin="\n".join(batch) + "\n")
-            self.observer_if = f"acob{self.tag.replace('-', '')}"[:15]
+            self.observer_if = f"acob{self.tag}"[:15]  # PID-N: at most 7 digits, a dash, N
             run(
                 "ip", "link", "add", self.observer_if, "type", "veth",
                 "peer", "name", "obs", "netns", self.hub,
