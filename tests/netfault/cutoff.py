@@ -28,7 +28,7 @@ def cut_off_member(lab: NetworkLab, tmp_path: Path, which: str) -> None:
         majority = [m for m in zk.members if m is not cut]
         scene = Scene(lab, tmp_path, T)
         scene.client("c1", [cut, *majority], ordered=True)  # on the member about to be cut off
-        scene.wait("c1 leading", lambda rs: events(rs, "c1", "term") or None, 30)
+        scene.wait("c1 leading", lambda rs: events(rs, "c1", "term", res="latch") or None, 30)
         scene.client("c2", majority)
         scene.wait(
             "c2 connected", lambda rs: events(rs, "c2", "conn", state="CONNECTED") or None, 30
@@ -47,7 +47,7 @@ def cut_off_member(lab: NetworkLab, tmp_path: Path, which: str) -> None:
         back = scene.wait("c1 back", reconnected, T + 10)
         scene.wait(
             "a new term",
-            lambda rs: [t for t in terms(rs) if t.start > t_cut] or None,
+            lambda rs: [t for t in terms(rs, "latch") if t.start > t_cut] or None,
             2 * T,
         )
         lab.heal()
@@ -62,11 +62,14 @@ def cut_off_member(lab: NetworkLab, tmp_path: Path, which: str) -> None:
     moved = float(back["t"]) - t_cut  # type: ignore[arg-type]
     assert moved < T, f"c1 took {moved:.2f}s to reach a majority member"
     assert back["addr"] in [m.connect_string for m in majority], back
-    held = [t for t in terms(records) if t.p == "c1" and t.start < t_cut]
+    # Every hold of c1 alive at SUSPENDED (the latch's term, a mutex turn) ends there.
+    alive = [t for t in terms(records) if t.p == "c1" and t.start < suspended < t.end + 0.2]
+    assert all(t.closed and t.end <= suspended + SLACK for t in alive), (alive, suspended)
+    held = [t for t in terms(records, "latch") if t.p == "c1" and t.start < t_cut]
     assert len(held) == 1 and held[0].closed, held
     ended = held[0].end - suspended
     assert -0.2 <= ended <= SLACK, f"c1's term ended {ended:+.2f}s from its SUSPENDED"
-    new = [t for t in terms(records) if t.start > t_cut]
+    new = [t for t in terms(records, "latch") if t.start > t_cut]
     assert new, "no holder after the cut"
     assert violations(records, T) == [], detail
     assert codes == {"c1": 0, "c2": 0}, detail

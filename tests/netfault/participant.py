@@ -3,6 +3,7 @@
 ``ip netns exec NS python -m tests.netfault.participant --name c1 --hosts ... --log FILE``
 (`NetworkLab.spawn` builds that command).  With one coordinator it contends
 for the leader latch ``/latch`` (holding each term until it is lost) and
+takes the queued mutex ``/mutex`` over and over (holding it 0.2-1 s), and
 logs, in the campaign's format (`tests.chaos.records`), every connection
 state with the member it is connected to (``addr``), every term (``term``
 with ``tok``, ``end`` with ``why``) and every stall of its event loop.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import random
 import signal
 import sys
 import time
@@ -22,14 +24,15 @@ import anyio
 import anyio.lowlevel
 
 import aiocoord
-from aiocoord import CoordError, LeadershipLost, leader_latch
+from aiocoord import CoordError, LeadershipLost, LockLost, leader_latch, mutex
 
 from ..chaos.records import Writer
 
-__all__ = ("LATCH", "NAMESPACE", "STALL", "main")
+__all__ = ("LATCH", "MUTEX", "NAMESPACE", "STALL", "main")
 
 NAMESPACE = "/netfault"
 LATCH = "/latch"
+MUTEX = "/mutex"
 STALL = 0.3  # the event loop ran nothing for this long: logged as a stall (s)
 
 
@@ -83,6 +86,33 @@ async def contend(coord: aiocoord.Coordinator, log: Writer, name: str) -> None:
             await anyio.sleep(0.1)
 
 
+async def take_turns(coord: aiocoord.Coordinator, log: Writer, name: str) -> None:
+    """Take the mutex over and over, holding it a short random while."""
+    rng = random.Random(name)
+    turns = 0
+    while True:
+        try:
+            async with mutex(coord, MUTEX, participant_id=name) as held:
+                await anyio.lowlevel.checkpoint()  # a hold already lost never begins
+                turns += 1
+                tid = f"{name}.m{turns}"
+                log.emit("term", id=tid, role="mutex", res="mutex", tok=held.token)
+                why = "exit"
+                try:
+                    await anyio.sleep(rng.uniform(0.2, 1.0))
+                except BaseException as exc:
+                    cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+                    why = "cancelled" if cancelled else repr(exc)
+                    raise
+                finally:
+                    log.emit("end", id=tid, why=why)
+        except LockLost:
+            pass
+        except CoordError as exc:
+            log.emit("coord_error", role="mutex", exc=type(exc).__name__, msg=str(exc)[:200])
+        await anyio.sleep(rng.uniform(0.05, 0.3))
+
+
 async def run(args: argparse.Namespace) -> None:
     log = Writer(args.log, p=args.name, inc=0)
     log.emit("start", os_pid=os.getpid(), wall=time.time())
@@ -108,6 +138,7 @@ async def run(args: argparse.Namespace) -> None:
                         inner.start_soon(report_states, coord, log)
                         inner.start_soon(watch_stalls, log)
                         inner.start_soon(contend, coord, log, args.name)
+                        inner.start_soon(take_turns, coord, log, args.name)
     finally:
         log.emit("exit")
         log.close()

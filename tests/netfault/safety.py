@@ -2,7 +2,7 @@
 
 Violations (each scenario asserts there are none):
 
-- **overlaps**: two latch terms of different processes whose bodies ran at
+- **overlaps**: two terms of one resource (the latch, the mutex) of different processes whose bodies ran at
   the same time.  Excused only while one of the two holders was frozen (it
   logged a stall: the machine descheduled it) plus a third of the session
   timeout after it woke, the margin between SUSPENDED and the server's
@@ -44,14 +44,15 @@ def events(records: Iterable[Record], p: str, kind: str, **match: object) -> lis
     return sorted(found, key=lambda r: float(r["t"]))
 
 
-def terms(records: Sequence[Record]) -> list[Term]:
-    """Every term, with its end (its process's exit, or the last event, when not logged)."""
+def terms(records: Sequence[Record], res: str | None = None) -> list[Term]:
+    """Every term (of resource ``res``, if given), with its end (its process's exit, or the
+    last event, when not logged)."""
     last = max((float(r["t"]) for r in records), default=0.0)
     exits = {r["p"]: float(r["t"]) for r in records if r["k"] == "exit"}
     ends = {r["id"]: float(r["t"]) for r in records if r["k"] == "end"}
     found = []
     for r in records:
-        if r["k"] != "term":
+        if r["k"] != "term" or (res is not None and r["res"] != res):
             continue
         closed = r["id"] in ends
         end = ends[r["id"]] if closed else exits.get(r["p"], last)

@@ -34,7 +34,7 @@ def test_blackholed_client_lets_go_by_its_own_timers(
     with lab.ensemble(3) as zk:
         scene = Scene(lab, tmp_path, T)
         scene.client("c1", zk.members)
-        scene.wait("c1 leading", lambda rs: events(rs, "c1", "term") or None, 30)
+        scene.wait("c1 leading", lambda rs: events(rs, "c1", "term", res="latch") or None, 30)
         scene.client("c2", zk.members)
         scene.wait(
             "c2 connected", lambda rs: events(rs, "c2", "conn", state="CONNECTED") or None, 30
@@ -50,7 +50,7 @@ def test_blackholed_client_lets_go_by_its_own_timers(
             return [r for r in events(rs, p, kind, **match) if float(r["t"]) > t_cut]
 
         scene.wait("c1 LOST", lambda rs: after_cut(rs, "c1", "conn", state="LOST") or None, 2 * T)
-        scene.wait("c2 leading", lambda rs: events(rs, "c2", "term") or None, 3 * T)
+        scene.wait("c2 leading", lambda rs: events(rs, "c2", "term", res="latch") or None, 3 * T)
         lab.heal()
         scene.wait(
             "c1 on a new session",
@@ -70,10 +70,13 @@ def test_blackholed_client_lets_go_by_its_own_timers(
     # The last answer heard came at most one ping interval (T/3) before the cut.
     assert T / 3 - 0.1 <= suspended - t_cut <= 2 * T / 3 + SLACK, states
     assert 2 * T / 3 - 0.1 <= lost - t_cut <= T + SLACK, states
-    c1 = [t for t in terms(records) if t.p == "c1" and t.start < t_cut]
+    # Every hold of c1 alive at SUSPENDED (the latch's term, a mutex turn) ends there.
+    alive = [t for t in terms(records) if t.p == "c1" and t.start < suspended < t.end + 0.2]
+    assert all(t.closed and t.end <= suspended + SLACK for t in alive), (alive, suspended)
+    c1 = [t for t in terms(records, "latch") if t.p == "c1" and t.start < t_cut]
     assert len(c1) == 1 and c1[0].closed, c1
     assert -0.2 <= c1[0].end - suspended <= SLACK, (c1, suspended)
-    c2 = [t for t in terms(records) if t.p == "c2"]
+    c2 = [t for t in terms(records, "latch") if t.p == "c2"]
     assert c2, "c2 never led"
     # The server expired c1's session (c2 elected) after c1 had let go.
     assert c1[0].end < c2[0].start, (c1, c2)

@@ -50,7 +50,7 @@ def impaired(lab: NetworkLab, tmp_path: Path, **impairment: float) -> None:
                 lambda rs, name=name: events(rs, name, "conn", state="CONNECTED") or None,  # type: ignore[misc]
                 30,
             )
-        scene.wait("a leader", lambda rs: terms(rs) or None, 30)
+        scene.wait("a leader", lambda rs: terms(rs, "latch") or None, 30)
         t0 = time.monotonic()
         lab.impair(list(CLIENTS), **impairment)
         # The scenario is the impaired period itself: it lasts a fixed time.
@@ -77,7 +77,8 @@ def impaired(lab: NetworkLab, tmp_path: Path, **impairment: float) -> None:
         if t0 <= float(r["t"]) <= t1
     )
     during = [t for t in terms(records) if t.end >= t0 and t.start <= t1]
+    turns = sum(1 for t in during if t.res == "mutex")
     print(
         f"{seconds:.0f}s of {impairment} on {len(CLIENTS)} client links: "
-        f"0 LOST, {suspended} SUSPENDED, {len(during)} latch terms"
+        f"0 LOST, {suspended} SUSPENDED, {len(during) - turns} latch terms, {turns} mutex turns"
     )
