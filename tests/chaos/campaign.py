@@ -340,6 +340,8 @@ class _Orchestrator:
 
             with anyio.move_on_after(20):
                 await walk("/")
+            if "cache" in self.cfg.roles.split(","):
+                await self._dump_cache(coord)
         sessions = {
             slot.name: f"0x{info.session_id:x}"
             for slot in self.slots
@@ -347,6 +349,30 @@ class _Orchestrator:
         }
         dump = {"sessions": sessions, "nodes": nodes}
         (self.dir / "tree.json").write_text(json.dumps(dump, indent=1))
+
+    async def _dump_cache(self, coord: aiocoord.Coordinator) -> None:
+        """Log the server's ``/cache`` subtree (``cache_server``): what every cache must equal.
+
+        Read node by node with plain reads (not with a cache: this is what the
+        caches are checked against), after the calm phase, when nothing writes
+        there any more; not logged if it cannot be read whole.
+        """
+        client = coord.client
+        nodes: dict[str, aiocoord.Node] = {}
+
+        async def walk(path: str) -> None:
+            try:
+                nodes[path] = await client.get(path)
+                kids = await client.children(path)
+            except NoNodeError:
+                return
+            for kid in kids:
+                await walk(f"{path}/{kid}")
+
+        with anyio.move_on_after(20):
+            await client.sync(chaos_roles.CACHE_ROOT)
+            await walk(chaos_roles.CACHE_ROOT)
+            self.log.emit("cache_server", nodes=chaos_roles.node_states(nodes))
 
     async def _statuses(self, jobs: list[str]) -> dict[str, str]:
         deadline = time.monotonic() + 15.0

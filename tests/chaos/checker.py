@@ -55,6 +55,15 @@ every process pause, and returns a `Report`.  Violations (each must be 0):
   a final status DONE/FAILED.
 - **errors**: exceptions that are not `CoordError` (a recipe bug); processes
   that crashed or had to be killed at the end (a hang).
+- **caches**: each `tree_cache` of the ``cache`` role logs its view when
+  entered and each event after; per path, an event must follow from what
+  that cache served before: CREATED only for a path it does not hold and
+  with a newer czxid than any it deleted there, CHANGED and DELETED only of
+  the version it holds, CHANGED to a later mzxid of the same czxid (no
+  version goes backwards).  And each cache's view when its participant
+  stops (a calm phase after the last write) must be fresh and equal, path
+  by path (czxid, mzxid), to the server's (``cache_server``, read node by
+  node by the orchestrator).
 - **liveness**: at the end of the calm phase every leader resource has a
   leader and the lock has been taken during it; and throughout the
   campaign, no resource that is always contended (latch, tasks, assigner,
@@ -271,6 +280,7 @@ def check(records: Iterable[Record], params: Params | None = None) -> Report:
     _jobs(camp, report)
     _errors(camp, report)
     _gaps_and_liveness(camp, by_res, params, report)
+    _caches(camp, report)
     return report
 
 
@@ -447,3 +457,71 @@ def _gaps_and_liveness(
     for res in camp.config.get("leader_resources", []):
         if res not in by_res:
             report.liveness.append(f"{res}: never led")
+
+
+def _caches(camp: _Campaign, report: Report) -> None:
+    """Replay each cache's events over its first view; compare its final view with the server's."""
+    held: dict[str, dict[str, tuple[int, int]]] = {}
+    gone: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
+    stale: set[str] = set()
+    report.caches_enabled = "cache" in str(camp.config.get("roles", "")).split(",")
+    for r in camp.by_kind["cache_view"]:
+        held[r["cid"]] = {path: (int(cz), int(mz)) for path, (cz, mz) in r["nodes"].items()}
+        report.cache_views += 1
+    for r in camp.by_kind["cache_ev"]:
+        cid, path, ev = r["cid"], r["path"], r["ev"]
+        if ev == "STALE":
+            stale.add(cid)
+        elif ev == "FRESH" and cid in stale:
+            stale.discard(cid)
+            report.cache_resyncs += 1
+        if ev not in ("CREATED", "CHANGED", "DELETED") or cid not in held:
+            continue
+        report.cache_events += 1
+        view = held[cid]
+        node = tuple(r["node"]) if r.get("node") else None
+        prev = tuple(r["prev"]) if r.get("prev") else None
+        was = view.get(path)
+        why = None
+        if ev == "CREATED":
+            dead = gone[cid].get(path)
+            if was is not None:
+                why = f"created while it held {was}"
+            elif node is None or (dead is not None and node[0] <= dead[0]):
+                why = f"created {node} after it deleted {dead}"
+        elif ev == "CHANGED":
+            if was is None or prev != was:
+                why = f"changed from {prev} while it held {was}"
+            elif node is None or node[0] != was[0] or node[1] <= was[1]:
+                why = f"changed from {was} to {node}"
+        elif was is None or prev != was:
+            why = f"deleted {prev} while it held {was}"
+        if why is not None:
+            report.cache_backwards.append(f"{cid} {path}: {why} (t={float(r['t']):.3f})")
+        if ev == "DELETED":
+            if was is not None:
+                gone[cid][path] = was
+            view.pop(path, None)
+        elif node is not None:
+            view[path] = (int(node[0]), int(node[1]))
+    servers = camp.by_kind["cache_server"]
+    if not servers:
+        return
+    server = {path: list(state) for path, state in servers[-1]["nodes"].items()}
+    for r in camp.by_kind["cache_final"]:
+        who = f"{r['p']}.{r['inc']}"
+        report.cache_final_checked += 1
+        nodes = r.get("nodes")
+        if nodes is None:
+            report.cache_final.append(f"{who}: no cache held when it stopped")
+            continue
+        if not r.get("fresh"):
+            report.cache_final.append(f"{r['cid']}: stale when it stopped")
+        if nodes != server:
+            extra = sorted(set(nodes) - set(server))
+            missing = sorted(set(server) - set(nodes))
+            other = sorted(p for p in set(nodes) & set(server) if nodes[p] != server[p])
+            report.cache_final.append(
+                f"{r['cid']}: not the server's: {len(extra)} extra {extra[:3]}, "
+                f"{len(missing)} missing {missing[:3]}, {len(other)} other versions {other[:3]}"
+            )

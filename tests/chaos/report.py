@@ -105,6 +105,13 @@ class Report:
     coord_errors: Counter[str] = field(default_factory=Counter)
     stalls: int = 0
     longest_stall: float = 0.0
+    caches_enabled: bool = False
+    cache_views: int = 0  # caches entered (each a first full read)
+    cache_events: int = 0  # node events they published
+    cache_resyncs: int = 0  # FRESH after a STALE: a re-read after a lost connection
+    cache_backwards: list[str] = field(default_factory=list)  # an event older than one served
+    cache_final_checked: int = 0  # final views compared with the server's
+    cache_final: list[str] = field(default_factory=list)  # a final view unlike the server's
 
     @property
     def longest_gap(self) -> float:
@@ -124,6 +131,8 @@ class Report:
             + len(self.errors)
             + len(self.crashes)
             + len(self.liveness)
+            + len(self.cache_backwards)
+            + len(self.cache_final)
         )
 
     @property
@@ -174,6 +183,15 @@ class Report:
             f"{len(self.long_gaps)}",
             f"participant stalls (descheduled, not SIGSTOPped): {self.stalls}, longest "
             f"{self.longest_stall:.2f} s",
+            (
+                f"caches: {self.cache_views} entered, {self.cache_events} node events, "
+                f"{self.cache_resyncs} re-reads after a lost connection; versions gone back: "
+                f"{len(self.cache_backwards)}; final views equal to the server's: "
+                f"{self.cache_final_checked - len(self.cache_final)} of "
+                f"{self.cache_final_checked}"
+                if self.caches_enabled
+                else "caches: not part of this campaign"
+            ),
             "coordination errors seen by participants: "
             + (", ".join(f"{k} {n}" for k, n in sorted(self.coord_errors.items())) or "none"),
         ]
@@ -201,6 +219,10 @@ class Report:
             lines.append(f"  CRASH/HANG {c}")
         for text in self.liveness[:10]:
             lines.append(f"  LIVENESS {text}")
+        for text in self.cache_backwards[:10]:
+            lines.append(f"  CACHE WENT BACK {text}")
+        for text in self.cache_final[:10]:
+            lines.append(f"  CACHE FINAL VIEW {text}")
         verdict = "OK" if self.ok else "FAILED"
         lines.append(f"verdict: {verdict} ({self.violations} violations), seed {self.seed}")
         return "\n".join(lines)

@@ -18,7 +18,14 @@
 - ``jobs``: a worker of the job scheduler on ``/jobs`` (whose handler logs
   each run) that also submits a job every 0.2–0.6 s while the orchestrator
   allows it, and awaits each result; the worker's assigner terms are logged
-  too (role ``assigner``), read from its log lines, the only hook it has.
+  too (role ``assigner``), read from its log lines, the only hook it has;
+- ``cache``: a `tree_cache` of ``/cache`` whose every event is logged
+  (``cache_view`` when it is entered, ``cache_ev`` after, ``cache_final``
+  when the participant stops), while the same participant writes under
+  ``/cache/<name>.<inc>`` (while the orchestrator allows writes, as jobs):
+  nodes named once each (``n<k>``), created, set and deleted, never created
+  again, so that a change the cache misses stays missed and shows in its
+  final view.
 
 Every term is logged when its body starts and when it ends (cancelled or
 returned), on the shared monotonic clock (see `records`).  A body first
@@ -32,6 +39,7 @@ exception is logged as ``error``, a bug, and the role starts again.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import random
 import time
@@ -50,12 +58,15 @@ from aiocoord import (
     JobFailed,
     LeadershipLost,
     LockLost,
+    NodeExistsError,
+    NoNodeError,
     Worker,
     cas_lock,
     leader_latch,
     mutex,
     once_per,
     task_leadership,
+    tree_cache,
 )
 from aiocoord.scheduler import Scheduler
 
@@ -63,6 +74,7 @@ from .records import Writer
 from .store import StoreClient
 
 __all__ = (
+    "CACHE_ROOT",
     "CRON_ROOT",
     "JOBS_ROOT",
     "LATCH",
@@ -91,6 +103,8 @@ ONCE = "/once"
 TASKS_ROOT = "/tasks"
 TASKS = ("t1", "t2", "t3")
 JOBS_ROOT = "/jobs"
+CACHE_ROOT = "/cache"
+CACHE_POOL = 4  # nodes each participant's cache writer keeps at most
 LEASE = 3.0  # once_per lease (s)
 SKEW = 0.5  # its clock-skew allowance, and the CAS lock's (s)
 # The CAS lock's lease: shorter than the session timeout (3 s), so that a holder cut off
@@ -99,7 +113,7 @@ SKEW = 0.5  # its clock-skew allowance, and the CAS lock's (s)
 LOCK_LEASE = 2.0
 ONCE_INTERVAL = 1.0  # once_per window (s)
 STALL = 0.3  # a participant that runs nothing for this long logs a stall (s)
-ROLES = ("latch", "lock", "mutex", "once", "tasks", "cron", "jobs")
+ROLES = ("latch", "lock", "mutex", "once", "tasks", "cron", "jobs", "cache")
 
 Body = Callable[[], Awaitable[None]]
 
@@ -407,6 +421,79 @@ async def jobs_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
         handler.detach()
 
 
+def node_states(nodes: dict[str, aiocoord.Node]) -> dict[str, list[int]]:
+    """``{path: [czxid, mzxid]}``: a cache's or the server's view, as logged."""
+    return {path: [node.stat.czxid, node.stat.mzxid] for path, node in sorted(nodes.items())}
+
+
+def _state(node: aiocoord.Node | None) -> list[int] | None:
+    return None if node is None else [node.stat.czxid, node.stat.mzxid]
+
+
+async def cache_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("cache")
+    mine = f"{CACHE_ROOT}/{ctx.name}.{ctx.inc}"
+    views = 0
+    final: dict[str, Any] = {"cid": None, "fresh": False, "nodes": None}
+    live: list[str] = []  # this writer's nodes, oldest first (kept when a write fails)
+    made = 0
+
+    async def watch() -> None:
+        nonlocal views
+        views += 1
+        cid = f"{ctx.name}.{ctx.inc}.c{views}"
+        async with tree_cache(coord, CACHE_ROOT) as tree:
+            events = tree.events()  # subscribed before the view is taken: nothing between
+            ctx.log.emit("cache_view", cid=cid, nodes=node_states(tree.nodes()))
+            try:
+                async for ev in events:
+                    ctx.log.emit(
+                        "cache_ev",
+                        cid=cid,
+                        ev=ev.type.value,
+                        path=ev.path,
+                        node=_state(ev.node),
+                        prev=_state(ev.previous),
+                    )
+            except anyio.get_cancelled_exc_class():
+                # The participant stops (writes stopped a calm phase ago): its last view.
+                final.update(cid=cid, fresh=not tree.stale, nodes=node_states(tree.nodes()))
+                raise
+
+    async def write() -> None:
+        nonlocal made
+        for path in (CACHE_ROOT, mine):
+            with contextlib.suppress(NodeExistsError):
+                await coord.client.create(path)
+        while True:
+            await anyio.sleep(rng.uniform(0.05, 0.25))
+            if not await ctx.store.may_submit():
+                continue
+            if len(live) < 2 or (len(live) < CACHE_POOL and rng.random() < 0.4):
+                made += 1
+                path = f"{mine}/n{made}"
+                live.append(path)  # if its outcome is unknown, a set or delete finds out
+                with contextlib.suppress(NodeExistsError):  # an earlier try landed after all
+                    await coord.client.create(path, f"{ctx.name}.{ctx.inc}.0".encode())
+            elif rng.random() < 0.6:
+                path = rng.choice(live)
+                try:
+                    await coord.client.set(path, f"{ctx.name}.{ctx.inc}.{rng.random()}".encode())
+                except NoNodeError:
+                    live.remove(path)
+            else:
+                path = live.pop(0)
+                with contextlib.suppress(NoNodeError):
+                    await coord.client.delete(path)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(forever, ctx, "cache", watch)
+            tg.start_soon(forever, ctx, "cache", write)
+    finally:
+        ctx.log.emit("cache_final", **final)
+
+
 ROLE_FUNCS: dict[str, Callable[[aiocoord.Coordinator, Context], Coroutine[Any, Any, None]]] = {
     "latch": latch_role,
     "lock": lock_role,
@@ -415,4 +502,5 @@ ROLE_FUNCS: dict[str, Callable[[aiocoord.Coordinator, Context], Coroutine[Any, A
     "once": once_role,
     "tasks": tasks_role,
     "jobs": jobs_role,
+    "cache": cache_role,
 }

@@ -12,16 +12,17 @@ Every patch point is here, one per mutant, named by its current module and
 attribute (`Mutant.targets`): when the library's code moves, re-target them
 here.  ``tests/zk/test_mutants.py`` checks that each still resolves.
 
-=================  ===================================================  ===============================
+=================  ===================================================  =====================================
 mutant             the property it breaks                               patch point
-=================  ===================================================  ===============================
+=================  ===================================================  =====================================
 latch_no_cancel    a latch's body is cancelled when leadership is lost  ``LeaderLatch._lose``
                    (SUSPENDED, LOST, node deleted)
 mutex_no_wait      a mutex waits for its predecessor                    ``mutex._mutex.first``
 cron_no_cas        a cron claim is a CAS on the version read            ``cron._runner.JobRunner._cas``
 ack_before_run     a worker's assignment goes only with its result      ``scheduler._execute.Execution.run``
 lease_no_deadline  a CAS-lock holder stops at its own lease deadline    ``cas_lock._hold._keep``
-=================  ===================================================  ===============================
+cache_no_resync    a cache re-reads its tree after a lost connection    ``cache._cache.TreeCache._on_state``
+=================  ===================================================  =====================================
 """
 
 from __future__ import annotations
@@ -145,6 +146,26 @@ def _lease_no_deadline(original: Any) -> Any:
     return _keep
 
 
+def _cache_no_resync(original: Any) -> Any:
+    """Connected again, the cache says FRESH at once: what changed while it was away is missed.
+
+    The first full read still happens (entering needs it); every later one is skipped,
+    while the watch, restored by the session or added again, goes on feeding it.
+    """
+    tree = importlib.import_module("aiocoord.recipes.cache._tree")
+
+    def _on_state(self: Any, event: Any) -> None:
+        original(self, event)
+        state = self._state
+        if event.state.is_connected and self._resync and state.generation and not state.building:
+            self._resync = False  # no sync, no re-read
+            if self._stale:
+                self._stale = False
+                self._events.publish(tree.CacheEvent(tree.CacheEventType.FRESH, self._path))
+
+    return _on_state
+
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -187,6 +208,13 @@ MUTANTS: dict[str, Mutant] = {
             (("aiocoord.recipes.cas_lock._hold", "_keep"),),
             ("tests/zk/test_cas_lock.py::test_silenced_holder_stops_before_anyone_takes_over",),
             _lease_no_deadline,
+        ),
+        Mutant(
+            "cache_no_resync",
+            "a cache does not re-read its tree after a lost connection",
+            (("aiocoord.recipes.cache._cache", "TreeCache._on_state"),),
+            ("tests/zk/test_cache_resync.py::test_after_a_reconnect_exactly_the_differences",),
+            _cache_no_resync,
         ),
     )
 }

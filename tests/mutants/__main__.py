@@ -44,6 +44,7 @@ AIMS: dict[str, tuple[str, ...]] = {
     "cron_no_cas": ("cron",),
     "ack_before_run": ("job",),
     "lease_no_deadline": ("lock",),
+    "cache_no_resync": ("latch", "lock", "mutex"),  # every participant runs a cache: any will do
 }
 # The participant faults that can show a mutant's defect (default: every kind).  A CAS-lock
 # holder's own deadline matters only when it is cut off for longer than its lease while its
@@ -51,6 +52,8 @@ AIMS: dict[str, tuple[str, ...]] = {
 KINDS: dict[str, tuple[str, ...]] = {
     "lease_no_deadline": ("net_pause_long", "net_pause_short"),
     "cron_no_cas": ("stop_short", "stop_long", "net_pause_long"),
+    # A cache misses changes only while it is cut off and its process runs on.
+    "cache_no_resync": ("cut", "net_pause_short", "net_pause_long", "expire"),
 }
 
 
@@ -96,6 +99,8 @@ def _how(report: Report) -> str:
         ("crashes", len(report.crashes)),
         ("liveness", len(report.liveness)),
         ("gaps", len(report.long_gaps)),
+        ("cache versions back", len(report.cache_backwards)),
+        ("cache final views", len(report.cache_final)),
     ]
     found = ", ".join(f"{n} {k}" for k, n in kinds if n)
     res = sorted({o.res for o in report.overlaps})

@@ -354,7 +354,9 @@ class LeaderLatch(Service):
 
     def _report_loss(self, term: LeadershipTerm, reason: str, *, publish: bool) -> None:
         """Tell the log, `changes()` readers and waiters that `term` ended (`_lose`)."""
-        log.info("no longer leader of %s as %s: %s", self._path, self._id, reason)
+        # Leaving or handing over is routine; leadership taken away is for an operator to see.
+        level = logging.INFO if reason in ("closed", "handed over") else logging.WARNING
+        log.log(level, "no longer leader of %s as %s: %s", self._path, self._id, reason)
         if publish:
             event = ElectionEvent(
                 ElectionState.LOST_LEADERSHIP,
