@@ -106,6 +106,9 @@ class ZooKeeperProcess:
     ``extra_config`` adds or overrides ``zoo.cfg`` entries, ``jvm_args`` adds JVM
     flags (``-Djava.security.auth.login.config=jaas.conf`` for SASL, say) and
     ``environment`` adds variables (``KRB5_CONFIG``) to the server's.
+    ``host`` is the address it listens on and is probed at (loopback by
+    default); ``command_prefix`` runs before ``java`` (``ip netns exec NAME``
+    puts the server in a network namespace, see `aiocoord.testing.NetworkLab`).
     """
 
     main_class = "org.apache.zookeeper.server.ZooKeeperServerMain"
@@ -122,6 +125,8 @@ class ZooKeeperProcess:
         jar_dir: str | os.PathLike[str] = DEFAULT_JAR_DIR,
         conf_dir: str | os.PathLike[str] = DEFAULT_CONF_DIR,
         detached: bool = False,
+        host: str = "127.0.0.1",
+        command_prefix: Sequence[str] = (),
     ) -> None:
         self._own_dir = directory is None
         self.directory = (
@@ -138,6 +143,8 @@ class ZooKeeperProcess:
         self.jar_dir = Path(jar_dir)
         self.conf_dir = Path(conf_dir)
         self.detached = detached
+        self._host = host
+        self.command_prefix = tuple(command_prefix)
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self._log_start = 0
@@ -159,7 +166,7 @@ class ZooKeeperProcess:
             "maxSessionTimeout": "30000",
             "dataDir": str(self.data_dir),
             "clientPort": str(self._port),
-            "clientPortAddress": "127.0.0.1",
+            "clientPortAddress": self.host,
             "admin.enableServer": "false",
             "4lw.commands.whitelist": "*",
             "extendedTypesEnabled": "true",
@@ -181,7 +188,7 @@ class ZooKeeperProcess:
 
     @property
     def host(self) -> str:
-        return "127.0.0.1"
+        return self._host
 
     @property
     def port(self) -> int:
@@ -275,6 +282,7 @@ class ZooKeeperProcess:
         self._log = self.log_path.open("ab")
         self._log_start = self._log.tell()
         cmd = [
+            *self.command_prefix,
             "java",
             *_JVM_ARGS,
             *self.jvm_args,

@@ -7,7 +7,9 @@ real Java server from the Debian ``zookeeper`` package on free loopback ports; `
 server. ``FakeZooKeeper`` is a scripted server: it serves a real client from an
 in-memory tree, and its script may replace any reply with other bytes (mutated,
 truncated, oversized, garbage), silence or a hang-up, to test how a client
-copes with a server that misbehaves. Installing aiocoord also installs a pytest plugin with the fixtures
+copes with a server that misbehaves. ``NetworkLab`` puts ensemble members and
+client processes in network namespaces on one bridge, to partition them,
+blackhole one direction of a link or slow it down (root only; Linux). Installing aiocoord also installs a pytest plugin with the fixtures
 ``zk_server``, ``zk_ensemble``, ``zk_chroot`` and ``coordinator``.
 """
 
@@ -26,21 +28,35 @@ from ._fake_server import FakeRequest as FakeRequest
 from ._fake_server import FakeZooKeeper as FakeZooKeeper
 from ._listeners import GarbageListener as GarbageListener
 from ._listeners import SilentListener as SilentListener
+from ._netns import LabNode as LabNode
+from ._netns import NetworkLab as NetworkLab
+from ._netns import NetworkLabUnavailableError as NetworkLabUnavailableError
+from ._netns import netem_unavailable as netem_unavailable
+from ._netns import network_lab_unavailable as network_lab_unavailable
 from ._proxy import FaultProxy as FaultProxy
 
 __all__ = (
-    "Answer",
+    # real servers and ensembles
     "EnsembleMember",
+    "ZooKeeperEnsemble",
+    "ZooKeeperNotInstalledError",
+    "ZooKeeperServer",
+    "four_letter_word",
+    "zookeeper_installed",
+    # sessions
+    "expire_session",
+    "kill_session",
+    # faults through a proxy, and misbehaving servers
+    "Answer",
     "FakeRequest",
     "FakeZooKeeper",
     "FaultProxy",
     "GarbageListener",
     "SilentListener",
-    "ZooKeeperEnsemble",
-    "ZooKeeperNotInstalledError",
-    "ZooKeeperServer",
-    "expire_session",
-    "four_letter_word",
-    "kill_session",
-    "zookeeper_installed",
+    # faults at the network layer: namespaces, partitions, blackholes, slow links
+    "LabNode",
+    "NetworkLab",
+    "NetworkLabUnavailableError",
+    "netem_unavailable",
+    "network_lab_unavailable",
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -52,6 +53,8 @@ class EnsembleMember(ZooKeeperProcess):
         port: int,
         peer_port: int,
         election_port: int,
+        host: str = "127.0.0.1",
+        command_prefix: Sequence[str] = (),
     ) -> None:
         super().__init__(
             directory,
@@ -60,6 +63,8 @@ class EnsembleMember(ZooKeeperProcess):
             extra_config=ensemble.extra_config,
             jar_dir=ensemble.jar_dir,
             conf_dir=ensemble.conf_dir,
+            host=host,
+            command_prefix=command_prefix,
         )
         self._ensemble = ensemble
         self.myid = myid
@@ -76,7 +81,7 @@ class EnsembleMember(ZooKeeperProcess):
         cfg.setdefault("initLimit", str(max(10, 5000 // self.tick_time)))
         cfg.setdefault("syncLimit", str(max(5, 2000 // self.tick_time)))
         for m in self._ensemble.members:
-            cfg[f"server.{m.myid}"] = f"127.0.0.1:{m.peer_port}:{m.election_port}"
+            cfg[f"server.{m.myid}"] = f"{m.host}:{m.peer_port}:{m.election_port}"
         return cfg
 
     def _prepare(self) -> None:
@@ -134,7 +139,7 @@ class ZooKeeperEnsemble:
 
     @property
     def connect_string(self) -> str:
-        """``127.0.0.1:p1,127.0.0.1:p2,...`` over every member."""
+        """``host1:p1,host2:p2,...`` over every member (all on 127.0.0.1 by default)."""
         return ",".join(m.connect_string for m in self.members)
 
     @property

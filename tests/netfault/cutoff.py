@@ -1,0 +1,80 @@
+"""The scenario of a member cut off from the other two, shared by the follower and leader cases."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from aiocoord.testing import NetworkLab
+
+from .safety import events, terms, violations
+from .scene import Scene
+
+__all__ = ("SLACK", "T", "cut_off_member")
+
+T = 6.0  # the clients' session timeout (s)
+SLACK = 1.0  # scheduling on a loaded 2-core machine (s)
+
+
+def cut_off_member(lab: NetworkLab, tmp_path: Path, which: str) -> None:
+    """Cut the member c1 is connected to (the ensemble's ``which``: follower or leader) off
+    from the other two; check that c1 moves on and the latch stays safe."""
+    with lab.ensemble(3) as zk:
+        leader = zk.leader()
+        assert leader is not None
+        # A follower cut off leaves its peers a quorum; a leader cut off leaves two that elect.
+        followers = [m for m in zk.members if m is not leader]
+        cut = leader if which == "leader" else followers[0]
+        majority = [m for m in zk.members if m is not cut]
+        scene = Scene(lab, tmp_path, T)
+        scene.client("c1", [cut, *majority], ordered=True)  # on the member about to be cut off
+        scene.wait("c1 leading", lambda rs: events(rs, "c1", "term", res="latch") or None, 30)
+        scene.client("c2", majority)
+        scene.wait(
+            "c2 connected", lambda rs: events(rs, "c2", "conn", state="CONNECTED") or None, 30
+        )
+        first = events(scene.records(), "c1", "conn", state="CONNECTED")[0]
+        assert first["addr"] == cut.connect_string
+
+        t_cut = time.monotonic()
+        lab.partition([cut], majority)
+        print(f"cut {cut.name} off from {[m.name for m in majority]}")
+
+        def reconnected(rs: list[dict[str, object]]) -> dict[str, object] | None:
+            later = [r for r in events(rs, "c1", "conn") if float(r["t"]) > t_cut]
+            return next((r for r in later if r["state"] in ("RECONNECTED", "LOST")), None)
+
+        back = scene.wait("c1 back", reconnected, T + 10)
+        scene.wait(
+            "a new term",
+            lambda rs: [t for t in terms(rs, "latch") if t.start > t_cut] or None,
+            2 * T,
+        )
+        lab.heal()
+        codes = scene.stop()
+        records = scene.records()
+
+    detail = scene.logs()
+    after = [r for r in events(records, "c1", "conn") if float(r["t"]) > t_cut]
+    assert after and after[0]["state"] == "SUSPENDED", (after, detail)
+    suspended = float(after[0]["t"])
+    assert back["state"] == "RECONNECTED" and back["new"] is False, (after, detail)
+    moved = float(back["t"]) - t_cut  # type: ignore[arg-type]
+    assert moved < T, f"c1 took {moved:.2f}s to reach a majority member"
+    assert back["addr"] in [m.connect_string for m in majority], back
+    # Every hold of c1 alive at SUSPENDED (the latch's term, a mutex turn) ends there.
+    alive = [t for t in terms(records) if t.p == "c1" and t.start < suspended < t.end + 0.2]
+    assert all(t.closed and t.end <= suspended + SLACK for t in alive), (alive, suspended)
+    held = [t for t in terms(records, "latch") if t.p == "c1" and t.start < t_cut]
+    assert len(held) == 1 and held[0].closed, held
+    ended = held[0].end - suspended
+    assert -0.2 <= ended <= SLACK, f"c1's term ended {ended:+.2f}s from its SUSPENDED"
+    new = [t for t in terms(records, "latch") if t.start > t_cut]
+    assert new, "no holder after the cut"
+    assert violations(records, T) == [], detail
+    assert codes == {"c1": 0, "c2": 0}, detail
+    print(
+        f"{which} cut off: SUSPENDED {suspended - t_cut:.2f}s after the cut, term ended {ended:+.3f}s from it, "
+        f"RECONNECTED to {back['addr']} {moved:.2f}s after the cut; "
+        f"next term ({new[0].p}) {new[0].start - t_cut:.2f}s after the cut"
+    )
