@@ -33,7 +33,7 @@ from ..session import Coordinator
 from ..zk.types import CreateMode, CreateOp, DeleteOp, Op, SetDataOp
 from ._coalesce import Coalescer
 from ._jobs import JobType, run_attempt
-from ._ops import Retention, finish_with, retry_connection, write_result
+from ._ops import Retention, ensure_buckets, finish_with, retry_connection, write_result
 from ._records import (
     JobRecord,
     JobsLayout,
@@ -159,7 +159,7 @@ class Execution:
             error_message=outcome.message,
         )
         data = encode_job_record(again)
-        path, pending = layout.assignment(self.worker, job_id), layout.job(job_id)
+        path, pending = layout.assignment(self.worker, job_id), layout.job(job_id, job.priority)
 
         # Logged first: deleting the assignment cancels this run through the watch.
         log.info(
@@ -176,7 +176,13 @@ class Execution:
             # The assignment goes first, so the assigner sees the job leave the worker
             # before it sees it pending again.
             try:
-                await client.multi([DeleteOp(path), CreateOp(pending, data)])
+                try:
+                    await client.multi([DeleteOp(path), CreateOp(pending, data)])
+                except TransactionFailed as exc:
+                    if exc.failed_index != 1 or not isinstance(exc.cause, NoNodeError):
+                        raise
+                    await ensure_buckets(client, layout, job_id, job.priority)  # a new bucket
+                    await client.multi([DeleteOp(path), CreateOp(pending, data)])
             except TransactionFailed as exc:
                 if exc.failed_index == 1 and isinstance(exc.cause, NodeExistsError):
                     # A second submit of the id waits there: this run's record replaces it.

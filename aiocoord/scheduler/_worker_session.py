@@ -118,7 +118,7 @@ class WorkerSession:
         """The connection is back on this session: the watch missed what happened meanwhile."""
         if self._tg is not None:
             self._tg.start_soon(self._relist)
-            self._tg.start_soon(self.claimer.relist)
+            self.claimer.relist()
 
     def _on_event(self, queue: str, event: WatchedEvent) -> None:
         if event.path == queue or event.type is EventType.SESSION_LOST:

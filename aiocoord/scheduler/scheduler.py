@@ -20,12 +20,13 @@ expires.
         job_id = await sched.submit("sum", {"a": 1, "b": 2})
         assert await sched.result(job_id) == 3
 
-Node layout under `root` (details in `aiocoord.scheduler._records`)::
+Node layout under `root` (details in `aiocoord.scheduler._layout`)::
 
-    jobs/<id>                 pending and scheduled jobs (due later: a delay or a retry's backoff)
+    jobs/<p>.<hh>/<id>        pending and scheduled jobs of priority <p> (due later: a delay
+                              or a retry's backoff), in 256 buckets by a hash of the id (<hh>)
     workers/<worker>          live workers (ephemeral), capacity and job names
     assignments/<worker>/<id> jobs given to a worker (marked when the handler starts)
-    results/<id>              outcomes (done, failed, cancelled), kept `result_ttl` seconds
+    results/<hh>/<id>         outcomes (done, failed, cancelled), kept `result_ttl` seconds
     assigner/                 the assigner election (Curator LeaderLatch layout)
 
 Statuses: PENDING, SCHEDULED, ASSIGNED, RUNNING, then DONE, FAILED or
@@ -49,9 +50,10 @@ otherwise persistent nodes that the assigner sweeps after `result_ttl` (by
 their modification time against the assigner's clock).
 
 Limits: a payload or result is at most 1 MB of JSON (ZooKeeper's node
-limit); a newly elected assigner lists the pending jobs in one reply, which
-the client's 1 MB packet limit caps at some 25,000 pending ids of 32
-characters: submit in waves rather than queue more than that.
+limit).  No listing grows with the backlog as a whole: pending jobs and
+results are listed bucket by bucket (1/256 of them each), so a backlog of
+millions of jobs is reconciled, listed and run without a reply over the
+client's packet limit.
 """
 
 from __future__ import annotations
@@ -246,12 +248,15 @@ class Scheduler:
         *,
         delay: float | None = None,
         run_at: datetime | None = None,
+        priority: int = 0,
     ) -> str:
         """Queue a job; returns its id.  Idempotent for a given `job_id`.
 
         `delay` (seconds) or `run_at` (a timezone-aware datetime) hold it back
         until then (status SCHEDULED); it is stored durably and survives an
-        assigner's failover.  Everything is checked before anything is
+        assigner's failover.  `priority` (an int, default 0, within
+        +-1,000,000): among due jobs a higher one is assigned first; within
+        one priority, jobs run in about the order submitted.  Everything is checked before anything is
         written: `ValueError`/`TypeError` naming the argument for an unknown
         `name`, a `payload` that fails validation or is over the 1 MB node
         limit, a bad `job_id`, a negative, NaN or infinite `delay`, a naive
@@ -264,9 +269,17 @@ class Scheduler:
         waits; the cause is chained): the job may have been queued all the
         same, so submit again with the same `job_id` to be sure.
         """
-        new = prepare_job(self._handlers, self._layout, name, payload, job_id, delay, run_at)
+        new = prepare_job(
+            self._handlers, self._layout, name, payload, job_id, delay, run_at, priority
+        )
         return await write_job(
-            self._client, self._layout, new.job_id, new.data, careful=new.careful, key=new.key
+            self._client,
+            self._layout,
+            new.job_id,
+            new.data,
+            careful=new.careful,
+            key=new.key,
+            priority=new.priority,
         )
 
     async def result(self, job_id: str) -> Any:

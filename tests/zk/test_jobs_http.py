@@ -22,6 +22,7 @@ from fastapi import FastAPI
 import aiocoord
 from aiocoord.integrations.fastapi import jobs_router, lifespan
 from aiocoord.scheduler import Scheduler
+from aiocoord.scheduler._layout import JobsLayout
 from aiocoord.testing import ZooKeeperServer
 from tests.helpers import eventually
 from tests.zk.test_watch_removal import server_watches, settled
@@ -176,7 +177,7 @@ async def test_long_poll_answers_202_until_done_and_leaves_no_watch(
             assert waiting.headers["retry-after"] == "1"
             client = svc.coord.client
             await settled(client)
-            result_path = client.session.server_path(f"{ROOT}/results/g-1")
+            result_path = client.session.server_path(JobsLayout(ROOT).result("g-1"))
             assert not client.session.watches.watched(result_path)
             assert result_path not in server_watches(zk_server, svc.coord.session_id)
 
@@ -296,7 +297,7 @@ async def test_an_unreadable_result_answers_500_naming_the_node_for_that_job_onl
                 done = await svc.http.get(f"/jobs/{job_id}/result", params={"wait": 20})
                 assert done.status_code == 200, done.text
             bad, good = ids
-            path = f"{ROOT}/results/{bad}"
+            path = JobsLayout(ROOT).result(bad)
             await svc.coord.client.set(path, b"\xffnot a result")
             for route in (f"/jobs/{bad}", f"/jobs/{bad}/result"):
                 answer = await svc.http.get(route)
