@@ -79,6 +79,7 @@ from ..session import Coordinator
 from ..zk.paths import validate_path
 from ..zk.types import EventType
 from ._cancel import cancel_job
+from ._follow import retry_job, watch_job
 from ._jobs import Handler, JobType
 from ._lookup import info_of, list_jobs, locate
 from ._ops import Retention
@@ -369,6 +370,31 @@ class Scheduler:
         """
         job_id = check_job_id(job_id)
         return await cancel_job(self._client, self._layout, self._retention, job_id)
+
+    async def retry(self, job_id: str) -> None:
+        """Run a FAILED or CANCELLED job again: it is pending once more, with its attempts kept.
+
+        One transaction removes its result and queues it (same id, name,
+        payload and priority; it gets its `retries` again).  Raises
+        `JobConflict` (a `ValueError`) for a DONE job or one not finished,
+        naming its status, or one whose result did not keep its payload;
+        `NoNodeError` if nothing is known of it (or its result expired).
+        """
+        job_id = check_job_id(job_id)
+        await retry_job(self._coord, self._layout, job_id)
+
+    def watch(self, job_id: str) -> AsyncIterator[JobInfo]:
+        """`JobInfo` at each status change: ``async for info in sched.watch(job_id)``.
+
+        Yields the current status first, then each new one, and ends after the
+        final one (DONE, FAILED or CANCELLED).  Blocks between changes on
+        watches, never polling; leaving the loop (or cancelling it) removes
+        them.  A status that lasts less than one look may be skipped (the
+        later one is yielded).  Waits out connection losses.  Raises
+        `NoNodeError` if nothing is known of the job when it starts.
+        """
+        job_id = check_job_id(job_id)
+        return watch_job(self._coord, self._layout, job_id)
 
     def jobs(
         self,
