@@ -2,7 +2,7 @@
 
     get    assignments/<w>/<id>          the job record
     set    assignments/<w>/<id>          attempts + 1, started: RUNNING (the handler starts)
-    ...    the handler, within its timeout
+    ...    the handler, within its timeout (holding a slot of its name, if capped: `_slots`)
     multi  create results/<id>           done or failed (the decision point, see `finish_with`)
            delete assignments/<w>/<id>
 or, for a failed attempt that is retried:
@@ -43,6 +43,7 @@ from ._records import (
     encode_outcome,
     room_for_data,
 )
+from ._slots import acquire_slot, release_slot
 
 __all__ = ("Execution", "Hooks")
 
@@ -86,6 +87,19 @@ class Execution:
             )
             return
         handler = self.handlers.get(job.name)
+        cap = handler.options.concurrency if handler is not None else None
+        if cap is None:
+            await self._run(job_id, path, job, handler)
+            return
+        # One of the name's slots while it runs (see `_slots`): the job stays ASSIGNED meanwhile.
+        slot = await acquire_slot(coord, layout, job.name, cap)
+        try:
+            await self._run(job_id, path, job, handler)
+        finally:
+            await release_slot(coord, slot)
+
+    async def _run(self, job_id: str, path: str, job: JobRecord, handler: JobType | None) -> None:
+        client, coord = self.coord.client, self.coord
         if handler is not None:
             job = replace(job, attempts=job.attempts + 1, started=time.time())
             data = encode_job_record(job)

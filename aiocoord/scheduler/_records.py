@@ -364,10 +364,18 @@ class WorkerRecord:
     draining: bool = False
     host: str = ""
     pid: int = 0
+    limits: tuple[tuple[str, int], ...] = ()  # (name, runs at once across the fleet)
 
     @classmethod
-    def local(cls, worker_id: str, capacity: int, jobs: frozenset[str]) -> WorkerRecord:
-        return cls(worker_id, capacity, jobs, host=socket.gethostname(), pid=os.getpid())
+    def local(
+        cls,
+        worker_id: str,
+        capacity: int,
+        jobs: frozenset[str],
+        limits: tuple[tuple[str, int], ...] = (),
+    ) -> WorkerRecord:
+        host, pid = socket.gethostname(), os.getpid()
+        return cls(worker_id, capacity, jobs, host=host, pid=pid, limits=limits)
 
 
 def encode_worker(worker: WorkerRecord) -> bytes:
@@ -380,6 +388,7 @@ def encode_worker(worker: WorkerRecord) -> bytes:
             "draining": worker.draining,
             "host": worker.host,
             "pid": worker.pid,
+            **({"limits": dict(worker.limits)} if worker.limits else {}),
         }
     )
 
@@ -393,4 +402,17 @@ def decode_worker(path: str, data: bytes) -> WorkerRecord:
         draining=record.get("draining", FLAG, False),
         host=record.get("host", TEXT, ""),
         pid=record.get("pid", INT64, 0),
+        limits=_limits(record),
     )
+
+
+def _limits(record: Record) -> tuple[tuple[str, int], ...]:
+    if "limits" not in record:
+        return ()
+    limits = record.value("limits")
+    if not isinstance(limits, dict) or not all(
+        isinstance(name, str) and type(cap) is int and 1 <= cap <= 2**31 - 1
+        for name, cap in limits.items()
+    ):
+        raise record.error(f"limits: expected {{name: runs at once}}, got {show(limits)}")
+    return tuple(sorted(limits.items()))

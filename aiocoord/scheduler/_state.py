@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import enum
 import heapq
+import itertools
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -143,6 +144,10 @@ class Outcome(enum.Enum):
     DUPLICATE = "duplicate"  # the worker already holds this job id
 
 
+def _ready_map() -> PriorityMap[Fetched]:
+    return PriorityMap(lambda _, job: job.record.priority)
+
+
 class AssignerState:
     """See the module docstring.  `plan()` returns the requests to make next."""
 
@@ -163,11 +168,17 @@ class AssignerState:
         self.fetching: set[str] = set()
         self.stale: set[str] = set()  # deleted while being read: discard what the read returns
         # Read, waiting for a worker with room.
-        self.ready: PriorityMap[Fetched] = PriorityMap(lambda _, job: job.record.priority)
+        self.ready: PriorityMap[Fetched] = _ready_map()
         self.blocked: set[str] = set()  # pending duplicates of an assigned job id
         self.parked: dict[str, str] = {}  # job id -> name no live worker has a handler for
         self.resolving: set[str] = set()
         self.scheduled: dict[str, float] = {}  # job id -> due time, read and waiting for it
+        # Names with a cap on runs at once (from the workers' records), and the jobs of
+        # such names this term gave out that are still held (job id -> name).
+        self.limited: dict[str, str] = {}
+        self.held_by_name: defaultdict[str, int] = defaultdict(int)
+        # Read jobs of a name at its cap, out of `ready` (they would hold up the others).
+        self.capped: dict[str, PriorityMap[Fetched]] = {}
         self._due: list[tuple[float, str]] = []  # heap over `scheduled` (stale entries skipped)
 
     # --- watch events ------------------------------------------------------------------------
@@ -178,13 +189,18 @@ class AssignerState:
             self.blocked.add(job_id)
             return
         known = (self.blocked, self.resolving, self.ready, self.parked, self.scheduled)
-        if any(job_id in where for where in known):
+        if any(job_id in where for where in known) or any(
+            job_id in waiting for waiting in self.capped.values()
+        ):
             return  # a replayed event
         if job_id not in self.fetching or job_id in self.stale:
             self.pending[job_id] = None
 
     def job_deleted(self, job_id: str) -> None:
         self.priority.pop(job_id, None)
+        for name, waiting in list(self.capped.items()):
+            if waiting.pop(job_id) is not None and not waiting:
+                del self.capped[name]
         self.scheduled.pop(job_id, None)
         self.pending.pop(job_id, None)
         self.ready.pop(job_id, None)
@@ -223,7 +239,16 @@ class AssignerState:
             self.ready.pop(job_id, None)
             self.blocked.add(job_id)
 
+    def _release(self, job_id: str) -> None:
+        name = self.limited.pop(job_id, None)
+        if name is None:
+            return
+        self.held_by_name[name] -= 1
+        if self.held_by_name[name] <= 0:
+            del self.held_by_name[name]
+
     def assignment_deleted(self, worker: str, job_id: str) -> None:
+        self._release(job_id)
         if self.assigned.get(job_id) == worker:
             del self.assigned[job_id]
         queue = self.queues.get(worker)
@@ -271,7 +296,9 @@ class AssignerState:
             if not early:
                 self.assigned[job_id] = worker
                 self.queues[worker].add(job_id)
-        elif outcome is Outcome.REFETCH:
+        else:
+            self._release(job_id)
+        if outcome is Outcome.REFETCH:
             self.pending[job_id] = None
         elif outcome is Outcome.WORKER_GONE:
             self.worker_down(worker)
@@ -322,7 +349,7 @@ class AssignerState:
             self.release_due(now)
         actions: list[Fetch | Assign | Resolve] = [Resolve(j) for j in self.resolving]
         self.resolving = set()  # handed out; `resolved` closes them
-        if self.ready and not self.loading and self.workers:
+        if (self.ready or self.capped) and not self.loading and self.workers:
             actions.extend(self._assignments())
         budget = self.max_fetches - len(self.fetching)
         take: list[str] = []
@@ -349,6 +376,17 @@ class AssignerState:
             if not r.draining and self.load(w) < r.capacity
         }
         handled = {name for r in self.workers.values() for name in r.jobs}
+        caps: dict[str, int] = {}
+        for record in self.workers.values():
+            for name, limit in record.limits:
+                caps[name] = min(limit, caps.get(name, limit))
+        for name, waiting in list(self.capped.items()):  # room again (or no cap any more)
+            free = caps.get(name, len(waiting)) - self.held_by_name.get(name, 0)
+            for job_id in list(itertools.islice(waiting, max(0, free))):
+                self.ready[job_id] = waiting[job_id]
+                del waiting[job_id]
+            if not waiting:
+                del self.capped[name]
         out: list[Assign] = []
         for job_id, job in list(self.ready.items()):
             name = job.record.name
@@ -358,6 +396,12 @@ class AssignerState:
                 continue
             if not room:
                 break
+            cap = caps.get(name)
+            if cap is not None and self.held_by_name.get(name, 0) >= cap:
+                # As many runs as its cap: it waits for one to end, out of the way.
+                del self.ready[job_id]
+                self.capped.setdefault(name, _ready_map())[job_id] = job
+                continue
             candidates = [load for w, load in room.items() if name in self.workers[w].jobs]
             if not candidates:
                 continue
@@ -366,6 +410,9 @@ class AssignerState:
             if chosen is None or chosen not in room or name not in self.workers[chosen].jobs:
                 continue
             del self.ready[job_id]
+            if cap is not None:
+                self.limited[job_id] = name
+                self.held_by_name[name] += 1
             self.inflight[job_id] = chosen
             self.reserved[chosen] += 1
             before = room[chosen]

@@ -93,7 +93,14 @@ class WorkerSession:
         )
 
     def record(self, *, draining: bool = False) -> WorkerRecord:
-        record = WorkerRecord.local(self.worker, self._capacity, frozenset(self._handlers))
+        limits = tuple(
+            sorted(
+                (name, job.options.concurrency)
+                for name, job in self._handlers.items()
+                if job.options.concurrency is not None
+            )
+        )
+        record = WorkerRecord.local(self.worker, self._capacity, frozenset(self._handlers), limits)
         return replace(record, draining=draining)
 
     async def serve(self, task_status: anyio.abc.TaskStatus[None] | None) -> None:

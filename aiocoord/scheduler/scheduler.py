@@ -183,6 +183,7 @@ class Scheduler:
         backoff: Backoff = DEFAULT_BACKOFF,
         retry_on: type[Exception] | tuple[type[Exception], ...] = (Exception,),
         max_deliveries: int = 5,
+        concurrency: int | None = None,
     ) -> Callable[[H], H]:
         """Register the decorated async function as the handler of jobs named `name`.
 
@@ -193,7 +194,11 @@ class Scheduler:
         after `backoff`, up to `retries` times; then the job is FAILED with
         the last error.  A job whose worker died while running it counts a
         delivery: at `max_deliveries` it is FAILED as poison (``PoisonJob``)
-        rather than sent to one more worker.  Register every job before
+        rather than sent to one more worker.  `concurrency` caps the runs
+        of `name` at once across the fleet (give every process the same
+        cap): a worker holds one of its slots (an ephemeral node) while it
+        runs one, so a dead worker's slot is freed when its session ends,
+        and the assigner gives no more than that many out at once.  Register every job before
         entering `worker()`: a worker advertises the names it has when it
         registers.  Raises `TypeError` for a handler that is not async or
         whose hints are not JSON, `ValueError`/`TypeError` naming the
@@ -205,6 +210,7 @@ class Scheduler:
             backoff=backoff,
             retry_on=retry_on,
             max_deliveries=max_deliveries,
+            concurrency=concurrency,
         )
 
         def register(handler: H) -> H:

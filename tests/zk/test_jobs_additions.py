@@ -1,14 +1,17 @@
-"""Priorities, retry and watch, against a real server (the lab of `tests.zk._jobs_lab`)."""
+"""Priorities, retry, watch and per-name concurrency, against a real server."""
 
 from __future__ import annotations
 
 import itertools
+from contextlib import AsyncExitStack
 
 import anyio
 import pytest
 
-from aiocoord import JobConflict, JobFailed, JobStatus, NoNodeError
-from aiocoord.testing import ZooKeeperServer
+import aiocoord
+from aiocoord import JobConflict, JobFailed, JobStatus, NoNodeError, Scheduler
+from aiocoord.testing import ZooKeeperServer, expire_session
+from tests.helpers import eventually
 from tests.zk._jobs_lab import lab
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -108,3 +111,87 @@ async def test_watch_yields_each_status_until_the_final_one(
             with pytest.raises(NoNodeError):
                 async for _ in it.client.watch("never-submitted"):
                     pass
+
+
+async def test_concurrency_caps_runs_across_the_fleet_through_failover_and_death(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    running = 0
+    most = 0
+    started = 0
+    gate = anyio.Event()
+    some_started = anyio.Event()
+    both_held = anyio.Event()
+
+    async def report(n: int) -> int:
+        nonlocal running, most, started
+        running += 1
+        started += 1
+        most = max(most, running)
+        if started >= 3:
+            some_started.set()
+        if running >= 2:
+            both_held.set()
+        try:
+            if n >= 100:
+                await gate.wait()
+            else:
+                await anyio.sleep(0.05)
+        finally:
+            running -= 1
+        return n
+
+    def register(sched: Scheduler) -> None:
+        sched.job("report", concurrency=2)(report)
+
+    with anyio.fail_after(50):
+        async with AsyncExitStack() as stack:
+
+            async def connect() -> aiocoord.Coordinator:
+                return await stack.enter_async_context(
+                    aiocoord.connect(
+                        zk_server.connect_string, namespace=zk_chroot, session_timeout=3.0
+                    )
+                )
+
+            desk_coord = await connect()
+            desk = Scheduler(desk_coord, "/capped")
+            desk.job("noop")(_noop)
+            desk_worker = await stack.enter_async_context(desk.worker(worker_id="desk"))
+            await eventually(lambda: _true(desk_worker.is_assigner))
+            client = Scheduler(await connect(), "/capped")
+            register(client)
+            w1_coord = await connect()
+            w1 = Scheduler(w1_coord, "/capped")
+            register(w1)
+            await stack.enter_async_context(w1.worker(capacity=4, worker_id="w1"))
+            w2_stack = AsyncExitStack()
+            w2 = Scheduler(await connect(), "/capped")
+            register(w2)
+            await w2_stack.enter_async_context(w2.worker(capacity=4, worker_id="w2"))
+            # The assigner dies while the capped jobs run: never more than 2 at once.
+            ids = [await client.submit("report", {"n": n}) for n in range(12)]
+            await some_started.wait()
+            assert await expire_session(desk_coord)
+            assert [await client.result(job_id) for job_id in ids] == list(range(12))
+            assert most == 2
+            # A worker dies holding both slots: its session's end frees them.
+            await w2_stack.aclose()
+            both_held = anyio.Event()
+            held = [await client.submit("report", {"n": n}) for n in (100, 101)]
+            await both_held.wait()
+            victim = w1_coord  # runs both: the only worker of the name
+            w3 = Scheduler(await connect(), "/capped")
+            register(w3)
+            await stack.enter_async_context(w3.worker(capacity=4, worker_id="w3"))
+            assert await expire_session(victim)
+            gate.set()
+            assert [await client.result(job_id) for job_id in held] == [100, 101]
+
+
+async def _noop() -> None:
+    return None
+
+
+async def _true(value: bool) -> bool:
+    return value
