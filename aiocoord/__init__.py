@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .errors import AuthFailedError as AuthFailedError
 from .errors import BadVersionError as BadVersionError
+from .errors import CacheOverflowError as CacheOverflowError
 from .errors import ConfigError as ConfigError
 from .errors import ConnectionLostError as ConnectionLostError
 from .errors import CoordError as CoordError
@@ -36,6 +37,12 @@ from .errors import TransactionFailed as TransactionFailed
 from .errors import ZooKeeperError as ZooKeeperError
 
 if TYPE_CHECKING:
+    from .recipes.cache import CacheEvent as CacheEvent
+    from .recipes.cache import CacheEventType as CacheEventType
+    from .recipes.cache import NodeCache as NodeCache
+    from .recipes.cache import TreeCache as TreeCache
+    from .recipes.cache import node_cache as node_cache
+    from .recipes.cache import tree_cache as tree_cache
     from .recipes.cas_lock import CasLock as CasLock
     from .recipes.cas_lock import LockStatus as LockStatus
     from .recipes.cas_lock import Slot as Slot
@@ -80,6 +87,7 @@ if TYPE_CHECKING:
     from .zk import CreateOp as CreateOp
     from .zk import DeleteOp as DeleteOp
     from .zk import EventType as EventType
+    from .zk import Node as Node
     from .zk import SetDataOp as SetDataOp
     from .zk import Stat as Stat
     from .zk import WatchedEvent as WatchedEvent
@@ -88,78 +96,101 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = (
-    "AuthFailedError",
-    "Backoff",
-    "BadVersionError",
-    "CasLock",
-    "CheckOp",
-    "ConfigError",
-    "ConnectionEvent",
-    "ConnectionLostError",
-    "ConnectionState",
-    "CoordError",
-    "Coordinator",
-    "CoordinatorClosedError",
-    "CreateMode",
-    "CreateOp",
-    "Cron",
-    "DeleteOp",
-    "ElectionEvent",
-    "ElectionState",
-    "EventType",
-    "Firing",
-    "InvalidPathError",
-    "JobCancelled",
-    "JobConflict",
-    "JobFailed",
-    "JobInfo",
-    "JobRequest",
-    "JobStatus",
-    "JobWorker",
-    "LeaderLatch",
-    "LeadershipLost",
-    "LeadershipTerm",
-    "LeastLoaded",
-    "LockLost",
-    "LockNotAcquired",
-    "LockStatus",
-    "MavenVersion",
-    "Mutex",
-    "NoAuthError",
-    "NoNodeError",
-    "NodeDataError",
-    "NodeExistsError",
-    "NotEmptyError",
-    "Participant",
-    "ProtocolError",
-    "RandomChoice",
-    "ReplyTooLargeError",
-    "RoundRobin",
-    "Scheduler",
-    "SessionExpiredError",
-    "SetDataOp",
+    # The session: settings, connecting, Curator's connection states.
     "Settings",
-    "Slot",
-    "Stat",
-    "Strategy",
-    "SubscriberLagged",
-    "TaskChange",
-    "TaskLeadership",
-    "TaskTerm",
-    "TransactionFailed",
-    "WatchedEvent",
-    "Worker",
-    "WorkerLoad",
-    "ZkClient",
-    "ZooKeeperError",
-    "cas_lock",
     "connect",
+    "Coordinator",
+    "ConnectionState",
+    "ConnectionEvent",
+    # Leader election: the latch, the selector, their events and terms.
+    "LeaderLatch",
     "leader_latch",
     "leader_selector",
-    "maven_version_key",
+    "LeadershipTerm",
+    "Participant",
+    "ElectionEvent",
+    "ElectionState",
+    # Locks: the queued mutex, the version-CAS lock and once-per-interval guard.
+    "Mutex",
     "mutex",
+    "CasLock",
+    "cas_lock",
     "once_per",
+    "LockStatus",
+    "Slot",
+    # Version-aware task leadership and the cluster cron built on it.
+    "Worker",
+    "TaskLeadership",
     "task_leadership",
+    "TaskTerm",
+    "TaskChange",
+    "Cron",
+    "Firing",
+    # Caches: a node or a whole tree kept in memory by one watch, as async streams.
+    "NodeCache",
+    "node_cache",
+    "TreeCache",
+    "tree_cache",
+    "CacheEvent",
+    "CacheEventType",
+    # The job system.
+    "Scheduler",
+    "JobWorker",
+    "JobStatus",
+    "JobInfo",
+    "JobRequest",
+    "Backoff",
+    "Strategy",
+    "RoundRobin",
+    "RandomChoice",
+    "LeastLoaded",
+    "WorkerLoad",
+    # The low-level client (an escape hatch) and the node metadata it returns.
+    "ZkClient",
+    "Node",
+    "Stat",
+    # Errors: one tree under CoordError.
+    "CoordError",
+    "ConfigError",
+    "InvalidPathError",
+    "ConnectionLostError",
+    "SessionExpiredError",
+    "ProtocolError",
+    "ReplyTooLargeError",
+    "AuthFailedError",
+    "CoordinatorClosedError",
+    "SubscriberLagged",
+    "CacheOverflowError",
+    "ZooKeeperError",
+    "NoNodeError",
+    "NodeExistsError",
+    "NotEmptyError",
+    "BadVersionError",
+    "NoAuthError",
+    "TransactionFailed",
+    "NodeDataError",
+    "LeadershipLost",
+    "LockNotAcquired",
+    "LockLost",
+    "JobFailed",
+    "JobCancelled",
+    "JobConflict",
+)
+
+# Kept importable from the top level for code written against earlier releases,
+# but not part of `__all__`: implementation details whose home is a submodule
+# (`aiocoord.zk` for the request and watch types, `aiocoord.recipes.task_leadership`
+# for Maven's version order).
+_ALIASES = (
+    "CheckOp",
+    "CreateMode",
+    "CreateOp",
+    "DeleteOp",
+    "SetDataOp",
+    "EventType",
+    "WatchedEvent",
+    "MavenVersion",
+    "maven_version_key",
 )
 
 # Where each name outside `errors` lives.  `import aiocoord` loads only the errors;
@@ -203,6 +234,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "session": ("ConnectionEvent", "ConnectionState", "Coordinator", "connect"),
     "settings": ("Settings",),
     "zk": (
+        "Node",
         "CheckOp",
         "CreateMode",
         "CreateOp",
@@ -212,6 +244,14 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "Stat",
         "WatchedEvent",
         "ZkClient",
+    ),
+    "recipes.cache": (
+        "CacheEvent",
+        "CacheEventType",
+        "NodeCache",
+        "TreeCache",
+        "node_cache",
+        "tree_cache",
     ),
 }
 _LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}
@@ -238,4 +278,4 @@ if not TYPE_CHECKING:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | set(_ALIASES))

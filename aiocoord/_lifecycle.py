@@ -277,7 +277,8 @@ class Service:
     """A component used as ``async with``: entering is `start()`, leaving is `aclose()`.
 
     Both come from the component (usually around a `Lifecycle`), so the block
-    may be left from another task than the one that entered it.
+    may be left from another task than the one that entered it.  Leaving by
+    an exception calls `_hurry()` first.
     """
 
     async def start(self) -> None:
@@ -285,6 +286,13 @@ class Service:
 
     async def aclose(self) -> None:
         raise NotImplementedError
+
+    def _hurry(self) -> None:
+        """Called when the block is left by an exception, before `aclose()`: nothing here.
+
+        A component that may cut its cleanup short then overrides it (a job
+        worker skips its drain).
+        """
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -296,4 +304,6 @@ class Service:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if exc_type is not None:
+            self._hurry()
         await self.aclose()

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = (
     "AuthFailedError",
     "BadVersionError",
+    "CacheOverflowError",
     "ConfigError",
     "ConnectionLostError",
     "CoordError",
@@ -268,10 +269,10 @@ class JobConflict(CoordError, ValueError):
 class SubscriberLagged(CoordError):
     """A stream's reader fell `backlog` events behind, so its subscription was ended.
 
-    Raised by the iterator of `Coordinator.connection_events()` or
-    `LeaderLatch.changes()` once it has yielded every event buffered before
-    (none is lost unseen); the reader had stopped reading, and an unread
-    stream cannot grow without limit.  Subscribe again: a new subscription
+    Raised by the iterator of `Coordinator.connection_events()`,
+    `LeaderLatch.changes()` or a cache's `events()` once it has yielded every
+    event buffered before (none is lost unseen); the reader had stopped
+    reading, and an unread stream cannot grow without limit.  Subscribe again: a new subscription
     starts with the current state.
     """
 
@@ -281,3 +282,20 @@ class SubscriberLagged(CoordError):
             "read the stream as it comes, or subscribe again for the current state"
         )
         self.backlog = backlog
+
+
+class CacheOverflowError(CoordError):
+    """A cache's subtree holds more than its `limit` of nodes (``max_nodes=``).
+
+    Raised by entering the cache when the first read finds more; later, by
+    its `events()` iterators and its exit, once the cache has stopped.  Watch
+    a smaller subtree (or fewer levels, ``max_depth=``), or raise the bound.
+    """
+
+    def __init__(self, path: str, limit: int) -> None:
+        super().__init__(
+            f"cache of {path}: more than max_nodes={limit} nodes; "
+            "watch a smaller subtree or fewer levels (max_depth=), or raise max_nodes"
+        )
+        self.path = path
+        self.limit = limit

@@ -45,13 +45,12 @@ import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from types import TracebackType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import anyio
 import anyio.abc
 
-from ._lifecycle import Lifecycle
+from ._lifecycle import Lifecycle, Service
 from .errors import LockNotAcquired, SubscriberLagged
 from .recipes.cas_lock import CasLock
 from .recipes.leader_latch import ElectionState
@@ -73,10 +72,10 @@ _STATES = [s.value for s in ConnectionState]
 _FIRING_OUTCOMES = ("ok", "failed", "interrupted")
 
 
-class Watcher:
+class Watcher(Service):
     """What `Metrics.watch_session`, `watch_latch` and `watch_cron` return: it measures while open.
 
-    Use it as ``async with`` (entering returns None), or ``await w.start()``
+    Use it as ``async with`` (entering returns the watcher), or ``await w.start()``
     ... ``await w.aclose()``; it may be left from another task than the one
     that entered it.
     """
@@ -97,17 +96,6 @@ class Watcher:
     async def aclose(self) -> None:
         """Stop measuring; from any task.  Safe to call twice."""
         await self._life.aclose()
-
-    async def __aenter__(self) -> None:
-        await self.start()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return f"<Watcher {self._life.name} {self._life.phase.value}>"

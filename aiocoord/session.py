@@ -6,6 +6,9 @@ retrying meanwhile: a server may be starting), keeps
 the session alive and heals it after loss, and on exit closes the session on
 the server, so its ephemeral nodes vanish at once, and stops every task it
 started.
+
+The session's state has one owner, `zk._session.ZkSession`: the coordinator
+runs and closes it and shows its state; `coord.client` sends the requests on it.
 """
 
 from __future__ import annotations
@@ -45,9 +48,10 @@ class Coordinator(Service):
         if not isinstance(settings, Settings):
             raise TypeError(f"settings must be aiocoord.Settings, not {type(settings).__name__}")
         self.settings = settings
-        self.client = ZkClient(ZkSession(settings))
+        self._session = ZkSession(settings)
+        self.client = ZkClient(self._session)
         self._life = Lifecycle(
-            f"coordinator {settings.hosts}", self._run_session, stopping=self.client.session.close
+            f"coordinator {settings.hosts}", self._run_session, stopping=self._session.close
         )
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -70,12 +74,13 @@ class Coordinator(Service):
         await self._life.start()
 
     async def _run_session(self, tg: anyio.abc.TaskGroup) -> None:
-        await tg.start(self.client.session.run)
+        session = self._session
+        await tg.start(session.run)
         limit = self.settings.connect_timeout
         with anyio.move_on_after(limit):
-            await self.client.wait_connected()
-        if self.client.state is None:
-            last = self.client.last_error
+            await session.wait_connected()
+        if session.state is None:
+            last = session.last_error
             hint = ""
             if _embedded_default(self.settings):
                 hint = " (start one with 'aiocoord zk start', or set AIOCOORD_HOSTS)"
@@ -92,7 +97,7 @@ class Coordinator(Service):
         twice, and before `start()`.
         """
         await self._life.aclose()
-        await self.client.session.close()
+        await self._session.close()
 
     async def close(self) -> None:
         """The same as `aclose()`."""
@@ -103,38 +108,38 @@ class Coordinator(Service):
     @property
     def state(self) -> ConnectionState | None:
         """The current connection state (None before the first session or after close)."""
-        return self.client.state
+        return self._session.state
 
     @property
     def session_id(self) -> int | None:
         """The current session id, or None while there is none (after LOST, before the next)."""
-        return self.client.session_id
+        return self._session.session_id
 
     @property
     def session_password(self) -> bytes | None:
         """The session password; lets test tools attach to (and expire) the session."""
-        return self.client.session_password
+        return self._session.session_password
 
     @property
     def session_timeout(self) -> float:
         """The negotiated session timeout in seconds."""
-        return self.client.session_timeout
+        return self._session.timing.session_timeout
 
     @property
     def connected_address(self) -> tuple[str, int] | None:
         """The (host, port) this coordinator is connected to, or None."""
-        return self.client.connected_address
+        return self._session.connected_address
 
     @property
     def closed(self) -> bool:
-        return self.client.closed
+        return self._session.closed
 
     async def wait_connected(self) -> None:
         """Return once CONNECTED, RECONNECTED or READ_ONLY; bound it with `anyio.fail_after`.
 
         Raises `CoordinatorClosedError` if the coordinator closes meanwhile.
         """
-        await self.client.wait_connected()
+        await self._session.wait_connected()
 
     def connection_events(self) -> AsyncIterator[ConnectionEvent]:
         """Your own stream of `ConnectionEvent`: the current state first, then every transition.
@@ -145,7 +150,7 @@ class Coordinator(Service):
         `SubscriberLagged` (subscribe again for the current state).  Leaving the
         ``async for`` unsubscribes.  The stream ends when the coordinator closes.
         """
-        return self.client.connection_events()
+        return self._session.events.subscribe()
 
     def __repr__(self) -> str:
         state = self.state.value if self.state else ("CLOSED" if self.closed else "NEW")

@@ -16,9 +16,9 @@ from typing import Any
 from pydantic import SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ._paths import validate_path
 from ._settings_env import config_error, warn_unknown_variables
 from .errors import ConfigError
-from .zk.paths import validate_path
 
 __all__ = ("Settings", "parse_hosts")
 

@@ -78,8 +78,8 @@ class Costs:
 
 def instrument(coord: aiocoord.Coordinator, costs: Costs) -> None:
     """Count the requests `coord` sends, the notifications it receives and its lost CAS writes."""
-    session: Any = coord.client.session
-    sender = session.sender
+    session: Any = coord.client._session
+    sender: Any = coord.client._sender
     for name in ("fetch", "fetch_packet"):  # `call` sends through `fetch`
         original = getattr(sender, name)
 

@@ -11,7 +11,7 @@ coordinator that submits.  Measured:
 - the gap when the assigner dies without closing its session
   (`_scheduler_failover`): the longest wait of a job submitted after it froze;
 - ZooKeeper requests per job, counted by wrapping every coordinator's
-  ``client.session.sender``'s ``fetch``/``fetch_packet`` (the assigner's and the workers' included),
+  ``client._sender``'s ``fetch``/``fetch_packet`` (the assigner's and the workers' included),
   with W workers and again with ``--more-workers`` (12), to show it does not
   grow with them.
 
@@ -60,7 +60,7 @@ class Counter:
         self.requests = 0
 
     def wrap(self, coord: aiocoord.Coordinator) -> None:
-        sender: Any = coord.client.session.sender
+        sender: Any = coord.client._sender
         for name in ("fetch", "fetch_packet"):  # `call` sends through `fetch`
             original = getattr(sender, name)
 

@@ -167,7 +167,9 @@ def _server_figures(host: str, port: int) -> tuple[int | None, int | None]:
 
 def _client_watches(coords: Sequence[aiocoord.Coordinator]) -> int:
     """Live watches the coordinators hold, counted as the server does: one per (kind, path)."""
-    return sum(len(paths) for c in coords for paths in c.client.session.watches.snapshot().values())
+    return sum(
+        len(paths) for c in coords for paths in c.client._session.watches.snapshot().values()
+    )
 
 
 async def take_sample(

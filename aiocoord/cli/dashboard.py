@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConnectionLostError, InvalidPathError
-from ..settings import Settings
 from ..zk.paths import validate_path
-from .zk import UserError, is_embedded_default, resolve_hosts
+from ._unreachable import unreachable
+from .zk import UserError, resolve_hosts
 
 __all__ = ("add_parser", "run_dashboard")
 
@@ -88,7 +88,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
                     connect(settings, connect_timeout=args.timeout)
                 )
             except ConnectionLostError:
-                raise _unreachable(settings, args.timeout) from None
+                raise unreachable(settings, args.timeout) from None
             app = dashboard_app(coord, args.path, depth=args.depth)
             verbose = logging.getLogger("aiocoord").isEnabledFor(logging.INFO)
             config = uvicorn.Config(
@@ -111,12 +111,3 @@ def run_dashboard(args: argparse.Namespace) -> int:
 
     with listener:
         return run_async(serve, args.loop)
-
-
-def _unreachable(settings: Settings, timeout: float) -> UserError:
-    hint = (
-        "start one with 'aiocoord zk start', or set AIOCOORD_HOSTS / --hosts"
-        if is_embedded_default(settings)
-        else "check that it runs and that the host list is right"
-    )
-    return UserError(f"cannot reach ZooKeeper at {settings.hosts} within {timeout:g}s ({hint})")

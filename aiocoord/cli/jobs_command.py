@@ -43,7 +43,7 @@ from ..errors import (
     NoNodeError,
 )
 from ..zk.paths import validate_path
-from .dashboard import _unreachable
+from ._unreachable import unreachable
 from .zk import UserError, resolve_hosts
 
 if TYPE_CHECKING:  # loaded when the command runs: `aiocoord --help` stays quick
@@ -147,7 +147,7 @@ def run_jobs(args: argparse.Namespace) -> int:
         try:
             await coord.start()
         except ConnectionLostError:  # no session: a failed start leaves nothing to close
-            raise _unreachable(settings, args.timeout) from None
+            raise unreachable(settings, args.timeout) from None
         try:
             return await _ACTIONS[args.action](coord, Scheduler(coord, root), args)
         finally:

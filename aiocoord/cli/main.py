@@ -35,9 +35,10 @@ from ..errors import (
     NoNodeError,
 )
 from ._run import run_async
+from ._unreachable import unreachable
 from .dashboard import add_parser as add_dashboard_parser
 from .jobs_command import add_parser as add_jobs_parser
-from .zk import UserError, is_embedded_default, local_zookeeper, resolve_hosts
+from .zk import UserError, local_zookeeper, resolve_hosts
 
 __all__ = ("UserError", "local_zookeeper", "main")
 
@@ -123,15 +124,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
             ) as coord:
                 return await inspect_path(coord, args.path, depth=args.depth)
         except ConnectionLostError:
-            # Starting the embedded server helps only where the embedded server would listen.
-            hint = (
-                "start one with 'aiocoord zk start', or set AIOCOORD_HOSTS / --hosts"
-                if is_embedded_default(settings)
-                else "check that it runs and that the host list is right"
-            )
-            raise UserError(
-                f"cannot reach ZooKeeper at {settings.hosts} within {args.timeout:g}s ({hint})"
-            ) from None
+            raise unreachable(settings, args.timeout) from None
         except NoNodeError:
             raise UserError(f"{args.path} does not exist on {settings.hosts}") from None
         except NoAuthError:

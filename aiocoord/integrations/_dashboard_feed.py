@@ -120,7 +120,7 @@ class DashboardFeed:
         client = self.coord.client
         while True:
             try:
-                await client.wait_connected()
+                await self.coord.wait_connected()
                 async with client.watch(self.path, recursive=True) as watch:
                     self._dirty.set()  # read once the watch is in place: nothing falls between
                     async for _event in watch.events:
@@ -158,7 +158,7 @@ class DashboardFeed:
         except ConnectionLostError:
             # Again once connected, or in a second if the connection never dropped (slow server).
             with anyio.move_on_after(_RETRY):
-                await self.coord.client.wait_connected()
+                await self.coord.wait_connected()
             self._dirty.set()
             return
         except NoNodeError:

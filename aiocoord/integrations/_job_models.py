@@ -1,27 +1,25 @@
 """The HTTP shapes of `jobs_router`: a typed request body per job, and the JSON answers.
 
-A job's request body is a pydantic model built from its handler's signature,
-the same contract the scheduler validates (see `aiocoord.scheduler._jobs`):
-a handler taking one pydantic model takes that model; any other handler takes
-a JSON object of its parameters, where a parameter with a default may be left
-out (the handler's default applies where it runs) and unknown keys are
-refused.  FastAPI validates the body against it (422 naming the field) and
-shows it in the OpenAPI schema, so ``/docs`` offers a form per job.  The
-scheduler validates the payload again at submit: both describe the same hints.
+A job's request body is a pydantic model built from the payload shape the
+scheduler read from its handler (`Scheduler.payload_shape`), the contract the
+scheduler validates: a handler taking one pydantic model takes that model; any
+other handler takes a JSON object of its parameters, where a parameter with a
+default may be left out (the handler's default applies where it runs) and
+unknown keys are refused.  FastAPI validates the body against it (422 naming
+the field) and shows it in the OpenAPI schema, so ``/docs`` offers a form per
+job.  The scheduler validates the payload again at submit.
 """
 
 from __future__ import annotations
 
-import inspect
 import re
-import typing
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
 import pydantic
 
-from ..scheduler import JobInfo
+from ..scheduler import JobInfo, PayloadShape
 
 __all__ = (
     "Cancelled",
@@ -36,36 +34,29 @@ __all__ = (
 )
 
 
-def _is_model(hint: object) -> bool:
-    return isinstance(hint, type) and issubclass(hint, pydantic.BaseModel)
-
-
 def _title(name: str) -> str:
     """``resize-image.v2`` -> ``ResizeImageV2``: a schema name from a job name."""
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", name))
 
 
 def payload_model(
-    name: str, handler: Any, taken: set[str]
+    name: str, shape: PayloadShape, taken: set[str]
 ) -> tuple[type[pydantic.BaseModel], bool]:
     """The request body of job `name`, and whether it is the model the handler takes whole.
 
     The handler's own model if it takes one, else a model built from its
-    parameters.  `taken` holds the schema names already used by this router's
-    other jobs: two job names that differ only in punctuation get distinct
-    schemas.
+    parameters (`shape`, from `Scheduler.payload_shape`).  `taken` holds the
+    schema names already used by this router's other jobs: two job names that
+    differ only in punctuation get distinct schemas.
     """
-    hints = typing.get_type_hints(handler, include_extras=True)
-    params = list(inspect.signature(handler).parameters.values())
-    if len(params) == 1 and _is_model(hints.get(params[0].name)):
-        model: type[pydantic.BaseModel] = hints[params[0].name]
-        return model, True
+    if shape.model is not None:
+        return shape.model, True
     title = f"{_title(name)}Payload"
     while title in taken:
         title = f"{title}_"
     taken.add(title)
     definitions: dict[str, Any] = {
-        p.name: (hints.get(p.name, Any), ... if p.default is p.empty else p.default) for p in params
+        f.name: (f.hint, ... if f.required else f.default) for f in shape.fields
     }
     built: type[pydantic.BaseModel] = pydantic.create_model(
         title,

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import inspect
 import logging
-import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
-from ..errors import ConfigError
+from .._checks import check_seconds
 from ..recipes.leader_latch import LeadershipTerm
 from ..zk.paths import validate_path
 
@@ -38,13 +37,7 @@ MAX_BACKOFF = 30.0
 
 def check_grace(grace: object) -> float:
     """`liveness_grace` as seconds: a finite number >= 0 (NaN would disable liveness)."""
-    if isinstance(grace, bool) or not isinstance(grace, int | float):
-        raise TypeError(f"liveness_grace must be a number of seconds, not {grace!r}")
-    if not 0 <= grace < math.inf:
-        raise ConfigError(
-            "liveness_grace", f"must be a finite number of seconds >= 0, not {grace!r}"
-        )
-    return float(grace)
+    return check_seconds("liveness_grace", grace)
 
 
 def check_leader_tasks(leader_tasks: Mapping[str, LeaderFunc] | None) -> dict[str, LeaderFunc]:

@@ -19,7 +19,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -27,19 +27,39 @@ from ..errors import CoordError
 from ..recipes.cron import Cron, CronJobView, read_cron_job
 from ..recipes.leader_latch import LeaderLatch
 from ..recipes.task_leadership import TaskLeadership
+from ..session import Coordinator
 from ..zk.states import ConnectionState
+from ._holds import Hold
+from ._leader_tasks import LeaderTask
 
-if TYPE_CHECKING:
-    from ._coordination import Coordination
-
-__all__ = ("status_of",)
+__all__ = ("Reported", "status_of")
 
 _READABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 
 Read = Callable[[], Awaitable[dict[str, Any]]]
 
 
-async def status_of(c: Coordination, timeout: float, detail: bool) -> dict[str, Any]:
+class Reported(Protocol):
+    """What the status reads of a `Coordination` (which imports this module, not the reverse)."""
+
+    coord: Coordinator
+    participant_id: str
+    transitions: dict[str, int]
+    latches: dict[str, LeaderLatch]
+    tasks: dict[str, LeaderTask]
+    task_leaderships: list[TaskLeadership]
+    cron: Cron | None
+
+    @property
+    def retiring(self) -> bool: ...
+
+    @property
+    def holds(self) -> list[Hold]: ...
+
+    def health(self) -> dict[str, Any]: ...
+
+
+async def status_of(c: Reported, timeout: float, detail: bool) -> dict[str, Any]:
     """The status document of `c`; its ZooKeeper reads take at most `timeout` in all."""
     coord = c.coord
     sid = coord.session_id

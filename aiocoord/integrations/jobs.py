@@ -39,7 +39,6 @@ that only submits needs no ``sched.worker()``.  Every route answers 503 with
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
@@ -50,6 +49,7 @@ import pydantic
 from fastapi import APIRouter, Body, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse
 
+from .._checks import check_seconds
 from ..errors import (
     ConnectionLostError,
     CoordinatorClosedError,
@@ -100,10 +100,7 @@ def jobs_router(
     """
     if not isinstance(sched, Scheduler):
         raise TypeError(f"sched must be an aiocoord.Scheduler, not {type(sched).__name__}")
-    if isinstance(max_wait, bool) or not isinstance(max_wait, int | float):
-        raise TypeError(f"max_wait must be a number of seconds, not {max_wait!r}")
-    if not (math.isfinite(max_wait) and max_wait >= 0):
-        raise ValueError(f"max_wait must be a finite number of seconds >= 0, not {max_wait}")
+    max_wait = check_seconds("max_wait", max_wait)
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
     if not prefix.startswith("/") or len(prefix) < 2 or prefix.endswith("/"):
@@ -133,7 +130,7 @@ def _add_submit(
     router: APIRouter, sched: Scheduler, name: str, handler: Any, taken: set[str]
 ) -> None:
     try:
-        model, whole = payload_model(name, handler, taken)
+        model, whole = payload_model(name, sched.payload_shape(name), taken)
     except (NameError, TypeError, pydantic.PydanticUserError) as exc:
         raise TypeError(f"job {name!r}: its handler cannot be a request body: {exc}") from exc
 

@@ -6,6 +6,8 @@ See `aiocoord.scheduler.scheduler` for the protocol and node layout.
 from __future__ import annotations
 
 from ._jobs import Handler as Handler
+from ._payload import PayloadField as PayloadField
+from ._payload import PayloadShape as PayloadShape
 from ._policy import Backoff as Backoff
 from ._status import JobInfo as JobInfo
 from ._status import JobStatus as JobStatus
@@ -32,6 +34,8 @@ __all__ = (
     "JobStatus",
     "JobWorker",
     "LeastLoaded",
+    "PayloadField",
+    "PayloadShape",
     "RandomChoice",
     "RoundRobin",
     "Scheduler",

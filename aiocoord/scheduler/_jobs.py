@@ -19,9 +19,7 @@ reads the result.  Nothing is pickled: a payload is data, never code.
 
 from __future__ import annotations
 
-import inspect
 import math
-import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +29,7 @@ import pydantic
 import pydantic_core
 import typing_extensions
 
+from ._payload import PayloadShape, payload_shape
 from ._policy import DEFAULT_OPTIONS, JobOptions
 from ._records import ResultRecord, check_job_name
 
@@ -43,66 +42,51 @@ _CONFIG = pydantic.ConfigDict(extra="forbid")
 _TYPED_DICT: Any = typing_extensions.TypedDict  # called with a computed field dict
 
 
-def _is_model(hint: object) -> bool:
-    return isinstance(hint, type) and issubclass(hint, pydantic.BaseModel)
-
-
 @dataclass(frozen=True, eq=False)
 class JobType:
     """One registered job: its name, handler and the adapters for payload and result."""
 
     name: str
     handler: Handler
+    shape: PayloadShape
     payload_adapter: pydantic.TypeAdapter[Any]
     result_adapter: pydantic.TypeAdapter[Any]
-    model_param: bool  # True: the handler takes the payload model as its one argument
-    params: tuple[str, ...]
     options: JobOptions = DEFAULT_OPTIONS  # timeout, retries, deliveries (see `Scheduler.job`)
+
+    @property
+    def model_param(self) -> bool:
+        """Whether the handler takes the payload model as its one argument."""
+        return self.shape.model is not None
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.shape.fields)
 
     @classmethod
     def build(cls, name: str, handler: Handler) -> JobType:
         """Describe `handler`; `TypeError` if it is not an async function with usable hints."""
         name = check_job_name(name)
-        if not inspect.iscoroutinefunction(handler):
-            raise TypeError(f"job {name!r}: the handler must be an async function (async def)")
+        shape = payload_shape(name, handler)
         try:
-            hints = typing.get_type_hints(handler, include_extras=True)
-        except Exception as exc:
-            raise TypeError(
-                f"job {name!r}: cannot resolve the handler's type hints: {exc}"
-            ) from exc
-        params = list(inspect.signature(handler).parameters.values())
-        for p in params:
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
-                raise TypeError(
-                    f"job {name!r}: parameter {p.name!r} must be an ordinary named parameter "
-                    "(no *args, **kwargs or positional-only): the payload is a JSON object"
-                )
-        returns = hints.get("return", Any)
-        first = hints.get(params[0].name) if len(params) == 1 else None
-        try:
-            if first is not None and _is_model(first):
-                payload: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(first)
-                model_param = True
+            if shape.model is not None:
+                payload: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(shape.model)
             else:
-                fields: dict[str, Any] = {}
-                for p in params:
-                    hint = hints.get(p.name, Any)
-                    required = p.default is p.empty
-                    fields[p.name] = (
-                        typing_extensions.Required[hint]
-                        if required
-                        else typing_extensions.NotRequired[hint]
+                fields: dict[str, Any] = {
+                    f.name: (
+                        typing_extensions.Required[f.hint]
+                        if f.required
+                        else typing_extensions.NotRequired[f.hint]
                     )
-                shape = pydantic.with_config(_CONFIG)(_TYPED_DICT(f"{name}_payload", fields))
-                payload = pydantic.TypeAdapter(shape)
-                model_param = False
-            result: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(returns)
+                    for f in shape.fields
+                }
+                typed = _TYPED_DICT(f"{name}_payload", fields)
+                payload = pydantic.TypeAdapter(pydantic.with_config(_CONFIG)(typed))
+            result: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(shape.returns)
         except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
             raise TypeError(f"job {name!r}: its hints cannot be described as JSON: {exc}") from exc
         except (NameError, TypeError, ValueError) as exc:
             raise TypeError(f"job {name!r}: its hints cannot be described as JSON: {exc}") from exc
-        return cls(name, handler, payload, result, model_param, tuple(p.name for p in params))
+        return cls(name, handler, shape, payload, result)
 
     # --- submit side -------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ import time
 import zlib
 from dataclasses import dataclass
 
-from ..recipes._records import dump
+from .._records import dump
 from ..zk.client import MAX_DATA
 from ..zk.paths import join
 

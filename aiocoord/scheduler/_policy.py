@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .._checks import check_seconds
+
 __all__ = (
     "DEFAULT_BACKOFF",
     "DEFAULT_OPTIONS",
@@ -22,7 +24,6 @@ __all__ = (
     "JobOptions",
     "check_delay",
     "check_run_at",
-    "check_seconds",
 )
 
 MAX_SECONDS = 10 * 365 * 86400.0  # ten years: past any sensible delay or timeout
@@ -30,19 +31,6 @@ MAX_DELIVERIES = 1000
 MAX_CONCURRENCY = 10_000
 _EPOCH = 0.0
 _LAST = 253370764800.0  # 9998-12-31: inside what a record's timestamp may hold
-
-
-def check_seconds(what: str, value: object, *, allow_zero: bool = True) -> float:
-    """A finite, non-negative number of seconds; `TypeError`/`ValueError` naming `what`."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{what} must be a number of seconds, not {type(value).__name__}")
-    number = float(value)
-    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
-        least = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{what} must be a finite number of seconds {least}, not {value!r}")
-    if number > MAX_SECONDS:
-        raise ValueError(f"{what} must be at most ten years ({MAX_SECONDS:.0f} s), not {value!r}")
-    return number
 
 
 def _count(what: str, value: object, lo: int, hi: int) -> int:
@@ -68,8 +56,8 @@ class Backoff:
     jitter: float = 0.5
 
     def __post_init__(self) -> None:
-        check_seconds("initial", self.initial)
-        check_seconds("maximum", self.maximum)
+        check_seconds("initial", self.initial, most=MAX_SECONDS)
+        check_seconds("maximum", self.maximum, most=MAX_SECONDS)
         if self.maximum < self.initial:
             raise ValueError(f"maximum ({self.maximum}) must be >= initial ({self.initial})")
         if isinstance(self.factor, bool) or not isinstance(self.factor, int | float):
@@ -118,7 +106,11 @@ class JobOptions:
         concurrency: object = None,
     ) -> JobOptions:
         """Check each argument; `TypeError`/`ValueError` naming the one that is wrong."""
-        seconds = None if timeout is None else check_seconds("timeout", timeout, allow_zero=False)
+        seconds = (
+            None
+            if timeout is None
+            else check_seconds("timeout", timeout, positive=True, most=MAX_SECONDS)
+        )
         count = _count("retries", retries, 0, 1000)
         if not isinstance(backoff, Backoff):
             raise TypeError(f"backoff must be an aiocoord.Backoff, not {type(backoff).__name__}")
@@ -142,7 +134,7 @@ class JobOptions:
 
 def check_delay(delay: object, now: float) -> float:
     """The wall-clock time a job submitted with ``delay=`` seconds is due."""
-    return now + check_seconds("delay", delay)
+    return now + check_seconds("delay", delay, most=MAX_SECONDS)
 
 
 def check_run_at(run_at: object) -> float:

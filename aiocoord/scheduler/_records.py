@@ -1,7 +1,7 @@
 """The scheduler's JSON record formats, with strict decoding.
 
 Every node the scheduler writes holds one JSON object with a format version
-``"v": 1``, read and written by the one record codec (`aiocoord.recipes._records`);
+``"v": 1``, read and written by the one record codec (`aiocoord._records`);
 decoding checks each field and raises `NodeDataError` for anything else
 (foreign data, corruption, a newer format), so one bad node fails only the job
 it belongs to.  Nothing is ever pickled.  The layout is in `_layout`:
@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..recipes._records import (
+from .._records import (
     FLAG,
     INT64,
     TEXT,

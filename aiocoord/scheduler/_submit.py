@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 
+from .._records import RecordEncodeError
 from ..errors import (
     ConnectionLostError,
     CoordinatorClosedError,
@@ -27,7 +28,6 @@ from ..errors import (
     NoNodeError,
     TransactionFailed,
 )
-from ..recipes._records import RecordEncodeError
 from ..zk.client import ZkClient
 from ..zk.types import CreateOp, DeleteOp
 from ._jobs import JobType
@@ -142,7 +142,7 @@ async def write_job(
     """Create the job node; see the module docstring and `Scheduler.submit`."""
     path, result = layout.job(job_id, priority), layout.result(job_id)
     # One deadline for the whole submit: the writes, the reconnect waits and the retries.
-    deadline = client.deadline()
+    deadline = client._session.deadline()
     failure: ConnectionLostError | None = None
     with anyio.CancelScope(deadline=deadline.at):
         for _ in range(6):
@@ -170,9 +170,9 @@ async def write_job(
             except ConnectionLostError as exc:
                 failure = exc
                 careful = True  # the job may have been created and run meanwhile
-                await client.wait_connected()  # within the deadline around the loop
-    client.session.ensure_open()
-    error = client.unreachable(
+                await client._session.wait_connected()  # within the deadline around the loop
+    client._session.ensure_open()
+    error = client._session.unreachable(
         deadline, f"could not submit job {job_id} to {layout.root} (it may have been queued)"
     )
     raise error from (error.__cause__ or failure)

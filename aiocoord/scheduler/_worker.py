@@ -29,16 +29,18 @@ Leaving: drain, then hand back what is left (see `JobWorker`).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import uuid
 from collections.abc import Mapping
-from types import TracebackType
 
 import anyio
 import anyio.abc
 
-from .._lifecycle import Lifecycle
+from .._checks import check_seconds
+from .._lifecycle import Lifecycle, Service
+from .._records import show
 from ..errors import (
     ConfigError,
     CoordError,
@@ -46,7 +48,6 @@ from ..errors import (
     NotEmptyError,
     TransactionFailed,
 )
-from ..recipes._records import show
 from ..recipes.leader_latch import LeadershipTerm, leader_selector
 from ..session import Coordinator
 from ..zk.states import ConnectionState
@@ -68,7 +69,7 @@ __all__ = ("JobWorker",)
 log = logging.getLogger(__name__)
 
 
-class JobWorker:
+class JobWorker(Service):
     """This process as a worker of a `Scheduler`; made by ``scheduler.worker(capacity=N)``.
 
     Use it as ``async with``: entering blocks until the worker is registered
@@ -103,10 +104,7 @@ class JobWorker:
             raise ConfigError(
                 "capacity", f"must be an int from 1 to {MAX_CAPACITY}, not {show(capacity)}"
             )
-        if isinstance(drain_timeout, bool) or not isinstance(drain_timeout, int | float):
-            raise TypeError(f"drain_timeout must be a number, not {type(drain_timeout).__name__}")
-        if not drain_timeout >= 0:
-            raise ConfigError("drain_timeout", f"must be >= 0, not {drain_timeout!r}")
+        drain_timeout = check_seconds("drain_timeout", drain_timeout, most=math.inf)
         if worker_id is None:
             worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         try:
@@ -185,20 +183,6 @@ class JobWorker:
         """
         await self._life.aclose()
 
-    async def __aenter__(self) -> JobWorker:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            self._hurry()
-        await self.aclose()
-
     def _hurry(self) -> None:
         """Skip the drain (leaving with an exception, or cancelled)."""
         self._drain_wanted = False
@@ -216,7 +200,7 @@ class JobWorker:
         sess = self._session
         if sess is None or not sess.registered or self._coord.closed:
             return
-        with anyio.move_on_after(self._client.request_timeout()):
+        with anyio.move_on_after(self._client._session.timing.request_timeout):
             try:
                 data = encode_worker(sess.record(draining=True))
                 await self._client.set(self._layout.worker(sess.worker), data)
@@ -239,7 +223,7 @@ class JobWorker:
         if not sess.registered or self._coord.closed or self._coord.session_id != sess.sid:
             return  # the session is gone: its node went with it and the assigner reclaims
         queue, node = self._layout.queue(sess.worker), self._layout.worker(sess.worker)
-        with anyio.move_on_after(self._client.timing.retry_window):
+        with anyio.move_on_after(self._client._session.timing.retry_window):
             try:
                 for _ in range(3):
                     for job_id in await self._client.children(queue):

@@ -65,6 +65,7 @@ from typing import Any, TypeVar
 
 import pydantic
 
+from .._checks import check_coordinator, check_root, check_seconds
 from ..errors import (
     ConfigError,
     ConnectionLostError,
@@ -76,14 +77,14 @@ from ..errors import (
     NoNodeError,
 )
 from ..session import Coordinator
-from ..zk.paths import validate_path
 from ..zk.types import EventType
 from ._cancel import cancel_job
 from ._follow import retry_job, watch_job
 from ._jobs import Handler, JobType
 from ._lookup import info_of, list_jobs, locate
 from ._ops import Retention
-from ._policy import DEFAULT_BACKOFF, Backoff, JobOptions
+from ._payload import PayloadShape
+from ._policy import DEFAULT_BACKOFF, MAX_SECONDS, Backoff, JobOptions
 from ._records import (
     JobsLayout,
     check_job_id,
@@ -117,23 +118,18 @@ class Scheduler:
         strategy: str | Strategy = "round-robin",
         result_ttl: float = 3600.0,
     ) -> None:
-        if not isinstance(coord, Coordinator):
-            raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
-        try:
-            root = validate_path(root)
-        except InvalidPathError as exc:
-            raise InvalidPathError(root, f"root {exc.reason}") from None
+        check_coordinator(coord)
+        root = check_root(root)
         if root == "/":
             raise InvalidPathError(root, "root: the scheduler needs a node of its own, not '/'")
-        if isinstance(result_ttl, bool) or not isinstance(result_ttl, int | float):
-            raise TypeError(f"result_ttl must be a number of seconds, not {result_ttl!r}")
-        if not 0.001 <= result_ttl <= 10 * 365 * 86400:
-            raise ConfigError("result_ttl", f"must be between 1 ms and 10 years, not {result_ttl}")
+        ttl = check_seconds("result_ttl", result_ttl, positive=True, most=MAX_SECONDS)
+        if ttl < 0.001:
+            raise ConfigError("result_ttl", f"must be at least 1 ms, not {result_ttl!r}")
         self._coord = coord
         self._client = coord.client
         self._layout = JobsLayout(root)
         self._strategy = strategy_from(strategy)
-        self._retention = Retention(float(result_ttl))
+        self._retention = Retention(ttl)
         self._handlers: dict[str, JobType] = {}
 
     @property
@@ -163,6 +159,14 @@ class Scheduler:
             mode="serialization"
         )
         return schema
+
+    def payload_shape(self, name: str) -> PayloadShape:
+        """Job `name`'s payload as its handler's hints describe it (`KeyError` if unknown).
+
+        The same reading `submit` validates with: an HTTP layer can build a
+        typed request body from it (the handler's model, or one of its fields).
+        """
+        return self._handlers[name].shape
 
     def handler(self, name: str) -> Handler:
         """The handler registered as job `name`, as given to `job` (`KeyError` if unknown).

@@ -1,7 +1,7 @@
 """Real ZooKeeper for tests: servers, ensembles, session expiry and network faults.
 
-``ZooKeeperServer`` and ``ZooKeeperEnsemble`` run the real Java server from the
-Debian ``zookeeper`` package on free loopback ports; ``expire_session`` and
+``ZooKeeperServer`` (from `aiocoord.server`) and ``ZooKeeperEnsemble`` run the
+real Java server from the Debian ``zookeeper`` package on free loopback ports; ``expire_session`` and
 ``kill_session`` expire a live session on the server; ``FaultProxy``,
 ``SilentListener`` and ``GarbageListener`` stand in for a bad network or a bad
 server. ``FakeZooKeeper`` is a scripted server: it serves a real client from an
@@ -13,20 +13,20 @@ copes with a server that misbehaves. Installing aiocoord also installs a pytest 
 
 from __future__ import annotations
 
+from ..server import ZooKeeperNotInstalledError as ZooKeeperNotInstalledError
+from ..server import ZooKeeperServer as ZooKeeperServer
+from ..server import four_letter_word as four_letter_word
+from ..server import kill_session as kill_session
+from ..server import zookeeper_installed as zookeeper_installed
 from ._ensemble import EnsembleMember as EnsembleMember
 from ._ensemble import ZooKeeperEnsemble as ZooKeeperEnsemble
 from ._expire import expire_session as expire_session
-from ._expire import four_letter_word as four_letter_word
-from ._expire import kill_session as kill_session
 from ._fake_server import Answer as Answer
 from ._fake_server import FakeRequest as FakeRequest
 from ._fake_server import FakeZooKeeper as FakeZooKeeper
 from ._listeners import GarbageListener as GarbageListener
 from ._listeners import SilentListener as SilentListener
 from ._proxy import FaultProxy as FaultProxy
-from ._server import ZooKeeperNotInstalledError as ZooKeeperNotInstalledError
-from ._server import ZooKeeperServer as ZooKeeperServer
-from ._server import zookeeper_installed as zookeeper_installed
 
 __all__ = (
     "Answer",

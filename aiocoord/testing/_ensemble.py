@@ -16,13 +16,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from ._expire import probe_handshake
-from ._server import (
+from ..server import (
     DEFAULT_CONF_DIR,
     DEFAULT_JAR_DIR,
     ZooKeeperProcess,
     free_ports,
     make_temp_dir,
+    probe_handshake,
     remove_temp_dir,
 )
 
@@ -157,8 +157,7 @@ class ZooKeeperEnsemble:
                     raise RuntimeError(f"{dead} exited while starting\n" + self._tails())
                 return self
             except RuntimeError:
-                in_use = any("Address already in use" in m.log_tail(50) for m in self.members)
-                if attempt == 2 or not in_use:
+                if attempt == 2 or not any(m.port_taken() for m in self.members):
                     raise
                 # A port was taken between choosing it and binding it: pick new ones.
                 logger.info("an ensemble port was taken; retrying on new ports")

@@ -6,9 +6,8 @@ and every request aiocoord sends, answered from an in-memory tree as
 ZooKeeper 3.8 answers (`_fake_tree`).  A `script` sees each packet a client
 sends together with the reply the server would give, and may send something
 else instead: other bytes (mutated, truncated, oversized, garbage, an extra
-notification), nothing, or a hang-up.  Like the other servers here it runs a
-``selectors`` loop in a daemon thread, so it behaves the same whatever the
-test's event loop does, even when a bug blocks that loop.
+notification), nothing, or a hang-up.  Like the other servers here it runs the
+``selectors`` loop of `_selector_loop` in a daemon thread.
 """
 
 from __future__ import annotations
@@ -16,25 +15,19 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import queue
 import selectors
 import socket
-import threading
-from collections.abc import Callable
-from types import TracebackType
-from typing import Self, TypeVar, cast
 
 from . import _jute
 from ._fake_script import Answer, FakeRequest, Script
 from ._fake_tree import FakeTree
 from ._fake_watches import Event
+from ._selector_loop import SelectorServer
 
 __all__ = ("Answer", "FakeRequest", "FakeZooKeeper", "Script")
 
 logger = logging.getLogger(__name__)
 
-_T = TypeVar("_T")
-_CALL_TIMEOUT = 5.0
 _MAX_REQUEST = 1 << 21  # a client frame longer than this is a broken client: hang up
 _CLOSE_SESSION = -11
 _SYNC_CONNECTED = 3  # a notification's keeper state
@@ -51,7 +44,7 @@ class _Client:
         self.closing = False  # hang up once the outbox is written
 
 
-class FakeZooKeeper:
+class FakeZooKeeper(SelectorServer):
     """A scripted ZooKeeper server on ``127.0.0.1``; see the module docstring.
 
     ``with FakeZooKeeper(script) as zk:`` then connect a client to
@@ -71,22 +64,10 @@ class FakeZooKeeper:
     def __init__(
         self, script: Script | None = None, *, port: int = 0, session_timeout: float | None = None
     ) -> None:
+        super().__init__(port=port)
         self.script = script
         self._timeout_ms = None if session_timeout is None else int(session_timeout * 1000)
-        self._listener = socket.socket()
-        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind(("127.0.0.1", port))
-        self._listener.listen(128)
-        self._listener.setblocking(False)
-        self._port: int = self._listener.getsockname()[1]
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._sel = selectors.DefaultSelector()
         self._clients: dict[socket.socket, _Client] = {}
-        self._calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._stopping = False
-        self._closed = False
         self._tree = FakeTree()
         self._sessions: dict[int, bytes] = {}  # session id: password
         self._next_session = 1 << 56
@@ -98,18 +79,6 @@ class FakeZooKeeper:
         """Requests (pings included) answered so far."""
 
     # --- public API --------------------------------------------------------------------------
-
-    @property
-    def address(self) -> tuple[str, int]:
-        return ("127.0.0.1", self._port)
-
-    @property
-    def port(self) -> int:
-        return self._port
-
-    @property
-    def connect_string(self) -> str:
-        return f"127.0.0.1:{self._port}"
 
     @property
     def sessions(self) -> list[int]:
@@ -124,35 +93,6 @@ class FakeZooKeeper:
     def data(self, path: str) -> bytes | None:
         """The data of the node at server path `path`, or None if there is none."""
         return self._call(lambda: self._tree.data(path))
-
-    def start(self) -> Self:
-        """Start serving in a background thread (idempotent)."""
-        if self._closed:
-            raise RuntimeError("a stopped FakeZooKeeper cannot be started again")
-        if self._thread is None:
-            self._sel.register(self._listener, selectors.EVENT_READ)
-            self._sel.register(self._wake_r, selectors.EVENT_READ)
-            self._thread = threading.Thread(
-                target=self._run, name=f"FakeZooKeeper:{self._port}", daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Close every connection and the listener; join the thread (bounded)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._thread is None:
-            self._close_all()
-            return
-        self._stopping = True
-        self._wake()
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            logger.warning("FakeZooKeeper thread did not stop within %ss", timeout)
-
-    close = stop
 
     def notify(self, event_type: int, path: str, *, state: int = _SYNC_CONNECTED) -> None:
         """Send a watch notification for server path `path` on every connection with a session."""
@@ -188,72 +128,22 @@ class FakeZooKeeper:
 
         return self._call(expire_now)
 
-    # --- calls into the server thread --------------------------------------------------------
-
-    def _call(self, fn: Callable[[], _T]) -> _T:
-        """Run `fn` in the server thread between two loop turns; wait for its result."""
-        if self._thread is None or not self._thread.is_alive():
-            return fn()  # not started (or stopped): no concurrent access
-        done = threading.Event()
-        result: list[_T] = []
-        errors: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                result.append(fn())
-            except BaseException as exc:  # re-raised in the caller's thread
-                errors.append(exc)
-            finally:
-                done.set()
-
-        self._calls.put(run)
-        self._wake()
-        if not done.wait(_CALL_TIMEOUT):
-            raise TimeoutError("FakeZooKeeper thread did not answer")
-        if errors:
-            raise errors[0]
-        return result[0]
-
-    def _wake(self) -> None:
-        with contextlib.suppress(OSError):
-            self._wake_w.send(b"x")
-
     # --- the server thread -------------------------------------------------------------------
 
-    def _run(self) -> None:
-        try:
-            while not self._stopping:
-                self._run_calls()
-                for key, mask in self._sel.select():
-                    sock = cast(socket.socket, key.fileobj)
-                    if sock is self._wake_r:
-                        with contextlib.suppress(BlockingIOError):
-                            sock.recv(4096)
-                    elif sock is self._listener:
-                        self._accept()
-                    elif sock in self._clients:
-                        client = self._clients[sock]
-                        if mask & selectors.EVENT_WRITE:
-                            self._flush(client)
-                        if mask & selectors.EVENT_READ and sock in self._clients:
-                            self._read(client)
-        except Exception:
-            logger.exception("FakeZooKeeper %d failed", self._port)
-        finally:
-            self._close_all()
-            self._run_calls()  # callers blocked in _call go on (they run inline from now)
-
-    def _run_calls(self) -> None:
-        while True:
-            try:
-                self._calls.get_nowait()()
-            except queue.Empty:
-                return
+    def _turn(self) -> None:
+        for sock, mask in self._select():
+            if sock is self._listener:
+                self._accept()
+            elif sock in self._clients:
+                client = self._clients[sock]
+                if mask & selectors.EVENT_WRITE:
+                    self._flush(client)
+                if mask & selectors.EVENT_READ and sock in self._clients:
+                    self._read(client)
 
     def _accept(self) -> None:
-        try:
-            sock, _ = self._listener.accept()
-        except (BlockingIOError, InterruptedError):
+        sock = self._accept_socket()
+        if sock is None:
             return
         sock.setblocking(False)
         self.accepted += 1
@@ -379,24 +269,9 @@ class FakeZooKeeper:
             self._sel.unregister(client.sock)
         client.sock.close()
 
-    def _close_all(self) -> None:
+    def _close_connections(self) -> None:
         for client in list(self._clients.values()):
             self._drop(client)
-        with contextlib.suppress(Exception):
-            self._sel.close()
-        for sock in (self._listener, self._wake_r, self._wake_w):
-            sock.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = "stopped" if self._closed else "serving"

@@ -1,8 +1,8 @@
 """A TCP proxy that injects network faults between a client and a server.
 
-The proxy runs a ``selectors`` loop in its own thread, so it keeps (or stops)
-forwarding whatever the test's event loop does, including when a test blocks
-that loop on purpose. Control calls (``pause``, ``cut``, ...) run inside the
+The proxy runs the ``selectors`` loop of `_selector_loop` in its own thread,
+so it keeps (or stops) forwarding whatever the test's event loop does,
+including when a test blocks that loop on purpose. Control calls (``pause``, ``cut``, ...) run inside the
 proxy thread and return once they have taken effect: after ``pause()`` returns
 no further byte is forwarded. When one side of a connection closes, the rest of
 its data is delivered and then both sides are closed (no half-close).
@@ -14,16 +14,13 @@ import contextlib
 import errno
 import logging
 import math
-import queue
 import selectors
 import socket
 import struct
-import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from types import TracebackType
-from typing import Self, TypeVar, cast
+
+from ._selector_loop import SelectorServer
 
 __all__ = ("FaultProxy",)
 
@@ -31,8 +28,6 @@ logger = logging.getLogger(__name__)
 
 _CHUNK = 65536
 _BUFFER_LIMIT = 1 << 20  # stop reading a side while this much waits to be written
-_CALL_TIMEOUT = 5.0
-_T = TypeVar("_T")
 
 
 class _Direction:
@@ -67,7 +62,7 @@ class _Link:
             sock.close()
 
 
-class FaultProxy:
+class FaultProxy(SelectorServer):
     """Forward ``127.0.0.1:<port>`` to ``target_host:target_port``, with faults on demand.
 
     ``with FaultProxy(*zk.address) as proxy:`` then connect clients to
@@ -77,40 +72,17 @@ class FaultProxy:
     """
 
     def __init__(self, target_host: str, target_port: int, *, port: int = 0) -> None:
+        super().__init__(port=port)
         self._target = (target_host, target_port)
-        self._listener = socket.socket()
-        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind(("127.0.0.1", port))
-        self._listener.listen(128)
-        self._port: int = self._listener.getsockname()[1]
-        self._listener.setblocking(False)
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._sel = selectors.DefaultSelector()
-        self._interest: dict[socket.socket, int] = {}
+        # What the selector watches each socket for; `start` registers these two.
+        self._interest = {self._listener: selectors.EVENT_READ, self._wake_r: selectors.EVENT_READ}
         self._links: list[_Link] = []
-        self._calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._stopping = False
-        self._closed = False
         self._paused = False
         self._rejecting = False
         self._delay = 0.0
         self.accepted = 0  # connections accepted and forwarded, over the proxy's life
 
     # -- public API --------------------------------------------------------------------
-
-    @property
-    def address(self) -> tuple[str, int]:
-        return ("127.0.0.1", self.port)
-
-    @property
-    def port(self) -> int:
-        return self._port
-
-    @property
-    def connect_string(self) -> str:
-        return f"127.0.0.1:{self.port}"
 
     @property
     def target(self) -> tuple[str, int]:
@@ -124,33 +96,6 @@ class FaultProxy:
     def connections(self) -> int:
         """How many proxied connections are open now."""
         return self._call(lambda: len(self._links))
-
-    def start(self) -> Self:
-        """Start forwarding in a background thread (idempotent)."""
-        if self._closed:
-            raise RuntimeError("a stopped FaultProxy cannot be started again")
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._run, name=f"FaultProxy:{self.port}", daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Close every connection and the listener, and join the thread (bounded)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._thread is not None:
-            self._stopping = True
-            self._wake()
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                logger.warning("FaultProxy thread did not stop within %ss", timeout)
-        else:
-            self._close_all()
-
-    close = stop
 
     def pause(self) -> None:
         """Stop forwarding in both directions and stop accepting; keep sockets open.
@@ -207,59 +152,14 @@ class FaultProxy:
         self._call(apply)
         logger.debug("FaultProxy %d: %s", self.port, state)
 
-    def _call(self, fn: Callable[[], _T]) -> _T:
-        """Run ``fn`` in the proxy thread between two loop turns; wait for its result."""
-        if self._thread is None or not self._thread.is_alive():
-            return fn()  # not started (or stopped): no concurrent access
-        done = threading.Event()
-        result: list[_T] = []
-        errors: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                result.append(fn())
-            except BaseException as exc:  # re-raised in the caller's thread
-                errors.append(exc)
-            finally:
-                done.set()
-
-        self._calls.put(run)
-        self._wake()
-        if not done.wait(_CALL_TIMEOUT):
-            raise TimeoutError("FaultProxy thread did not answer")
-        if errors:
-            raise errors[0]
-        return result[0]
-
-    def _wake(self) -> None:
-        with contextlib.suppress(OSError):
-            self._wake_w.send(b"x")
-
     # -- the proxy thread ----------------------------------------------------------------
 
-    def _run(self) -> None:
-        try:
-            while not self._stopping:
-                while True:
-                    try:
-                        self._calls.get_nowait()()
-                    except queue.Empty:
-                        break
-                now = time.monotonic()
-                self._update_interest(now)
-                for key, mask in self._sel.select(self._next_timeout(now)):
-                    self._dispatch(cast(socket.socket, key.fileobj), mask)
-                self._pump(time.monotonic())
-        except Exception:
-            logger.exception("FaultProxy %d failed", self.port)
-        finally:
-            self._close_all()
-            # Let callers blocked in _call go on (the thread is gone, they run inline).
-            while True:
-                try:
-                    self._calls.get_nowait()()
-                except queue.Empty:
-                    break
+    def _turn(self) -> None:
+        now = time.monotonic()
+        self._update_interest(now)
+        for sock, mask in self._select(self._next_timeout(now)):
+            self._dispatch(sock, mask)
+        self._pump(time.monotonic())
 
     def _next_timeout(self, now: float) -> float | None:
         if self._paused:
@@ -305,10 +205,7 @@ class FaultProxy:
                 self._want(d.src, events)
 
     def _dispatch(self, sock: socket.socket, mask: int) -> None:
-        if sock is self._wake_r:
-            with contextlib.suppress(BlockingIOError):
-                sock.recv(4096)
-        elif sock is self._listener:
+        if sock is self._listener:
             self._accept()
         else:
             link = next((k for k in self._links if sock in (k.client, k.upstream)), None)
@@ -320,9 +217,8 @@ class FaultProxy:
                 self._read(link, link.up if sock is link.client else link.down)
 
     def _accept(self) -> None:
-        try:
-            client, _ = self._listener.accept()
-        except (BlockingIOError, InterruptedError):
+        client = self._accept_socket()
+        if client is None:
             return
         if self._rejecting:
             client.close()
@@ -395,28 +291,12 @@ class FaultProxy:
             self._unregister(link)
             link.close()
 
-    def _close_all(self) -> None:
+    def _close_connections(self) -> None:
         for link in self._links:
             with contextlib.suppress(KeyError, ValueError, OSError):
                 self._unregister(link)
             link.close()
         self._links = []
-        with contextlib.suppress(Exception):
-            self._sel.close()
-        self._listener.close()
-        self._wake_r.close()
-        self._wake_w.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = "paused" if self._paused else "stopped" if self._closed else "forwarding"

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
+from ..server import ZooKeeperServer, started_processes
 from ._ensemble import ZooKeeperEnsemble
-from ._server import ZooKeeperServer, started_processes
 
 DEFAULT_TIMEOUT = 120.0
 _BACKEND_PLUGIN = "aiocoord-anyio-backend"

@@ -1,14 +1,18 @@
 """The ZooKeeper session layer: connection, handshake, heartbeats, watches, requests, paths.
 
 Only `_wire` imports aiozk (for its wire types).  `ZkClient` is the public
-client; `ZkSession` is the session it sends on, run and closed by its owner;
-`SessionTiming` holds every timer derived from the session timeout.
+client: the ZooKeeper requests and watches.  `ZkSession` is the one owner of
+the session's state, exported for the `Coordinator`, which runs and closes it
+and shows its state; it is not a user API.  Its timers (`SessionTiming`) are
+private; the old name still imports, with a `DeprecationWarning`.
 """
 
 from __future__ import annotations
 
+import warnings
+from typing import TYPE_CHECKING
+
 from ._session import ZkSession as ZkSession
-from ._timing import SessionTiming as SessionTiming
 from ._watches import PersistentWatch as PersistentWatch
 from ._watches import Watch as Watch
 from ._watches import WatchKind as WatchKind
@@ -38,6 +42,25 @@ from .types import SetDataResult as SetDataResult
 from .types import Stat as Stat
 from .types import WatchedEvent as WatchedEvent
 
+if TYPE_CHECKING:
+    from ._timing import SessionTiming as SessionTiming
+else:
+
+    def __getattr__(name: str) -> object:
+        """`SessionTiming`, deprecated here: the session's timers are private."""
+        if name != "SessionTiming":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        warnings.warn(
+            "aiocoord.zk.SessionTiming is private now; the Coordinator's session_timeout "
+            "is the negotiated timeout",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from ._timing import SessionTiming
+
+        return SessionTiming
+
+
 __all__ = (
     "ACL",
     "CREATOR_ALL_ACL",
@@ -59,7 +82,6 @@ __all__ = (
     "Op",
     "OpResult",
     "PersistentWatch",
-    "SessionTiming",
     "SetDataOp",
     "SetDataResult",
     "Stat",

@@ -6,20 +6,31 @@ import logging
 import time
 import uuid
 from contextlib import suppress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ConnectionLostError, NoNodeError
 from .paths import basename, join, parent, validate_path
-from .types import Created, CreateMode
+from .types import Created, CreateMode, Stat
 
 if TYPE_CHECKING:
-    from .client import ZkClient
+    from ._session import ZkSession
 
 __all__ = ("PROTECTED_PREFIX", "create_protected", "protected_name")
 
 log = logging.getLogger("aiocoord.zk.client")
 
 PROTECTED_PREFIX = "_c_"  # Curator's ProtectedUtils prefix
+
+
+class _Requests(Protocol):
+    """The requests of `ZkClient` a protected create is made of."""
+
+    async def create(
+        self, path: str, data: bytes = ..., *, mode: CreateMode = ..., make_parents: bool = ...
+    ) -> Created: ...
+    async def children(self, path: str) -> list[str]: ...
+    async def exists(self, path: str) -> Stat | None: ...
+    async def delete(self, path: str, version: int = ...) -> None: ...
 
 
 def protected_name(name: str, node_id: str | None = None) -> tuple[str, str]:
@@ -29,7 +40,8 @@ def protected_name(name: str, node_id: str | None = None) -> tuple[str, str]:
 
 
 async def create_protected(
-    client: ZkClient,
+    client: _Requests,
+    session: ZkSession,
     path: str,
     data: bytes,
     *,
@@ -42,7 +54,7 @@ async def create_protected(
     name, node_id = protected_name(basename(path), node_id)
     full = join(parent(path), name) if parent(path) != "/" else "/" + name
     marker = f"{PROTECTED_PREFIX}{node_id}-"
-    deadline = time.monotonic() + client.timing.protected_create_window
+    deadline = time.monotonic() + session.timing.protected_create_window
     while True:
         try:
             return await client.create(full, data, mode=mode, make_parents=make_parents)
@@ -50,13 +62,13 @@ async def create_protected(
             log.debug("protected create of %s interrupted: %s", full, exc)
             if time.monotonic() >= deadline:
                 raise
-        found = await _find_protected(client, parent(path), marker, deadline)
+        found = await _find_protected(client, session, parent(path), marker, deadline)
         if found is not None:
             return found
 
 
 async def _find_protected(
-    client: ZkClient, parent_path: str, marker: str, deadline: float
+    client: _Requests, session: ZkSession, parent_path: str, marker: str, deadline: float
 ) -> Created | None:
     while True:
         try:
@@ -64,7 +76,7 @@ async def _find_protected(
         except NoNodeError:
             return None
         except ConnectionLostError:
-            client.session.ensure_open()
+            session.ensure_open()
             if time.monotonic() >= deadline:
                 raise
             continue
@@ -75,7 +87,7 @@ async def _find_protected(
             stat = await client.exists(child)
             if stat is None:
                 return None
-            if stat.ephemeral_owner and stat.ephemeral_owner != client.session_id:
+            if stat.ephemeral_owner and stat.ephemeral_owner != session.session_id:
                 with suppress(NoNodeError):
                     await client.delete(child, version=stat.version)
                 return None

@@ -1,6 +1,7 @@
 """`Sender`: requests sent on a session's current connection, waiting for one if needed.
 
-Every awaiting request of `ZkClient` goes through here.  A request has one
+Every awaiting request of `ZkClient` goes through here (the session knows
+nothing of it).  A request has one
 `Deadline` (the request timeout unless given), which a caller may carry across
 retries and reconnect waits so that their total stays within it.  While
 connected, with at least a read timeout left, a request is sent at once (the
@@ -11,68 +12,30 @@ dropped): the outcome is unknown, and only the caller knows whether trying
 again is safe.  A deadline that passes raises `ConnectionLostError` saying how
 long it waited and, when there is no connection, why (the last connect error,
 chained as the cause).  Each reply is read by its request's parser where the
-packet arrives (`Connection._dispatch`), never here.
+packet arrives (`Connection._dispatch`), never here.  An idempotent read is
+tried again after a connection loss within one request deadline (`retrying`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
+import anyio.lowlevel
 
-from ..errors import ConnectionLostError, ReplyTooLargeError
+from ..errors import ConnectionLostError, ReplyTooLargeError, SessionExpiredError
 from . import _errors
 from ._connection import Connection, _Pending
+from ._timing import Deadline
 from ._wire import OpCode, WireRequest
 
 if TYPE_CHECKING:
     from ._session import ZkSession
 
-__all__ = ("Deadline", "Sender", "outcome_of", "unreachable")
+__all__ = ("Sender", "outcome_of")
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Deadline:
-    """One deadline for a wait that may span several requests and reconnects (event-loop time)."""
-
-    started: float
-    at: float
-
-    @classmethod
-    def after(cls, limit: float) -> Deadline:
-        now = anyio.current_time()
-        return cls(now, now + limit)
-
-    @property
-    def limit(self) -> float:
-        return self.at - self.started
-
-    def remaining(self) -> float:
-        return max(0.0, self.at - anyio.current_time())
-
-    def elapsed(self) -> float:
-        return anyio.current_time() - self.started
-
-
-def unreachable(session: ZkSession, deadline: Deadline, what: str) -> ConnectionLostError:
-    """`what` failed once `deadline` passed: the error says after how long, and why if known.
-
-    Without a connection, the last connect error is named and chained as the
-    cause (``ConnectionRefusedError`` from which host, say); with one, the
-    server was too slow and no earlier error explains it.
-    """
-    last = session.last_error if session.connection is None else None
-    error = ConnectionLostError(
-        f"{what} after {deadline.elapsed():.2f}s (timeout {deadline.limit:g}s)"
-        + (f"; not connected: {last}" if last is not None else "")
-    )
-    if last is not None:
-        error.__cause__ = last
-    return error
 
 
 class Sender:
@@ -149,6 +112,24 @@ class Sender:
         err, value = await self._on_connection(send, timeout, None)
         return err, cast(T | None, value)
 
+    def send_now(
+        self, request: WireRequest, parse: Callable[[bytes], T], *, path: str | None = None
+    ) -> Callable[[], Awaitable[T]]:
+        """Write one request to the current connection now; the returned function awaits it.
+
+        It returns what `parse` read from the reply or raises as `fetch` does;
+        no retry across a reconnect.  Raises `ConnectionLostError` at once when
+        there is no connection (`fetch` waits for one).
+        """
+        pending = self._session.connection_now().submit(request, parse=parse)
+
+        async def result() -> T:
+            err, value = await outcome_of(pending)
+            _errors.check(err, path)
+            return cast(T, value)
+
+        return result
+
     def queue_packet(
         self, build: Callable[[int], bytes], opcode: OpCode, parse: Callable[[bytes], object]
     ) -> _Pending:
@@ -211,11 +192,39 @@ class Sender:
             while True:
                 conn = session.connection
                 if conn is None:
-                    await session.wait_usable()
+                    await session.wait_connected()
                     continue
                 return await send(conn)
         session.ensure_open()
-        raise unreachable(session, deadline, "no answer from ZooKeeper")
+        raise session.unreachable(deadline, "no answer from ZooKeeper")
+
+    async def read(
+        self, request: WireRequest, parse: Callable[[bytes], T], *, path: str | None = None
+    ) -> T:
+        """`fetch` an idempotent read, `retrying` it after a connection loss."""
+        return await self.retrying(
+            lambda deadline: self.fetch(request, parse, path=path, deadline=deadline)
+        )
+
+    async def retrying(self, op: Callable[[Deadline], Awaitable[T]]) -> T:
+        """Run an idempotent read, again after a connection loss, within one request deadline.
+
+        `op` sends with the deadline it is given, so waiting for a connection,
+        the requests and the retries together take at most the request timeout;
+        the error of the try that ends past it is raised (it names the time
+        waited and the cause).
+        """
+        deadline = Deadline.after(self._session.timing.request_timeout)
+        while True:
+            try:
+                return await op(deadline)
+            except SessionExpiredError:
+                raise
+            except ConnectionLostError:
+                self._session.ensure_open()
+                if deadline.remaining() <= 0:
+                    raise
+                await anyio.lowlevel.checkpoint()
 
 
 def _nothing(_body: bytes) -> None:

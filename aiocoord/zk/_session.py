@@ -1,4 +1,4 @@
-"""`ZkSession`: the session loop: connect, prime, serve, notice loss, reconnect, renew.
+"""`ZkSession`: one ZooKeeper session: its loop, its state, and the waits on it.
 
 This is the I/O half of the session manager; `states.ConnectionMachine` is the
 pure half that decides which Curator state to publish, and `_timing.SessionTiming`
@@ -9,17 +9,22 @@ becomes LOST once `lost_after` has passed since the server was last heard
 from; after LOST a new session is opened by itself; auth is replayed and every
 watch restored (`_priming`) before any queued request is sent.
 
-The session is plumbing: its owner (the `Coordinator`) runs and closes it, and
-`ZkClient` sends the typed ZooKeeper requests through its `Sender`.
+It is the one owner of the session's state (connection state, ids, timers,
+watches, the current connection).  Its owner (the `Coordinator`) runs and
+closes it; `ZkClient` sends the typed requests on it through a `Sender`; the
+recipes reach what they need of it (state following, chores, deadlines, the
+wait for a connection) as ``client._session``, never through public client
+attributes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import anyio
@@ -40,8 +45,7 @@ from ._chores import Chores
 from ._connection import Connection
 from ._priming import close_session, prime
 from ._replies import parse_watch_event
-from ._sending import Sender
-from ._timing import SessionTiming
+from ._timing import Deadline, SessionTiming
 from ._watches import WatchRegistry
 from .paths import add_chroot, strip_chroot
 from .states import (
@@ -72,8 +76,8 @@ __all__ = ("ZkSession",)
 class ZkSession:
     """One ZooKeeper session kept alive across connections; `run()` is its loop.
 
-    Its owner starts `run` in a task group and calls `close()`; `ZkClient`
-    sends its requests through `sender`.  Nothing else needs it.
+    Its owner starts `run` in a task group and calls `close()`; see the
+    module docstring for who else uses it.
     """
 
     def __init__(self, settings: Settings) -> None:
@@ -110,7 +114,6 @@ class ZkSession:
         self._started = False
         self._started_at = 0.0
         self._ssl = settings.ssl_context()
-        self.sender = Sender(self)  # requests on the current connection, within their deadline
         # With credentials, nodes belong to the identities that made them (others may
         # read them only with world_readable); without, ZooKeeper's open default.
         self.default_acl: tuple[ACL, ...] = (
@@ -123,10 +126,12 @@ class ZkSession:
 
     @property
     def state(self) -> ConnectionState | None:
+        """The current connection state (None before the first session or after close)."""
         return self._machine.state
 
     @property
     def session_id(self) -> int | None:
+        """The current session id, or None while there is none."""
         return self._session_id or None
 
     @property
@@ -134,18 +139,9 @@ class ZkSession:
         return self._password if self._session_id else None
 
     @property
-    def session_timeout(self) -> float:
-        """The negotiated session timeout in seconds (the requested one before connecting)."""
-        return self.timing.session_timeout
-
-    @property
     def connected_address(self) -> tuple[str, int] | None:
-        conn = self._conn
-        return conn.address if conn is not None and not conn.closed else None
-
-    @property
-    def last_zxid(self) -> int:
-        return self._last_zxid
+        conn = self.connection
+        return conn.address if conn is not None else None
 
     @property
     def closed(self) -> bool:
@@ -181,7 +177,14 @@ class ZkSession:
                     tg.cancel_scope.cancel()
 
     def start_chore(self, chore: Callable[[], Awaitable[None]], name: str) -> bool:
-        """Run `chore()` until the session is closed (see `_chores`); False if not running."""
+        """Run `chore()` in the background, owned by the session rather than by the caller.
+
+        For cleanup that must outlive the recipe that needs it (a latch left while
+        disconnected deletes its node once the connection is back).  `name`
+        names the task and its log lines.  The chore is cancelled when the
+        session closes; what it raises is logged.  Returns False (nothing
+        started) if the session is not running.
+        """
         return not self.closed and self._chores.start(chore, name)
 
     async def _connect_loop(self) -> None:
@@ -368,9 +371,13 @@ class ZkSession:
         self._changed.set()
         self._changed = anyio.Event()
 
-    def connection_events(self) -> AsyncIterator[ConnectionEvent]:
-        """Each subscriber's own bounded stream: the current state, then every transition."""
-        return self.events.subscribe()
+    def follow_states(
+        self, on_event: Callable[[ConnectionEvent], None], on_close: Callable[[], None]
+    ) -> Callable[[], None]:
+        """The current connection state and every transition, each passed to `on_event` where
+        it happens (no task, no buffer: it must be quick and must not await); `on_close()`
+        once the session closes.  Returns the function that stops following."""
+        return self.events.listen(on_event, on_close, replay=True)
 
     # --- notifications ---------------------------------------------------------------------
 
@@ -405,15 +412,47 @@ class ZkSession:
             raise ConnectionLostError("not connected")
         return conn
 
-    async def wait_usable(self) -> None:
-        """Return once a connection is up; raises `CoordinatorClosedError` if closed meanwhile."""
-        # Every transition (and close) sets `_changed`; `_conn` is set before it fires.
-        while True:
-            self.ensure_open()
-            conn = self._conn
-            if conn is not None and not conn.closed:
-                return
-            await self._changed.wait()
+    async def wait_connected(self, deadline: Deadline | None = None, what: str = "") -> None:
+        """Return once a connection is usable; raises `CoordinatorClosedError` if closed meanwhile.
+
+        With `deadline`, raises `ConnectionLostError` once it passes: the message
+        starts with `what` (default: no connection to ZooKeeper), says how long it
+        waited and the last connect error, which is chained as the cause.
+        """
+        with anyio.CancelScope(deadline=math.inf if deadline is None else deadline.at):
+            # Every transition (and close) sets `_changed`; `_conn` is set before it fires.
+            while True:
+                self.ensure_open()
+                if self.connection is not None:
+                    return
+                await self._changed.wait()
+        self.ensure_open()
+        assert deadline is not None
+        raise self.unreachable(deadline, what or "no connection to ZooKeeper")
+
+    def deadline(self, timeout: float | None = None) -> Deadline:
+        """A deadline `timeout` seconds from now (default: the request timeout).
+
+        For a wait that spans several requests and reconnects (a recipe's entry),
+        so that their total stays within one bound.
+        """
+        return Deadline.after(self.timing.request_timeout if timeout is None else timeout)
+
+    def unreachable(self, deadline: Deadline, what: str) -> ConnectionLostError:
+        """`what` failed once `deadline` passed: the error says after how long, and why if known.
+
+        Without a connection, the last connect error is named and chained as the
+        cause (``ConnectionRefusedError`` from which host, say); with one, the
+        server was too slow and no earlier error explains it.
+        """
+        last = self.last_error if self.connection is None else None
+        error = ConnectionLostError(
+            f"{what} after {deadline.elapsed():.2f}s (timeout {deadline.limit:g}s)"
+            + (f"; not connected: {last}" if last is not None else "")
+        )
+        if last is not None:
+            error.__cause__ = last
+        return error
 
     @property
     def connection(self) -> Connection | None:

@@ -1,9 +1,10 @@
-"""`SessionTiming`: every timer derived from the session timeout, in one place.
+"""`SessionTiming`: every timer derived from the session timeout, in one place; `Deadline`.
 
 T is the negotiated session timeout (the requested one until the first
 handshake).  Nothing else in aiocoord multiplies or divides it; code that
 needs one of these timers reads it here (outside `aiocoord.zk`, through
-`ZkClient.timing`).
+the session's ``timing``).  A `Deadline` is one bound taken from them (the
+request timeout, say) for a wait that spans several requests and reconnects.
 
 read_timeout = 2/3 T
     The Java client's read timeout: a server silent that long has dropped us
@@ -53,7 +54,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-__all__ = ("SessionTiming",)
+import anyio
+
+__all__ = ("Deadline", "SessionTiming")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +125,26 @@ class SessionTiming:
     @property
     def drain_bound(self) -> float:
         return max(self.session_timeout, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """One deadline for a wait that may span several requests and reconnects (event-loop time)."""
+
+    started: float
+    at: float
+
+    @classmethod
+    def after(cls, limit: float) -> Deadline:
+        now = anyio.current_time()
+        return cls(now, now + limit)
+
+    @property
+    def limit(self) -> float:
+        return self.at - self.started
+
+    def remaining(self) -> float:
+        return max(0.0, self.at - anyio.current_time())
+
+    def elapsed(self) -> float:
+        return anyio.current_time() - self.started

@@ -1,21 +1,25 @@
 """`ZkClient`: the low-level ZooKeeper client the recipes (and users) call.
 
 Typed ZooKeeper requests over one session (`ZkSession`, which it holds, not
-is): create (persistent, ephemeral, sequential, container, TTL; Curator-style
+is, and does not show: its owner runs it, the recipes reach it privately):
+create (persistent, ephemeral, sequential, container, TTL; Curator-style
 protected creates), get/set/delete with versions, children, exists, multi
 with per-operation results, one-shot watches as awaitables and persistent
-watches as async iterators, sync, whoAmI, getEphemerals.  Paths are validated
-on the way in and the chroot applied; reads are retried across a reconnect
-within one request deadline (waiting and retries included), writes never are (their outcome is unknown after
-a connection loss: `ConnectionLostError`).  Packets, xids and opcodes stay
-inside the session and `_wire`.
+watches as async iterators, sync, whoAmI, getEphemerals, and the requests
+sent at once from synchronous code (`children_now`, `delete_now`).  Paths
+are validated on the way in and the chroot applied; reads are retried across
+a reconnect within one request deadline (waiting and retries included),
+writes never are (their outcome is unknown after a connection loss:
+`ConnectionLostError`).  Packets, xids and opcodes stay inside the session
+and `_wire`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -29,14 +33,18 @@ from ..errors import (
 )
 from . import _errors, _replies, _wire
 from ._arguments import MAX_DATA, check_acl, check_data, check_mode, check_version
+from ._arming import arming, forget_watch, remove_watch
 from ._multi import MultiResults, SentMulti, multi_packet, outcome, results_parser, validate_ops
-from ._now import SendNow
 from ._protected import PROTECTED_PREFIX, create_protected, protected_name
-from ._sending import Deadline
+from ._sending import Sender
+from ._timing import Deadline
 from ._watches import PersistentWatch, Watch, WatchKind
 from ._wire import OpCode
 from .paths import join, parent, validate_path
 from .types import ACL, Created, CreateMode, Node, Op, Stat
+
+if TYPE_CHECKING:
+    from ._session import ZkSession
 
 __all__ = (
     "MAX_DATA",
@@ -50,13 +58,16 @@ __all__ = (
 log = logging.getLogger(__name__)
 
 
-class ZkClient(SendNow):
-    """The ZooKeeper client of one `Coordinator`; see the module docstring.
+class ZkClient:
+    """The ZooKeeper client of one `Coordinator` (`coord.client`); see the module docstring.
 
-    Built on a `ZkSession` whose owner runs and closes it (`client.session`);
-    `coord.client` is the one a coordinator uses.  The requests sent from
-    synchronous code (`children_now`, `delete_now`) come from `SendNow`.
+    Its public surface is the ZooKeeper requests and watches; the connection
+    state and the session's id live on the `Coordinator`.
     """
+
+    def __init__(self, session: ZkSession) -> None:
+        self._session = session  # run and closed by its owner, the Coordinator
+        self._sender = Sender(session)
 
     # --- create ----------------------------------------------------------------------------
 
@@ -130,7 +141,7 @@ class ZkClient(SendNow):
         create tried again on the current one (Curator's CURATOR-498 fix).
         """
         return await create_protected(
-            self, path, data, mode=mode, make_parents=make_parents, node_id=node_id
+            self, self._session, path, data, mode=mode, make_parents=make_parents, node_id=node_id
         )
 
     # --- read ------------------------------------------------------------------------------
@@ -138,13 +149,8 @@ class ZkClient(SendNow):
     async def get(self, path: str) -> Node:
         """A node's data and stat; `NoNodeError` if it does not exist."""
         validate_path(path, allow_reserved=True)
-        session = self._session
-        req = _wire.get_data_request(session.server_path(path), False)
-
-        async def op(deadline: Deadline) -> Node:
-            return await self._sender.fetch(req, _replies.parse_node, path=path, deadline=deadline)
-
-        return await self._retrying(op)
+        req = _wire.get_data_request(self._session.server_path(path), False)
+        return await self._sender.read(req, _replies.parse_node, path=path)
 
     async def get_watch(self, path: str) -> tuple[Node, Watch]:
         """`get` plus a one-shot data watch (fires on change or deletion)."""
@@ -155,29 +161,22 @@ class ZkClient(SendNow):
 
         async def op(deadline: Deadline) -> tuple[Node, Watch]:
             watch = Watch(WatchKind.DATA, path)
-            with self._arming(watch, sp, {0: WatchKind.DATA}) as on_reply:
+            with arming(session, watch, sp, {0: WatchKind.DATA}) as on_reply:
                 node = await self._sender.fetch(
                     req, _replies.parse_node, path=path, on_reply=on_reply, deadline=deadline
                 )
                 return node, watch
 
-        return await self._retrying(op)
+        return await self._sender.retrying(op)
 
     async def exists(self, path: str) -> Stat | None:
         """The node's stat, or None."""
         validate_path(path, allow_reserved=True)
-        session = self._session
-        req = _wire.exists_request(session.server_path(path), False)
-
-        async def op(deadline: Deadline) -> Stat | None:
-            try:
-                return await self._sender.fetch(
-                    req, _replies.parse_stat, path=path, deadline=deadline
-                )
-            except NoNodeError:
-                return None
-
-        return await self._retrying(op)
+        req = _wire.exists_request(self._session.server_path(path), False)
+        try:
+            return await self._sender.read(req, _replies.parse_stat, path=path)
+        except NoNodeError:
+            return None
 
     async def exists_watch(self, path: str) -> tuple[Stat | None, Watch]:
         """`exists` plus a one-shot watch: creation if absent; change or deletion if present."""
@@ -189,7 +188,7 @@ class ZkClient(SendNow):
         async def op(deadline: Deadline) -> tuple[Stat | None, Watch]:
             watch = Watch(WatchKind.EXIST, path)
             kinds = {0: WatchKind.DATA, NoNodeError.code: WatchKind.EXIST}
-            with self._arming(watch, sp, kinds) as on_reply:
+            with arming(session, watch, sp, kinds) as on_reply:
                 try:
                     stat = await self._sender.fetch(
                         req, _replies.parse_stat, path=path, on_reply=on_reply, deadline=deadline
@@ -198,20 +197,13 @@ class ZkClient(SendNow):
                     return None, watch
                 return stat, watch
 
-        return await self._retrying(op)
+        return await self._sender.retrying(op)
 
     async def children(self, path: str) -> list[str]:
         """Names of a node's children (unsorted, as the server returns them)."""
         validate_path(path, allow_reserved=True)
-        session = self._session
-        req = _wire.get_children_request(session.server_path(path), False)
-
-        async def op(deadline: Deadline) -> list[str]:
-            return await self._sender.fetch(
-                req, _replies.parse_children, path=path, deadline=deadline
-            )
-
-        return await self._retrying(op)
+        req = _wire.get_children_request(self._session.server_path(path), False)
+        return await self._sender.read(req, _replies.parse_children, path=path)
 
     async def children_watch(self, path: str) -> tuple[list[str], Watch]:
         """`children` plus a one-shot child watch (fires on a child added/removed or deletion)."""
@@ -222,13 +214,13 @@ class ZkClient(SendNow):
 
         async def op(deadline: Deadline) -> tuple[list[str], Watch]:
             watch = Watch(WatchKind.CHILD, path)
-            with self._arming(watch, sp, {0: WatchKind.CHILD}) as on_reply:
+            with arming(session, watch, sp, {0: WatchKind.CHILD}) as on_reply:
                 names = await self._sender.fetch(
                     req, _replies.parse_children, path=path, on_reply=on_reply, deadline=deadline
                 )
                 return names, watch
 
-        return await self._retrying(op)
+        return await self._sender.retrying(op)
 
     # --- write -----------------------------------------------------------------------------
 
@@ -262,10 +254,10 @@ class ZkClient(SendNow):
         session = self._session
         sp = session.server_path(path)
         watcher = Watch(WatchKind.DATA, path) if watch else None
-        arming: AbstractContextManager[Callable[[int, int, bytes], None] | None] = (
-            self._arming(watcher, sp, {0: WatchKind.DATA}) if watcher else nullcontext()
+        armed: AbstractContextManager[Callable[[int, int, bytes], None] | None] = (
+            arming(session, watcher, sp, {0: WatchKind.DATA}) if watcher else nullcontext()
         )
-        with arming as on_reply:
+        with armed as on_reply:
             (set_err, stat), (get_err, node) = await self._sender.fetch_pipelined(
                 [
                     (_wire.set_data_request(sp, raw, version), _replies.parse_stat, None),
@@ -340,7 +332,113 @@ class ZkClient(SendNow):
         )
         return SentMulti(pending, ops)
 
+    # --- sent at once, from synchronous code -----------------------------------------------
+    # A watch callback that lists the children as the notification is read, a latch that
+    # sends its node's delete the moment it is left: the request is written before the
+    # caller yields, and the returned function awaits its outcome.
+
+    def children_now(
+        self, path: str, on_reply: Callable[[list[str]], None]
+    ) -> Callable[[], Awaitable[list[str]]]:
+        """`children`, sent at once from synchronous code (a watch callback, say).
+
+        `on_reply(names)` runs where the reply is read, before any task wakes,
+        so it must be quick and must not await (what it raises is logged and
+        dropped); an error reply or a malformed one does not call it.  The
+        returned function awaits the same reply: the names, or the error
+        `children` raises (`ProtocolError` for a malformed reply).  No retry
+        across a reconnect.  Raises `ConnectionLostError` at once when there is
+        no connection.
+        """
+        validate_path(path, allow_reserved=True)
+
+        def parse(body: bytes) -> list[str]:
+            names = _replies.parse_children(body)  # a malformed reply stops here
+            try:
+                on_reply(list(names))
+            except Exception:
+                log.exception("children of %s: the reply's callback failed", path)
+            return names
+
+        req = _wire.get_children_request(self._session.server_path(path), False)
+        return self._sender.send_now(req, parse, path=path)
+
+    def read_now(
+        self,
+        path: str,
+        on_reply: Callable[[Node | list[str] | ZooKeeperError], None],
+        *,
+        children: bool = False,
+    ) -> None:
+        """`get` (or, with `children`, `children`) sent at once; the answer goes to `on_reply`.
+
+        For a cache that follows a watch's notifications: `on_reply` runs where
+        the reply is read, in the connection's order with the notifications and
+        every other reply, with the node (or the child names) or the error the
+        read met (`NoNodeError`, `NoAuthError` ...), never raised.  It must be
+        quick and must not await; what it raises is logged and dropped.  It is
+        not called if the connection ends first (follow the connection states to
+        learn that).  Raises `ConnectionLostError` at once when there is no
+        connection.
+        """
+        validate_path(path, allow_reserved=True)
+        session = self._session
+        conn = session.connection_now()
+        sp = session.server_path(path)
+        parse: Callable[[bytes], Node | list[str]]
+        if children:
+            request, parse = _wire.get_children_request(sp, False), _replies.parse_children
+        else:
+            request, parse = _wire.get_data_request(sp, False), _replies.parse_node
+
+        def answered(err: int, _zxid: int, body: bytes) -> None:
+            # A malformed body raises here, before the callback: the connection drops.
+            answer = parse(body) if err == 0 else _errors.error_for(err, path)
+            try:
+                on_reply(answer)
+            except Exception:
+                log.exception("read of %s: the reply's callback failed", path)
+
+        conn.submit(request, on_reply=answered)
+
+    def delete_now(self, path: str, version: int = -1) -> Callable[[], Awaitable[None]]:
+        """`delete`, sent at once from synchronous code; the returned function awaits its outcome.
+
+        For a recipe giving a node back: the request leaves before the caller's
+        task yields, rather than a task switch later.  The outcome is what
+        `delete` raises (`NoNodeError`, `BadVersionError`, `ProtocolError` ...).
+        No retry across a reconnect.  Raises `ConnectionLostError` at once when
+        there is no connection.
+        """
+        validate_path(path)
+        version = check_version(version)
+        req = _wire.delete_request(self._session.server_path(path), version)
+        return self._sender.send_now(req, lambda _body: None, path=path)
+
     # --- watches and misc -------------------------------------------------------------------
+
+    def remove_watch(self, watch: Watch) -> None:
+        """Stop a one-shot watch that is no longer wanted, here and on the server.
+
+        For a wait given up (cancelled, timed out) or a watch set with a read
+        whose answer made it moot.  It will not fire; the server is asked to
+        drop its side (ZooKeeper 3.5+ removeWatches) once no other watch of
+        this client is on the path, without waiting for the answer, so it is
+        safe in a cancelled task's cleanup.  A fired watch is left alone.
+        """
+        remove_watch(self._session, watch)
+
+    def forget_watch(self, watch: Watch) -> None:
+        """Stop tracking a one-shot watch that is no longer wanted: it will not fire.
+
+        Nothing is sent (no round trip, nothing in front of the caller's next
+        request): the server keeps its side until the node changes, and that
+        notification is then ignored, or until the connection ends
+        (`remove_watch` asks the server to drop it as well).  A recipe
+        about to delete a node it watches calls this first, so that the delete
+        wakes nothing of its own.
+        """
+        forget_watch(self._session, watch)
 
     @asynccontextmanager
     async def watch(self, path: str, *, recursive: bool = False) -> AsyncIterator[PersistentWatch]:
@@ -374,7 +472,10 @@ class ZkClient(SendNow):
             # which would also drop our one-shot watches on the path: send it only when
             # nothing else of ours watches there (otherwise the watch goes with the session).
             if last and connected and not session.closed and not watches.watched(sp):
-                with anyio.CancelScope(shield=True), anyio.move_on_after(self.request_timeout()):
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(session.timing.request_timeout),
+                ):
                     with suppress(ZooKeeperError, ConnectionLostError):
                         await self._sender.call(_wire.remove_watches_request(sp), path=path)
 
@@ -383,23 +484,18 @@ class ZkClient(SendNow):
         validate_path(path, allow_reserved=True)
         session = self._session
         req = _wire.sync_request(session.server_path(path))
-        await self._retrying(lambda deadline: self._sender.call(req, path=path, deadline=deadline))
+        await self._sender.retrying(
+            lambda deadline: self._sender.call(req, path=path, deadline=deadline)
+        )
 
     async def whoami(self) -> list[tuple[str, str]]:
         """The (scheme, id) pairs the server authenticated this session as."""
-        req = _wire.who_am_i_request()
-        return await self._retrying(
-            lambda deadline: self._sender.fetch(req, _replies.parse_who_am_i, deadline=deadline)
-        )
+        return await self._sender.read(_wire.who_am_i_request(), _replies.parse_who_am_i)
 
     async def ephemerals(self, prefix: str = "/") -> list[str]:
         """Paths of this session's ephemeral nodes under `prefix`."""
         validate_path(prefix, allow_reserved=True)
         session = self._session
         req = _wire.get_ephemerals_request(session.server_path(prefix))
-        paths = await self._retrying(
-            lambda deadline: self._sender.fetch(
-                req, _replies.parse_ephemerals, path=prefix, deadline=deadline
-            )
-        )
+        paths = await self._sender.read(req, _replies.parse_ephemerals, path=prefix)
         return [session.client_path(p) for p in paths]

@@ -19,7 +19,7 @@ LATCH = [
     "LeadershipTerm",
 ]
 LOCK = ["CasLock", "cas_lock", "once_per", "Mutex", "mutex"]
-TASKS = ["Worker", "task_leadership", "TaskLeadership", "maven_version_key"]
+TASKS = ["Worker", "task_leadership", "TaskLeadership"]
 CRON = ["Cron", "Firing"]
 SCHEDULER = ["Scheduler", "JobStatus", "JobInfo", "Backoff"]
 ERRORS = [
@@ -49,6 +49,19 @@ def test_all_is_a_sorted_tuple_of_real_names() -> None:
     assert len(set(aiocoord.__all__)) == len(aiocoord.__all__)
     for name in aiocoord.__all__:
         assert hasattr(aiocoord, name), name
+
+
+def test_implementation_details_stay_importable_but_outside_all() -> None:
+    """The op types and Maven's key live in their submodules; the old top-level names still work."""
+    import aiocoord.recipes.task_leadership as tasks
+    import aiocoord.zk as zk
+
+    for name in ("CheckOp", "CreateMode", "CreateOp", "DeleteOp", "SetDataOp", "EventType"):
+        assert name not in aiocoord.__all__
+        assert getattr(aiocoord, name) is getattr(zk, name)
+    assert "maven_version_key" not in aiocoord.__all__
+    assert aiocoord.maven_version_key is tasks.maven_version_key
+    assert aiocoord.MavenVersion is tasks.MavenVersion
 
 
 def test_every_error_is_a_coord_error() -> None:

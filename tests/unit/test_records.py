@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 import aiocoord
 from aiocoord import ConfigError, NodeDataError, Worker, maven_version_key
-from aiocoord.recipes import _records as records
-from aiocoord.recipes._records import MAX_DEPTH, RecordEncodeError, dump, load, load_record
+from aiocoord import _records as records
+from aiocoord._records import MAX_DEPTH, RecordEncodeError, dump, load, load_record
 from aiocoord.recipes.cas_lock import _record as cas
 from aiocoord.recipes.leader_latch._nodes import _decode as decode_participant
 from aiocoord.recipes.task_leadership import _records as tasks
@@ -564,17 +564,18 @@ def test_encoders_refuse_what_decoders_would_refuse() -> None:
 def test_only_the_codec_parses_json() -> None:
     """No module but the codec parses JSON: node data has one strict decoder.
 
-    The command line (``aiocoord/cli``) reads files and its own processes'
-    output as well; it reads recipe nodes through the recipes' decoders.
+    The command line (``aiocoord/cli``) and the embedded server's record
+    (``aiocoord/server``) read files and their own processes' output as well;
+    they read recipe nodes through the recipes' decoders.
     """
     package = Path(aiocoord.__file__).parent
-    codec = package / "recipes" / "_records.py"
+    codec = package / "_records.py"
     parsing = re.compile(r"\bjson\.(loads?|JSONDecoder)\b|\bfrom json import\b")
     offenders = [
         str(path.relative_to(package))
         for path in package.rglob("*.py")
         if path != codec
-        and "cli" not in path.relative_to(package).parts
+        and not {"cli", "server"} & set(path.relative_to(package).parts)
         and parsing.search(path.read_text())
     ]
     assert offenders == []

@@ -13,7 +13,8 @@ import itertools
 import pytest
 
 from aiocoord import Settings
-from aiocoord.zk import SessionTiming, ZkSession
+from aiocoord.zk import ZkSession
+from aiocoord.zk._timing import SessionTiming
 
 # (T, hosts) -> read_timeout, ping_interval, connect_attempt, discard_bound, drain_bound
 TABLE = [
@@ -103,3 +104,11 @@ def test_a_session_starts_from_its_settings() -> None:
     assert timing.connect_attempt == 2.0
     assert timing.lost_after == 4.0
     assert timing.request_timeout == 3.0
+
+
+def test_the_old_timing_name_still_imports_from_aiocoord_zk_with_a_warning() -> None:
+    import aiocoord.zk
+
+    with pytest.warns(DeprecationWarning, match="SessionTiming"):
+        assert aiocoord.zk.SessionTiming is SessionTiming
+    assert "SessionTiming" not in aiocoord.zk.__all__

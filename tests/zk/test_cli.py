@@ -32,8 +32,8 @@ from aiocoord.cli.demo.verdict import WorkerLog, check_once_windows, parse_log
 from aiocoord.recipes.cas_lock import CasLock, once_per
 from aiocoord.recipes.cron import FiringOutcome
 from aiocoord.scheduler import Scheduler
+from aiocoord.server import free_ports
 from aiocoord.testing import ZooKeeperServer
-from aiocoord.testing._server import free_ports
 
 
 def _env(**extra: str) -> dict[str, str]:

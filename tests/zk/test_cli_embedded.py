@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import aiocoord.cli.zk as zk
-from aiocoord.cli import _zk_state, main
-from aiocoord.testing._server import free_ports
+from aiocoord.cli import main
+from aiocoord.server import _embedded, free_ports
 
 
 @pytest.fixture
@@ -136,7 +136,7 @@ def test_unreachable_hosts_suggest_zk_start_only_for_the_embedded_default(
     assert code == 1 and f"cannot reach ZooKeeper at 127.0.0.1:{port}" in err
     assert "aiocoord zk start" not in err, err
     # The same address as the embedded default's: then starting it is the advice.
-    monkeypatch.setattr(_zk_state, "DEFAULT_PORT", port)
+    monkeypatch.setattr(_embedded, "DEFAULT_PORT", port)
     code, _, err = _run(capsys, *args, "--hosts", f"127.0.0.1:{port}")
     assert code == 1 and "aiocoord zk start" in err, err
 
@@ -147,8 +147,7 @@ def test_start_never_hides_behind_a_taken_default_port(
     """connect() goes to the default port: `zk start` says what holds it rather than start
     a second server elsewhere (the default port is a free one here, standing in for 2181)."""
     [port] = free_ports(1)
-    monkeypatch.setattr(zk, "DEFAULT_PORT", port)
-    monkeypatch.setattr(_zk_state, "DEFAULT_PORT", port)
+    monkeypatch.setattr(_embedded, "DEFAULT_PORT", port)
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", port))
         squatter.listen()

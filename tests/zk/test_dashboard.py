@@ -306,7 +306,7 @@ async def test_router_under_a_prefix_with_the_apps_coordinator_one_watch_for_all
                             while not (line := await anext(lines)).startswith("data: "):
                                 pass
                             assert json.loads(line[6:])["tree"]["path"] == "/app"
-                            watches = app.state.aiocoord.coord.client.session.watches
+                            watches = app.state.aiocoord.coord.client._session.watches
                             assert len(watches.persistent_keys()) == 1  # two viewers, one watch
                         page_js = await http.get("ops/dashboard/dashboard.js")
                         assert page_js.headers["content-type"].startswith("text/javascript")

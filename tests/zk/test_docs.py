@@ -256,7 +256,13 @@ def test_blocks_and_fragments_are_found() -> None:
     ]
 
 
-API_MODULES = ("aiocoord", "aiocoord.testing", "aiocoord.integrations.fastapi", "aiocoord.metrics")
+API_MODULES = (
+    "aiocoord",
+    "aiocoord.server",
+    "aiocoord.testing",
+    "aiocoord.integrations.fastapi",
+    "aiocoord.metrics",
+)
 
 
 def documented_api() -> set[str]:

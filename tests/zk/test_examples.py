@@ -43,6 +43,11 @@ EXPECTED: dict[str, list[str]] = {
         r"leaders: c: backup, billing, cleanup, digest, report, sync\n",
         r"done: the tasks followed the newest version",
     ],
+    "config_watch.py": [
+        r"pod-\d: new-checkout starts as \{'enabled': False, 'rev': 0\}",
+        r"pod-\d: new-checkout is now on \(rev 3\)",
+        r"3 pods ended on rev 3: True; revisions only rose: True",
+    ],
     "fastapi_app.py": [
         r"cron tick on the leader",
         r"leader of /examples/api/cron-leader: pod-a; participants: 2\n",

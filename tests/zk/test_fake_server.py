@@ -124,7 +124,7 @@ async def test_a_script_replaces_replies_and_can_hang_up() -> None:
                 await coord.client.set("/x", b"y")
             assert fake.data("/x") == b"y"  # applied before its reply was lost
             fake.script = None
-            await coord.client.wait_connected()
+            await coord.wait_connected()
             assert (await coord.client.get("/x")).data == b"y"
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient, KazooState
 
+from aiocoord.server import probe_handshake, started_processes
 from aiocoord.testing import (
     FaultProxy,
     GarbageListener,
@@ -36,8 +37,6 @@ from aiocoord.testing import (
     kill_session,
     zookeeper_installed,
 )
-from aiocoord.testing._expire import probe_handshake
-from aiocoord.testing._server import started_processes
 from aiocoord.testing.pytest_plugin import DEFAULT_TIMEOUT, _timeout_configured
 
 

@@ -20,8 +20,8 @@ import pytest
 import aiocoord
 from aiocoord.cli.jobs_command import NOT_FINISHED
 from aiocoord.scheduler import Scheduler
+from aiocoord.server import free_ports
 from aiocoord.testing import ZooKeeperServer
-from aiocoord.testing._server import free_ports
 
 ROOT = "/cli/jobs"
 
@@ -156,7 +156,7 @@ async def test_clear_errors_for_names_payloads_and_ids(
             line = one_line(await cli("submit", "add", "{}", "--root", ROOT, "--id", "/bad"))
             assert "job_id" in line
             line = one_line(await cli("submit", "add", "{}", "--root", ROOT, "--delay", "-1"))
-            assert "delay must be a finite number of seconds" in line
+            assert "delay: must be a finite number of seconds" in line
             line = one_line(await cli("result", "x", "--root", ROOT, "--wait", "nan"))
             assert "--wait must be a number of seconds" in line
             line = one_line(await cli("info", "nope", "--root", ROOT))

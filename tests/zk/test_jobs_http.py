@@ -177,8 +177,8 @@ async def test_long_poll_answers_202_until_done_and_leaves_no_watch(
             assert waiting.headers["retry-after"] == "1"
             client = svc.coord.client
             await settled(client)
-            result_path = client.session.server_path(JobsLayout(ROOT).result("g-1"))
-            assert not client.session.watches.watched(result_path)
+            result_path = client._session.server_path(JobsLayout(ROOT).result("g-1"))
+            assert not client._session.watches.watched(result_path)
             assert result_path not in server_watches(zk_server, svc.coord.session_id)
 
             async with anyio.create_task_group() as tg:
@@ -190,7 +190,7 @@ async def test_long_poll_answers_202_until_done_and_leaves_no_watch(
                 tg.start_soon(poll)
 
                 async def polling() -> bool:
-                    return client.session.watches.watched(result_path)
+                    return client._session.watches.watched(result_path)
 
                 await eventually(polling)  # the poll is waiting on the result: finish the job
                 svc.gate.open.set()

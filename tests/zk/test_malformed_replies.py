@@ -264,4 +264,4 @@ async def test_a_frame_that_never_completes_drops_the_connection() -> None:
             node = await dropped_and_back(coord, lambda: coord.client.get("/a"))
             assert getattr(node, "data", None) == b"data"  # read again on the new connection
             # Dropped once the server was silent for the read timeout (2/3 of 3 s).
-            assert time.monotonic() - started < coord.client.timing.read_timeout + 1.5
+            assert time.monotonic() - started < coord.client._session.timing.read_timeout + 1.5

@@ -90,7 +90,7 @@ async def test_a_stable_connection_reconnects_at_once() -> None:
             async with recording(coord) as events:
                 for _ in range(3):
                     # Up longer than a ping interval: it worked, so dropping it is no failure.
-                    await anyio.sleep(coord.client.timing.ping_interval + 0.1)
+                    await anyio.sleep(coord.client._session.timing.ping_interval + 0.1)
                     mark = events.mark()
                     fake.hang_up()
                     started = time.monotonic()

@@ -554,7 +554,7 @@ async def test_assigner_dies_a_new_one_reconciles_and_every_job_completes(
             await eventually(lambda: _empty(first.coord), timeout=10)
             # The new assigner's process goes away without leaving: its coordinator closes.
             (leader,) = [m for m in others if m.worker and m.worker.is_assigner]
-            await leader.coord.client.session.close()  # (the exit stack exits the rest)
+            await leader.coord.client._session.close()  # (the exit stack exits the rest)
             ids = await submit_all(first.sched, range(100, 110))
             assert await results(first.sched, ids) == [n * n for n in range(100, 110)]
             assert any(m.worker and m.worker.is_assigner for m in f.members if m is not leader)

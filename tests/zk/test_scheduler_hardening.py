@@ -107,7 +107,7 @@ async def test_given_up_result_waits_leave_no_watch_on_client_or_server(
                 return None
 
             client = coord.client
-            session = client.session
+            session = client._session
             ids = [f"never-{i}" for i in range(20)]
             paths = [session.server_path(f"{ROOT}/results/{job_id}") for job_id in ids]
             await client.ensure_path(f"{ROOT}/results")

@@ -12,8 +12,8 @@ import pytest
 
 import aiocoord
 from aiocoord import ConfigError, ConnectionLostError, CreateMode, NoAuthError
+from aiocoord.server import free_ports
 from aiocoord.testing import ZooKeeperServer
-from aiocoord.testing._server import free_ports
 
 pytestmark = pytest.mark.anyio
 

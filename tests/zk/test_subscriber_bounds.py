@@ -39,7 +39,7 @@ async def test_a_connection_events_reader_that_stops_reading_is_dropped(
         current = await stalled.__anext__()
         assert current.state is ConnectionState.CONNECTED
         for _ in range(SUBSCRIBER_BACKLOG + 1):  # a flood while the reader is away
-            coordinator.client.session.events.publish(current)
+            coordinator.client._session.events.publish(current)
         assert await _count_until_lagged(stalled) == SUBSCRIBER_BACKLOG
         fresh = coordinator.connection_events()  # subscribing again: the current state first
         assert (await fresh.__anext__()).state is ConnectionState.CONNECTED

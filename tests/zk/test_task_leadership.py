@@ -403,7 +403,7 @@ async def test_superseded_worker_drops_its_leader_watch_until_needed_again(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:
     def live_watches(tl: TaskLeadership) -> list[Any]:
-        return tl.coord.client.session.watches.persistent_keys()
+        return tl.coord.client._session.watches.persistent_keys()
 
     with anyio.fail_after(30):
         async with fleet(zk_server, zk_chroot) as f:

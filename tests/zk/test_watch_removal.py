@@ -36,7 +36,7 @@ async def test_watch_requests_given_up_in_flight_leave_no_watch(
     coordinator: aiocoord.Coordinator, zk_server: ZooKeeperServer
 ) -> None:
     client = coordinator.client
-    watches = client.session.watches
+    watches = client._session.watches
     with anyio.fail_after(10):
         await client.create("/here", b"x")
         calls: list[tuple[Callable[[str], Awaitable[Any]], str]] = [
@@ -56,7 +56,7 @@ async def test_watch_requests_given_up_in_flight_leave_no_watch(
                     client.remove_watch(watch)
                 given_up = scope.cancelled_caught
             await settled(client)
-            server_path = client.session.server_path(path)
+            server_path = client._session.server_path(path)
             assert not watches.watched(server_path), (call, path)
             assert server_path not in server_watches(zk_server, coordinator.session_id)
 
@@ -69,7 +69,7 @@ async def test_remove_watch_keeps_the_servers_watch_while_another_of_ours_needs_
     with anyio.fail_after(10):
         _, first = await client.exists_watch("/later")
         _, second = await client.exists_watch("/later")
-        server_path = client.session.server_path("/later")
+        server_path = client._session.server_path("/later")
         client.remove_watch(first)
         await settled(client)
         assert server_path in server_watches(zk_server, coordinator.session_id)

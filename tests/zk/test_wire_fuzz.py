@@ -222,7 +222,7 @@ async def _exercise(coord: aiocoord.Coordinator, fake: FakeZooKeeper, plan: Plan
     """Every call under the plan, each within its deadline; then the server behaves again."""
     deadline = plan.request_timeout or T
     if any(m.target == 11 for m in plan.mutations):
-        await anyio.sleep(coord.client.timing.ping_interval * 1.2)  # let a ping go out
+        await anyio.sleep(coord.client._session.timing.ping_interval * 1.2)  # let a ping go out
     for name, deadlines, call in _calls(coord.client):
         bound = deadlines * deadline + 2 * SLACK
         with anyio.move_on_after(bound) as scope:
@@ -235,7 +235,7 @@ async def _exercise(coord: aiocoord.Coordinator, fake: FakeZooKeeper, plan: Plan
     fake.script = None
     with anyio.fail_after(T + 2 * SLACK + 3 * deadline):
         try:
-            await coord.client.wait_connected()
+            await coord.wait_connected()
         except AuthFailedError:
             # Refused credentials end a session for good, by design (a mutated auth
             # reply looks just like it): recovery is a new coordinator.

@@ -148,7 +148,7 @@ async def _release_after(
     error: CoordError | None = None
     # After a loss the release is only a courtesy (the lease frees the lock anyway),
     # so it gets one request deadline; a normal release gets two.
-    timing = lock.coord.client.timing
+    timing = lock.coord.client._session.timing
     limit = timing.request_timeout if lost else timing.retry_window
     with anyio.CancelScope(shield=True), anyio.move_on_after(limit) as scope:
         try:

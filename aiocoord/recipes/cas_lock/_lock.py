@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from ..._checks import check_coordinator
 from ...errors import (
     ConnectionLostError,
     LockLost,
@@ -73,8 +74,7 @@ class CasLock:
         lease: float = 60.0,
         skew: float | None = None,
     ) -> None:
-        if not isinstance(coord, Coordinator):
-            raise TypeError(f"coord must be an aiocoord Coordinator, not {type(coord).__name__}")
+        check_coordinator(coord)
         self._coord = coord
         self.path = validate_path(path)
         self._writer = NodeWriter(coord.client, self.path)
@@ -163,7 +163,7 @@ class CasLock:
         view = self._remembered()  # our own release, if any: we learnt of it when we wrote it
         since = self._released_at if view is not None else time.monotonic()
         while True:
-            deadline = client.deadline()
+            deadline = client._session.deadline()
             try:
                 if view is None:
                     with self._pace.timing("read"):
@@ -172,7 +172,7 @@ class CasLock:
                         self._pace.saw(view.node.stat.version)
                 rnd = await self._round(view, watch=True, window=None, since=since)
             except ConnectionLostError:
-                await client.wait_connected(deadline, what)
+                await client._session.wait_connected(deadline, what)
                 view = None
                 continue
             if rnd.acquired:
@@ -205,7 +205,7 @@ class CasLock:
         if event is None:  # the holder's lease ran out
             return None, time.monotonic()
         if event.type is EventType.SESSION_LOST:
-            await client.wait_connected(client.deadline(), what)
+            await client._session.wait_connected(client._session.deadline(), what)
             return None, time.monotonic()
         changed = time.monotonic()
         held = rnd.record if not rnd.turn and rnd.record is not None and rnd.record.held else None
@@ -307,7 +307,7 @@ class CasLock:
         )
         # Shielded (and bounded): once the write is sent, we must learn its outcome,
         # or a cancelled acquire could leave a lock nobody knows it holds.
-        limit = self._coord.client.timing.retry_window
+        limit = self._coord.client._session.timing.retry_window
         after: View | None = None
         with anyio.CancelScope(shield=True), anyio.move_on_after(limit) as scope:
             if node is None:

@@ -22,7 +22,7 @@ release fills it in.  An empty node is read as a free lock with no history, so
 a node created by hand (``create /locks/x``) is fine; anything else that is not
 a record of a format this code knows raises `NodeDataError` and is never
 overwritten.  Records are read and written by the one record codec
-(`aiocoord.recipes._records`): every time in them is a Unix time `datetime`
+(`aiocoord._records`): every time in them is a Unix time `datetime`
 can hold, so `status()` and `once_per()` can always convert what they read.
 """
 
@@ -32,13 +32,12 @@ import enum
 import math
 import os
 import socket
-import sys
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from ...errors import ConfigError
-from .._records import (
+from ..._checks import check_seconds
+from ..._records import (
     TEXT,
     TIMESTAMP,
     Record,
@@ -50,6 +49,7 @@ from .._records import (
     one_of,
     show,
 )
+from ...errors import ConfigError
 
 __all__ = (
     "FORMAT",
@@ -302,37 +302,23 @@ def to_datetime(ts: float | None) -> datetime | None:
 # --- argument checks -----------------------------------------------------------------------
 
 
-def _seconds(name: str, value: object, most: float = sys.float_info.max) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
-    if not 0 < value <= most:  # refuses NaN and infinity too; no float() of a huge int first
-        limit = f" up to {most:g}" if most < sys.float_info.max else ""
-        raise ConfigError(
-            name, f"must be a positive, finite number of seconds{limit}, not {show(value)}"
-        )
-    return float(value)
-
-
 def check_lease(lease: object) -> float:
     """The lease; at most `MAX_LEASE`, so that its expiry stays a time the record can hold."""
-    return _seconds("lease", lease, MAX_LEASE)
+    return check_seconds("lease", lease, positive=True, most=MAX_LEASE)
 
 
 def check_interval(interval: object) -> float:
-    return _seconds("interval", interval)
+    return check_seconds("interval", interval, positive=True)
 
 
 def check_skew(skew: object, lease: float) -> float:
     """The clock-skew allowance: default min(1 s, lease/10); must stay below lease/2."""
     if skew is None:
         return min(1.0, lease / 10)
-    if isinstance(skew, bool) or not isinstance(skew, int | float):
-        raise TypeError(f"skew must be a number of seconds, not {type(skew).__name__}")
-    if not 0 <= skew < lease / 2:
-        raise ConfigError(
-            "skew", f"must be >= 0 and below lease/2 ({lease / 2:g}s), not {show(skew)}"
-        )
-    return float(skew)
+    seconds = check_seconds("skew", skew)
+    if not seconds < lease / 2:
+        raise ConfigError("skew", f"must be below lease/2 ({lease / 2:g}s), not {show(skew)}")
+    return seconds
 
 
 def check_owner(owner: object) -> str:

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta, tzinfo
-from types import TracebackType
 from typing import Any, TypeVar
 
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..._broadcast import Broadcast
-from ..._lifecycle import Lifecycle
+from ..._checks import check_coordinator, check_root, check_seconds
+from ..._lifecycle import Lifecycle, Service
 from ...errors import ConfigError, InvalidPathError, NoNodeError
 from ...session import Coordinator
 from ...zk.paths import join, validate_path
@@ -30,14 +29,6 @@ F = TypeVar("F", bound=Callable[[Firing], Awaitable[Any]])
 
 MAX_HISTORY = 500  # entries kept per job: a few hundred bytes each, inside a node's limit
 _MISSED = ("skip", "run_once", "run_all")
-
-
-def _seconds(field: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{field} must be a number of seconds, not {type(value).__name__}")
-    if not math.isfinite(value) or value < 0:
-        raise ConfigError(field, f"must be a finite number of seconds >= 0, not {value!r}")
-    return float(value)
 
 
 def _check_name(field: str, value: object) -> str:
@@ -65,7 +56,7 @@ def _count(field: str, value: object, lo: int, hi: int) -> int:
     return value
 
 
-class Cron:
+class Cron(Service):
     """Cluster-wide cron: every scheduled time of every job runs once across the fleet.
 
     Register jobs with `job` before starting.  Entering (``async with cron``
@@ -96,12 +87,8 @@ class Cron:
         grace: float = 60.0,
         settle: float = 1.0,
     ) -> None:
-        if not isinstance(coord, Coordinator):
-            raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
-        try:
-            root = validate_path(root)
-        except InvalidPathError as exc:
-            raise InvalidPathError(root, f"root {exc.reason}") from None
+        check_coordinator(coord)
+        root = check_root(root)
         if not isinstance(worker, Worker):
             raise TypeError(f"worker must be an aiocoord.Worker, not {type(worker).__name__}")
         self.coord = coord
@@ -110,8 +97,8 @@ class Cron:
         self.timezone = resolve_timezone(timezone)
         self._tz_name = timezone if isinstance(timezone, str) else str(self.timezone)
         self._history = _count("history", history, 0, MAX_HISTORY)
-        self._grace = _seconds("grace", grace)
-        self._settle = _seconds("settle", settle)
+        self._grace = check_seconds("grace", grace)
+        self._settle = check_seconds("settle", settle)
         self._jobs: dict[str, Job] = {}
         self._tl: TaskLeadership | None = None
         self._closing = False
@@ -157,9 +144,9 @@ class Cron:
             raise TypeError(
                 f"retry_interrupted must be a bool, not {type(retry_interrupted).__name__}"
             )
-        jitter = _seconds("jitter", jitter)
+        jitter = check_seconds("jitter", jitter)
         max_catch_up = _count("max_catch_up", max_catch_up, 1, 10_000)
-        grace = self._grace if grace is None else _seconds("grace", grace)
+        grace = self._grace if grace is None else check_seconds("grace", grace)
         options = Options(missed, retry_interrupted, grace + jitter, max_catch_up, self._history)
 
         def register(func: F) -> F:
@@ -244,18 +231,6 @@ class Cron:
     async def aclose(self) -> None:
         """Stop firing: cancel running firings, leave task leadership; from any task, twice."""
         await self._life.aclose()
-
-    async def __aenter__(self) -> Cron:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
         tl = task_leadership(

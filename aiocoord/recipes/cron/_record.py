@@ -14,7 +14,7 @@ One persistent node per job holds one JSON object, versioned by ``format``::
 `status` is ``"ok"``, ``"failed"``, ``"interrupted"`` or ``"missed"``; a
 ``"missed"`` entry stands for `count` scheduled times given up at once, the
 latest at `at`.  Times are Unix times.  Records are read and written by the
-one record codec (`aiocoord.recipes._records`); anything that is not a
+one record codec (`aiocoord._records`); anything that is not a
 record of a format this code knows raises `NodeDataError` and is never
 overwritten.
 """
@@ -24,8 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ...errors import NodeDataError
-from .._records import (
+from ..._records import (
     FLAG,
     TEXT,
     TIMESTAMP,
@@ -38,6 +37,7 @@ from .._records import (
     load_record,
     one_of,
 )
+from ...errors import NodeDataError
 
 __all__ = ("FORMAT", "Claim", "Entry", "JobRecord", "Status", "decode", "encode")
 

@@ -27,6 +27,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from ..._records import load_text
 from ...errors import (
     ConnectionLostError,
     CoordError,
@@ -42,7 +43,6 @@ from ...zk.paths import join
 from ...zk.states import ConnectionState
 from ...zk.types import EventType
 from .._change_signal import ChangeSignal
-from .._records import load_text
 from ._election import (
     ElectionEvent,
     ElectionState,
@@ -152,18 +152,18 @@ class Campaign:
         """
         offer = self.offer
         client = self.client
-        deadline = client.deadline()
+        deadline = client._session.deadline()
         with anyio.CancelScope(deadline=deadline.at):
             while True:
                 try:
-                    await client.wait_connected()
+                    await client._session.wait_connected()
                     await self._join(offer)
                     break
                 except (ConnectionLostError, TimeoutError):
                     await anyio.lowlevel.checkpoint()  # connection trouble: try again
         if offer.node is None:
-            client.session.ensure_open()
-            raise client.unreachable(deadline, f"leader latch {self.path}: could not join")
+            client._session.ensure_open()
+            raise client._session.unreachable(deadline, f"leader latch {self.path}: could not join")
         task_status.started()
         await self._campaign(offer)
 

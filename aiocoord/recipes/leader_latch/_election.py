@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from ..._checks import check_seconds
 from ...errors import ConfigError, InvalidPathError, LeadershipLost
 from ...zk.paths import validate_path
 from .._sequential import MAX_ID_BYTES as MAX_ID_BYTES
@@ -213,8 +214,4 @@ def check_latch_arguments(
 
 def check_wait_timeout(timeout: object) -> float:
     """`LeaderLatch.wait`'s timeout checked: seconds, >= 0 (`TypeError`, `ConfigError`)."""
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
-    if math.isnan(timeout) or timeout < 0:
-        raise ConfigError("timeout", f"must be a number of seconds >= 0, not {timeout!r}")
-    return timeout
+    return check_seconds("timeout", timeout, most=math.inf)

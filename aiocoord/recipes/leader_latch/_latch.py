@@ -13,6 +13,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from ..._broadcast import Broadcast
+from ..._checks import check_coordinator
 from ..._lifecycle import Lifecycle, Phase, Service
 from ...errors import (
     CoordinatorClosedError,
@@ -75,8 +76,7 @@ class LeaderLatch(Service):
         lose_on_suspend: bool = True,
         close_mode: CloseMode = "notify",
     ) -> None:
-        if not isinstance(coord, Coordinator):
-            raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
+        check_coordinator(coord)
         self._layout, self._id = check_latch_arguments(
             path, participant_id, layout, lose_on_suspend, close_mode
         )
@@ -175,7 +175,7 @@ class LeaderLatch(Service):
             self._elect, self._lose, self._publish, self._signal, lambda: self.node, self._held
         )
         self._campaign = Campaign(host, self._coord, self._offer, self._layout, tg)
-        self._unfollow = self._client.follow_states(self._on_connection, self._on_closed)
+        self._unfollow = self._client._session.follow_states(self._on_connection, self._on_closed)
         await tg.start(self._campaign.run)
 
     async def aclose(self) -> None:
@@ -217,7 +217,7 @@ class LeaderLatch(Service):
         if self._offer is not None:
             sent, self._sent_delete = self._sent_delete, None
             # Bounded (the owner shields it): the deadline is the bound.
-            with anyio.move_on_after(self._client.request_timeout()):
+            with anyio.move_on_after(self._client._session.timing.request_timeout):
                 await self._offer.withdraw(self._coord.session_id, sent)
 
     async def _shutdown(self) -> None:
@@ -391,7 +391,7 @@ class LeaderLatch(Service):
         if offer is not None and node is not None and not self._closing:
             with (
                 anyio.CancelScope(shield=True),
-                anyio.move_on_after(self._client.request_timeout()),
+                anyio.move_on_after(self._client._session.timing.request_timeout),
             ):
                 await offer.withdraw(self._coord.session_id)
         if self._campaign is not None:

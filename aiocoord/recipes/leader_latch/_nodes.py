@@ -25,6 +25,7 @@ from typing import ClassVar
 
 import anyio
 
+from ..._records import load_text
 from ...errors import (
     BadVersionError,
     ConnectionLostError,
@@ -35,7 +36,6 @@ from ...errors import (
 from ...zk.client import ZkClient
 from ...zk.paths import basename, join, parent
 from ...zk.types import CreateMode
-from .._records import load_text
 from .._sequential import CreatedNode, created_node, read_all, read_queue, sweep_protected
 from ._election import LatchLayout, Ordering, Participant, sort_children
 
@@ -280,10 +280,10 @@ class Candidacy:
                     await self._sweep()
 
     def _remove_later(self, session_id: int | None, why: str) -> None:
-        if (self.node is None and self._pending is None) or self.client.closed:
+        if (self.node is None and self._pending is None) or self.client._session.closed:
             return
         what = self.node.path if self.node is not None else f"a node under {self.path}"
-        if session_id is None or self.client.session_id != session_id:
+        if session_id is None or self.client._session.session_id != session_id:
             log.info("leader latch %s: %s goes with the ended session (%s)", self.path, what, why)
             return
         log.warning(
@@ -300,17 +300,17 @@ class Candidacy:
             finally:
                 self.shared.release()
 
-        if not self.client.start_chore(remove, f"leader latch {self.path}: delete {what}"):
+        if not self.client._session.start_chore(remove, f"leader latch {self.path}: delete {what}"):
             self.shared.release()
 
     async def _remove_when_back(self, session_id: int, what: str) -> None:
         failures = 0
         while True:
             try:
-                await self.client.wait_connected()
+                await self.client._session.wait_connected()
             except CoordinatorClosedError:
                 return
-            if self.client.session_id != session_id:
+            if self.client._session.session_id != session_id:
                 return  # the session ended: its ephemeral nodes went with it
             try:
                 await self._remove(session_id)

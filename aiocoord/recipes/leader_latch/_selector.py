@@ -35,6 +35,7 @@ from typing import Literal
 import anyio
 import anyio.abc
 
+from ..._checks import check_seconds
 from ..._lifecycle import Lifecycle, Service
 from ...errors import ConfigError, CoordinatorClosedError, LeadershipLost
 from ...session import Coordinator
@@ -47,14 +48,6 @@ log = logging.getLogger("aiocoord.recipes.leader_latch")
 
 LeadFunc = Callable[[LeadershipTerm], Awaitable[None]]
 OnError = Literal["requeue", "raise"]
-
-
-def _seconds(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number of seconds, not {value!r}")
-    if not 0 <= value < math.inf:  # NaN fails both comparisons
-        raise ConfigError(name, f"must be a finite number of seconds >= 0, not {value!r}")
-    return float(value)
 
 
 class LeaderSelector(Service):
@@ -91,8 +84,8 @@ class LeaderSelector(Service):
             raise TypeError(f"requeue must be a bool, not {type(requeue).__name__}")
         if on_error not in ("requeue", "raise"):
             raise ConfigError("on_error", f"must be 'requeue' or 'raise', not {on_error!r}")
-        self._backoff = _seconds("backoff", backoff)
-        self._max_backoff = _seconds("max_backoff", max_backoff)
+        self._backoff = check_seconds("backoff", backoff)
+        self._max_backoff = check_seconds("max_backoff", max_backoff)
         if self._max_backoff < self._backoff:
             raise ConfigError(
                 "max_backoff", f"must be >= backoff ({backoff!r}), not {max_backoff!r}"

@@ -88,7 +88,7 @@ class Keeper:
     """Keeps every hold of ``async with mutex(...)`` on one coordinator; see the module docstring.
 
     One per coordinator, started by the first hold as a chore of its session
-    (`ZkClient.start_chore`) and ending when the coordinator closes, so that a
+    (the session's `start_chore`) and ending when the coordinator closes, so that a
     hold costs no task of its own: `keep` and `drop` only register it.
     Connection events from before a hold's grant are history to that hold
     and ignored, so the keeper needs no more than the latest state when it
@@ -108,7 +108,7 @@ class Keeper:
         keeper = cls._running.get(coord.client)
         if keeper is None or keeper._ended:
             keeper = cls(coord)
-            if not coord.client.start_chore(keeper._follow, f"mutex keeper of {coord}"):
+            if not coord.client._session.start_chore(keeper._follow, f"mutex keeper of {coord}"):
                 raise CoordinatorClosedError(f"{coord!r} is not running")
             cls._running[coord.client] = keeper
         return keeper

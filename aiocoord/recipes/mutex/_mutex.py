@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import weakref
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -12,8 +11,9 @@ from typing import Any
 
 import anyio
 
+from ..._checks import check_coordinator, check_timeout
+from ..._records import load_text
 from ...errors import (
-    ConfigError,
     ConnectionLostError,
     CoordinatorClosedError,
     InvalidPathError,
@@ -23,7 +23,6 @@ from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join, validate_path
 from ...zk.states import ConnectionState
-from .._records import load_text
 from .._sequential import check_participant_id, default_participant_id, may_take, read_queue
 from .._tenure import Body
 from ._hold import Hold, Keeper
@@ -48,18 +47,6 @@ class MutexParticipant:
     id: str
     holds: bool
     node: str = field(default="", compare=False)
-
-
-def _check_timeout(timeout: object) -> float | None:
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise TypeError(
-            f"timeout must be a number of seconds or None, not {type(timeout).__name__}"
-        )
-    if math.isnan(timeout) or timeout < 0:
-        raise ConfigError("timeout", f"must be a number of seconds >= 0, not {timeout!r}")
-    return float(timeout)
 
 
 class Mutex:
@@ -90,8 +77,7 @@ class Mutex:
         lose_on_suspend: bool = True,
         timeout: float | None = None,
     ) -> None:
-        if not isinstance(coord, Coordinator):
-            raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
+        check_coordinator(coord)
         validate_path(path)
         if path == "/":
             raise InvalidPathError(path, "a mutex needs a node of its own, not the root")
@@ -105,7 +91,7 @@ class Mutex:
         )
         self._data = self._id.encode("utf-8")
         self._lose_on_suspend = lose_on_suspend
-        self._timeout = _check_timeout(timeout)
+        self._timeout = check_timeout(timeout)
         self._turn = asyncio.Lock()  # the tasks sharing this Mutex take it in turn
         self._ticket: Ticket | None = None  # our node, while waiting or holding
         self._hold: Hold | None = None
@@ -183,7 +169,7 @@ class Mutex:
         tail).  Raises `RuntimeError` if this task already holds or waits for
         the lock, `CoordinatorClosedError` if the coordinator is not open.
         """
-        seconds = _check_timeout(timeout)
+        seconds = check_timeout(timeout)
         self._check_open()
         task = self._claim()
         acquired = False
@@ -257,7 +243,7 @@ class Mutex:
     async def _withdraw(self, ticket: Ticket) -> bool:
         """Delete our node, shielded and bounded by the request timeout; False if that
         could not be done in time (a chore of the session finishes it)."""
-        limit = self._client.request_timeout()
+        limit = self._client._session.timing.request_timeout
         with anyio.CancelScope(shield=True, deadline=anyio.current_time() + limit):
             await ticket.withdraw()
             return True

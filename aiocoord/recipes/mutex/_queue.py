@@ -267,10 +267,10 @@ class Ticket:
         is nothing to do: nothing left, or the coordinator closed (closing its
         session removed our node).
         """
-        if (self.node is None and self._pending is None) or self.client.closed:
+        if (self.node is None and self._pending is None) or self.client._session.closed:
             return False
         what = self.node.path if self.node is not None else f"a node under {self.path}"
         log.warning(
             "mutex %s: %s not deleted yet; deleting it once the connection is back", self.path, what
         )
-        return self.client.start_chore(self.withdraw, f"mutex {self.path}: delete {what}")
+        return self.client._session.start_chore(self.withdraw, f"mutex {self.path}: delete {what}")

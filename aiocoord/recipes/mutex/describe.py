@@ -19,11 +19,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..._records import load_text
 from ...errors import NodeDataError, NoNodeError
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join
-from .._records import load_text
 from ._queue import LOCK
 
 __all__ = ("MutexContender", "MutexView", "describe_mutex", "is_mutex")

@@ -193,15 +193,15 @@ class TaskEngine:
         """
         self._tg = tg
         client = self.client
-        deadline = client.deadline()
+        deadline = client._session.deadline()
         with anyio.CancelScope(deadline=deadline.at) as scope:
             await tg.start(self._leader_watch.run)  # first, so that no leader event is missed
             await tg.start(self.writes.run)
             tg.start_soon(self._follow_connection)
             await tg.start(self._control)
         if scope.cancelled_caught:
-            client.session.ensure_open()
-            raise client.unreachable(
+            client._session.ensure_open()
+            raise client._session.unreachable(
                 deadline, f"task leadership of {self.root}: could not register"
             )
         for slot in self.slots.values():

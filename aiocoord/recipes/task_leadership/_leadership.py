@@ -8,10 +8,11 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import AbstractAsyncContextManager
 
 from aiocoord._lifecycle import Lifecycle, Service
-from aiocoord.errors import ConfigError, InvalidPathError, NodeDataError
+from aiocoord.errors import ConfigError, NodeDataError
 from aiocoord.session import Coordinator
-from aiocoord.zk.paths import join, validate_path
+from aiocoord.zk.paths import join
 
+from ..._checks import check_coordinator, check_root
 from ._changes import TaskChange, follow_changes
 from ._choice import Prefer, VersionKey
 from ._engine import TaskEngine
@@ -50,12 +51,8 @@ class TaskLeadership(Service):
         settle: float = 1.0,
         lose_on_suspend: bool = True,
     ) -> None:
-        if not isinstance(coord, Coordinator):
-            raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
-        try:
-            root = validate_path(root)
-        except InvalidPathError as exc:
-            raise InvalidPathError(root, f"root {exc.reason}") from None
+        check_coordinator(coord)
+        root = check_root(root)
         if not isinstance(worker, Worker):
             raise TypeError(f"worker must be an aiocoord.Worker, not {type(worker).__name__}")
         if isinstance(tasks, str | bytes) or not isinstance(tasks, Iterable):

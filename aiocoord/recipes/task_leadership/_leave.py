@@ -39,7 +39,7 @@ async def leave(
 ) -> None:
     """Drain the bodies (bounded), then delete this worker's nodes if its session still has them."""
     client = coord.client
-    bound = client.timing.drain_bound
+    bound = client._session.timing.drain_bound
     if not await drain(slots, bound):
         log.warning("lead() bodies of %s did not finish within %.1fs", root, bound)
     session = coord.session_id
@@ -50,7 +50,7 @@ async def leave(
         # nodes go with the session; waiting for a connection would only delay the exit.
         log.info("worker %s left %s without deleting its nodes", worker_id, root)
         return
-    with anyio.move_on_after(client.request_timeout()):
+    with anyio.move_on_after(client._session.timing.request_timeout):
         try:
             await delete_own_nodes(client, leaders_path, worker_path)
         except CoordError as exc:

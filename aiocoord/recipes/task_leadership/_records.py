@@ -2,7 +2,7 @@
 
 A worker node holds ``{"id", "version", "host", "pid", "started"}``; a leader
 node ``{"id", "version"}`` of the worker that leads the task.  Both are UTF-8
-JSON objects, read and written by the record codec (`aiocoord.recipes._records`);
+JSON objects, read and written by the record codec (`aiocoord._records`);
 extra keys are allowed (newer writers may add some), missing or ill-typed ones
 make the node's data invalid: `NodeDataError`, never a crash.
 """
@@ -28,7 +28,10 @@ from aiocoord.errors import (
     NodeExistsError,
     NoNodeError,
 )
-from aiocoord.recipes._records import (
+from aiocoord.zk import CreateMode, ZkClient
+from aiocoord.zk.paths import join, validate_path
+
+from ..._records import (
     INT64,
     TEXT,
     TIMESTAMP,
@@ -38,9 +41,6 @@ from aiocoord.recipes._records import (
     load_record,
     show,
 )
-from aiocoord.zk import CreateMode, ZkClient
-from aiocoord.zk.paths import join, validate_path
-
 from ._choice import VersionKey
 from ._versions import maven_version_key
 

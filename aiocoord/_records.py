@@ -24,8 +24,8 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import Any, Final, TypeAlias, TypeVar, overload
 
-from ..errors import NodeDataError
-from ..zk.client import MAX_DATA
+from .errors import NodeDataError
+from .zk.client import MAX_DATA
 
 __all__ = (
     "check_format",

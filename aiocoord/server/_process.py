@@ -1,12 +1,15 @@
-"""A real standalone ZooKeeper server in a child process, for tests and demos.
+"""A real ZooKeeper server in a child process: configure, start, wait, signal, stop.
 
 The server is the Debian ``zookeeper`` package's jars run by ``java``, in a
-temporary directory (``zoo.cfg``, ``data/``, ``zk.log``) on a free loopback
-port. A process is only ever signalled through its own recorded ``Popen``
-handle, never by name; an ``atexit`` hook kills whatever is still running.
-Readiness means the server really answers: ``srvr`` reports a ``Mode`` and a
-real handshake gets a session (ZooKeeper 3.8.0 opens its port before its
-database is loaded, and a client that connects then is never answered).
+directory (``zoo.cfg``, ``data/``, ``zk.log``; a temporary one by default) on a
+loopback port (a free one by default). A process is only ever signalled
+through its own recorded ``Popen`` handle, never by name; an ``atexit`` hook
+kills whatever is still running, unless it was started ``detached`` to outlive
+this process. Readiness means the server really answers as ours: ``conf``
+names our data folder (not another server's that took the port) and a real
+handshake gets a session (ZooKeeper 3.8.0 opens its port before its database
+is loaded, and a client that connects then is never answered). Every call
+here blocks the calling thread.
 """
 
 from __future__ import annotations
@@ -15,10 +18,8 @@ import atexit
 import contextlib
 import logging
 import os
-import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -29,23 +30,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from ._expire import probe_handshake, server_mode
+from ._host import DEFAULT_CONF_DIR, DEFAULT_JAR_DIR, classpath, free_ports
+from ._probe import data_dir_of, probe_handshake, server_mode
 
-__all__ = ("ZooKeeperNotInstalledError", "ZooKeeperServer", "zookeeper_installed")
+__all__ = (
+    "ZooKeeperProcess",
+    "ZooKeeperServer",
+    "make_temp_dir",
+    "remove_temp_dir",
+    "started_processes",
+)
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_JAR_DIR = Path("/usr/share/java")
-DEFAULT_CONF_DIR = Path("/etc/zookeeper/conf")
-_REQUIRED_JARS = (
-    "zookeeper.jar",
-    "zookeeper-jute.jar",
-    "slf4j-api.jar",
-    "slf4j-log4j12.jar",
-    "log4j-1.2.jar",
-    "metrics-core.jar",
-    "commons-cli.jar",
-)
 _JVM_ARGS = (
     "-Xmx256m",
     "-XX:+UseSerialGC",
@@ -53,47 +50,8 @@ _JVM_ARGS = (
     "-Dzookeeper.root.logger=INFO,CONSOLE",
     "-Dznode.container.checkIntervalMs=500",
 )
-_VERSIONED_JAR = re.compile(r"-\d+\.\d+")
-_ADDRESS_IN_USE = "Address already in use"
+_ADDRESS_IN_USE = b"Address already in use"
 _PORT_ATTEMPTS = 3
-
-
-class ZooKeeperNotInstalledError(RuntimeError):
-    """Raised when java or the ZooKeeper jars are missing; run ``scripts/setup``."""
-
-
-def zookeeper_installed(jar_dir: Path = DEFAULT_JAR_DIR) -> bool:
-    """Whether java and the ZooKeeper jars needed to start a server are present."""
-    return shutil.which("java") is not None and all(
-        (jar_dir / jar).is_file() for jar in _REQUIRED_JARS
-    )
-
-
-def classpath(jar_dir: Path = DEFAULT_JAR_DIR, conf_dir: Path = DEFAULT_CONF_DIR) -> str:
-    """The server's class path; raises ``ZooKeeperNotInstalledError`` if jars are missing."""
-    missing = [jar for jar in _REQUIRED_JARS if not (jar_dir / jar).is_file()]
-    if missing or shutil.which("java") is None:
-        what = ", ".join(missing) if missing else "java"
-        raise ZooKeeperNotInstalledError(
-            f"ZooKeeper is not installed (missing {what} in {jar_dir}); "
-            "run scripts/setup (it installs the Debian 'zookeeper' package)"
-        )
-    netty = sorted(str(p) for p in jar_dir.glob("netty-*.jar") if not _VERSIONED_JAR.search(p.name))
-    return os.pathsep.join([*(str(jar_dir / j) for j in _REQUIRED_JARS), *netty, str(conf_dir)])
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct loopback ports that were free a moment ago."""
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 # Every process this package started and has not yet reaped, for the atexit hook.
@@ -113,6 +71,7 @@ def make_temp_dir(prefix: str) -> Path:
 
 
 def remove_temp_dir(path: Path) -> None:
+    """Remove a directory made by ``make_temp_dir`` and everything in it."""
     shutil.rmtree(path, ignore_errors=True)
     _TEMP_DIRS.discard(path)
 
@@ -140,8 +99,9 @@ def _kill_leftovers() -> None:
 class ZooKeeperProcess:
     """One ZooKeeper JVM: configuration, life cycle and fault signals.
 
-    Shared by ``ZooKeeperServer`` and the ensemble's members; subclasses say
-    which main class runs and when the process counts as ready.
+    Shared by ``ZooKeeperServer``, the embedded server and the test ensemble's
+    members; subclasses say which main class runs and when the process counts
+    as ready. A ``detached`` process is left running at exit, to outlive this one.
     """
 
     main_class = "org.apache.zookeeper.server.ZooKeeperServerMain"
@@ -155,17 +115,22 @@ class ZooKeeperProcess:
         extra_config: dict[str, str] | None = None,
         jar_dir: str | os.PathLike[str] = DEFAULT_JAR_DIR,
         conf_dir: str | os.PathLike[str] = DEFAULT_CONF_DIR,
+        detached: bool = False,
     ) -> None:
         self._own_dir = directory is None
-        self.directory = make_temp_dir("aiocoord-zk-") if directory is None else Path(directory)
+        self.directory = (
+            make_temp_dir("aiocoord-zk-") if directory is None else Path(directory).resolve()
+        )
         self._fixed_port = port is not None
         self._port = port if port is not None else free_ports(1)[0]
         self.tick_time = tick_time
         self.extra_config = dict(extra_config or {})
         self.jar_dir = Path(jar_dir)
         self.conf_dir = Path(conf_dir)
+        self.detached = detached
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._log_start = 0
         self._paused = False
         self.started_at = 0.0
 
@@ -199,8 +164,8 @@ class ZooKeeperProcess:
         self.config_path.write_text(text)
 
     def _is_ready(self) -> bool:
-        mode = server_mode(self.host, self._port)
-        return mode is not None and probe_handshake(self.host, self._port, timeout=1.0)
+        ours = data_dir_of(self.host, self._port) == self.data_dir
+        return ours and probe_handshake(self.host, self._port, timeout=1.0)
 
     # -- properties --------------------------------------------------------------------
 
@@ -259,6 +224,15 @@ class ZooKeeperProcess:
             return ""
         return b"".join(tail).decode("utf-8", "replace")
 
+    def port_taken(self) -> bool:
+        """Whether the log since the last ``spawn`` says the port was already in use."""
+        try:
+            with self.log_path.open("rb") as f:
+                f.seek(self._log_start)
+                return _ADDRESS_IN_USE in f.read()
+        except OSError:
+            return False
+
     # -- life cycle --------------------------------------------------------------------
 
     def start(self, timeout: float = 30.0) -> Self:
@@ -275,21 +249,21 @@ class ZooKeeperProcess:
                 self.wait_ready(timeout)
                 return self
             except RuntimeError:
-                in_use = _ADDRESS_IN_USE in self.log_tail(50)
-                if self._fixed_port or not in_use or attempt == _PORT_ATTEMPTS:
+                if self._fixed_port or not self.port_taken() or attempt == _PORT_ATTEMPTS:
                     raise
                 logger.info("port %d was taken; retrying on another", self._port)
                 self._port = free_ports(1)[0]
         raise AssertionError("unreachable")
 
-    def spawn(self) -> None:
-        """Start the JVM without waiting for it to answer."""
-        if self.running:
-            return
+    def spawn(self) -> int:
+        """Start the JVM without waiting for it to answer; returns its pid."""
+        if self._proc is not None and self.running:
+            return self._proc.pid
         cp = classpath(self.jar_dir, self.conf_dir)
         self._prepare()
         self._close_log()
         self._log = self.log_path.open("ab")
+        self._log_start = self._log.tell()
         cmd = ["java", *_JVM_ARGS, "-cp", cp, self.main_class, str(self.config_path)]
         # A new session keeps a Ctrl-C at the terminal from reaching the JVM first.
         self._proc = subprocess.Popen(
@@ -302,13 +276,15 @@ class ZooKeeperProcess:
         )
         self._paused = False
         self.started_at = time.monotonic()
-        with _LIVE_LOCK:
-            _LIVE[self._proc.pid] = self._proc
-        _STARTED.add(self)
+        if not self.detached:
+            with _LIVE_LOCK:
+                _LIVE[self._proc.pid] = self._proc
+            _STARTED.add(self)
         logger.info("started %s (pid %d) in %s", self.name, self._proc.pid, self.directory)
+        return self._proc.pid
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        """Poll until the server answers; see ``start`` for the errors."""
+        """Poll until the server answers as ours; see ``start`` for the errors."""
         deadline = time.monotonic() + timeout
         while True:
             proc = self._proc
