@@ -8,6 +8,7 @@ are built from the app's ``/openapi.json``, as ``/docs`` builds its forms.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -466,3 +467,59 @@ def test_bad_prefix_and_tags_name_the_argument() -> None:
     with pytest.raises(TypeError, match="tags"):
         jobs_router(sched, tags="jobs")
     assert jobs_router(sched, prefix="/api/v1/jobs", tags=["work"]).tags == ["work"]
+
+
+# --- retry, server-sent events, priority ---------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_retry_and_the_event_stream_over_http(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(40):
+        async with service(zk_server, zk_chroot) as svc:
+            sent = await svc.http.post("/jobs/boom", json={"reason": "x"}, params={"priority": 3})
+            assert sent.status_code == 202, sent.text
+            job_id = sent.json()["id"]
+            failed = await svc.http.get(f"/jobs/{job_id}/result", params={"wait": 10})
+            assert failed.status_code == 409 and failed.json()["status"] == "failed"
+            again = await svc.http.post(f"/jobs/{job_id}/retry")
+            assert again.status_code == 202, again.text
+            assert again.json()["id"] == job_id
+            failed = await svc.http.get(f"/jobs/{job_id}/result", params={"wait": 10})
+            assert failed.status_code == 409
+            assert (await svc.http.get(f"/jobs/{job_id}")).json()["attempts"] == 2
+            done = await svc.http.post("/jobs/add", json={"a": 1, "b": 2})
+            done_id = done.json()["id"]
+            assert (await svc.http.get(f"/jobs/{done_id}/result", params={"wait": 10})).json()[
+                "result"
+            ] == 3
+            refused = await svc.http.post(f"/jobs/{done_id}/retry")
+            assert refused.status_code == 409 and "DONE" in refused.json()["detail"]["reason"]
+            assert (await svc.http.post("/jobs/nope/retry")).status_code == 404
+            assert (await svc.http.get("/jobs/nope/events")).status_code == 404
+
+            # The stream of a gated job: each status, ending with the final one.
+            gated = (await svc.http.post("/jobs/gated")).json()["id"]
+            answers: list[httpx.Response] = []
+
+            async def follow() -> None:
+                answers.append(await svc.http.get(f"/jobs/{gated}/events"))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(follow)
+                await svc.gate.started.wait()
+                svc.gate.open.set()
+            (answer,) = answers
+            assert answer.status_code == 200
+            assert answer.headers["content-type"].startswith("text/event-stream")
+            events = [block for block in answer.text.split("\n\n") if block.strip()]
+            statuses = []
+            for block in events:
+                kind, data = block.split("\n")
+                assert kind == "event: status"
+                view = json.loads(data.removeprefix("data: "))
+                assert view["id"] == gated
+                statuses.append(view["status"])
+            assert statuses[-1] == "done"
+            assert len(statuses) == len(set(statuses))
