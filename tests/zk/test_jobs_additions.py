@@ -195,3 +195,49 @@ async def _noop() -> None:
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_priorities_hold_through_an_assigner_failover(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """The assigner dies with the jobs read; the next one reads their priorities from the paths."""
+    started: list[int] = []
+    busy = anyio.Event()
+    release = anyio.Event()
+
+    async def step(n: int) -> int:
+        started.append(n)
+        if n == 0:
+            busy.set()
+            await release.wait()
+        return n
+
+    with anyio.fail_after(40):
+        async with AsyncExitStack() as stack:
+
+            async def connect() -> aiocoord.Coordinator:
+                return await stack.enter_async_context(
+                    aiocoord.connect(
+                        zk_server.connect_string, namespace=zk_chroot, session_timeout=3.0
+                    )
+                )
+
+            desk_coord = await connect()
+            desk = Scheduler(desk_coord, "/prio")
+            desk.job("noop")(_noop)
+            desk_worker = await stack.enter_async_context(desk.worker(worker_id="desk"))
+            await eventually(lambda: _true(desk_worker.is_assigner))
+            client = Scheduler(await connect(), "/prio")
+            client.job("step")(step)
+            runner = Scheduler(await connect(), "/prio")
+            runner.job("step")(step)
+            await stack.enter_async_context(runner.worker(capacity=1, worker_id="runner"))
+            first = await client.submit("step", {"n": 0})
+            await busy.wait()
+            plan = [(1, 0), (2, 0), (3, 7), (4, -1), (5, 7), (6, 3)]
+            ids = [await client.submit("step", {"n": n}, priority=p) for n, p in plan]
+            assert await expire_session(desk_coord)  # the assigner that read them dies
+            release.set()
+            assert await client.result(first) == 0
+            assert [await client.result(job_id) for job_id in ids] == [n for n, _ in plan]
+            assert started == [0, 3, 5, 6, 1, 2, 4]
