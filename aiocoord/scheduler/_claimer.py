@@ -103,6 +103,14 @@ class Claimer:
             self._free_since = time.monotonic()
             self._wake.set()
 
+    def _room(self) -> int:
+        """Free slots, less our claims whose assignment has not arrived yet.
+
+        Without them a worker slow to see its own claims (a busy host) would
+        claim again for the same free slots, past its capacity.
+        """
+        return self._free() - len(self._claimed)
+
     # --- the watch ---------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -122,6 +130,7 @@ class Claimer:
         alive that never comes, and joining a fleet costs no listing.
         """
         self._stale = True
+        self._claimed.clear()  # the queue is listed again too: what arrived is known afresh
         self._wake.set()
 
     async def _list(self) -> None:
@@ -174,7 +183,7 @@ class Claimer:
                 when is not None
                 and self._active()
                 and self._free_since is not None
-                and self._free() > 0
+                and self._room() > 0
             ):
                 when = max(when, self._free_since + self.grace)
             elif when is not None:
@@ -200,7 +209,8 @@ class Claimer:
 
     async def _round(self, now: float) -> None:
         due: list[str] = []
-        while len(due) < self._free() and (when := self._next()) is not None and when <= now:
+        room = self._room()
+        while len(due) < room and (when := self._next()) is not None and when <= now:
             _, job_id = heapq.heappop(self._heap)
             del self._when[job_id]
             due.append(job_id)
