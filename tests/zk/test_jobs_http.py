@@ -138,7 +138,7 @@ async def test_submit_with_the_openapi_schema_and_wait_for_the_result(
                 "$ref": "#/components/schemas/Order"
             }
             query = {p["name"] for p in add["parameters"]}
-            assert query == {"job_id", "delay", "run_at"}
+            assert query == {"job_id", "delay", "run_at", "priority"}
 
             body = example_of(add_body, components)
             assert body == {"a": 2}
