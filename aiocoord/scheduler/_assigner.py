@@ -104,6 +104,7 @@ class Assigner:
     async def run(self) -> None:
         """Reconcile, then assign as events come, until cancelled (or the coordinator closes)."""
         await ensure_layout(self._client, self._layout)
+        await ensure_all_buckets(self._client, self._layout)  # a few transactions, once
         async with self._client.watch(self._layout.root, recursive=True) as watch:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -113,22 +114,12 @@ class Assigner:
                     tg.start_soon(sweep_results, self._client, self._layout, self._retention)
                 tg.start_soon(self._timer)
                 tg.start_soon(self._pumper)
-                tg.start_soon(self._make_buckets)
                 self._pump()
                 log.info("assigner of %s reconciled: %r", self._layout.root, self.state)
                 async for event in watch.events:
                     self._on_event(event)
                     self._apply_buffered(watch.events)
                     self._pump()
-
-    async def _make_buckets(self) -> None:
-        """Create the missing buckets meanwhile (a submit that finds none makes its own)."""
-        try:
-            await ensure_all_buckets(self._client, self._layout)
-        except CoordinatorClosedError:
-            raise
-        except CoordError as exc:
-            log.warning("could not create the buckets of %s: %s", self._layout.root, exc)
 
     async def _timer(self) -> None:
         """Release scheduled jobs when they are due: one sleep until the earliest, no polling."""

@@ -52,6 +52,7 @@ __all__ = ("GRACE", "Claimer")
 log = logging.getLogger(__name__)
 
 GRACE = 0.5  # seconds a job waits for an assigner before workers claim it themselves
+_IDLE_LISTING = 10  # graces of idleness before a fresh worker lists the pending jobs
 _MAX_BACKOFF = 30.0  # seconds between looks at a job left alone (held, or with a result)
 
 
@@ -85,6 +86,7 @@ class Claimer:
         self._free_since: float | None = time.monotonic()
         self._claimed: set[str] = set()  # our claims: their arrival is no sign of an assigner
         self._stale = False  # the pending jobs are to be listed before the next claim
+        self._stale_at = math.inf  # when to list them, if no claim needs it sooner
         self._wake = anyio.Event()
         self._armed = math.inf
         self.claims = 0
@@ -125,11 +127,15 @@ class Claimer:
     def relist(self) -> None:
         """List the pending jobs before the next claim (at the start; when events may be missed).
 
-        The listing (one per bucket) waits until a claim could happen: this
-        worker free for `grace` with nothing assigned.  While an assigner is
-        alive that never comes, and joining a fleet costs no listing.
+        The listing (one request per bucket) waits until a job seen by the
+        watch has been pending for `grace` with this worker free (no assigner
+        acts), or, for jobs older than the watch, until this worker has been
+        free `_IDLE_LISTING` graces with nothing assigned.  While an assigner
+        is alive and the worker busy neither comes, and joining a fleet costs
+        no listing.
         """
         self._stale = True
+        self._stale_at = time.monotonic() + self.grace * _IDLE_LISTING
         self._claimed.clear()  # the queue is listed again too: what arrived is known afresh
         self._wake.set()
 
@@ -178,7 +184,7 @@ class Claimer:
             now = time.monotonic()
             when = self._next()
             if self._stale:
-                when = now if when is None else min(when, now)
+                when = self._stale_at if when is None else min(when, self._stale_at)
             if (
                 when is not None
                 and self._active()

@@ -59,6 +59,8 @@ __all__ = (
 
 log = logging.getLogger(__name__)
 
+_BUCKETS_PER_MULTI = 128
+
 T = TypeVar("T")
 
 UNIMPLEMENTED = -6  # the server's answer to a TTL create without extendedTypesEnabled
@@ -108,37 +110,57 @@ async def ensure_all_buckets(client: ZkClient, layout: JobsLayout) -> None:
 
     Done by each new assigner (two listings when they exist), so that a submit
     or a result does not pay for creating its bucket; other priorities' buckets
-    are made by the first job that needs them.
+    are made by the first job that needs them.  The missing ones are created
+    in a few transactions, not one write each (each a disk sync on the
+    server); a transaction refused because a submit made one of its buckets
+    meanwhile is tried again without it.
     """
-    missing: list[str] = []
-    for parent, prefix in ((layout.jobs, "0."), (layout.results, "")):
-        have = set(await client.children(parent))
-        missing += [
-            f"{parent}/{prefix}{i:02x}" for i in range(BUCKETS) if f"{prefix}{i:02x}" not in have
-        ]
-
-    async def create(path: str) -> None:
-        async with limiter:
-            with contextlib.suppress(NodeExistsError):
-                await client.create(path)
-
-    limiter = anyio.CapacityLimiter(64)
-    async with anyio.create_task_group() as tg:
-        for path in missing:
-            tg.start_soon(create, path)
+    for attempt in range(4):
+        missing: list[str] = []
+        for parent, prefix in ((layout.jobs, "0."), (layout.results, "")):
+            have = set(await client.children(parent))
+            missing += [
+                f"{parent}/{prefix}{i:02x}"
+                for i in range(BUCKETS)
+                if f"{prefix}{i:02x}" not in have
+            ]
+        if not missing:
+            return
+        refused = False
+        for start in range(0, len(missing), _BUCKETS_PER_MULTI):
+            chunk = missing[start : start + _BUCKETS_PER_MULTI]
+            if attempt == 3:  # still racing: one at a time
+                for path in chunk:
+                    with contextlib.suppress(NodeExistsError):
+                        await client.create(path)
+                continue
+            try:
+                await client.multi([CreateOp(path) for path in chunk])
+            except TransactionFailed:
+                refused = True
+        if not refused:
+            return
 
 
 async def ensure_buckets(
     client: ZkClient, layout: JobsLayout, job_id: str, priority: int | None = 0
 ) -> None:
-    """Create the layout and the buckets `job_id` goes in (its pending one unless `priority` is None)."""
-    await ensure_layout(client, layout)
+    """Create the buckets `job_id` goes in (its pending one unless `priority` is None).
+
+    The layout above them is made only if they cannot be created without it.
+    """
     buckets = [layout.result_bucket(job_id)]
     if priority is not None:
         buckets.append(layout.job_bucket(job_id, priority))
     for path in buckets:
-        with contextlib.suppress(NodeExistsError):
+        try:
             await client.create(path)
+        except NodeExistsError:
+            pass
+        except NoNodeError:
+            await ensure_layout(client, layout)
+            with contextlib.suppress(NodeExistsError):
+                await client.create(path)
 
 
 async def probe_ttl(client: ZkClient, layout: JobsLayout, retention: Retention) -> bool:

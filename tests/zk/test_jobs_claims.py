@@ -65,8 +65,8 @@ async def test_a_lagging_worker_never_claims_past_its_capacity(
             await latch.wait()  # the election is held; nothing is assigned
             sched = Scheduler(await connect(), ROOT)
             sched.job("hold")(hold)
-            ids = [await sched.submit("hold", {"n": n}) for n in range(8)]
             worker = await stack.enter_async_context(sched.worker(capacity=2, worker_id="w"))
+            ids = [await sched.submit("hold", {"n": n}) for n in range(8)]
             assert worker.id is not None
             queue = f"{ROOT}/assignments/{worker.id}"
             most = 0
