@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from .recipes.leader_latch import ElectionEvent as ElectionEvent
     from .recipes.leader_latch import ElectionState as ElectionState
     from .recipes.leader_latch import LeaderLatch as LeaderLatch
+    from .recipes.leader_latch import LeaderSelector as LeaderSelector
     from .recipes.leader_latch import LeadershipTerm as LeadershipTerm
     from .recipes.leader_latch import Participant as Participant
     from .recipes.leader_latch import leader_latch as leader_latch
@@ -105,6 +106,7 @@ __all__ = (
     # Leader election: the latch, the selector, their events and terms.
     "LeaderLatch",
     "leader_latch",
+    "LeaderSelector",
     "leader_selector",
     "LeadershipTerm",
     "Participant",
@@ -203,6 +205,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "ElectionEvent",
         "ElectionState",
         "LeaderLatch",
+        "LeaderSelector",
         "LeadershipTerm",
         "Participant",
         "leader_latch",

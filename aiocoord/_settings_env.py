@@ -1,6 +1,6 @@
 """Where a setting came from, for `Settings`: clear errors and warnings about ``AIOCOORD_*``.
 
-A bad value names the field, shows the value (never the digest secret) and, when
+A bad value names the field, shows the value (never a secret: the digest credentials or the SASL password) and, when
 it came from the environment or ``.env``, the variable that held it.  A variable
 with the ``AIOCOORD_`` prefix that names no setting is warned about once per
 process, with the closest valid name, since pydantic-settings would ignore it.
@@ -25,7 +25,7 @@ __all__ = ("PREFIX", "config_error", "warn_unknown_variables")
 log = logging.getLogger("aiocoord.settings")
 
 PREFIX = "AIOCOORD_"
-SECRET_FIELDS = frozenset({"auth"})
+SECRET_FIELDS = frozenset({"auth", "sasl_password"})
 """Fields whose value is never shown, in errors or anywhere else."""
 OTHER_VARIABLES = ("AIOCOORD_ZK_DIR",)
 """Variables that are not settings but are read by aiocoord's command line."""

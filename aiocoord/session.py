@@ -22,7 +22,7 @@ import anyio.abc
 
 from ._lifecycle import Lifecycle, Service
 from .errors import ConnectionLostError, CoordinatorClosedError
-from .zk import ZkClient, ZkSession
+from .zk import AclProvider, ZkClient, ZkSession
 from .zk.states import ConnectionEvent, ConnectionState
 
 if TYPE_CHECKING:
@@ -42,13 +42,13 @@ class Coordinator(Service):
     It may be left from another task than the one that entered it.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, acl_provider: AclProvider | None = None) -> None:
         from .settings import Settings  # pydantic loads on first use, not on import
 
         if not isinstance(settings, Settings):
             raise TypeError(f"settings must be aiocoord.Settings, not {type(settings).__name__}")
         self.settings = settings
-        self._session = ZkSession(settings)
+        self._session = ZkSession(settings, acl_provider)
         self.client = ZkClient(self._session)
         self._life = Lifecycle(
             f"coordinator {settings.hosts}", self._run_session, stopping=self._session.close
@@ -167,14 +167,26 @@ def _embedded_default(settings: Settings) -> bool:
     return settings.addresses in ([(host, int(port))], [("localhost", int(port))])
 
 
-def connect(settings: Settings | str | None = None, /, **overrides: Any) -> Coordinator:
+def connect(
+    settings: Settings | str | None = None,
+    /,
+    *,
+    acl_provider: AclProvider | None = None,
+    **overrides: Any,
+) -> Coordinator:
     """A `Coordinator` to use as ``async with connect(...) as coord``.
 
     Takes a `Settings`, a host string (``"h1:2181,h2:2181/chroot"``), or
     nothing (settings from ``AIOCOORD_*``), plus keyword overrides of any
     Settings field (`session_timeout=`, `namespace=`, ...), validated the same
     way: an invalid value raises `ConfigError` naming the field.
+
+    `acl_provider` (Curator's ``ACLProvider``) picks the ACL of every node this
+    coordinator creates without an ACL of its own: called with the node's full
+    server path (the namespace included), it returns a sequence of
+    `aiocoord.zk.ACL`, or None for the default (creator-only with credentials,
+    open without).  `TypeError` if it is not callable.
     """
     from .settings import Settings
 
-    return Coordinator(Settings.build(settings, **overrides))
+    return Coordinator(Settings.build(settings, **overrides), acl_provider=acl_provider)

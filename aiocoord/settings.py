@@ -3,15 +3,15 @@
 Read from ``AIOCOORD_*`` environment variables and a ``.env`` file; explicit
 arguments to `connect()` override them and are validated the same way.  Any
 invalid value raises `ConfigError` naming the field and showing the value (and
-the variable, when it came from the environment); the digest secret is never
-shown.  An unknown ``AIOCOORD_*`` variable is logged at WARNING.
+the variable, when it came from the environment); the digest credentials and
+the SASL password are never shown.  An unknown ``AIOCOORD_*`` variable is logged at WARNING.
 """
 
 from __future__ import annotations
 
 import os
 import ssl
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -95,7 +95,7 @@ class Settings(BaseSettings):
     auth: SecretStr | None = None
     """Digest credentials ``user:password``, sent again on every new connection (never shown)."""
     world_readable: bool = False
-    """With `auth`, let every client read (never change) the nodes this session creates."""
+    """With `auth` or SASL, let every client read (never change) the nodes this session creates."""
     read_only: bool = False
     """Accept a read-only server when no read-write one is reachable (READ_ONLY state)."""
     session_lost_fraction: float = 1.0
@@ -116,6 +116,14 @@ class Settings(BaseSettings):
     """Shuffle the host list once, so a fleet spreads over the ensemble (False: try them in order)."""
     max_packet: int = 0xFFFFF + 16 * 1024
     """Longest reply read, in bytes (Java's ``jute.maxbuffer`` plus headers); a longer one fails its request only."""
+    sasl_mechanism: Literal["DIGEST-MD5", "GSSAPI"] | None = None
+    """SASL login on every connection before any request: ``DIGEST-MD5`` or ``GSSAPI`` (Kerberos)."""
+    sasl_username: str | None = None
+    """The SASL user (DIGEST-MD5: a ``user_<name>`` of the server's JAAS file)."""
+    sasl_password: SecretStr | None = None
+    """The SASL password (DIGEST-MD5; never shown)."""
+    sasl_service: str = "zookeeper"
+    """The service name the servers log in as (their principal's first part, for GSSAPI)."""
 
     def __init__(self, **values: Any) -> None:
         config = type(self).model_config
@@ -179,6 +187,21 @@ class Settings(BaseSettings):
             raise ValueError("must be 'user:password'")
         return value
 
+    @field_validator("sasl_mechanism", mode="before")
+    @classmethod
+    def _upper_mechanism(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.strip().upper()
+            return value or None
+        return value
+
+    @field_validator("sasl_username", "sasl_service")
+    @classmethod
+    def _check_sasl_name(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or value != value.strip()):
+            raise ValueError("must be a non-empty name without surrounding spaces")
+        return value
+
     @field_validator("session_lost_fraction")
     @classmethod
     def _check_fraction(cls, value: float) -> float:
@@ -200,9 +223,10 @@ class Settings(BaseSettings):
         _, chroot = parse_hosts(self.hosts)
         if chroot is not None and self.namespace is not None:
             raise ValueError("give the chroot either in hosts or as namespace, not both")
-        if self.world_readable and self.auth is None:
+        if self.world_readable and self.auth is None and self.sasl_mechanism is None:
             raise ConfigError(
-                "world_readable", "needs auth: without credentials every node is open to all"
+                "world_readable",
+                "needs auth or sasl_mechanism: without credentials every node is open to all",
             )
         # Half-set TLS would silently connect in plain text.
         if not self.use_tls and self.tls_server_name is not None:
@@ -210,7 +234,30 @@ class Settings(BaseSettings):
         if not self.use_tls and not self.tls_verify:
             raise ConfigError("tls_verify", f"is off but TLS is off too: {_TLS_ON}")
         self.ssl_context()  # files that are not PEM fail now, not at connect()
+        self._check_sasl()
         return self
+
+    def _check_sasl(self) -> None:
+        mechanism = self.sasl_mechanism
+        if mechanism is None:
+            # Half-set SASL would silently connect without logging in.
+            for field in ("sasl_username", "sasl_password"):
+                if getattr(self, field) is not None:
+                    raise ConfigError(field, "is set but sasl_mechanism is not: " + _SASL_ON)
+        elif mechanism == "DIGEST-MD5":
+            for field in ("sasl_username", "sasl_password"):
+                if getattr(self, field) is None:
+                    raise ConfigError(field, "is needed for sasl_mechanism DIGEST-MD5")
+        elif not _kerberos_installed():
+            raise ConfigError(
+                "sasl_mechanism", "GSSAPI needs the kerberos package: pip install 'aiocoord[sasl]'"
+            )
+        elif self.sasl_password is not None:
+            raise ConfigError(
+                "sasl_password",
+                "is not used with GSSAPI: Kerberos takes the credentials from a keytab "
+                "(KRB5_CLIENT_KTNAME) or the ticket cache (kinit)",
+            )
 
     @property
     def addresses(self) -> list[tuple[str, int]]:
@@ -270,7 +317,15 @@ class Settings(BaseSettings):
         return cls(**overrides)
 
 
+_SASL_ON = "set sasl_mechanism (AIOCOORD_SASL_MECHANISM=DIGEST-MD5 or GSSAPI), or unset it"
 _TLS_ON = "set tls=True (AIOCOORD_TLS=true) or a tls_*_file, or leave it unset"
+
+
+def _kerberos_installed() -> bool:
+    """Whether pure-sasl's GSSAPI can run (it needs the ``kerberos`` package)."""
+    import importlib.util
+
+    return importlib.util.find_spec("kerberos") is not None
 
 
 def _env_file(value: object) -> str | None:

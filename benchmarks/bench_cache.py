@@ -1,11 +1,15 @@
-"""Caches: initial load, write-to-event latency, server cost, resync and memory, against kazoo.
+"""Caches: initial load, write-to-event latency, server cost, resync and memory, against peers.
 
 One standalone ZooKeeper (forceSync on unless ``--no-fsync``), trees of depth 3
-with 100-byte data.  Measured, for aiocoord's `tree_cache` / `node_cache` and
-kazoo's `TreeCache` / `DataWatch` in the same run:
+with 100-byte data.  Measured, for aiocoord's `tree_cache` / `node_cache`,
+kazoo's `TreeCache` / `DataWatch` and (initial load only) Curator 5.4's
+``CuratorCache`` in the same run:
 
-- initial load of the tree (entering the cache; kazoo: until INITIALIZED),
-  the median of ``--passes`` loads;
+- initial load of the tree (entering the cache; kazoo and Curator: until
+  INITIALIZED), the median of ``--passes`` loads; Curator's in one JVM
+  (Debian's jars, compiled with ``javac`` at run time, see `_java`; skipped
+  with a note if Java or a jar is missing) after one untimed load that lets
+  the JIT compile its paths;
 - write -> event latency at rest for one change (median and p99; each library's
   own writer session);
 - server requests per change event, from the server's ``cons`` counters of
@@ -14,7 +18,7 @@ kazoo's `TreeCache` / `DataWatch` in the same run:
   FRESH, and requests the new session sent;
 - memory per cached node: RSS growth of a child process / nodes.
 
-    python benchmarks/bench_cache.py [--sizes 1000 10000] [--passes 3] [--changes 200]
+    python -m benchmarks.bench_cache [--sizes 1000 10000] [--passes 3] [--changes 200]
 """
 
 from __future__ import annotations
@@ -30,12 +34,16 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import aiocoord
 from aiocoord.testing import ZooKeeperServer, expire_session, four_letter_word
 
+from ._java import classpath, curator_missing
+
 DATA = b"x" * 100
+REPO = Path(__file__).resolve().parents[1]
 ROOT = "/bench-cache"
 
 
@@ -234,6 +242,72 @@ def kazoo_latency(hosts: str, path: str, changes: int) -> list[float]:
     return out
 
 
+# --- Curator ----------------------------------------------------------------------------------
+
+CURATOR_CACHE_BENCH = """\
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+// Initial load of a CuratorCache: from start() until its INITIALIZED listener runs.
+// `warmup` untimed loads, then `passes` timed.  Prints "LOADS ns1 ns2 ... NODES n".
+public final class CuratorCacheBench {
+    public static void main(String[] args) throws Exception {
+        String connect = args[0];
+        String path = args[1];
+        int warmup = Integer.parseInt(args[2]);
+        int passes = Integer.parseInt(args[3]);
+        CuratorFramework client = CuratorFrameworkFactory.builder().connectString(connect)
+            .sessionTimeoutMs(30000).connectionTimeoutMs(10000)
+            .retryPolicy(new ExponentialBackoffRetry(100, 5)).build();
+        client.start();
+        client.blockUntilConnected();
+        StringBuilder out = new StringBuilder("LOADS");
+        int nodes = 0;
+        for (int r = 0; r < warmup + passes; r++) {
+            final CountDownLatch initialized = new CountDownLatch(1);
+            CuratorCache cache = CuratorCache.build(client, path);
+            cache.listenable().addListener(
+                CuratorCacheListener.builder().forInitialized(initialized::countDown).build());
+            long started = System.nanoTime();
+            cache.start();
+            if (!initialized.await(300, TimeUnit.SECONDS)) throw new IllegalStateException("no load");
+            long took = System.nanoTime() - started;
+            nodes = cache.size();
+            cache.close();
+            if (r >= warmup) out.append(' ').append(took);
+        }
+        System.out.println(out.append(" NODES ").append(nodes));
+        client.close();
+    }
+}
+"""
+
+
+def curator_load(hosts: str, base: str, passes: int) -> tuple[float, int] | str:
+    """Curator's median initial load and the nodes it held, or why it was not measured."""
+    why = curator_missing()
+    if why is not None:
+        return f"not measured: {why}"
+    cmd = ["java", "-Xmx1g", "-cp", classpath("CuratorCacheBench", CURATOR_CACHE_BENCH)]
+    cmd += ["CuratorCacheBench", hosts, base, "1", str(passes)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        return "timed out"
+    for line in done.stdout.splitlines():
+        if line.startswith("LOADS"):
+            words = line.split()
+            loads = [int(ns) / 1e9 for ns in words[1 : words.index("NODES")]]
+            return statistics.median(loads), int(words[-1])
+    lines = done.stderr.strip().splitlines()
+    return lines[-1] if lines else "Curator's benchmark printed no loads"
+
+
 # --- memory, in child processes ---------------------------------------------------------------
 
 
@@ -272,7 +346,8 @@ def child_memory(impl: str, hosts: str, base: str) -> None:
 
 def memory(impl: str, hosts: str, base: str, size: int) -> float:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", impl, hosts, base, str(size)],
+        [sys.executable, "-m", "benchmarks.bench_cache", "--child", impl, hosts, base, str(size)],
+        cwd=REPO,
         capture_output=True,
         text=True,
         check=True,
@@ -312,9 +387,18 @@ def main() -> None:
             ours, count = asyncio.run(aiocoord_load(hosts, base, args.passes))
             assert count == nodes, (count, nodes)
             theirs = kazoo_load(hosts, base, args.passes)
+            curator = curator_load(hosts, base, args.passes)
+            if isinstance(curator, str):
+                java = f"Curator CuratorCache {curator}"
+            else:
+                assert curator[1] == nodes, (curator, nodes)
+                java = (
+                    f"Curator CuratorCache {curator[0] * 1000:.0f} ms, "
+                    f"ratio {ours / curator[0]:.2f}"
+                )
             print(
                 f"initial load, {nodes} nodes: aiocoord {ours * 1000:.0f} ms, "
-                f"kazoo TreeCache {theirs * 1000:.0f} ms, ratio {ours / theirs:.2f}"
+                f"kazoo TreeCache {theirs * 1000:.0f} ms, ratio {ours / theirs:.2f}; {java}"
             )
         flag = f"{ROOT}/flag"
         asyncio.run(create(hosts, flag))

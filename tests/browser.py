@@ -50,6 +50,17 @@ watcher.observe(document.documentElement,
 """
 
 
+_OVERFLOW = """
+const wide = (n) => n.scrollWidth > n.clientWidth + 1;
+const out = [];
+if (wide(document.documentElement)) out.push("the page");
+for (const c of document.querySelectorAll("section.card")) {
+  if (wide(c) || [...c.querySelectorAll(".scroll")].some(wide)) out.push(c.dataset.path);
+}
+return out;
+"""
+
+
 class Page:
     """One Chromium tab, driven from worker threads."""
 
@@ -97,6 +108,15 @@ class Page:
 
         assert await self._run(save) > 0
         return path
+
+    async def resize(self, width: int, height: int = 1000) -> None:
+        """Set the window's size (the module's browser is shared: put it back after)."""
+        await self._run(lambda: self.driver.set_window_size(width, height))
+
+    async def overflowing(self) -> list[str]:
+        """What scrolls sideways on the page: the page itself, or a card (by its path)."""
+        found: list[str] = await self.js(_OVERFLOW)
+        return found
 
     async def leave(self) -> None:
         """Close the page's event stream (a server shutting down waits for open streams)."""

@@ -1,8 +1,8 @@
 """``aiocoord inspect PATH`` as text: `render` draws an `aiocoord.inspection.inspect_path` result.
 
 What is recognised, and how, is `aiocoord.inspection`'s business (the
-``--json`` output is its dict as is); here each kind is drawn, an unreadable
-node as an error next to its name.
+``--json`` output is its dict as is); here each kind is drawn, a node it may
+not read as "no access" next to its name.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ def render(info: Info, indent: int = 0) -> list[str]:
     kind = info["kind"]
     name = info["path"] if indent == 0 else info["path"].rsplit("/", 1)[-1]
     if "error" in info:
-        return [f"{pad}{name}  [{kind}] unreadable: {info['error']}"]
+        error = info["error"]
+        label = "no access" if error.startswith("no access") else "unreadable"
+        return [f"{pad}{name}  [{kind}] {label}: {error.removeprefix('no access ')}"]
     if kind == "node":
         extra = " [ephemeral]" if info["ephemeral"] else ""
         data = f"  {info['data']!r}" if info["data"] else ""

@@ -86,7 +86,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     submit.add_argument("payload", help="the payload as a JSON object, e.g. '{\"a\": 1}'")
     submit.add_argument("--id", default=None, help="the job id (the idempotence key)")
     when = submit.add_mutually_exclusive_group()
-    when.add_argument("--delay", type=float, default=None, help="run no sooner than in S seconds")
+    when.add_argument("--delay", type=_delay, default=None, help="run no sooner than in S seconds")
     when.add_argument(
         "--run-at", default=None, help="run no sooner than this time (ISO 8601, with a zone)"
     )
@@ -125,7 +125,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
     listing = actions.add_parser("list", parents=[common], help="list jobs")
     listing.add_argument(
-        "--status", default=None, help="only jobs in this status (pending, running, failed, ...)"
+        "--status",
+        type=_status_name,
+        default=None,
+        help="only jobs in this status (pending, running, failed, ...)",
     )
     listing.add_argument("--limit", type=int, default=100, help="at most N jobs (default 100)")
     listing.add_argument("--after", default=None, help="start after this job id")
@@ -276,16 +279,31 @@ async def _retry(coord: Coordinator, sched: Scheduler, args: argparse.Namespace)
     return 0
 
 
+def _delay(text: str) -> float:
+    """``--delay``, checked by argparse: a bad one is a bad command line (exit status 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, not {text!r}")
+    return value
+
+
+def _status_name(text: str) -> str:
+    """``--status``, checked by argparse (exit status 2): a `JobStatus` value."""
+    from ..scheduler import JobStatus
+
+    names = [s.value for s in JobStatus]
+    if text.lower() not in names:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(names)}")
+    return text.lower()
+
+
 async def _list(coord: Coordinator, sched: Scheduler, args: argparse.Namespace) -> int:
     from ..scheduler import JobStatus
 
-    status = None
-    if args.status is not None:
-        try:
-            status = JobStatus(args.status.lower())
-        except ValueError:
-            names = ", ".join(s.value for s in JobStatus)
-            raise UserError(f"--status {args.status!r} is not one of {names}") from None
+    status = None if args.status is None else JobStatus(args.status)
     if args.limit < 1:
         raise UserError("--limit must be 1 or more")
     try:

@@ -5,7 +5,8 @@ a dozen cron tasks through a rolling upgrade and a crash, with a verdict
 checked against ZooKeeper.  ``aiocoord zk start|stop|status`` manages the
 embedded development server that the demo and the examples use when
 ``AIOCOORD_HOSTS`` is unset.  ``aiocoord inspect PATH`` shows what is under a
-path, recognising each recipe's layout; ``aiocoord dashboard PATH`` serves
+path, recognising each recipe's layout (a node it may not read as "no access");
+``aiocoord acl get|set PATH`` reads or replaces a node's ACL; ``aiocoord dashboard PATH`` serves
 the same as a live web page.  ``aiocoord jobs submit|info|result|cancel|list``
 works with a job scheduler as a client.  ``aiocoord bench`` measures
 aiocoord's recipes on one's own ZooKeeper.  Async commands run on uvloop unless ``--loop asyncio`` is given.
@@ -36,6 +37,7 @@ from ..errors import (
 )
 from ._run import run_async
 from ._unreachable import unreachable
+from .acl import add_parser as add_acl_parser
 from .dashboard import add_parser as add_dashboard_parser
 from .jobs_command import add_parser as add_jobs_parser
 from .zk import UserError, local_zookeeper, resolve_hosts
@@ -129,8 +131,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
             raise UserError(f"{args.path} does not exist on {settings.hosts}") from None
         except NoAuthError:
             raise UserError(
-                f"{args.path} on {settings.hosts} is not readable with these credentials "
-                "(set AIOCOORD_AUTH to those that created it)"
+                f"no access to {args.path} on {settings.hosts} with these credentials "
+                "(set AIOCOORD_AUTH or AIOCOORD_SASL_* to an identity its ACL allows)"
             ) from None
 
     info = run_async(run, args.loop)
@@ -258,6 +260,7 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--dir", default=None, help=argparse.SUPPRESS)
     inspect.set_defaults(func=_cmd_inspect)
 
+    add_acl_parser(sub)  # `aiocoord acl get|set`, in cli/acl.py
     add_dashboard_parser(sub)  # `aiocoord dashboard`, defined with the command in cli/dashboard.py
     add_jobs_parser(sub)  # `aiocoord jobs ...`, in cli/jobs_command.py
 
@@ -305,12 +308,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _no_retry_lines(record: logging.LogRecord) -> bool:
+    """False for the connect loop's retry lines (marked so by the session's logger)."""
+    return not getattr(record, "aiocoord_connect_retry", False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s"
     )
+    # The connect loop's retry lines repeat what the one-line error says (its last cause).
+    session_log = logging.getLogger("aiocoord.session")
+    if args.verbose:
+        session_log.removeFilter(_no_retry_lines)
+    else:
+        session_log.addFilter(_no_retry_lines)
     try:
         code: int = args.func(args)
     except KeyboardInterrupt:

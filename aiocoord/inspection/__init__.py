@@ -9,7 +9,8 @@ Recognised, in this order, at a node:
 
 - a CAS lock (also once_per): the node's data is an ``aiocoord.cas-lock/N`` record;
 - a cron: children named ``workers``, ``leaders`` and ``jobs``, whose ``jobs`` holds
-  cron job records;
+  cron job records; or a ``jobs`` child alone (the cron's workers have all stopped)
+  holding at least one readable cron job record;
 - task leadership: children named ``workers`` and ``leaders``;
 - a job scheduler: children named ``jobs`` and ``assignments``;
 - a leader latch: every child is an election node (Curator ``_c_<uuid>-latch-<seq>``,

@@ -1,8 +1,8 @@
 """`inspect_path`: walk a path, recognise each recipe by its layout, describe it.
 
 Plain nodes are walked down to `depth` levels and at most `MAX_NODES` nodes;
-a child created with other credentials is shown as unreadable, a child that
-vanished while the walk looked is left out.
+a child this session may not read (created with other credentials) is shown
+as "no access", a child that vanished while the walk looked is left out.
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ __all__ = ("MAX_NODES", "inspect_path")
 
 MAX_NODES = 500  # a plain tree stops being walked after this many nodes
 
-_NO_READ = "not readable with these credentials (set AIOCOORD_AUTH to those that created it)"
+NO_ACCESS = (
+    "no access with these credentials "
+    "(set AIOCOORD_AUTH or AIOCOORD_SASL_* to an identity its ACL allows)"
+)
 
 
 def _text(data: bytes, limit: int = 80) -> str:
@@ -50,9 +53,12 @@ async def _inspect(coord: Coordinator, path: str, depth: int, budget: list[int])
     base: Info = {"path": path}
     if is_lock_record(node.data):
         return base | lock_info(path, node.data, node.stat.mzxid)
-    if is_cron(children):
+    if "jobs" in children and not is_scheduler(children):
+        # Once its last worker has stopped, a cron keeps only ``jobs/`` (the empty
+        # ``workers/`` and ``leaders/`` containers are reaped): its records say it is one.
         cron = await describe_cron(coord, path)
-        if cron.recognised:
+        readable = any(job.schedule is not None for job in cron.jobs.values())
+        if readable or (is_cron(children) and cron.recognised):
             return base | cron_info(cron)
     if is_task_leadership(children):
         return base | await task_info(coord, path)
@@ -82,5 +88,5 @@ async def _inspect(coord: Coordinator, path: str, depth: int, budget: list[int])
             continue  # gone while we looked
         except NoAuthError:
             # Created with other credentials (creator-only ACL): say so, show the rest.
-            info["children"].append({"path": child_path, "kind": "node", "error": _NO_READ})
+            info["children"].append({"path": child_path, "kind": "node", "error": NO_ACCESS})
     return info

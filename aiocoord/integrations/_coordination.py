@@ -53,6 +53,7 @@ from ..recipes.task_leadership import TaskLeadership
 from ..session import Coordinator
 from ..zk.states import ConnectionState
 from ._holds import Hold, tracked_lock, tracked_once_per
+from ._leader_names import LeaderNames
 from ._leader_tasks import (
     LeaderFunc,
     LeaderTask,
@@ -110,6 +111,8 @@ class Coordination(Service):
         self._retiring = False
         self._retired = anyio.Event()
         self.latches: dict[str, LeaderLatch] = {}
+        self.leaders = LeaderNames(coord)
+        """Who leads each latch path, from memory (what `require_leader`'s 503 names)."""
         self.task_leaderships: list[TaskLeadership] = []
         self.transitions: dict[str, int] = {}
         self._lost_at: dict[int, float] = {}  # session id -> when it was seen LOST
@@ -137,8 +140,9 @@ class Coordination(Service):
     async def start(self) -> None:
         """Join the latches, start the leader tasks and the cron; from any task.
 
-        Blocks until every latch has its node (not until it leads) and the
-        cron's worker is registered.  Raises
+        Blocks until every latch has its node (not until it leads), knows
+        who leads (within the request timeout) and the cron's worker is
+        registered.  Raises
         what a latch's start raises, once the latches joined so far are left;
         `CoordinatorClosedError` if started before.
         """
@@ -168,6 +172,14 @@ class Coordination(Service):
             self.latches[path] = latch
             if self.metrics is not None:
                 await stack.enter_async_context(self.metrics.watch_latch(latch))
+        # Ready means every path knows its leader (or leads): a 503 right after startup
+        # names it.  Bounded: an election that takes longer is reported as it goes.
+        known = {path: anyio.Event() for path in self.latches}
+        for path, latch in self.latches.items():
+            tg.start_soon(self.leaders.follow, latch, known[path])
+        with anyio.move_on_after(self.coord.client._session.timing.request_timeout):
+            for event in known.values():
+                await event.wait()
         if self.cron is not None:  # left first: its firings end before the latches go
             if self.metrics is not None:
                 await stack.enter_async_context(self.metrics.watch_cron(self.cron))

@@ -14,6 +14,16 @@ Connection states are published as they happen.  While SUSPENDED or LOST the
 last read stays on show, marked by the state; every CONNECTED or RECONNECTED
 reads again, so what changed while disconnected (a leader that went with a
 lost session) appears as soon as the session is back.
+
+Why not a `tree_cache`: the feed needs to know *that* something changed
+below the path, then a bounded, recipe-aware read (`inspect_path` walks at
+most ``MAX_NODES`` plain nodes, and each recipe's describe API reads what it
+needs, at most ``MAX_READS`` of a scheduler's jobs and results).  A tree
+cache would hold every node below the path, a scheduler's results
+included, and fail past its ``max_nodes`` where the dashboard works today,
+while the describe APIs would still read from ZooKeeper.  So the feed holds
+the same persistent recursive watch the cache is built on, without the
+copy.
 """
 
 from __future__ import annotations

@@ -300,7 +300,7 @@ class _LeaderOnly:
         # Local state only, no request: a 503 must come at once, even while ZooKeeper is away.
         raise HTTPException(
             status_code=503,
-            detail={"error": "not the leader", "path": path, "leader": latch.known_leader},
+            detail={"error": "not the leader", "path": path, "leader": c.leaders.leader(path)},
             headers={"Retry-After": RETRY_AFTER},
         )
 
@@ -313,8 +313,9 @@ def require_leader(path: str) -> Callable[[Request], Any]:
 
     Answered from what this process knows, with no request to ZooKeeper, so
     it is as fast during an outage as otherwise.  The 503's detail names the
-    path and the leader's id when known without a round trip (see
-    `LeaderLatch.known_leader`; None otherwise), with ``Retry-After: 1``.  The
+    path and the leader's id (known from memory while connected: the
+    lifespan reports ready once each path knows it; None while the session is
+    away or the election is still going on), with ``Retry-After: 1``.  The
     dependency's value is the `LeadershipTerm`.  `path` must be one of the
     lifespan's ``leader_tasks`` or ``latches``: the lifespan refuses to start
     otherwise.

@@ -40,12 +40,14 @@ Routes, under the prefix:
 The scheduler's coordinator must be running while requests come: pass it to
 `lifespan` (``lifespan(coord)``), which connects it on startup.  A process
 that only submits needs no ``sched.worker()``.  Every route answers 503 with
-``Retry-After`` while ZooKeeper cannot be reached.
+``Retry-After`` while ZooKeeper cannot be reached: at once while the session
+is known to be SUSPENDED or LOST, else when a request times out.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
@@ -53,7 +55,9 @@ from urllib.parse import quote
 import anyio
 import pydantic
 from fastapi import APIRouter, Body, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
 
 from .._checks import check_seconds
 from ..errors import (
@@ -66,6 +70,7 @@ from ..errors import (
     NoNodeError,
 )
 from ..scheduler import JobInfo, JobStatus, Scheduler
+from ..zk.states import ConnectionState
 from ._job_models import (
     Cancelled,
     JobError,
@@ -84,6 +89,7 @@ MAX_WAIT = 60.0  # seconds: a long-poll is bounded so that proxies and clients d
 MAX_LIMIT = 1000
 RETRY_AFTER = "1"
 READ_BOUND = 10.0  # seconds to read a result already there (the request timeout bounds it too)
+MAX_ECHO = 200  # characters of a refused value a 422 shows back (a 20 MB body is not echoed)
 
 T = TypeVar("T")
 
@@ -113,12 +119,43 @@ def jobs_router(
         raise ValueError(f"prefix must start with '/' and not end with it, not {prefix!r}")
     if isinstance(tags, str):
         raise TypeError("tags must be a sequence of tags, not a single string")
-    router = APIRouter(prefix=prefix, tags=list(tags))
+    router = APIRouter(prefix=prefix, tags=list(tags), route_class=_CappedEcho)
     taken: set[str] = set()
     for name in sched.job_names:
         _add_submit(router, sched, name, sched.handler(name), taken)
     _add_routes(router, sched, float(max_wait))
     return router
+
+
+class _CappedEcho(APIRoute):
+    """A route whose 422 shows at most `MAX_ECHO` characters of each refused input.
+
+    FastAPI's 422 echoes the whole input of each error: a 20 MB payload of the
+    wrong shape would come back whole.  The field, message and type stay.
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def capped(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                raise RequestValidationError([_capped(e) for e in exc.errors()]) from None
+
+        return capped
+
+
+def _capped(error: Any) -> Any:
+    if not isinstance(error, dict) or "input" not in error:
+        return error
+    try:
+        text = json.dumps(error["input"], default=str)
+    except (TypeError, ValueError):
+        text = repr(error["input"])
+    if len(text) <= MAX_ECHO:
+        return error
+    return {**error, "input": f"{text[:MAX_ECHO]}... ({len(text)} characters, cut)"}
 
 
 # --- submit ------------------------------------------------------------------------------------
@@ -196,6 +233,7 @@ async def _submit(
 ) -> JSONResponse:
     if delay is not None and run_at is not None:
         raise _invalid(["query", "delay"], "give delay or run_at, not both")
+    _check_near(sched)
     when: dict[str, Any] = {}
     if delay is not None:
         when["delay"] = delay
@@ -227,6 +265,20 @@ def _where(message: str) -> list[str]:
 
 def _invalid(loc: list[str], message: str) -> HTTPException:
     return HTTPException(422, [{"loc": loc, "msg": message, "type": "value_error"}])
+
+
+_AWAY = (ConnectionState.SUSPENDED, ConnectionState.LOST)
+
+
+def _check_near(sched: Scheduler) -> None:
+    """503 at once while the session is known to be away, rather than after a request timeout."""
+    state = sched.coordinator.state
+    if state is not None and state in _AWAY:
+        raise HTTPException(
+            503,
+            f"ZooKeeper is not reachable: the session is {state.value}",
+            headers={"Retry-After": RETRY_AFTER},
+        )
 
 
 async def _call(request: Awaitable[T]) -> T:
@@ -319,7 +371,7 @@ def _add_routes(router: APIRouter, sched: Scheduler, max_wait: float) -> None:
 
     @router.delete("/{job_id}", response_model=Cancelled, summary="Cancel a job")
     async def cancel(job_id: str) -> Cancelled:
-        status = await _lookup(job_id, sched.cancel)
+        status = await _lookup(sched, job_id, sched.cancel)
         return Cancelled(id=job_id, status=status.value)
 
     @router.post(
@@ -330,6 +382,7 @@ def _add_routes(router: APIRouter, sched: Scheduler, max_wait: float) -> None:
         responses={409: {"description": "the job is DONE, or not finished"}},
     )
     async def retry(job_id: str) -> JobView:
+        _check_near(sched)
         try:
             await _call(sched.retry(job_id))
         except JobConflict as exc:  # before ValueError: it is one
@@ -360,6 +413,7 @@ def _add_routes(router: APIRouter, sched: Scheduler, max_wait: float) -> None:
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
         after: Annotated[str | None, Query(description="the `next` of the previous page")] = None,
     ) -> JobPage:
+        _check_near(sched)
         found: list[JobView] = []
 
         async def collect() -> None:
@@ -390,10 +444,11 @@ def _failed(job_id: str, status: str, type_: str, message: str) -> JSONResponse:
 
 
 async def _info(sched: Scheduler, job_id: str) -> JobInfo:
-    return await _lookup(job_id, sched.info)
+    return await _lookup(sched, job_id, sched.info)
 
 
-async def _lookup(job_id: str, call: Callable[[str], Awaitable[T]]) -> T:
+async def _lookup(sched: Scheduler, job_id: str, call: Callable[[str], Awaitable[T]]) -> T:
+    _check_near(sched)
     try:
         return await _call(call(job_id))
     except NoNodeError:

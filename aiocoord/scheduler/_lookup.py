@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 import anyio
 
-from ..errors import NodeDataError, NoNodeError
+from ..errors import CoordError, NodeDataError, NoNodeError
 from ..zk.client import ZkClient
 from ._layout import bucket_of, job_bucket_priority
 from ._records import JobsLayout, decode_job, decode_result
@@ -48,6 +48,28 @@ class Found:
     data: bytes
     version: int
     worker: str | None = None
+
+
+async def _at_once(calls: Iterable[Callable[[], Awaitable[None]]]) -> None:
+    """Await `calls` concurrently; the first `CoordError` cancels the rest and is raised alone.
+
+    Alone, not in an exception group: a caller's ``except ConnectionLostError``
+    must catch a listing that failed because ZooKeeper is away.
+    """
+    errors: list[CoordError] = []
+
+    async def run(call: Callable[[], Awaitable[None]], scope: anyio.CancelScope) -> None:
+        try:
+            await call()
+        except CoordError as exc:
+            errors.append(exc)
+            scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        for call in calls:
+            tg.start_soon(run, call, tg.cancel_scope)
+    if errors:
+        raise errors[0]
 
 
 async def _get(client: ZkClient, where: str, path: str, worker: str | None = None) -> Found | None:
@@ -116,18 +138,17 @@ async def bucketed(client: ZkClient, parent: str) -> dict[str, str]:
 async def assignments_of(client: ZkClient, layout: JobsLayout, job_id: str) -> list[Found]:
     """Every worker's assignment of `job_id` (one read per worker queue, at once)."""
     hits: list[Found] = []
-    async with anyio.create_task_group() as tg:
-        for worker in await _children(client, layout.assignments):
-            tg.start_soon(_look, client, layout, job_id, worker, hits)
+
+    def look(worker: str) -> Callable[[], Awaitable[None]]:
+        async def read() -> None:
+            hit = await _get(client, "assigned", layout.assignment(worker, job_id), worker)
+            if hit is not None:
+                hits.append(hit)
+
+        return read
+
+    await _at_once(look(w) for w in await _children(client, layout.assignments))
     return hits
-
-
-async def _look(
-    client: ZkClient, layout: JobsLayout, job_id: str, worker: str, hits: list[Found]
-) -> None:
-    hit = await _get(client, "assigned", layout.assignment(worker, job_id), worker)
-    if hit is not None:
-        hits.append(hit)
 
 
 def info_of(job_id: str, found: Found, now: float | None = None) -> JobInfo:
@@ -148,12 +169,13 @@ async def _where(
     if status is None or status in _ASSIGNED:
         queues: dict[str, list[str]] = {}
 
-        async def queue(worker: str) -> None:
-            queues[worker] = await _children(client, layout.queue(worker))
+        def queue(worker: str) -> Callable[[], Awaitable[None]]:
+            async def read() -> None:
+                queues[worker] = await _children(client, layout.queue(worker))
 
-        async with anyio.create_task_group() as tg:
-            for worker in await _children(client, layout.assignments):
-                tg.start_soon(queue, worker)
+            return read
+
+        await _at_once(queue(w) for w in await _children(client, layout.assignments))
         for worker, ids in sorted(queues.items()):
             for job_id in ids:
                 found[job_id] = ("assigned", layout.assignment(worker, job_id), worker)
@@ -166,14 +188,17 @@ async def _where(
     return found
 
 
-async def _read(
+def _read(
     client: ZkClient,
     place: tuple[str, str, str | None],
     job_id: str,
     nodes: dict[str, Found | None],
-) -> None:
-    where, path, worker = place
-    nodes[job_id] = await _get(client, where, path, worker)
+) -> Callable[[], Awaitable[None]]:
+    async def read() -> None:
+        where, path, worker = place
+        nodes[job_id] = await _get(client, where, path, worker)
+
+    return read
 
 
 async def list_jobs(
@@ -195,9 +220,7 @@ async def list_jobs(
     for start in range(0, len(ids), _BATCH):
         batch = ids[start : start + _BATCH]
         nodes: dict[str, Found | None] = {}
-        async with anyio.create_task_group() as tg:
-            for job_id in batch:
-                tg.start_soon(_read, client, places[job_id], job_id, nodes)
+        await _at_once(_read(client, places[i], i, nodes) for i in batch)
         now = time.time()
         for job_id in batch:
             found = nodes.get(job_id)

@@ -378,7 +378,7 @@ async def reclaim(client: ZkClient, layout: JobsLayout, worker: str, retention: 
         except NotEmptyError:
             continue
     if moved:
-        log.info("returned %d job(s) of worker %s to the pending queue", moved, worker)
+        log.warning("returned %d job(s) of gone worker %s to the pending queue", moved, worker)
     return moved
 
 

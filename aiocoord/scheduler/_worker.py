@@ -64,9 +64,11 @@ from ._records import (
 from ._strategies import Strategy
 from ._worker_session import Hooks, WorkerSession
 
-__all__ = ("JobWorker",)
+__all__ = ("DRAIN_TIMEOUT", "JobWorker")
 
 log = logging.getLogger(__name__)
+
+DRAIN_TIMEOUT = 20.0  # seconds: below Kubernetes' default grace period (30 s), with room to leave
 
 
 class JobWorker(Service):
@@ -206,11 +208,24 @@ class JobWorker(Service):
                 await self._client.set(self._layout.worker(sess.worker), data)
             except CoordError as exc:
                 log.debug("worker %s: could not mark itself draining: %s", sess.worker, exc)
+        if sess.running:  # what a stop signal is waiting for, and for how long at most
+            log.info(
+                "worker %s: draining: waiting up to %gs for %d running job(s) (%s)",
+                sess.worker,
+                self.drain_timeout,
+                len(sess.running),
+                ", ".join(sorted(sess.running)[:10]),
+            )
         with anyio.move_on_after(self.drain_timeout):
             while sess.running:
                 await self._idle.wait()
         if sess.running:
-            log.info("worker %s: handing back %d running job(s)", sess.worker, len(sess.running))
+            log.warning(
+                "worker %s: drain timeout (%gs) passed: handing back %d running job(s)",
+                sess.worker,
+                self.drain_timeout,
+                len(sess.running),
+            )
 
     async def _leave(self) -> None:
         """Stop the session's jobs, return the assignments left, delete our nodes."""

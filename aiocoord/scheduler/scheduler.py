@@ -93,9 +93,11 @@ from ._records import (
 from ._status import JobInfo, JobStatus
 from ._strategies import Strategy, strategy_from
 from ._submit import prepare_job, write_job
-from ._worker import JobWorker
+from ._worker import DRAIN_TIMEOUT, JobWorker
 
 __all__ = ("JobStatus", "Scheduler")
+
+_REMEMBERED = 4096  # ids of jobs submitted here that `result` trusts to exist
 
 H = TypeVar("H", bound=Handler)
 
@@ -131,10 +133,17 @@ class Scheduler:
         self._strategy = strategy_from(strategy)
         self._retention = Retention(ttl)
         self._handlers: dict[str, JobType] = {}
+        # Ids submitted here lately (oldest first): `result` need not look whether they exist.
+        self._submitted: dict[str, None] = {}
 
     @property
     def root(self) -> str:
         return self._layout.root
+
+    @property
+    def coordinator(self) -> Coordinator:
+        """The coordinator this scheduler works through (its state says whether ZooKeeper is near)."""
+        return self._coord
 
     @property
     def strategy(self) -> Strategy:
@@ -227,7 +236,11 @@ class Scheduler:
         return register
 
     def worker(
-        self, capacity: int = 8, *, worker_id: str | None = None, drain_timeout: float = 30.0
+        self,
+        capacity: int = 8,
+        *,
+        worker_id: str | None = None,
+        drain_timeout: float = DRAIN_TIMEOUT,
     ) -> JobWorker:
         """This process as a worker: ``async with sched.worker(capacity=8):`` (see `JobWorker`).
 
@@ -235,8 +248,10 @@ class Scheduler:
         ``await w.aclose()``, from any task.
 
         `worker_id` names it (default: host, pid and a random suffix; the node
-        name adds the session id); `drain_timeout` bounds how long leaving
-        waits for running jobs before handing them back.
+        name adds the session id); `drain_timeout` (default 20 s) bounds how
+        long leaving waits for running jobs before handing them back: keep it
+        below the time the process is given to stop (Kubernetes'
+        ``terminationGracePeriodSeconds``, 30 s by default).
         """
         return JobWorker(
             self._coord,
@@ -283,7 +298,7 @@ class Scheduler:
         new = prepare_job(
             self._handlers, self._layout, name, payload, job_id, delay, run_at, priority
         )
-        return await write_job(
+        job_id = await write_job(
             self._client,
             self._layout,
             new.job_id,
@@ -292,26 +307,50 @@ class Scheduler:
             key=new.key,
             priority=new.priority,
         )
+        self._submitted[job_id] = None
+        if len(self._submitted) > _REMEMBERED:
+            del self._submitted[next(iter(self._submitted))]
+        return job_id
 
-    async def result(self, job_id: str) -> Any:
+    async def result(self, job_id: str, *, not_submitted_yet: bool = False) -> Any:
         """Wait for the job's outcome through a watch and return its result.
 
         Blocks until the result exists: bound it with ``anyio.fail_after``.
-        Raises `JobFailed` (with the remote error's type and message) if the
-        job failed (its handler raised, timed out, or it was poison),
-        `JobCancelled` if it was cancelled, `NodeDataError` if the result node is not a scheduler
+        Raises `NoNodeError` at once for an id nothing is known of (never
+        submitted, a typo, or its result is older than `result_ttl`); pass
+        ``not_submitted_yet=True`` to wait for a job that another task or
+        process may still submit under that id.  Raises `JobFailed` (with the
+        remote error's type and message) if the job failed (its handler
+        raised, timed out, or it was poison), `JobCancelled` if it was
+        cancelled, `NodeDataError` if the result node is not a scheduler
         result (or does not fit the handler's return type registered here).
         The result is validated against the return annotation when the job's
-        handler is registered in this process.  A result is kept `result_ttl`
-        seconds: waiting for an older job waits forever.  A wait given up
-        (cancelled, timed out) leaves no watch behind, here or on the server.
+        handler is registered in this process.  While ZooKeeper is away it
+        waits for the session to come back.  A wait given up (cancelled,
+        timed out) leaves no watch behind, here or on the server.
         """
         job_id = check_job_id(job_id)
+        if not isinstance(not_submitted_yet, bool):
+            raise TypeError(f"not_submitted_yet must be a bool, not {not_submitted_yet!r}")
         path = self._layout.result(job_id)
+        known = not_submitted_yet or job_id in self._submitted
         while True:
             try:
                 stat, watch = await self._client.exists_watch(path)
                 try:
+                    # Looked for once, with the watch already set: a job that finishes
+                    # meanwhile is found here or fires the watch.
+                    if (
+                        stat is None
+                        and not known
+                        and await locate(self._client, self._layout, job_id) is None
+                    ):
+                        raise NoNodeError(
+                            f"no job {job_id!r} (never submitted, or its result expired); "
+                            "pass not_submitted_yet=True to wait for it",
+                            path=self._layout.job(job_id),
+                        )
+                    known = True
                     if stat is None:
                         event = await watch.wait()
                         if event.type is EventType.SESSION_LOST:
@@ -322,6 +361,8 @@ class Scheduler:
                     self._client.remove_watch(watch)
                 node = await self._client.get(path)
             except NoNodeError:
+                if not known:
+                    raise
                 continue  # a transient node (a careful submit) or removed: wait again
             except CoordinatorClosedError:
                 raise

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._host import ZooKeeperNotInstalledError, free_ports, port_free
+from ._port_holder import port_holder
 from ._probe import data_dir_of, server_mode
 from ._process import ZooKeeperProcess
 
@@ -203,7 +204,9 @@ def start_embedded(
         if not 0 < port < 65536:
             raise EmbeddedServerError(f"--port {port} is out of range")
         if not port_free(port):
-            raise EmbeddedServerError(f"port {port} on 127.0.0.1 is already in use")
+            holder = port_holder(port)
+            by = f" by {holder}" if holder else ""
+            raise EmbeddedServerError(f"port {port} on 127.0.0.1 is already in use{by}")
         return _launch(directory, port, timeout)
     # No port given: 2181 if free, else a free one; a port taken between the check
     # and the JVM's bind (another server starting at the same moment) means another try.
@@ -230,6 +233,9 @@ def _default_port_taken() -> str:
     else:
         mode = server_mode("127.0.0.1", DEFAULT_PORT)
         what = "a ZooKeeper started some other way" if mode else "another program"
+        holder = port_holder(DEFAULT_PORT)
+        if holder:
+            what += f", {holder}"
     return (
         f"127.0.0.1:{DEFAULT_PORT}, where aiocoord.connect() goes by default, is taken by "
         f"{what}; give --port N to start one elsewhere (then export AIOCOORD_HOSTS=127.0.0.1:N)"

@@ -26,6 +26,7 @@ import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
@@ -102,6 +103,9 @@ class ZooKeeperProcess:
     Shared by ``ZooKeeperServer``, the embedded server and the test ensemble's
     members; subclasses say which main class runs and when the process counts
     as ready. A ``detached`` process is left running at exit, to outlive this one.
+    ``extra_config`` adds or overrides ``zoo.cfg`` entries, ``jvm_args`` adds JVM
+    flags (``-Djava.security.auth.login.config=jaas.conf`` for SASL, say) and
+    ``environment`` adds variables (``KRB5_CONFIG``) to the server's.
     """
 
     main_class = "org.apache.zookeeper.server.ZooKeeperServerMain"
@@ -113,6 +117,8 @@ class ZooKeeperProcess:
         port: int | None = None,
         tick_time: int = 200,
         extra_config: dict[str, str] | None = None,
+        jvm_args: Sequence[str] = (),
+        environment: Mapping[str, str] | None = None,
         jar_dir: str | os.PathLike[str] = DEFAULT_JAR_DIR,
         conf_dir: str | os.PathLike[str] = DEFAULT_CONF_DIR,
         detached: bool = False,
@@ -125,6 +131,10 @@ class ZooKeeperProcess:
         self._port = port if port is not None else free_ports(1)[0]
         self.tick_time = tick_time
         self.extra_config = dict(extra_config or {})
+        if isinstance(jvm_args, str) or not all(isinstance(a, str) for a in jvm_args):
+            raise TypeError("jvm_args must be a sequence of strings such as ['-Dname=value']")
+        self.jvm_args = tuple(jvm_args)
+        self.environment = dict(environment or {})
         self.jar_dir = Path(jar_dir)
         self.conf_dir = Path(conf_dir)
         self.detached = detached
@@ -264,7 +274,15 @@ class ZooKeeperProcess:
         self._close_log()
         self._log = self.log_path.open("ab")
         self._log_start = self._log.tell()
-        cmd = ["java", *_JVM_ARGS, "-cp", cp, self.main_class, str(self.config_path)]
+        cmd = [
+            "java",
+            *_JVM_ARGS,
+            *self.jvm_args,
+            "-cp",
+            cp,
+            self.main_class,
+            str(self.config_path),
+        ]
         # A new session keeps a Ctrl-C at the terminal from reaching the JVM first.
         self._proc = subprocess.Popen(
             cmd,
@@ -272,6 +290,7 @@ class ZooKeeperProcess:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             cwd=self.directory,
+            env={**os.environ, **self.environment} if self.environment else None,
             start_new_session=True,
         )
         self._paused = False

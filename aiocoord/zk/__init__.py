@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING
 
+from ._acl import AclProvider as AclProvider
 from ._session import ZkSession as ZkSession
 from ._watches import PersistentWatch as PersistentWatch
 from ._watches import Watch as Watch
@@ -63,6 +64,7 @@ else:
 
 __all__ = (
     "ACL",
+    "AclProvider",
     "CREATOR_ALL_ACL",
     "OPEN_ACL_UNSAFE",
     "READ_ACL_UNSAFE",

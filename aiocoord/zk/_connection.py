@@ -28,7 +28,7 @@ import anyio.lowlevel
 
 from ..errors import ConnectionLostError, ProtocolError, ReplyTooLargeError, SessionExpiredError
 from . import _wire
-from ._framing import MAX_PACKET, FrameProtocol
+from ._framing import MAX_PACKET, FrameProtocol, NotZooKeeper
 from ._replies import ConnectAnswer, reply_header
 from ._timing import SessionTiming
 from ._wire import OpCode, WireRequest
@@ -154,6 +154,9 @@ class Connection:
             raise ConnectionLostError(
                 f"no handshake from {host}:{port} within {timeout:.2f}s"
             ) from exc
+        except NotZooKeeper as exc:
+            _abort(protocol)
+            raise NotZooKeeper(f"{host}:{port} {exc}") from None
         except Exception as exc:  # refused, reset, EOF, or an answer that is not ZooKeeper's
             _abort(protocol)
             raise ConnectionLostError(f"cannot connect to {host}:{port}: {exc!r}") from exc

@@ -45,6 +45,7 @@ _NAMES = {
 }
 
 _SESSION_EXPIRED = -112
+_SASL_REQUIRED = -124
 _CONNECTION_LOSS = -4
 
 
@@ -66,4 +67,8 @@ def check(err: int, path: str | None) -> None:
         raise errors.SessionExpiredError("session expired with the request in flight")
     if err == _CONNECTION_LOSS:
         raise errors.ConnectionLostError("connection lost with the request in flight")
+    if err == _SASL_REQUIRED:
+        raise errors.AuthFailedError(
+            "the server requires a SASL login and closed the session", path=path, code=err
+        )
     raise error_for(err, path)

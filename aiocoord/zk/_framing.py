@@ -22,13 +22,24 @@ from typing import cast
 
 from ..errors import ConnectionLostError, ProtocolError
 
-__all__ = ("MAX_PACKET", "FrameProtocol")
+__all__ = ("MAX_PACKET", "FrameProtocol", "NotZooKeeper")
 
 log = logging.getLogger(__name__)
 
 _INT = struct.Struct("!i")
 _HEADER = struct.Struct("!iqi")  # a reply's xid, zxid, err
 MAX_PACKET = 0xFFFFF + 1024 * 16  # jute.maxbuffer (1 MiB) plus headers, as the Java client allows
+
+
+class NotZooKeeper(ConnectionLostError):
+    """The peer's answer to our handshake is not ZooKeeper's: no use retrying that host."""
+
+
+def _not_zookeeper(head: bytes) -> NotZooKeeper:
+    """What answered, from its first bytes: ``HTTP/1.1 400`` and the like say which protocol."""
+    text = head.split(b"\r\n", 1)[0][:40]
+    named = " (an HTTP server)" if text.startswith(b"HTTP/") else ""
+    return NotZooKeeper(f"does not speak ZooKeeper{named}: it answered {text!r}")
 
 
 class FrameProtocol(asyncio.Protocol):
@@ -115,7 +126,11 @@ class FrameProtocol(asyncio.Protocol):
             if pos < end:
                 buf += data[pos:]
         except Exception as exc:  # malformed packet: this connection is unusable
-            log.warning("dropping a connection: %r", exc)
+            if self.on_frame is None and not self.first.done() and pos == 0:
+                # The very first bytes of the handshake's answer: not a ZooKeeper server.
+                self.first.set_exception(_not_zookeeper(data))
+            else:
+                log.warning("dropping a connection: %r", exc)
             self.ended(f"sent a malformed packet: {exc!r}")
             if self.transport is not None:
                 self.transport.abort()

@@ -1,21 +1,26 @@
-"""What a new connection sends before anything else: auth, watches, the namespace.
+"""What a new connection sends before anything else: SASL, auth, watches, the namespace.
 
-Auth is replayed on every connection; on the same session every watch is
-restored with SetWatches2 and the last zxid seen (so the server fires what
-changed meanwhile); on a new session the persistent watches are added again;
-the namespace (chroot) is created on every new session, since the server may
-have been replaced by an empty one.
+The SASL login comes first, since a server that requires it refuses every
+other request before it (`_sasl`); without SASL, the first connection asks
+once whether the server requires it.  Auth is replayed on every connection
+(the server keeps identities per connection); on the same session every
+watch is restored with SetWatches2 and the last zxid seen (so the server
+fires what changed meanwhile); on a new session the persistent watches are
+added again; the namespace (chroot) is created on every new session, since
+the server may have been replaced by an empty one.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Sequence
 
 import anyio
 
 from ..errors import AuthFailedError, ConnectionLostError, NodeExistsError
 from . import _errors, _wire
 from ._connection import Connection
+from ._sasl import SaslLogin, authenticate, probe_required
 from ._watches import WatchKind, WatchRegistry
 from .types import ACL, CreateMode
 
@@ -27,18 +32,30 @@ _SET_WATCHES_CHUNK = 128 * 1024  # the Java client splits SetWatches the same wa
 async def prime(
     conn: Connection,
     *,
-    auth: str | None,
+    sasl: SaslLogin | None,
+    probe_sasl: bool,
+    auth: Sequence[tuple[str, bytes]],
     watches: WatchRegistry,
     new_session: bool,
     last_zxid: int,
     namespace: str | None,
-    acl: tuple[ACL, ...],
+    acl: Callable[[str], tuple[ACL, ...]],
 ) -> None:
-    """Prime `conn` (its reader must be running); `namespace` is created when given."""
-    if auth:
-        err, _, _ = await conn.call(_wire.auth_request("digest", auth.encode()), xid=_wire.AUTH_XID)
+    """Prime `conn` (its reader must be running); `namespace` is created when given.
+
+    `probe_sasl` (without `sasl`) asks whether the server requires a SASL
+    login; `acl(server_path)` is the ACL of each namespace node created.
+    Raises `AuthFailedError` for a refused login or credentials (naming the
+    scheme or mechanism, never the secret).
+    """
+    if sasl is not None:
+        await authenticate(conn, sasl)
+    elif probe_sasl:
+        await probe_required(conn)
+    for scheme, credentials in auth:
+        err, _, _ = await conn.call(_wire.auth_request(scheme, credentials), xid=_wire.AUTH_XID)
         if err:
-            raise AuthFailedError("digest credentials rejected")
+            raise AuthFailedError(f"{scheme} credentials rejected")
     if new_session:
         for kind, path in list(watches.persistent_keys()):
             recursive = kind is WatchKind.PERSISTENT_RECURSIVE
@@ -75,11 +92,13 @@ async def _restore_watches(conn: Connection, watches: WatchRegistry, last_zxid: 
             size = 0
 
 
-async def _ensure_namespace(conn: Connection, namespace: str, acl: tuple[ACL, ...]) -> None:
+async def _ensure_namespace(
+    conn: Connection, namespace: str, acl: Callable[[str], tuple[ACL, ...]]
+) -> None:
     node = ""
     for part in namespace.strip("/").split("/"):
         node += "/" + part
-        req = _wire.create_request(node, b"", CreateMode.PERSISTENT, None, acl)
+        req = _wire.create_request(node, b"", CreateMode.PERSISTENT, None, acl(node))
         err, _, _ = await conn.call(req)
         if err and err != NodeExistsError.code:
             _errors.check(err, node)

@@ -15,16 +15,18 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import ProtocolError
-from .types import Node, Stat
+from .types import ACL, Node, Stat
 
 __all__ = (
     "HEADER_SIZE",
     "ConnectAnswer",
     "Reader",
+    "parse_acl",
     "parse_children",
     "parse_created",
     "parse_ephemerals",
     "parse_node",
+    "parse_sasl",
     "parse_stat",
     "parse_watch_event",
     "parse_who_am_i",
@@ -147,6 +149,21 @@ def parse_who_am_i(body: bytes) -> list[tuple[str, str]]:
     """The (scheme, id) pairs of a whoAmI reply."""
     reader = Reader(body)
     return [(reader.text(), reader.text()) for _ in range(reader.count(2 * _INT.size))]
+
+
+def parse_acl(body: bytes) -> tuple[list[ACL], Stat]:
+    """The ACL entries and stat of a getACL reply."""
+    reader = Reader(body)
+    entries = [
+        ACL(reader.int32("the permissions"), reader.text(), reader.text())
+        for _ in range(reader.count(3 * _INT.size))
+    ]
+    return entries, reader.stat()
+
+
+def parse_sasl(body: bytes) -> bytes:
+    """The server's next SASL challenge (``SetSASLResponse``; null reads as b"")."""
+    return Reader(body).buffer() or b""
 
 
 def parse_ephemerals(body: bytes) -> list[str]:

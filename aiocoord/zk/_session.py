@@ -6,8 +6,8 @@ gives every timer.  Differences from aiozk that matter (see shared notes): every
 connect attempt has its own deadline and moves on to the next host; silence for
 the read timeout drops the connection (SUSPENDED); a SUSPENDED connection
 becomes LOST once `lost_after` has passed since the server was last heard
-from; after LOST a new session is opened by itself; auth is replayed and every
-watch restored (`_priming`) before any queued request is sent.
+from; after LOST a new session is opened by itself; the SASL login is made,
+auth replayed and every watch restored (`_priming`) before any queued request is sent.
 
 It is the one owner of the session's state (connection state, ids, timers,
 watches, the current connection).  Its owner (the `Coordinator`) runs and
@@ -41,10 +41,14 @@ from ..errors import (
     ZooKeeperError,
 )
 from . import _wire
+from ._acl import AclChoice, AclProvider
 from ._chores import Chores
 from ._connection import Connection
+from ._framing import NotZooKeeper
 from ._priming import close_session, prime
 from ._replies import parse_watch_event
+from ._retry_log import RETRY_RECORD, RetryLog
+from ._sasl import LocalSaslError, SaslLogin
 from ._timing import Deadline, SessionTiming
 from ._watches import WatchRegistry
 from .paths import add_chroot, strip_chroot
@@ -80,13 +84,15 @@ class ZkSession:
     module docstring for who else uses it.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, acl_provider: AclProvider | None = None) -> None:
         self.settings = settings
         self.chroot = settings.chroot
         self._addresses = list(settings.addresses)
         if settings.randomize_hosts:  # spread clients over the ensemble, as the Java client does
             random.shuffle(self._addresses)
         self._next_host = 0
+        self._retry_log = RetryLog()  # one line per outage, not one per attempt
+        self._foreign: set[tuple[str, int]] = set()  # hosts that answered, but not as ZooKeeper
         self._machine = ConnectionMachine()
         self.watches = WatchRegistry()  # every live watch, restored after a reconnect
         self._conn: Connection | None = None
@@ -114,13 +120,19 @@ class ZkSession:
         self._started = False
         self._started_at = 0.0
         self._ssl = settings.ssl_context()
+        self._sasl = SaslLogin.from_settings(settings)
+        # The identities sent on every connection: the settings' digest, then add_auth's.
+        self._auth: list[tuple[str, bytes]] = []
+        if settings.auth is not None:
+            self._auth.append(("digest", settings.auth.get_secret_value().encode()))
         # With credentials, nodes belong to the identities that made them (others may
         # read them only with world_readable); without, ZooKeeper's open default.
         self.default_acl: tuple[ACL, ...] = (
             OPEN_ACL_UNSAFE
-            if settings.auth is None
+            if settings.auth is None and self._sasl is None
             else CREATOR_ALL_ACL + (READ_ACL_UNSAFE if settings.world_readable else ())
         )
+        self.acls = AclChoice(self.default_acl, acl_provider)  # what each create gets
 
     # --- state ------------------------------------------------------------------------------
 
@@ -203,6 +215,8 @@ class ZkSession:
         """Connect to the next host and serve it; True if stable (no backoff before the next)."""
         address = self._addresses[self._next_host % len(self._addresses)]
         self._next_host += 1
+        if address in self._foreign:
+            return False  # not ZooKeeper: tried once, not again
         attempt_id, attempt_pw = self._session_id, self._password
         try:
             conn = await Connection.open(
@@ -226,15 +240,28 @@ class ZkSession:
             # Our session is gone: the next attempt opens a new one, at once.  Only a
             # server that answers "expired" to a new session counts as failing.
             return attempt_id != 0
+        except NotZooKeeper as exc:
+            self.last_error = exc
+            self._foreign.add(address)
+            if self._foreign.issuperset(self._addresses):
+                log.error(
+                    "cannot connect: %s; no ZooKeeper host left to try",
+                    exc,
+                    extra={RETRY_RECORD: True},  # connect() raises it: the CLI says it once
+                )
+                self._fatal = exc  # connect() fails now: retrying cannot help
+                self._changed.set()
+                self._changed = anyio.Event()
+            else:
+                log.error("%s: not tried again", exc)
+            return False
         except ConnectionLostError as exc:
             self.last_error = exc
-            # Before the first session, a refused attempt past the first second is
-            # worth a WARNING each (nothing may be listening); later ones are routine.
-            first = self._machine.state is None
-            late = time.monotonic() - self._started_at >= 1.0
-            level = logging.WARNING if first and late else logging.DEBUG
-            log.log(level, "connect attempt failed: %s (retrying)", exc)
+            self._retry_log.failed(
+                exc, first_session=self._machine.state is None, started_at=self._started_at
+            )
             return False
+        self._retry_log.connected(address)
         if attempt_id and attempt_id != self._session_id:
             # The session was declared LOST while this attempt ran: end it on the
             # server rather than revive it, so its ephemerals go now.
@@ -311,19 +338,38 @@ class ZkSession:
         scope.cancel()
 
     async def _prime(self, conn: Connection, new_session: bool) -> None:
-        """Before anything else on a new connection: auth, watches, namespace."""
+        """Before anything else on a new connection: SASL, auth, watches, namespace."""
         namespace = self.chroot if new_session or not self._namespace_ready else None
+        try:
+            await self._prime_now(conn, new_session, namespace)
+        except LocalSaslError as exc:
+            if self._machine.state is None:
+                raise  # connect() fails with it: the credentials never worked
+            # Once logged in before, a failure on our side of Kerberos (a KDC out of
+            # reach, say) is not the server's refusal: try again, like a lost connection.
+            log.warning("SASL login failed, retrying: %s", exc)
+            raise ConnectionLostError(str(exc)) from exc
+        if self.chroot:
+            self._namespace_ready = True
+
+    async def _prime_now(self, conn: Connection, new_session: bool, namespace: str | None) -> None:
         await prime(
             conn,
-            auth=None if self.settings.auth is None else self.settings.auth.get_secret_value(),
+            sasl=self._sasl,
+            # Once a session was usable without SASL, the server does not require it.
+            probe_sasl=self._machine.state is None,
+            auth=list(self._auth),
             watches=self.watches,
             new_session=new_session,
             last_zxid=self._last_zxid,
             namespace=namespace,
-            acl=self.default_acl,
+            acl=self.acls.for_path,
         )
-        if self.chroot:
-            self._namespace_ready = True
+
+    def remember_auth(self, scheme: str, credentials: bytes) -> None:
+        """Send (`scheme`, `credentials`) on every later connection too (accepted by the server)."""
+        if (scheme, credentials) not in self._auth:
+            self._auth.append((scheme, credentials))
 
     async def _discard(self, conn: Connection) -> None:
         async with anyio.create_task_group() as tg:
@@ -361,7 +407,9 @@ class ZkSession:
                 # lost its data (replaced, restored) refuses a client that "has seen" more.
                 self._last_zxid = 0
                 self.watches.session_lost()
-            log.info(
+            # LOST is what an operator must see with default logging; the rest is INFO.
+            log.log(
+                logging.WARNING if event.state is ConnectionState.LOST else logging.INFO,
                 "connection %s (session 0x%x%s)",
                 event.state.value,
                 event.session_id or 0,

@@ -2,8 +2,8 @@
 
 Everything else in aiocoord sees typed values: `OpCode` and a `WireRequest`
 (opcode and serialized body) built by the small functions below.  Added to
-aiozk's types here: createContainer, createTTL, addWatch, setWatches2, whoAmI
-and getEphemerals.  Replies are read by `_replies`, with bounds checks,
+aiozk's types here: createContainer, createTTL, addWatch, setWatches2, whoAmI,
+getEphemerals and the SASL token exchange.  Replies are read by `_replies`, with bounds checks,
 not by aiozk's parsers.
 """
 
@@ -52,6 +52,8 @@ class OpCode(enum.IntEnum):
     EXISTS = 3
     GET_DATA = 4
     SET_DATA = 5
+    GET_ACL = 6
+    SET_ACL = 7
     GET_CHILDREN = 8
     SYNC = 9
     PING = 11
@@ -62,6 +64,7 @@ class OpCode(enum.IntEnum):
     CREATE_CONTAINER = 19
     CREATE_TTL = 21
     AUTH = 100
+    SASL = 102
     GET_EPHEMERALS = 103
     SET_WATCHES2 = 105
     ADD_WATCH = 106
@@ -245,6 +248,21 @@ def set_watches2_request(
 
 def auth_request(scheme: str, auth: bytes) -> WireRequest:
     return _render(OpCode.AUTH, proto.AuthRequest(type=0, scheme=scheme, auth=auth))
+
+
+def get_acl_request(path: str) -> WireRequest:
+    return _path_only(OpCode.GET_ACL, path)
+
+
+def set_acl_request(path: str, acl: Sequence[ACL], version: int) -> WireRequest:
+    return _render(
+        OpCode.SET_ACL, proto.SetACLRequest(path=path, acl=_wire_acl(acl), version=version)
+    )
+
+
+def sasl_request(token: bytes) -> WireRequest:
+    """One SASL token to the server (``GetSASLRequest``); the reply carries the next challenge."""
+    return WireRequest(OpCode.SASL, _INT.pack(len(token)) + token)
 
 
 def close_request() -> WireRequest:

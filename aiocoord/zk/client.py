@@ -19,11 +19,13 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import anyio
 
 from ..errors import (
+    AuthFailedError,
     BadVersionError,
     ConnectionLostError,
     NodeExistsError,
@@ -32,6 +34,7 @@ from ..errors import (
     ZooKeeperError,
 )
 from . import _errors, _replies, _wire
+from ._acl import AclChoice
 from ._arguments import MAX_DATA, check_acl, check_data, check_mode, check_version
 from ._arming import arming, forget_watch, remove_watch
 from ._multi import MultiResults, SentMulti, multi_packet, outcome, results_parser, validate_ops
@@ -41,7 +44,7 @@ from ._timing import Deadline
 from ._watches import PersistentWatch, Watch, WatchKind
 from ._wire import OpCode
 from .paths import join, parent, validate_path
-from .types import ACL, Created, CreateMode, Node, Op, Stat
+from .types import ACL, Created, CreateMode, CreateOp, Node, Op, Stat
 
 if TYPE_CHECKING:
     from ._session import ZkSession
@@ -92,20 +95,19 @@ class ZkClient:
         raw = check_data(data)
         mode = check_mode(mode, ttl)
         session = self._session
+        server_path = session.server_path(path)
         request = _wire.create_request(
-            session.server_path(path), raw, mode, ttl, check_acl(acl) or session.default_acl
+            server_path, raw, mode, ttl, check_acl(acl) or session.acls.for_path(server_path)
         )
         for _ in range(5):
             try:
-                server_path, stat = await self._sender.fetch(
-                    request, _replies.parse_created, path=path
-                )
+                created, stat = await self._sender.fetch(request, _replies.parse_created, path=path)
             except NoNodeError:
                 if not make_parents or parent(path) == "/":
                     raise
                 await self.ensure_path(parent(path))
                 continue
-            return Created(session.client_path(server_path), stat)
+            return Created(session.client_path(created), stat)
         raise NoNodeError("parent keeps vanishing", path=parent(path))
 
     async def ensure_path(self, path: str, *, mode: CreateMode = CreateMode.CONTAINER) -> None:
@@ -301,10 +303,10 @@ class ZkClient:
         "rolled back").
         """
         session = self._session
-        pairs = validate_ops(ops, session.server_path)
+        pairs = with_acls(validate_ops(ops, session.server_path), session.acls)
         if not pairs:
             return MultiResults()
-        acl = session.default_acl
+        acl = session.acls.default
         err, results = await self._sender.fetch_packet(
             lambda xid: multi_packet(xid, pairs, acl),
             OpCode.MULTI,
@@ -321,10 +323,10 @@ class ZkClient:
         `multi` raises for bad operations.
         """
         session = self._session
-        pairs = validate_ops(ops, session.server_path)
+        pairs = with_acls(validate_ops(ops, session.server_path), session.acls)
         if not pairs:
             raise ValueError("ops must not be empty")
-        acl = session.default_acl
+        acl = session.acls.default
         pending = self._sender.queue_packet(
             lambda xid: multi_packet(xid, pairs, acl),
             OpCode.MULTI,
@@ -492,6 +494,71 @@ class ZkClient:
         """The (scheme, id) pairs the server authenticated this session as."""
         return await self._sender.read(_wire.who_am_i_request(), _replies.parse_who_am_i)
 
+    # --- access control --------------------------------------------------------------------
+
+    async def add_auth(self, scheme: str, credentials: str | bytes) -> None:
+        """Add an identity to this session now (``addauth``), and on every later connection.
+
+        ``add_auth("digest", "user:password")`` makes the session ``digest:user:<hash>``
+        as well as what it was; the credentials are sent again on each reconnect,
+        after any from the settings.  Blocks until the server answers (within the
+        request timeout, waiting for a connection included).  Raises
+        `AuthFailedError` naming the scheme (never the credentials) when the server
+        refuses them, which also drops the connection (it is made again, without
+        them).  Adding the same identity twice is harmless, so a connection lost
+        meanwhile is retried within the request timeout (then `ConnectionLostError`).
+        """
+        if not isinstance(scheme, str) or not scheme or scheme != scheme.strip():
+            raise ValueError(f"scheme must be a non-empty name such as 'digest', not {scheme!r}")
+        if isinstance(credentials, str):
+            raw = credentials.encode("utf-8")
+        elif isinstance(credentials, bytes | bytearray):
+            raw = bytes(credentials)
+        else:
+            raise TypeError(f"credentials must be str or bytes, not {type(credentials).__name__}")
+        if scheme == "digest" and b":" not in raw:
+            raise ValueError("credentials for the digest scheme must be 'user:password'")
+        session = self._session
+
+        def keep(err: int, _zxid: int, _body: bytes) -> None:
+            # Where the reply is read: a connection made after it replays them.
+            if err == 0:
+                session.remember_auth(scheme, raw)
+
+        req = _wire.auth_request(scheme, raw)
+        try:
+            await self._sender.retrying(
+                lambda deadline: self._sender.call(req, on_reply=keep, deadline=deadline)
+            )
+        except AuthFailedError:
+            raise AuthFailedError(f"the server refused the {scheme!r} credentials") from None
+
+    async def get_acl(self, path: str) -> tuple[list[ACL], Stat]:
+        """A node's ACL entries and its stat (``stat.aversion`` is the ACL's version).
+
+        `NoAuthError` without the READ or ADMIN permission on the node, `NoNodeError`
+        if it does not exist.  Retried across a reconnect like every read.
+        """
+        validate_path(path, allow_reserved=True)
+        req = _wire.get_acl_request(self._session.server_path(path))
+        return await self._sender.read(req, _replies.parse_acl, path=path)
+
+    async def set_acl(self, path: str, acls: Sequence[ACL], version: int = -1) -> Stat:
+        """Replace a node's ACL if its ACL version (``stat.aversion``) matches (-1: any).
+
+        Returns the new stat.  `BadVersionError` when the ACL changed since
+        `version` was read, `NoAuthError` without the ADMIN permission,
+        `NoNodeError`, and ``ZooKeeperError`` "invalid ACL" for entries the server
+        refuses (an ``auth`` entry on a session with no identity, say).
+        """
+        validate_path(path, allow_reserved=True)
+        entries = check_acl(acls)
+        if entries is None:
+            raise TypeError("acls must be a non-empty sequence of aiocoord.zk.ACL")
+        version = check_version(version)
+        req = _wire.set_acl_request(self._session.server_path(path), entries, version)
+        return await self._sender.fetch(req, _replies.parse_stat, path=path)
+
     async def ephemerals(self, prefix: str = "/") -> list[str]:
         """Paths of this session's ephemeral nodes under `prefix`."""
         validate_path(prefix, allow_reserved=True)
@@ -499,3 +566,18 @@ class ZkClient:
         req = _wire.get_ephemerals_request(session.server_path(prefix))
         paths = await self._sender.read(req, _replies.parse_ephemerals, path=prefix)
         return [session.client_path(p) for p in paths]
+
+
+def with_acls(pairs: list[tuple[Op, str]], acls: AclChoice) -> list[tuple[Op, str]]:
+    """Each create of a multi with no ACL of its own given the provider's, if there is one."""
+    if acls.provider is None:
+        return pairs
+    return [
+        (
+            replace(op, acl=acls.for_path(sp))
+            if isinstance(op, CreateOp) and op.acl is None
+            else op,
+            sp,
+        )
+        for op, sp in pairs
+    ]

@@ -1,9 +1,10 @@
 """Fault campaigns: real processes, real faults, and a checker over what everyone believed.
 
 Several participant processes (`participant`, running the `roles`) use the
-leader latch, the CAS lock, once_per, task leadership and the job scheduler
-against a 3-member ZooKeeper ensemble
-while a seeded schedule (`faults`) cuts and pauses their connections,
+leader latch, the CAS lock, the queued mutex, once_per, task leadership,
+cron and the job scheduler against a 3-member ZooKeeper ensemble
+while a seeded schedule (`faults`, most of it aimed at whoever holds a
+resource at the time) cuts and pauses their connections,
 expires their sessions, restarts ensemble members, kills the ensemble's
 leader, and SIGKILLs, SIGSTOPs and SIGCONTs the participants.  Each
 participant logs every term it believes it holds and writes through a fenced
@@ -21,4 +22,9 @@ prints the same report and exits 1 on any violation; ``--keep`` keeps the
 logs (they are kept anyway when the campaign fails).  The suite's campaign
 can be lengthened or re-seeded without editing it:
 ``AIOCOORD_CHAOS_SECONDS=300 AIOCOORD_CHAOS_SEED=11 pytest tests/zk/test_chaos.py``.
+
+``tests/mutants`` checks that this net catches what it claims: deliberately
+broken variants of the library run in the participants
+(``AIOCOORD_MUTANT``), and ``python -m tests.mutants`` fails unless each is
+caught.
 """

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from .campaign import CampaignConfig, run_campaign
+from .faults import AIMED
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -22,6 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--participants", type=int, default=4)
     parser.add_argument("--session-timeout", type=float, default=3.0)
     parser.add_argument("--roles", default=None, help="comma-separated (default: all available)")
+    parser.add_argument(
+        "--aimed", type=float, default=AIMED, help="share of participant faults aimed at holders"
+    )
+    parser.add_argument("--aims", default=None, help="aim only at these holders (comma-separated)")
+    parser.add_argument("--kinds", default=None, help="participant fault kinds (comma-separated)")
     parser.add_argument("--dir", type=Path, default=None, help="where to write the logs")
     parser.add_argument("--keep", action="store_true", help="keep the logs even on success")
     parser.add_argument("--quiet", action="store_true", help="print only the report")
@@ -34,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
         session_timeout=args.session_timeout,
         directory=args.dir,
         keep=args.keep,
+        aimed=args.aimed,
+        aims=tuple(args.aims.split(",")) if args.aims else None,
+        kinds=tuple(args.kinds.split(",")) if args.kinds else None,
         echo=(lambda _: None) if args.quiet else print,
     )
     if args.roles:

@@ -5,7 +5,9 @@ of its own, the fenced store, and one `FaultProxy` per member per participant
 (so cutting or pausing a participant's network hits that participant only),
 then the participant processes (`participant`, alternately on asyncio and
 uvloop).  It runs the seeded fault plan (`faults.plan`) in two lanes of
-threads for `seconds`, lets everything settle for `calm` seconds without
+threads for `seconds` (an aimed fault hits the participant that holds its
+resource at that moment, read from the participants' logs as they grow:
+`Holders`), lets everything settle for `calm` seconds without
 faults or new jobs, asks ZooKeeper about every job no client saw finish
 (``job_final``), sends SIGTERM to every participant (each must exit
 cleanly), reads every log and returns the checker's `Report`.  A participant
@@ -44,8 +46,9 @@ from aiocoord.testing import EnsembleMember, FaultProxy, ZooKeeperEnsemble, kill
 
 from . import roles as chaos_roles
 from .checker import Report, check
-from .faults import Fault, plan
-from .records import Writer, read_records
+from .faults import AIMED, Fault, plan
+from .records import Record, Writer, read_records
+from .roles import CRON_EVERY
 from .store import FencedStore
 
 __all__ = ("CampaignConfig", "CampaignResult", "run_campaign")
@@ -67,6 +70,9 @@ class CampaignConfig:
     directory: Path | None = None
     keep: bool = False
     echo: Callable[[str], None] = print
+    aimed: float = AIMED  # the share of participant faults aimed at a holder
+    aims: tuple[str, ...] | None = None  # at the holders of these (default: all, see faults.AIMS)
+    kinds: tuple[str, ...] | None = None  # participant faults of these kinds only (default: all)
 
 
 @dataclass(slots=True)
@@ -95,6 +101,68 @@ class _Slot:
         return ",".join(p.connect_string for p in self.proxies)
 
 
+class Holders:
+    """Who holds what now, from the participants' logs as they grow (read on demand).
+
+    `holder(aim)` is the participant (name, incarnation) with an open term of
+    the aimed resource (``task``: any task; ``job``: running a job now), else
+    the one whose term of it began last (the cron job's leader between two
+    firings, the last worker to start a job); None if nobody held it yet.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self._offsets: dict[Path, int] = {}
+        self._tails: dict[Path, bytes] = {}
+        self.open: dict[str, Record] = {}  # term id -> its term record
+        self.last: dict[str, Record] = {}  # aim -> the latest term (or job run) record
+
+    def _read(self) -> None:
+        for path in sorted(self.dir.glob("p*.jsonl")):
+            with open(path, "rb") as f:
+                f.seek(self._offsets.get(path, 0))
+                data = self._tails.pop(path, b"") + f.read()
+                self._offsets[path] = f.tell()
+            lines = data.split(b"\n")
+            if lines[-1]:
+                self._tails[path] = lines[-1]  # a line still being written
+            for raw in lines[:-1]:
+                try:
+                    r = json.loads(raw)
+                except ValueError:
+                    continue
+                self._event(r)
+
+    def _event(self, r: Record) -> None:
+        if r.get("k") == "term":
+            aim = "task" if str(r["res"]).startswith("task:") else str(r["res"])
+            self.open[r["id"]] = r
+            self.last[aim] = r
+        elif r.get("k") == "end":
+            self.open.pop(r["id"], None)
+        elif r.get("k") == "run":
+            self.last["job"] = r
+        elif r.get("k") == "exit":
+            for tid in [t for t, term in self.open.items() if term["p"] == r["p"]]:
+                del self.open[tid]
+
+    def holder(self, aim: str) -> tuple[tuple[str, int], bool] | None:
+        """((name, incarnation), whether it holds the resource right now) or None."""
+        self._read()
+        now = time.monotonic()
+        for term in sorted(self.open.values(), key=lambda r: -float(r["t"])):
+            res = str(term["res"])
+            if aim == res or (aim == "task" and res.startswith("task:")):
+                return (str(term["p"]), int(term["inc"])), True
+        last = self.last.get(aim)
+        if last is None:
+            return None
+        # A worker still running its job; the cron job's leader, which fires every second.
+        end = float(last["t"]) + int(last.get("ms", 0)) / 1000
+        running = end > now if aim == "job" else aim == "cron" and end + CRON_EVERY + 0.5 > now
+        return (str(last["p"]), int(last["inc"])), running
+
+
 class _Orchestrator:
     def __init__(self, cfg: CampaignConfig, directory: Path, stack: contextlib.ExitStack) -> None:
         self.cfg = cfg
@@ -111,6 +179,7 @@ class _Orchestrator:
         self.store = FencedStore(directory / "store.jsonl")
         self.slots: list[_Slot] = []
         self.stopping = threading.Event()
+        self.holders = Holders(directory)
 
     # --- set-up ---------------------------------------------------------------------------
 
@@ -175,6 +244,7 @@ class _Orchestrator:
             session_timeout=cfg.session_timeout,
             roles=cfg.roles,
             lease=chaos_roles.LEASE,
+            lock_lease=chaos_roles.LOCK_LEASE,
             skew=chaos_roles.SKEW,
             once_interval=chaos_roles.ONCE_INTERVAL,
             leader_resources=self._leader_resources(),
@@ -223,6 +293,7 @@ class _Orchestrator:
             out += [f"task:{t}" for t in chaos_roles.TASKS]
         if "jobs" in chosen:
             out.append("assigner")
+        out += [res for res in ("mutex", "cron") if res in chosen]
         return out
 
     def _final_jobs(self) -> None:
@@ -269,6 +340,8 @@ class _Orchestrator:
 
             with anyio.move_on_after(20):
                 await walk("/")
+            if "cache" in self.cfg.roles.split(","):
+                await self._dump_cache(coord)
         sessions = {
             slot.name: f"0x{info.session_id:x}"
             for slot in self.slots
@@ -276,6 +349,30 @@ class _Orchestrator:
         }
         dump = {"sessions": sessions, "nodes": nodes}
         (self.dir / "tree.json").write_text(json.dumps(dump, indent=1))
+
+    async def _dump_cache(self, coord: aiocoord.Coordinator) -> None:
+        """Log the server's ``/cache`` subtree (``cache_server``): what every cache must equal.
+
+        Read node by node with plain reads (not with a cache: this is what the
+        caches are checked against), after the calm phase, when nothing writes
+        there any more; not logged if it cannot be read whole.
+        """
+        client = coord.client
+        nodes: dict[str, aiocoord.Node] = {}
+
+        async def walk(path: str) -> None:
+            try:
+                nodes[path] = await client.get(path)
+                kids = await client.children(path)
+            except NoNodeError:
+                return
+            for kid in kids:
+                await walk(f"{path}/{kid}")
+
+        with anyio.move_on_after(20):
+            await client.sync(chaos_roles.CACHE_ROOT)
+            await walk(chaos_roles.CACHE_ROOT)
+            self.log.emit("cache_server", nodes=chaos_roles.node_states(nodes))
 
     async def _statuses(self, jobs: list[str]) -> dict[str, str]:
         deadline = time.monotonic() + 15.0
@@ -346,23 +443,39 @@ class _Orchestrator:
                 t0 = time.monotonic()
                 extra: dict[str, Any] = {}
                 if fault.lane == "participant":
-                    slot = self.slots[fault.target]
-                    extra = {"p": slot.name, "inc": slot.inc}
-                    target, detail = self._participant_fault(fault)
+                    index, aim = self._aim(fault)
+                    slot = self.slots[index]
+                    extra = {"p": slot.name, "inc": slot.inc, "aim": aim}
+                    target, detail = self._participant_fault(fault, index)
                 else:
                     target, detail = self._ensemble_fault(fault)
                 t1 = time.monotonic()
                 self.log.emit(
                     "fault", kind=fault.kind, target=target, t0=t0, t1=t1, detail=detail, **extra
                 )
+                aimed = f" [{extra['aim']}]" if extra.get("aim") else ""
                 self.cfg.echo(
-                    f"chaos: +{t0 - start:5.1f}s {fault.kind} {target} ({t1 - t0:.1f}s) {detail}"
+                    f"chaos: +{t0 - start:5.1f}s {fault.kind} {target}{aimed} ({t1 - t0:.1f}s) "
+                    f"{detail}"
                 )
         except BaseException as exc:
             self.failures.append(exc)
 
-    def _participant_fault(self, fault: Fault) -> tuple[str, str]:
-        slot = self.slots[fault.target]
+    def _aim(self, fault: Fault) -> tuple[int, str | None]:
+        """The slot an aimed fault hits, and what it hit (``latch holder``, ``lock last``...)."""
+        if fault.aim is None:
+            return fault.target, None
+        found = self.holders.holder(fault.aim)
+        if found is not None:
+            (name, inc), now = found
+            with self.lock:
+                for slot in self.slots:
+                    if slot.name == name and slot.inc == inc:
+                        return slot.index, f"{fault.aim} {'holder' if now else 'last'}"
+        return fault.target, f"{fault.aim} none"
+
+    def _participant_fault(self, fault: Fault, index: int) -> tuple[str, str]:
+        slot = self.slots[index]
         kind = fault.kind
         if kind == "cut":
             reset = bool(self.rng.getrandbits(1))
@@ -459,7 +572,15 @@ def run_campaign(cfg: CampaignConfig) -> CampaignResult:
     """Run one campaign (see the module docstring) and check it; the report says the verdict."""
     directory = cfg.directory or Path(tempfile.mkdtemp(prefix="aiocoord-chaos-"))
     directory.mkdir(parents=True, exist_ok=True)
-    faults = plan(cfg.seed, cfg.seconds, cfg.participants, session_timeout=cfg.session_timeout)
+    faults = plan(
+        cfg.seed,
+        cfg.seconds,
+        cfg.participants,
+        session_timeout=cfg.session_timeout,
+        aimed=cfg.aimed,
+        aims=cfg.aims,
+        kinds=cfg.kinds,
+    )
     ok = False
     try:
         with contextlib.ExitStack() as stack:

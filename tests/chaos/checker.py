@@ -5,14 +5,26 @@ to when, with which fencing token), every fenced write, every fault and
 every process pause, and returns a `Report`.  Violations (each must be 0):
 
 - **overlaps outside pauses**: two terms of one resource (latch, lock,
-  once_per, task, assigner) whose bodies ran at the same time.  A term ends
-  when its body was cancelled or returned; a term of a process that was
-  SIGKILLed ends at the kill.  An overlap is excused only when one of the two
-  holders was frozen (SIGSTOP) at some moment between shortly before its
-  term began (`Params.grace`) and the start of the overlap: a frozen process
-  can wake up believing it still leads, which no client library can prevent.
-  A stall (the process logged that it ran nothing for a while: a loaded
-  machine descheduled it) counts as a freeze, and stalls are reported.
+  mutex, once_per, task, assigner, cron) whose bodies ran at the same time.
+  A term ends when its body was cancelled or returned; a term of a process
+  that was SIGKILLed ends at the kill.  An overlap is excused only while one
+  of the two holders is actually frozen, plus a bounded time after it wakes:
+  every instant of the overlap must lie in ``[s1 - STOP_SLACK, s2 +
+  wake_bound]`` for a freeze ``[s1, s2]`` of one of the two holders (SIGSTOP
+  to SIGCONT, or a stall: the process logged that it ran nothing for a while,
+  a loaded machine descheduled it).  A frozen process can wake up believing
+  it still leads, which no client library can prevent.  ``wake_bound`` is a
+  third of the session timeout (`Params.wake_bound`): a holder frozen long
+  enough to lose its session finds, on waking, that its read timeout (2/3
+  of the session timeout) has long passed and goes SUSPENDED at its first
+  timer tick; the third of the session timeout between SUSPENDED and the
+  server's expiry is the margin the library itself relies on for a holder to
+  let go before anyone else may take over, so it is what a woken holder gets
+  too.  A freeze that ended more than that before the overlap excuses
+  nothing, however short the overlap; an overlap longer than the freeze plus
+  the bound is never excused.  Stalls are reported apart from SIGSTOPs (a
+  SIGSTOPped process also logs a stall when it wakes: those are not counted
+  as descheduling).
   It is also excused, and counted apart, when either holder's session
   was expired by force on the server (``expire``: a third party took the
   session over and closed it) while it held the term, and the holder ended
@@ -33,6 +45,9 @@ every process pause, and returns a `Report`.  Violations (each must be 0):
   being expired by force, is excused, as above.
 - **double windows**: a once_per window with more than one recorded
   (successful) run.
+- **double firings**: a cron scheduled time whose function began more than
+  once (the cron job is not ``retry_interrupted``, so every scheduled time is
+  claimed once, by a CAS on the job's record, and runs at most once).
 - **missed windows**: a window that had to run and did not: no fault whose
   effects could reach it (see `_blocked`), and some participant connected
   throughout it.
@@ -40,8 +55,20 @@ every process pause, and returns a `Report`.  Violations (each must be 0):
   a final status DONE/FAILED.
 - **errors**: exceptions that are not `CoordError` (a recipe bug); processes
   that crashed or had to be killed at the end (a hang).
+- **caches**: each `tree_cache` of the ``cache`` role logs its view when
+  entered and each event after; per path, an event must follow from what
+  that cache served before: CREATED only for a path it does not hold and
+  with a newer czxid than any it deleted there, CHANGED and DELETED only of
+  the version it holds, CHANGED to a later mzxid of the same czxid (no
+  version goes backwards).  And each cache's view when its participant
+  stops (a calm phase after the last write) must be fresh and equal, path
+  by path (czxid, mzxid), to the server's (``cache_server``, read node by
+  node by the orchestrator).
 - **liveness**: at the end of the calm phase every leader resource has a
-  leader and the lock has been taken during it.
+  leader and the lock has been taken during it; and throughout the
+  campaign, no resource that is always contended (latch, tasks, assigner,
+  lock, mutex, cron job) goes without a holder for longer than
+  `Params.gap_bound` (see there).
 
 Figures: faults by kind, terms by role, the longest leaderless gap, writes
 accepted and refused, excused overlaps and the longest of them.
@@ -60,6 +87,13 @@ from .report import Overlap, Params, Report, Term
 __all__ = ("Overlap", "Params", "Report", "Term", "check")
 
 LEADER_ROLES = ("latch", "task", "assigner")
+CONTENDED_ROLES = (
+    *LEADER_ROLES,
+    "lock",
+    "mutex",
+    "cron",
+)  # always wanted by someone: gaps are bounded
+STOP_SLACK = 0.05  # a stall may have begun one tick of the stall watcher before its t0
 USABLE = ("CONNECTED", "RECONNECTED")
 
 
@@ -110,6 +144,13 @@ class _Campaign:
         self.stalls = [
             (float(r["t0"]), float(r["t1"]), (r["p"], int(r["inc"]))) for r in self.by_kind["stall"]
         ]
+        sigstops = {key: list(spans) for key, spans in self.stops.items()}
+        # A SIGSTOPped process logs a stall when it wakes: that is the SIGSTOP, not descheduling.
+        self.descheduled = [
+            (t0, t1, key)
+            for t0, t1, key in self.stalls
+            if not any(s1 - 0.5 <= t1 and t0 <= s2 + 0.5 for s1, s2 in sigstops.get(key, []))
+        ]
         for t0, t1, key in self.stalls:
             self.stops[key].append((t0, t1))
 
@@ -150,9 +191,24 @@ class _Campaign:
         terms.sort(key=lambda t: (t.start, t.id))
         return terms
 
-    def frozen_near(self, term: Term, until: float, grace: float) -> bool:
-        """Whether `term`'s process was stopped at some moment in [start - grace, until]."""
-        return any(s1 <= until and s2 >= term.start - grace for s1, s2 in self.stops[term.proc])
+    def frozen_cover(self, procs: Iterable[tuple[str, int]], wake: float) -> list[list[float]]:
+        """The merged times when one of `procs` was frozen or had woken less than `wake` ago."""
+        spans = sorted(
+            (s1 - STOP_SLACK, s2 + wake) for proc in set(procs) for s1, s2 in self.stops[proc]
+        )
+        merged: list[list[float]] = []
+        for a, b in spans:
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        return merged
+
+    def frozen_during(
+        self, procs: Iterable[tuple[str, int]], t0: float, t1: float, wake: float
+    ) -> bool:
+        """Whether every instant of [t0, t1] finds one of `procs` frozen or woken < `wake` ago."""
+        return any(a <= t0 and t1 <= b for a, b in self.frozen_cover(procs, wake))
 
     def expired_under(self, term: Term, until: float, bound: float) -> bool:
         """Whether `term`'s session was expired by force while held, before `until`,
@@ -191,16 +247,24 @@ def check(records: Iterable[Record], params: Params | None = None) -> Report:
     cfg = camp.config
     if params is None:
         default = Params()
+        timeout = float(cfg.get("session_timeout", 3.0))
         params = Params(
+            wake_bound=timeout / 3,
+            gap_bound=4 * timeout,
             lease=float(cfg.get("lease", default.lease)),
             skew=float(cfg.get("skew", default.skew)),
             once_interval=float(cfg.get("once_interval", default.once_interval)),
         )
     report = Report(seed=cfg.get("seed"), config=cfg)
-    report.stalls = len(camp.stalls)
-    report.longest_stall = max((t1 - t0 for t0, t1, _ in camp.stalls), default=0.0)
+    report.wake_bound = params.wake_bound
+    report.gap_bound = params.gap_bound
+    report.stalls = len(camp.descheduled)
+    report.longest_stall = max((t1 - t0 for t0, t1, _ in camp.descheduled), default=0.0)
     for r in camp.by_kind["fault"]:
         report.faults[r["kind"]] += 1
+        aim = str(r.get("aim") or "")
+        if aim.endswith(" holder"):
+            report.aimed[aim.split()[0]] += 1
     terms = camp.terms()
     for t in terms:
         report.terms[t.role] += 1
@@ -212,9 +276,11 @@ def check(records: Iterable[Record], params: Params | None = None) -> Report:
         _token_order(camp, res, ts, params, report)
     _store(camp, report)
     _windows(camp, [t for t in terms if t.role == "once"], params, report)
+    _firings([t for t in terms if t.role == "cron"], report)
     _jobs(camp, report)
     _errors(camp, report)
     _gaps_and_liveness(camp, by_res, params, report)
+    _caches(camp, report)
     return report
 
 
@@ -223,10 +289,9 @@ def _overlaps(camp: _Campaign, res: str, terms: list[Term], params: Params, repo
     for b in terms:  # sorted by start
         active = [a for a in active if a.end > b.start]
         for a in active:
-            length = min(a.end, b.end) - b.start
-            if camp.frozen_near(a, b.start, params.grace) or camp.frozen_near(
-                b, b.start, params.grace
-            ):
+            until = min(a.end, b.end)
+            length = until - b.start
+            if camp.frozen_during((a.proc, b.proc), b.start, until, params.wake_bound):
                 report.excused.append(Overlap(res, a.id, b.id, b.start, length, "frozen"))
             elif any(camp.expired_under(t, b.start, params.expiry_bound) for t in (a, b)):
                 report.expiry_races.append(Overlap(res, a.id, b.id, b.start, length, "expired"))
@@ -241,9 +306,9 @@ def _token_order(
     best: Term | None = None
     for b in terms:  # sorted by start
         if best is not None and (b.tok < best.tok or (b.tok == best.tok and b.proc != best.proc)):
-            if camp.frozen_near(b, b.start, params.grace) or camp.expired_under(
-                b, b.start, params.expiry_bound
-            ):
+            if camp.frozen_during(
+                (b.proc,), b.start, b.start, params.wake_bound
+            ) or camp.expired_under(b, b.start, params.expiry_bound):
                 report.token_order_excused += 1
             else:
                 report.token_order.append((res, f"{best.id} tok {best.tok}", f"{b.id} tok {b.tok}"))
@@ -301,6 +366,18 @@ def _windows(camp: _Campaign, runs: list[Term], params: Params, report: Report) 
         k += 1
 
 
+def _firings(firings: list[Term], report: Report) -> None:
+    """A cron scheduled time whose function began more than once (`win`: the scheduled time)."""
+    by_time: dict[float, list[Term]] = defaultdict(list)
+    for t in firings:
+        if t.win is not None:
+            by_time[float(t.win)].append(t)
+    report.firings = len(firings)
+    for at, ts in sorted(by_time.items()):
+        if len(ts) > 1:
+            report.double_firings.append((at, [t.id for t in ts]))
+
+
 def _someone_connected(camp: _Campaign, a: float, b: float) -> bool:
     """Whether some process ran once_per and stayed connected from before `a` until `b`."""
     conns: dict[tuple[str, int], list[Record]] = defaultdict(list)
@@ -351,26 +428,100 @@ def _gaps_and_liveness(
     end = camp.end
     calm = camp.phases.get("calm")
     for res, terms in sorted(by_res.items()):
-        if terms[0].role not in LEADER_ROLES:
+        if terms[0].role not in CONTENDED_ROLES:
             continue
         covered = terms[0].start
         gap = 0.0
         for t in terms:  # sorted by start
             if t.start > covered:
-                gap = max(gap, min(t.start, end) - covered)
+                length = min(t.start, end) - covered
+                gap = max(gap, length)
+                if length > params.gap_bound:
+                    report.long_gaps.append((res, covered, length))
             covered = max(covered, t.end)
+        if end - covered > params.gap_bound:
+            report.long_gaps.append((res, covered, end - covered))
         gap = max(gap, end - covered)
         report.gaps[res] = gap
-        if calm is not None:
+        if calm is not None and terms[0].role in LEADER_ROLES:
             at = end - params.liveness_at
             if not any(t.start <= at < t.end for t in terms):
                 report.liveness.append(f"{res}: no leader {params.liveness_at} s before the end")
-    if (
-        calm is not None
-        and "lock" in by_res
-        and not any(calm <= t.start <= end for t in by_res["lock"])
-    ):
-        report.liveness.append("lock: not taken during the calm phase")
+    for res in ("lock", "mutex", "cron"):
+        if (
+            calm is not None
+            and res in by_res
+            and not any(calm <= t.start <= end for t in by_res[res])
+        ):
+            report.liveness.append(f"{res}: not taken during the calm phase")
     for res in camp.config.get("leader_resources", []):
         if res not in by_res:
             report.liveness.append(f"{res}: never led")
+
+
+def _caches(camp: _Campaign, report: Report) -> None:
+    """Replay each cache's events over its first view; compare its final view with the server's."""
+    held: dict[str, dict[str, tuple[int, int]]] = {}
+    gone: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
+    stale: set[str] = set()
+    report.caches_enabled = "cache" in str(camp.config.get("roles", "")).split(",")
+    for r in camp.by_kind["cache_view"]:
+        held[r["cid"]] = {path: (int(cz), int(mz)) for path, (cz, mz) in r["nodes"].items()}
+        report.cache_views += 1
+    for r in camp.by_kind["cache_ev"]:
+        cid, path, ev = r["cid"], r["path"], r["ev"]
+        if ev == "STALE":
+            stale.add(cid)
+        elif ev == "FRESH" and cid in stale:
+            stale.discard(cid)
+            report.cache_resyncs += 1
+        if ev not in ("CREATED", "CHANGED", "DELETED") or cid not in held:
+            continue
+        report.cache_events += 1
+        view = held[cid]
+        node = tuple(r["node"]) if r.get("node") else None
+        prev = tuple(r["prev"]) if r.get("prev") else None
+        was = view.get(path)
+        why = None
+        if ev == "CREATED":
+            dead = gone[cid].get(path)
+            if was is not None:
+                why = f"created while it held {was}"
+            elif node is None or (dead is not None and node[0] <= dead[0]):
+                why = f"created {node} after it deleted {dead}"
+        elif ev == "CHANGED":
+            if was is None or prev != was:
+                why = f"changed from {prev} while it held {was}"
+            elif node is None or node[0] != was[0] or node[1] <= was[1]:
+                why = f"changed from {was} to {node}"
+        elif was is None or prev != was:
+            why = f"deleted {prev} while it held {was}"
+        if why is not None:
+            report.cache_backwards.append(f"{cid} {path}: {why} (t={float(r['t']):.3f})")
+        if ev == "DELETED":
+            if was is not None:
+                gone[cid][path] = was
+            view.pop(path, None)
+        elif node is not None:
+            view[path] = (int(node[0]), int(node[1]))
+    servers = camp.by_kind["cache_server"]
+    if not servers:
+        return
+    server = {path: list(state) for path, state in servers[-1]["nodes"].items()}
+    for r in camp.by_kind["cache_final"]:
+        who = f"{r['p']}.{r['inc']}"
+        report.cache_final_checked += 1
+        nodes = r.get("nodes")
+        if nodes is None:
+            report.cache_final.append(f"{who}: no cache held when it stopped")
+            continue
+        if not r.get("fresh"):
+            report.cache_final.append(f"{r['cid']}: stale when it stopped")
+        if nodes != server:
+            extra = sorted(set(nodes) - set(server))
+            missing = sorted(set(server) - set(nodes))
+            other = sorted(p for p in set(nodes) & set(server) if nodes[p] != server[p])
+            report.cache_final.append(
+                f"{r['cid']}: not the server's: {len(extra)} extra {extra[:3]}, "
+                f"{len(missing)} missing {missing[:3]}, {len(other)} other versions {other[:3]}"
+            )

@@ -14,6 +14,15 @@ Two lanes run side by side, each one fault at a time:
   (``member_restart``) or the current leader member SIGKILLed and started
   again (``leader_kill``); one member at a time, so a quorum always remains.
 
+Most participant faults are aimed (``aim``): at whichever participant holds
+a resource when the fault starts (the latch's leader, the CAS lock's or the
+mutex's holder, a task's leader, the scheduler's assigner, a worker running
+a job, the cron job's leader), so that the faults that can break safety hit
+the holders instead of being left to chance.  The orchestrator finds the
+holder from the participants' logs and logs whom it hit; with no holder, the
+planned `target` is hit.  Aims are drawn from a stream of their own, so a
+seed's kinds, times and targets do not depend on them.
+
 `plan` says what happens when (seconds from the start of the fault phase)
 and for how long; the orchestrator executes it (timing may slip: a member
 takes seconds to start) and logs what it really did.
@@ -24,7 +33,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-__all__ = ("ENSEMBLE_KINDS", "PARTICIPANT_KINDS", "Fault", "plan")
+__all__ = ("AIMED", "AIMS", "ENSEMBLE_KINDS", "PARTICIPANT_KINDS", "Fault", "plan")
 
 # Relative weights of the participant lane's kinds.
 PARTICIPANT_KINDS: dict[str, float] = {
@@ -37,6 +46,17 @@ PARTICIPANT_KINDS: dict[str, float] = {
     "kill": 1.5,
 }
 ENSEMBLE_KINDS: dict[str, float] = {"member_restart": 1.0, "leader_kill": 1.0}
+# What an aimed participant fault hits (the holder of), with relative weights.
+AIMS: dict[str, float] = {
+    "latch": 2.0,
+    "lock": 2.0,
+    "mutex": 2.0,
+    "task": 1.0,
+    "assigner": 1.5,
+    "job": 1.0,
+    "cron": 1.5,
+}
+AIMED = 0.7  # the share of participant faults aimed at a holder
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +65,9 @@ class Fault:
 
     `target` is a participant index (participant lane) or a member index
     (``member_restart``; ``leader_kill`` picks the leader when it runs: -1).
-    `version` is the version a killed participant comes back with.
+    `version` is the version a killed participant comes back with; `aim`
+    (participant lane) the resource whose holder it hits instead of `target`
+    when there is one (see `AIMS`).
     """
 
     lane: str
@@ -54,6 +76,7 @@ class Fault:
     target: int
     hold: float
     version: str | None = None
+    aim: str | None = None
 
 
 def _hold(rng: random.Random, kind: str, session_timeout: float) -> float:
@@ -83,24 +106,38 @@ def plan(
     participant_gap: tuple[float, float] = (0.3, 4.0),
     ensemble_gap: tuple[float, float] = (6.0, 16.0),
     calm_spells: float = 0.1,
+    aimed: float = AIMED,
+    aims: tuple[str, ...] | None = None,
+    kinds: tuple[str, ...] | None = None,
 ) -> list[Fault]:
     """Every fault of a campaign of `seconds`, ordered by start time.
 
     The same arguments always give the same list.  Gaps between two faults of
     a lane are drawn uniformly from `participant_gap` / `ensemble_gap`; a
-    fraction `calm_spells` of the participant lane's gaps last 6–10 s.
+    fraction `calm_spells` of the participant lane's gaps last 6–10 s; a
+    fraction `aimed` of the participant faults is aimed at a holder, of one
+    of `aims` (default: every one of `AIMS`); `kinds` restricts the
+    participant lane to those kinds (default: all of `PARTICIPANT_KINDS`).
     """
+    lane_kinds = PARTICIPANT_KINDS if kinds is None else {k: PARTICIPANT_KINDS[k] for k in kinds}
+    if not lane_kinds:
+        raise ValueError(f"kinds must name some of {', '.join(PARTICIPANT_KINDS)}")
+    weights = AIMS if aims is None else {a: AIMS[a] for a in aims}
+    if not weights:
+        raise ValueError(f"aims must name some of {', '.join(AIMS)}")
     if participants < 1 or seconds <= 0:
         raise ValueError("a campaign needs a participant and a positive duration")
     rng = random.Random(seed)
+    arng = random.Random(seed * 104729 + 3)  # aims: a stream of their own
     faults: list[Fault] = []
     at = rng.uniform(0.5, 2.0)
     while at < seconds:
-        kind = _pick(rng, PARTICIPANT_KINDS)
+        kind = _pick(rng, lane_kinds)
         target = rng.randrange(participants)
         hold = _hold(rng, kind, session_timeout)
         version = rng.choice(("1.0", "1.0", "1.1")) if kind == "kill" else None
-        faults.append(Fault("participant", at, kind, target, hold, version))
+        aim = _pick(arng, weights) if arng.random() < aimed else None
+        faults.append(Fault("participant", at, kind, target, hold, version, aim))
         # Now and then a calm spell, so that windows and elections run unhindered mid-campaign.
         gap = rng.uniform(*participant_gap) if rng.random() > calm_spells else rng.uniform(6, 10)
         at += hold + gap

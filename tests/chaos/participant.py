@@ -22,6 +22,7 @@ import anyio
 import aiocoord
 from aiocoord import ConnectionState
 
+from ..mutants import apply_from_env
 from .records import Writer
 from .roles import NAMESPACE, ROLE_FUNCS, ROLES, STALL, Context
 from .store import StoreClient
@@ -48,7 +49,9 @@ async def watch_stalls(ctx: Context) -> None:
 
     On a loaded machine a participant can miss its turn for longer than the
     margins of the recipes (SUSPENDED comes 1/3 of a session timeout before
-    the server expires the session); the checker treats a stall as a pause.
+    the server expires the session); the checker treats a stall as a freeze:
+    it excuses an overlap only during the stall and a third of the session
+    timeout after it.
     """
     tick = 0.05
     while True:
@@ -69,7 +72,7 @@ async def stop_on_sigterm(scopes: list[anyio.CancelScope]) -> None:
 
 async def run(args: argparse.Namespace) -> None:
     log = Writer(args.log, p=args.name, inc=args.inc)
-    log.emit("start", os_pid=os.getpid(), wall=time.time(), loop=args.loop)
+    log.emit("start", os_pid=os.getpid(), wall=time.time(), loop=args.loop, mutant=args.mutant)
     host, port = args.store.rsplit(":", 1)
     store = StoreClient(host, int(port), args.name)
     ctx = Context(args, log, store)
@@ -111,6 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--roles", default=",".join(ROLES))
     args = parser.parse_args(argv)
+    args.mutant = apply_from_env()  # a deliberate defect, for the mutation checks (tests/mutants)
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,

@@ -12,18 +12,20 @@ Participant events (``p`` participant name, ``inc`` incarnation: one per OS
 process started for that name):
 
 - ``start``: ``os_pid``, ``wall`` (``time.time()`` at the same instant as ``t``),
-  ``loop`` (asyncio or uvloop)
+  ``loop`` (asyncio or uvloop), ``mutant`` (the deliberate defect applied, or null)
 - ``conn``: a connection state, ``state``, ``sid``, ``new`` (a new session)
-- ``term``: a term begins: ``id``, ``role`` (latch, lock, once, task, assigner),
-  ``res`` (the resource it guards), ``tok`` (fencing token), for once_per
-  also ``win`` (the window's start, wall clock)
+- ``term``: a term begins: ``id``, ``role`` (latch, lock, mutex, once, task,
+  assigner, cron), ``res`` (the resource it guards), ``tok`` (fencing token),
+  for once_per also ``win`` (the window's start, wall clock), for cron
+  ``win`` (the firing's scheduled time, wall clock)
 - ``end``: the term ``id`` ends: its body was cancelled (``why``: cancelled) or
   returned (``why``: exit), or raised (``why``: the exception)
 - ``outcome``: how a once_per run ended for the caller: ``id``, ``res``
   (ok: the run was recorded; lost: LockLost; unknown: the record could not
   be confirmed)
 - ``submit`` / ``result`` / ``run``: a job submitted (``job``), its result
-  seen by the submitter (``job``, ``status``), a job run by a worker
+  seen by the submitter (``job``, ``status``), a job run by a worker (``tag``,
+  ``ms``: how long it runs)
 - ``error``: an exception that is not a `CoordError` (``role``, ``exc``,
   ``tb``): a bug, counted as a violation
 - ``coord_error``: a `CoordError` a role saw and rode out (``exc``: its type)
@@ -38,7 +40,9 @@ highest token accepted for ``res`` before it).
 Orchestrator events: ``phase`` (``name``: faults, calm, stop, done; ``wall``),
 ``proc`` (``p``, ``inc``, ``ev``: spawn, sigkill, sigstop, sigcont, sigterm,
 exit with ``code``, crash), ``fault`` (``kind``, ``target``, ``t0``, ``t1``,
-``detail``), ``job_final`` (``job``, ``status`` read from ZooKeeper at the
+``detail``; for a participant fault ``p``, ``inc`` and ``aim``: what it was
+aimed at and whether that participant held it, e.g. "lock holder"),
+``job_final`` (``job``, ``status`` read from ZooKeeper at the
 end), ``config`` (the campaign's parameters and seed).
 """
 

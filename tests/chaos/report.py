@@ -19,7 +19,16 @@ __all__ = ("Overlap", "Params", "Report", "Term")
 class Params:
     """The campaign's parameters the checker needs (the ``config`` event overrides them)."""
 
-    grace: float = 1.0  # how long after a SIGCONT a frozen holder may still begin a stale term
+    # How long after a freeze ends an overlap with the woken holder is still excused: a third
+    # of the session timeout (the checker sets it from the campaign's; see `checker`).
+    wake_bound: float = 1.0
+    # The longest a contended resource may go without a holder, at any time: four session
+    # timeouts (the checker sets it).  A holder cut off or frozen is expired by the server
+    # one session timeout after it was last heard from; the next in line may itself be
+    # reconnecting (a member restarted under it: up to one more); an ensemble that lost its
+    # leader elects another (under one more, measured: 1-3 s); and the new holder's reads
+    # and writes to take over (the CAS lock's lease + skew, 3.5 s, fits within the last).
+    gap_bound: float = 12.0
     lease: float = 3.0  # once_per lease
     skew: float = 0.5  # once_per skew allowance
     once_interval: float = 1.0
@@ -63,6 +72,7 @@ class Report:
     seed: int | None = None
     config: dict[str, Any] = field(default_factory=dict)
     faults: Counter[str] = field(default_factory=Counter)
+    aimed: Counter[str] = field(default_factory=Counter)  # aim -> faults that hit its holder
     terms: Counter[str] = field(default_factory=Counter)
     overlaps: list[Overlap] = field(default_factory=list)
     excused: list[Overlap] = field(default_factory=list)
@@ -74,6 +84,11 @@ class Report:
     token_order_excused: int = 0
     windows_run: int = 0
     double_windows: list[tuple[int, list[str]]] = field(default_factory=list)
+    firings: int = 0
+    double_firings: list[tuple[float, list[str]]] = field(default_factory=list)
+    long_gaps: list[tuple[str, float, float]] = field(default_factory=list)  # res, from, length
+    wake_bound: float = 0.0
+    gap_bound: float = 0.0
     owed_windows: int = 0
     missed_windows: list[int] = field(default_factory=list)
     unconfirmed_runs: int = 0
@@ -90,6 +105,13 @@ class Report:
     coord_errors: Counter[str] = field(default_factory=Counter)
     stalls: int = 0
     longest_stall: float = 0.0
+    caches_enabled: bool = False
+    cache_views: int = 0  # caches entered (each a first full read)
+    cache_events: int = 0  # node events they published
+    cache_resyncs: int = 0  # FRESH after a STALE: a re-read after a lost connection
+    cache_backwards: list[str] = field(default_factory=list)  # an event older than one served
+    cache_final_checked: int = 0  # final views compared with the server's
+    cache_final: list[str] = field(default_factory=list)  # a final view unlike the server's
 
     @property
     def longest_gap(self) -> float:
@@ -102,11 +124,15 @@ class Report:
             + len(self.stale_accepted)
             + len(self.token_order)
             + len(self.double_windows)
+            + len(self.double_firings)
+            + len(self.long_gaps)
             + len(self.missed_windows)
             + len(self.jobs_lost)
             + len(self.errors)
             + len(self.crashes)
             + len(self.liveness)
+            + len(self.cache_backwards)
+            + len(self.cache_final)
         )
 
     @property
@@ -122,12 +148,14 @@ class Report:
             f"session timeout {cfg.get('session_timeout', '?')} s",
             "faults injected: "
             + (", ".join(f"{k} {n}" for k, n in sorted(self.faults.items())) or "none")
-            + f" (total {sum(self.faults.values())})",
+            + f" (total {sum(self.faults.values())}); hit a holder of: "
+            + (", ".join(f"{k} {n}" for k, n in sorted(self.aimed.items())) or "none"),
             "terms: "
             + (", ".join(f"{k} {n}" for k, n in sorted(self.terms.items())) or "none")
             + f" (total {sum(self.terms.values())})",
             f"overlaps outside pauses: {len(self.overlaps)}"
-            f"   (during process pauses: {len(self.excused)}, longest "
+            f"   (while a holder was frozen or woken < {self.wake_bound:.2f} s ago: "
+            f"{len(self.excused)}, longest "
             f"{max((o.length for o in self.excused), default=0.0):.3f} s; "
             f"as a forced expiry reached both holders: {len(self.expiry_races)}, longest "
             f"{max((o.length for o in self.expiry_races), default=0.0):.3f} s)",
@@ -139,6 +167,7 @@ class Report:
             f"once_per windows: {self.windows_run} ran, {len(self.double_windows)} ran twice, "
             f"{self.owed_windows} owed, {len(self.missed_windows)} missed, "
             f"{self.unconfirmed_runs} unconfirmed",
+            f"cron firings: {self.firings}, scheduled times run twice: {len(self.double_firings)}",
             (
                 f"jobs: {self.jobs_submitted} submitted, {len(self.jobs_lost)} lost, "
                 f"{self.jobs_failed} failed, {self.jobs_run} runs "
@@ -148,11 +177,21 @@ class Report:
             ),
             f"unexpected errors: {len(self.errors)}, crashes or hangs: {len(self.crashes)}, "
             f"calm-phase liveness failures: {len(self.liveness)}",
-            f"longest leaderless gap: {self.longest_gap:.2f} s ("
+            f"longest holderless gap: {self.longest_gap:.2f} s ("
             + ", ".join(f"{k} {v:.2f}" for k, v in sorted(self.gaps.items()))
-            + ")",
-            f"participant stalls (descheduled, counted as pauses): {self.stalls}, longest "
+            + f"); longer than the bound ({self.gap_bound:.1f} s): "
+            f"{len(self.long_gaps)}",
+            f"participant stalls (descheduled, not SIGSTOPped): {self.stalls}, longest "
             f"{self.longest_stall:.2f} s",
+            (
+                f"caches: {self.cache_views} entered, {self.cache_events} node events, "
+                f"{self.cache_resyncs} re-reads after a lost connection; versions gone back: "
+                f"{len(self.cache_backwards)}; final views equal to the server's: "
+                f"{self.cache_final_checked - len(self.cache_final)} of "
+                f"{self.cache_final_checked}"
+                if self.caches_enabled
+                else "caches: not part of this campaign"
+            ),
             "coordination errors seen by participants: "
             + (", ".join(f"{k} {n}" for k, n in sorted(self.coord_errors.items())) or "none"),
         ]
@@ -166,6 +205,10 @@ class Report:
             lines.append(f"  TOKEN ORDER {res}: {a} then {b}")
         for win, ids in self.double_windows[:10]:
             lines.append(f"  WINDOW RAN TWICE #{win}: {ids}")
+        for at, ids in self.double_firings[:10]:
+            lines.append(f"  CRON TIME RAN TWICE {at}: {ids}")
+        for res, at, length in self.long_gaps[:10]:
+            lines.append(f"  NO HOLDER {res} from {at:.3f} for {length:.2f} s")
         for win in self.missed_windows[:10]:
             lines.append(f"  WINDOW MISSED #{win}")
         for job in self.jobs_lost[:10]:
@@ -176,6 +219,10 @@ class Report:
             lines.append(f"  CRASH/HANG {c}")
         for text in self.liveness[:10]:
             lines.append(f"  LIVENESS {text}")
+        for text in self.cache_backwards[:10]:
+            lines.append(f"  CACHE WENT BACK {text}")
+        for text in self.cache_final[:10]:
+            lines.append(f"  CACHE FINAL VIEW {text}")
         verdict = "OK" if self.ok else "FAILED"
         lines.append(f"verdict: {verdict} ({self.violations} violations), seed {self.seed}")
         return "\n".join(lines)

@@ -2,16 +2,30 @@
 
 - ``latch``: a leader latch on ``/latch``; while leading, fenced writes to
   resource ``latch`` with the term's token;
-- ``lock``: `cas_lock` on ``/lock`` over and over, holding it a random short
-  while and writing to resource ``lock``;
+- ``lock``: `cas_lock` on ``/lock`` (a 2 s lease, shorter than the session
+  timeout) over and over, holding it a random short while (one hold in
+  three lasts longer than the lease, so that it lives on renewals) and
+  writing to resource ``lock``;
+- ``mutex``: the queued `mutex` on ``/mutex`` over and over, the same way,
+  writing to resource ``mutex``;
 - ``once``: `once_per` on ``/once`` every 0.1–0.3 s; a run writes to
   resource ``once`` and is logged with its window;
 - ``tasks``: task leadership on ``/tasks`` for tasks t1..t3 (its version comes
   from the command line); each led task writes to resource ``task:<name>``;
+- ``cron``: a `Cron` worker on ``/cron`` with one job, ``tick``, every
+  second; each firing writes to resource ``cron`` with ``firing.token`` and
+  is logged with its scheduled time (``win``), so that a time run twice shows;
 - ``jobs``: a worker of the job scheduler on ``/jobs`` (whose handler logs
   each run) that also submits a job every 0.2–0.6 s while the orchestrator
   allows it, and awaits each result; the worker's assigner terms are logged
-  too (role ``assigner``), read from its log lines, the only hook it has.
+  too (role ``assigner``), read from its log lines, the only hook it has;
+- ``cache``: a `tree_cache` of ``/cache`` whose every event is logged
+  (``cache_view`` when it is entered, ``cache_ev`` after, ``cache_final``
+  when the participant stops), while the same participant writes under
+  ``/cache/<name>.<inc>`` (while the orchestrator allows writes, as jobs):
+  nodes named once each (``n<k>``), created, set and deleted, never created
+  again, so that a change the cache misses stays missed and shows in its
+  final view.
 
 Every term is logged when its body starts and when it ends (cancelled or
 returned), on the shared monotonic clock (see `records`).  A body first
@@ -25,6 +39,7 @@ exception is logged as ``error``, a bug, and the role starts again.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import random
 import time
@@ -38,14 +53,20 @@ import anyio.lowlevel
 import aiocoord
 from aiocoord import (
     CoordError,
+    Cron,
+    Firing,
     JobFailed,
     LeadershipLost,
     LockLost,
+    NodeExistsError,
+    NoNodeError,
     Worker,
     cas_lock,
     leader_latch,
+    mutex,
     once_per,
     task_leadership,
+    tree_cache,
 )
 from aiocoord.scheduler import Scheduler
 
@@ -53,10 +74,14 @@ from .records import Writer
 from .store import StoreClient
 
 __all__ = (
+    "CACHE_ROOT",
+    "CRON_ROOT",
     "JOBS_ROOT",
     "LATCH",
     "LEASE",
     "LOCK",
+    "LOCK_LEASE",
+    "MUTEX",
     "NAMESPACE",
     "ONCE",
     "ONCE_INTERVAL",
@@ -71,15 +96,24 @@ __all__ = (
 NAMESPACE = "/chaos"
 LATCH = "/latch"
 LOCK = "/lock"
+MUTEX = "/mutex"
+CRON_ROOT = "/cron"
+CRON_EVERY = 1.0  # the cron job's interval (s)
 ONCE = "/once"
 TASKS_ROOT = "/tasks"
 TASKS = ("t1", "t2", "t3")
 JOBS_ROOT = "/jobs"
-LEASE = 3.0  # CAS lock and once_per lease (s)
-SKEW = 0.5  # their clock-skew allowance (s)
+CACHE_ROOT = "/cache"
+CACHE_POOL = 4  # nodes each participant's cache writer keeps at most
+LEASE = 3.0  # once_per lease (s)
+SKEW = 0.5  # its clock-skew allowance, and the CAS lock's (s)
+# The CAS lock's lease: shorter than the session timeout (3 s), so that a holder cut off
+# must stop at its own lease deadline, before LOST would stop it: the lease, not the
+# session, is what keeps two holders apart.
+LOCK_LEASE = 2.0
 ONCE_INTERVAL = 1.0  # once_per window (s)
 STALL = 0.3  # a participant that runs nothing for this long logs a stall (s)
-ROLES = ("latch", "lock", "once", "tasks", "jobs")
+ROLES = ("latch", "lock", "mutex", "once", "tasks", "cron", "jobs", "cache")
 
 Body = Callable[[], Awaitable[None]]
 
@@ -185,13 +219,53 @@ async def lock_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
 
     async def body() -> None:
         try:
-            async with cas_lock(coord, LOCK, owner=owner, lease=LEASE, skew=SKEW) as lock:
-                await ctx.hold("lock", "lock", lock.token, rng, duration=rng.uniform(0.2, 1.2))
+            async with cas_lock(coord, LOCK, owner=owner, lease=LOCK_LEASE, skew=SKEW) as lock:
+                await ctx.hold("lock", "lock", lock.token, rng, duration=hold_time(rng))
         except LockLost:
             pass
         await anyio.sleep(rng.uniform(0.05, 0.4))
 
     await forever(ctx, "lock", body)
+
+
+def hold_time(rng: random.Random) -> float:
+    """How long a lock or mutex holder keeps it: mostly short, one hold in three past the
+    lock's lease (so that it lives on renewals)."""
+    return rng.uniform(0.2, 1.2) if rng.random() < 2 / 3 else rng.uniform(LOCK_LEASE, 6.0)
+
+
+async def mutex_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("mutex")
+    pid = f"{ctx.name}.{ctx.inc}"
+
+    async def body() -> None:
+        try:
+            async with mutex(coord, MUTEX, participant_id=pid) as held:
+                await ctx.hold("mutex", "mutex", held.token, rng, duration=hold_time(rng))
+        except LockLost:
+            pass
+        await anyio.sleep(rng.uniform(0.05, 0.4))
+
+    await forever(ctx, "mutex", body)
+
+
+async def cron_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("cron")
+    worker = Worker(version=ctx.version, id=f"{ctx.name}.{ctx.inc}")
+
+    async def body() -> None:
+        cron = Cron(coord, CRON_ROOT, worker=worker, grace=10.0, settle=0.3)
+
+        @cron.job(every=CRON_EVERY, name="tick")
+        async def tick(firing: Firing) -> None:
+            at = firing.scheduled_at.timestamp()
+            duration = rng.uniform(0.05, 0.3)
+            await ctx.hold("cron", "cron", firing.token, rng, duration=duration, win=at)
+
+        async with cron:
+            await anyio.sleep_forever()
+
+    await forever(ctx, "cron", body)
 
 
 async def once_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
@@ -303,7 +377,7 @@ async def jobs_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
 
     @sched.job("work")
     async def work(tag: str, ms: int) -> str:
-        ctx.log.emit("run", tag=tag)
+        ctx.log.emit("run", tag=tag, ms=ms)
         await anyio.sleep(ms / 1000)
         return tag
 
@@ -347,10 +421,86 @@ async def jobs_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
         handler.detach()
 
 
+def node_states(nodes: dict[str, aiocoord.Node]) -> dict[str, list[int]]:
+    """``{path: [czxid, mzxid]}``: a cache's or the server's view, as logged."""
+    return {path: [node.stat.czxid, node.stat.mzxid] for path, node in sorted(nodes.items())}
+
+
+def _state(node: aiocoord.Node | None) -> list[int] | None:
+    return None if node is None else [node.stat.czxid, node.stat.mzxid]
+
+
+async def cache_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("cache")
+    mine = f"{CACHE_ROOT}/{ctx.name}.{ctx.inc}"
+    views = 0
+    final: dict[str, Any] = {"cid": None, "fresh": False, "nodes": None}
+    live: list[str] = []  # this writer's nodes, oldest first (kept when a write fails)
+    made = 0
+
+    async def watch() -> None:
+        nonlocal views
+        views += 1
+        cid = f"{ctx.name}.{ctx.inc}.c{views}"
+        async with tree_cache(coord, CACHE_ROOT) as tree:
+            events = tree.events()  # subscribed before the view is taken: nothing between
+            ctx.log.emit("cache_view", cid=cid, nodes=node_states(tree.nodes()))
+            try:
+                async for ev in events:
+                    ctx.log.emit(
+                        "cache_ev",
+                        cid=cid,
+                        ev=ev.type.value,
+                        path=ev.path,
+                        node=_state(ev.node),
+                        prev=_state(ev.previous),
+                    )
+            except anyio.get_cancelled_exc_class():
+                # The participant stops (writes stopped a calm phase ago): its last view.
+                final.update(cid=cid, fresh=not tree.stale, nodes=node_states(tree.nodes()))
+                raise
+
+    async def write() -> None:
+        nonlocal made
+        for path in (CACHE_ROOT, mine):
+            with contextlib.suppress(NodeExistsError):
+                await coord.client.create(path)
+        while True:
+            await anyio.sleep(rng.uniform(0.05, 0.25))
+            if not await ctx.store.may_submit():
+                continue
+            if len(live) < 2 or (len(live) < CACHE_POOL and rng.random() < 0.4):
+                made += 1
+                path = f"{mine}/n{made}"
+                live.append(path)  # if its outcome is unknown, a set or delete finds out
+                with contextlib.suppress(NodeExistsError):  # an earlier try landed after all
+                    await coord.client.create(path, f"{ctx.name}.{ctx.inc}.0".encode())
+            elif rng.random() < 0.6:
+                path = rng.choice(live)
+                try:
+                    await coord.client.set(path, f"{ctx.name}.{ctx.inc}.{rng.random()}".encode())
+                except NoNodeError:
+                    live.remove(path)
+            else:
+                path = live.pop(0)
+                with contextlib.suppress(NoNodeError):
+                    await coord.client.delete(path)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(forever, ctx, "cache", watch)
+            tg.start_soon(forever, ctx, "cache", write)
+    finally:
+        ctx.log.emit("cache_final", **final)
+
+
 ROLE_FUNCS: dict[str, Callable[[aiocoord.Coordinator, Context], Coroutine[Any, Any, None]]] = {
     "latch": latch_role,
     "lock": lock_role,
+    "mutex": mutex_role,
+    "cron": cron_role,
     "once": once_role,
     "tasks": tasks_role,
     "jobs": jobs_role,
+    "cache": cache_role,
 }

@@ -47,6 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # Argument checks: "coord must be a Coordinator", seconds.
     ("aiocoord._checks",),
     ("aiocoord.recipes",),
+    ("aiocoord.recipes._queue",),  # the one sequential-node queue under every lock
     ("aiocoord.recipes.cache",),  # the one home for watching a node or a subtree
     (
         "aiocoord.recipes.cas_lock",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from aiocoord import ConnectionState
+from aiocoord.recipes._queue import LOCK
 from aiocoord.recipes.mutex._hold import loss_reason
-from aiocoord.recipes.mutex._queue import LOCK
 
 S = ConnectionState
 U1 = "_c_11111111-1111-4111-8111-111111111111-lock-"

@@ -47,6 +47,11 @@ PARSERS: dict[str, tuple[Callable[[bytes], object], bytes]] = {
         _replies.parse_who_am_i,
         HEADER + struct.pack("!i", 1) + ustring("ip") + ustring("::1"),
     ),
+    "acl": (
+        _replies.parse_acl,
+        HEADER + struct.pack("!ii", 1, 31) + ustring("sasl") + ustring("alice") + STAT,
+    ),
+    "sasl": (_replies.parse_sasl, HEADER + ustring("rspauth=1")),
     "ephemerals": (_replies.parse_ephemerals, HEADER + struct.pack("!i", 1) + ustring("/e")),
     "watch_event": (
         _replies.parse_watch_event,

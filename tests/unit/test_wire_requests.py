@@ -15,7 +15,7 @@ from aiozk import protocol as proto
 
 from aiocoord.zk import ACL, CreateMode, _wire
 from aiocoord.zk._wire import OpCode, WireRequest
-from aiocoord.zk.types import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE
+from aiocoord.zk.types import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
 
 def _aiozk_packet(xid: int, request: Any) -> bytes:
@@ -58,6 +58,12 @@ CASES: list[tuple[str, WireRequest, Any]] = [
         proto.AuthRequest(type=0, scheme="digest", auth=b"u:p"),
     ),
     ("close", _wire.close_request(), proto.CloseRequest()),
+    ("getACL", _wire.get_acl_request("/a/b"), proto.GetACLRequest(path="/a/b")),
+    (
+        "setACL",
+        _wire.set_acl_request("/a", CREATOR_ALL_ACL + READ_ACL_UNSAFE, 3),
+        proto.SetACLRequest(path="/a", acl=_acl(CREATOR_ALL_ACL + READ_ACL_UNSAFE), version=3),
+    ),
     ("ping", _wire.ping_request(), proto.PingRequest()),
     (
         "create2",
@@ -87,6 +93,8 @@ def test_requests_aiozk_lacks_carry_their_opcodes() -> None:
         OpCode.ADD_WATCH, struct.pack("!i", 2) + b"/p" + struct.pack("!i", 1)
     )
     assert _wire.who_am_i_request() == WireRequest(OpCode.WHO_AM_I, b"")
+    # GetSASLRequest: the token as one buffer (ZooKeeper's jute, kazoo's SASL packet).
+    assert _wire.sasl_request(b"tok") == WireRequest(OpCode.SASL, struct.pack("!i", 3) + b"tok")
     watches = _wire.set_watches2_request(9, ["/d"], [], [], [], ["/r"])
     assert watches.opcode == OpCode.SET_WATCHES2
     assert watches.body.startswith(struct.pack("!qi", 9, 1))
@@ -101,6 +109,8 @@ def test_opcodes_are_zookeepers() -> None:
         "EXISTS": 3,
         "GET_DATA": 4,
         "SET_DATA": 5,
+        "GET_ACL": 6,
+        "SET_ACL": 7,
         "GET_CHILDREN": 8,
         "SYNC": 9,
         "PING": 11,
@@ -111,6 +121,7 @@ def test_opcodes_are_zookeepers() -> None:
         "CREATE_CONTAINER": 19,
         "CREATE_TTL": 21,
         "AUTH": 100,
+        "SASL": 102,
         "GET_EPHEMERALS": 103,
         "SET_WATCHES2": 105,
         "ADD_WATCH": 106,

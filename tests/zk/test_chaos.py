@@ -23,7 +23,7 @@ from aiocoord.scheduler import Scheduler
 from aiocoord.testing import FaultProxy, ZooKeeperServer
 from tests.chaos.campaign import CampaignConfig, run_campaign
 from tests.chaos.checker import Report, check
-from tests.chaos.faults import ENSEMBLE_KINDS, PARTICIPANT_KINDS, plan
+from tests.chaos.faults import AIMS, ENSEMBLE_KINDS, PARTICIPANT_KINDS, plan
 from tests.chaos.records import Record, Writer, read_records
 from tests.chaos.roles import JOBS_ROOT, AssignerTerms, Context
 from tests.chaos.store import StoreClient
@@ -568,6 +568,12 @@ def test_fault_plan_is_a_function_of_the_seed() -> None:
     assert one != plan(8, 600, 4, session_timeout=3.0)
     kinds = {f.kind for f in one}
     assert kinds == set(PARTICIPANT_KINDS) | set(ENSEMBLE_KINDS)
+    aims = [f.aim for f in one if f.lane == "participant"]
+    assert {a for a in aims if a} == set(AIMS) and 0.5 < sum(1 for a in aims if a) / len(aims) < 0.9
+    assert [(f.at, f.kind, f.target) for f in one] == [  # aims do not move the rest of a plan
+        (f.at, f.kind, f.target) for f in plan(7, 600, 4, session_timeout=3.0, aimed=0.0)
+    ]
+    assert {f.aim for f in plan(7, 600, 4, session_timeout=3.0, aims=("lock",))} == {"lock", None}
     assert all(0 <= f.at < 600 for f in one) and one == sorted(one, key=lambda f: (f.at, f.lane))
     long_pauses = [f.hold for f in one if f.kind in ("stop_long", "net_pause_long")]
     assert min(long_pauses) > 3.0  # longer than the session timeout
@@ -612,7 +618,8 @@ def test_default_campaign() -> None:
     # something, once_per windows ran and some were owed.
     assert sum(report.faults.values()) >= min(10, seconds / 4)
     assert len(report.faults) >= 5, report.faults
-    roles = ("latch", "lock", "once", "task", "assigner")
+    roles = ("latch", "lock", "mutex", "once", "task", "assigner", "cron")
     assert all(report.terms[role] > 0 for role in roles), report.terms
     assert report.windows_run > seconds / 2 and report.owed_windows > 0
     assert report.jobs_submitted > seconds and report.jobs_run >= report.jobs_submitted
+    assert report.firings > seconds / 2 and sum(report.aimed.values()) > 0, report.aimed

@@ -72,7 +72,7 @@ def test_help_lists_the_commands_and_each_has_its_own(capsys: pytest.CaptureFixt
         main(["--help"])
     assert info.value.code == 0
     text = capsys.readouterr().out
-    for command in ("demo", "zk", "inspect", "bench"):
+    for command in ("demo", "zk", "inspect", "bench", "acl"):
         assert f"\n    {command} " in text
     assert "_demo-worker" not in text
     expected = {
@@ -80,6 +80,7 @@ def test_help_lists_the_commands_and_each_has_its_own(capsys: pytest.CaptureFixt
         "zk": ["{start,stop,status}", "--port", "--dir", "AIOCOORD_ZK_DIR", "per-user"],
         "inspect": ["--json", "--hosts", "leader latch", "CAS lock", "scheduler"],
         "bench": ["--quick", "--hosts", "--root", "cas_lock", "leader_latch", "benchmarks/"],
+        "acl": ["{get,set}", "--version", "scheme:id:perms", "cdrwa", "AIOCOORD_SASL_*"],
     }
     for command, words in expected.items():
         with pytest.raises(SystemExit) as info:
@@ -156,7 +157,9 @@ def test_zk_start_status_stop(
         code, out, _ = run("zk", "start", "--dir", folder)
         assert code == 0 and "already running" in out
         code, _, err = run("zk", "start", "--dir", str(tmp_path / "other"), "--port", str(port))
-        assert (code, err) == (1, f"aiocoord zk: port {port} on 127.0.0.1 is already in use\n")
+        assert code == 1
+        assert err.startswith(f"aiocoord zk: port {port} on 127.0.0.1 is already in use by java")
+        assert f"(pid {record['pid']})" in err and err.count("\n") == 1
         # inspect finds the embedded server by itself (no AIOCOORD_HOSTS, no --hosts).
         code, out, _ = run("--loop", "asyncio", "inspect", "/", "--json", "--dir", folder)
         assert code == 0 and json.loads(out)["children"][0]["path"] == "/zookeeper"
@@ -438,3 +441,107 @@ def test_bench_measures_the_given_servers_and_cleans_up(
                 return []
 
     assert anyio.run(left) == []  # its run's node is deleted
+
+
+# --- acl and "no access" --------------------------------------------------------------------------
+
+
+def test_acl_get_and_set_and_no_access(zk_server: ZooKeeperServer, zk_chroot: str) -> None:
+    from aiocoord.cli.acl import format_entry, parse_entry
+    from aiocoord.zk import ACL
+
+    hosts = zk_server.connect_string + zk_chroot
+    alice = _env(AIOCOORD_AUTH="alice:wonderland", AIOCOORD_HOSTS=hosts)
+
+    async def make() -> None:
+        async with aiocoord.connect(hosts, auth="alice:wonderland") as coord:
+            await coord.client.create("/open", b"hello", acl=aiocoord.zk.OPEN_ACL_UNSAFE)
+            await coord.client.create("/open/private", b"alice's")  # creator-only
+
+    anyio.run(make)
+    done = aiocoord_cmd("acl", "get", "/open", "--hosts", hosts)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["world:anyone:cdrwa", "(ACL version 0)"]
+    done = aiocoord_cmd(
+        "acl",
+        "set",
+        "/open",
+        "world:anyone:r",
+        "sasl:bob:cdrwa",
+        "--version",
+        "0",
+        "--hosts",
+        hosts,
+    )
+    # This server has no SASL provider: it refuses the sasl scheme, and says so in one line.
+    assert "invalid ACL" in one_line_error(done) and "scheme" in one_line_error(done)
+    done = aiocoord_cmd(
+        "acl",
+        "set",
+        "/open",
+        "world:anyone:r",
+        "ip:127.0.0.1:cdrwa",
+        "--version",
+        "0",
+        "--hosts",
+        hosts,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["world:anyone:r", "ip:127.0.0.1:cdrwa", "(ACL version 1)"]
+    stale = aiocoord_cmd(
+        "acl", "set", "/open", "world:anyone:r", "--version", "0", "--hosts", hosts
+    )
+    assert "no longer at version 0" in one_line_error(stale)
+    done = aiocoord_cmd("acl", "get", "/open/private", "--json", env=alice)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["aversion"] == 0 and shown["acl"][0]["scheme"] == "digest"
+    assert shown["acl"][0]["perms"] == "cdrwa"
+    # Another identity may not read the ACL, nor the node: one line, no traceback.
+    denied = aiocoord_cmd("acl", "get", "/open/private", "--hosts", hosts)
+    assert "no access to the ACL of /open/private" in one_line_error(denied)
+    denied = aiocoord_cmd("inspect", "/open/private", "--hosts", hosts)
+    assert one_line_error(denied).startswith("aiocoord inspect: no access to /open/private")
+    listed = aiocoord_cmd("inspect", "/open", "--hosts", hosts)
+    assert listed.returncode == 0, listed.stderr
+    assert "private  [node] no access" in listed.stdout
+    for bad in (["acl", "set", "/open"], ["acl", "get", "/open", "world:anyone:r"]):
+        assert aiocoord_cmd(*bad, "--hosts", hosts).returncode == 1
+    assert "unknown permission 'x'" in one_line_error(
+        aiocoord_cmd("acl", "set", "/open", "world:anyone:x", "--hosts", hosts)
+    )
+    entry = ACL(ACL.READ | ACL.ADMIN, "digest", "alice:abc=")
+    assert parse_entry(format_entry(entry)) == entry
+
+
+def test_zk_start_on_a_taken_port_names_the_program_holding_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It said only that the port was in use, not by what."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline().split(" port ")[1].split()[0])
+        code = main(["zk", "start", "--dir", str(tmp_path / "zk"), "--port", str(port)])
+        err = capsys.readouterr().err
+        assert code == 1
+        assert f"port {port} on 127.0.0.1 is already in use by python" in err
+        assert f"(pid {server.pid})" in err and "http.server" in err and err.count("\n") == 1
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_unreachable_server_past_the_first_second_is_still_one_line() -> None:
+    """With ZooKeeper down, ``inspect /`` printed a "connect attempt failed" line per attempt."""
+    [port] = free_ports(1)
+    done = aiocoord_cmd("inspect", "/", "--hosts", f"127.0.0.1:{port}", "--timeout", "3")
+    assert done.returncode == 1
+    assert one_line_error(done).startswith(
+        f"aiocoord inspect: cannot reach ZooKeeper at 127.0.0.1:{port} within 3s"
+    )

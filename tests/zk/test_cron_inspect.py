@@ -26,6 +26,7 @@ from aiocoord.recipes.cron import FiringOutcome, describe_cron, is_cron, read_cr
 from aiocoord.recipes.cron._record import JobRecord, encode
 from aiocoord.recipes.mutex import describe_mutex, is_mutex
 from aiocoord.testing import ZooKeeperServer
+from tests.helpers import eventually
 
 pytestmark = pytest.mark.anyio
 
@@ -267,3 +268,30 @@ async def test_a_record_whose_next_firing_is_past_year_9999_shows_no_next_time(
     assert view.jobs["late"].next_at is not None
     assert info["jobs"]["leap"]["next"] is None and info["jobs"]["late"]["next"] is not None
     assert "job leap" in "\n".join(render(info))
+
+
+async def test_inspect_recognises_a_cron_whose_workers_have_all_stopped(
+    coordinator: Coordinator,
+) -> None:
+    """Once the last worker left, ``inspect`` showed a plain node and its records as raw JSON."""
+    coord = coordinator
+    cron = _cron(coord)
+    outcomes = cron.outcomes()
+    async with cron:
+        await _until_seen(outcomes, [], Counter({"tick/ok": 1}))
+
+    async def reaped() -> bool:  # the empty containers go; the job records stay
+        children = await coord.client.children(ROOT)
+        return "jobs" in children and "workers" not in children
+
+    await eventually(reaped, timeout=20, every=0.2)
+    with anyio.fail_after(10):
+        info = await inspect_path(coord, "/app", depth=3)
+    found = _walk(info)
+    assert found[ROOT]["kind"] == "cron", found[ROOT]
+    assert found[ROOT]["jobs"]["tick"]["schedule"] == "every 0:00:00.250000"
+    lines = render(info)
+    assert any(line.strip().startswith("job tick") and "next" in line for line in lines), lines
+    # A scheduler's `jobs` and a plain node with an empty `jobs` child are no cron.
+    await coord.client.create("/other/jobs", make_parents=True)
+    assert (await inspect_path(coord, "/other"))["kind"] == "node"

@@ -11,6 +11,7 @@ import pytest
 
 import aiocoord
 from aiocoord import CreateMode, Cron, Firing, Worker
+from aiocoord.scheduler import Scheduler
 from aiocoord.testing import ZooKeeperServer
 from tests.browser import Page, card, chromium, needs_chromium, serving, value
 
@@ -74,3 +75,56 @@ async def test_cron_and_mutex_cards(
                     await page.view("lock")
                     await page.screenshot("mutex")
                 tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_every_card_fits_at_1280_px_with_default_ids(
+    zk_server: ZooKeeperServer, zk_chroot: str, driver: Any
+) -> None:
+    """The cron card scrolled sideways at 1400 px with a default worker id (a UUID): the next
+    firing and the schedule were out of view."""
+    page = Page(driver)
+    hosts = zk_server.connect_string
+    fired = anyio.Event()
+    with anyio.fail_after(45):
+        async with aiocoord.connect(hosts, namespace=zk_chroot, session_timeout=4.0) as one:
+            cron = Cron(  # the default worker id: a UUID
+                one, "/app/cron", worker=Worker("1.0"), timezone="America/Argentina/Buenos_Aires"
+            )
+
+            @cron.job(every=timedelta(seconds=0.25))
+            async def refresh_the_reporting_warehouse(firing: Firing) -> None:
+                fired.set()
+
+            sched = Scheduler(one, "/app/jobs")
+
+            @sched.job("resize")
+            async def resize(n: int) -> int:
+                return n
+
+            async with (
+                cron,
+                aiocoord.mutex(one, "/app/lock"),
+                aiocoord.leader_latch(one, "/app/leader"),
+                aiocoord.task_leadership(
+                    one, "/app/tasks", worker=Worker("1.0"), tasks=["a-rather-long-task-name"]
+                ),
+                sched.worker(),
+            ):
+                await fired.wait()
+                await page.resize(1280)
+                try:
+                    async with serving(dashboard_app(one, "/app"), page) as url:
+                        await page.open(url)
+                        await page.wait_text(
+                            value("/app/cron", "last|refresh_the_reporting_warehouse"), "ok"
+                        )
+                        await page.wait_text(card("/app/tasks"), "a-rather-long-task-name")
+                        assert await page.overflowing() == []
+                        for view in ("cron", "lock", "latch", "tasks", "scheduler"):
+                            await page.view(view)
+                            assert await page.overflowing() == [], view
+                        await page.view("cron")
+                        await page.screenshot("cron-1280")
+                finally:
+                    await page.resize(1440)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from contextlib import AsyncExitStack
+from typing import Any
 
 import anyio
 import pytest
@@ -61,7 +62,7 @@ async def run_backlog(
         if len(ran) >= count:
             all_done.set()
 
-    settings = {} if max_packet is None else {"max_packet": max_packet}
+    settings: dict[str, Any] = {} if max_packet is None else {"max_packet": max_packet}
     figures: dict[str, float] = {}
     with anyio.fail_after(limit):
         async with AsyncExitStack() as stack:

@@ -174,16 +174,20 @@ async def test_clear_errors_for_names_payloads_and_ids(
             assert "ValidationError" in line and "a" in line
             line = one_line(await cli("submit", "add", "{}", "--root", ROOT, "--id", "/bad"))
             assert "job_id" in line
-            line = one_line(await cli("submit", "add", "{}", "--root", ROOT, "--delay", "-1"))
-            assert "delay: must be a finite number of seconds" in line
+            # A bad --delay or --status is a bad command line: exit status 2 (it was 1).
+            for delay in ("-1", "nan", "soon"):
+                bad = await cli("submit", "add", "{}", "--root", ROOT, "--delay", delay)
+                assert bad.code == 2, bad
+                assert "--delay: must be a finite number of seconds >= 0" in one_line(bad)
             line = one_line(await cli("result", "x", "--root", ROOT, "--wait", "nan"))
             assert "--wait must be a number of seconds" in line
             line = one_line(await cli("info", "nope", "--root", ROOT))
             assert "no job 'nope'" in line
             line = one_line(await cli("cancel", "nope", "--root", ROOT))
             assert "no job 'nope'" in line
-            line = one_line(await cli("list", "--root", ROOT, "--status", "lost"))
-            assert "'lost' is not one of pending, scheduled" in line
+            bad = await cli("list", "--root", ROOT, "--status", "lost")
+            assert bad.code == 2, bad
+            assert "'lost' is not one of pending, scheduled" in one_line(bad)
             line = one_line(await cli("list", "--root", "no//path"))
             assert "invalid --root" in line
             [port] = free_ports(1)

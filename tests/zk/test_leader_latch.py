@@ -22,6 +22,16 @@ from aiocoord import (
     LeadershipLost,
     NodeDataError,
 )
+from aiocoord.recipes._queue._table import (
+    Gone,
+    Granted,
+    Ordering,
+    Stale,
+    Wait,
+    decide,
+    first,
+    sort_key,
+)
 from aiocoord.recipes.leader_latch import (
     MAX_ID_BYTES,
     ElectionEvent,
@@ -30,19 +40,7 @@ from aiocoord.recipes.leader_latch import (
     Participant,
     leader_latch,
 )
-from aiocoord.recipes.leader_latch._election import (
-    CURATOR,
-    ZOOKEEPER,
-    Follow,
-    Lead,
-    Missing,
-    Ordering,
-    Stale,
-    curator_sort_key,
-    may_lead,
-    next_move,
-    sort_children,
-)
+from aiocoord.recipes.leader_latch._election import CURATOR, ZOOKEEPER
 from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, ZooKeeperServer, expire_session
 from tests.helpers import EventLog, eventually, recording
 
@@ -56,15 +54,15 @@ U3 = "_c_33333333-3333-4333-8333-333333333333-latch-"
 
 
 def test_curator_sort_key_is_the_text_after_the_last_latch() -> None:
-    assert curator_sort_key(U1 + "0000000007") == "0000000007"
-    assert curator_sort_key("latch-x-latch-0000000002") == "0000000002"
-    assert curator_sort_key("foreign") == "foreign"
-    assert curator_sort_key("latch-") == ""
+    assert sort_key(U1 + "0000000007", "latch-") == "0000000007"
+    assert sort_key("latch-x-latch-0000000002", "latch-") == "0000000002"
+    assert sort_key("foreign", "latch-") == "foreign"
+    assert sort_key("latch-", "latch-") == ""
 
 
 def test_curator_order_counts_foreign_children_as_contenders() -> None:
     names = [U2 + "0000000003", "zzz", U1 + "0000000010", "-first", U3 + "0000000001"]
-    assert sort_children(names, CURATOR) == [
+    assert CURATOR.sort(names) == [
         "-first",  # '-' sorts before digits: a foreign node can block the election, as in Curator
         U3 + "0000000001",
         U2 + "0000000003",
@@ -76,12 +74,12 @@ def test_curator_order_counts_foreign_children_as_contenders() -> None:
 def test_curator_order_compares_utf16_code_units_as_java_does() -> None:
     # U+FF5E is one code unit; U+1F600 is a surrogate pair starting 0xD83D, which Java
     # orders before 0xFF5E although its code point is larger.
-    assert sort_children(["\uff5e", "\U0001f600"], CURATOR) == ["\U0001f600", "\uff5e"]
+    assert CURATOR.sort(["\uff5e", "\U0001f600"]) == ["\U0001f600", "\uff5e"]
 
 
 def test_zookeeper_order_is_numeric_and_puts_foreign_names_last() -> None:
     names = ["n_0000000010", "other", "n_0000000002", "n_-2147483648", "n_x"]
-    assert sort_children(names, ZOOKEEPER) == [
+    assert ZOOKEEPER.sort(names) == [
         "n_-2147483648",
         "n_0000000002",
         "n_0000000010",
@@ -90,30 +88,25 @@ def test_zookeeper_order_is_numeric_and_puts_foreign_names_last() -> None:
     ]
 
 
-def test_decide_table() -> None:
+def test_decide_table_in_both_layouts() -> None:
     a, b, c = U1 + "0000000001", U2 + "0000000002", U3 + "0000000003"
     kids = [c, a, b]
 
     def run(ours: str, owner: int = 7, session: int | None = 7, names: list[str] = kids) -> Any:
-        return next_move(Ordering(names, CURATOR), ours, owner=owner, session_id=session)
+        return decide(Ordering(names, CURATOR), ours, first, owner=owner, session_id=session)
 
-    assert run(a) == Lead()
-    assert run(b) == Follow(a, 1)
-    assert run(c) == Follow(b, 2)
-    assert run(a, names=[b, c]) == Missing()
+    assert run(a) == Granted()
+    assert run(b) == Wait(a, last=True)
+    assert run(c) == Wait(b, last=False)
+    assert run(a, names=[b, c]) == Gone()
     # CURATOR-696: first in line, but created by an earlier session: never lead on it.
     assert run(a, owner=6) == Stale()
-    assert run(a, session=None) == Stale()
-    assert run(b, names=["-x", a, b]) == Follow(a, 2)
-    assert run(a, names=["-x", a, b]) == Follow("-x", 1)
-
-
-def test_may_lead() -> None:
-    assert may_lead(owner=5, session_id=5, connected=True, node_gone=False)
-    assert not may_lead(owner=5, session_id=6, connected=True, node_gone=False)
-    assert not may_lead(owner=5, session_id=None, connected=True, node_gone=False)
-    assert not may_lead(owner=5, session_id=5, connected=False, node_gone=False)
-    assert not may_lead(owner=5, session_id=5, connected=True, node_gone=True)
+    assert run(b, names=["-x", a, b]) == Wait(a, last=False)
+    assert run(a, names=["-x", a, b]) == Wait("-x", last=True)
+    offers = ["n_0000000010", "other", "n_0000000002"]
+    order = Ordering(offers, ZOOKEEPER)
+    assert decide(order, "n_0000000002", first, owner=1, session_id=1) == Granted()
+    assert decide(order, "n_0000000010", first, owner=1, session_id=1) == Wait("n_0000000002", True)
 
 
 @pytest.mark.anyio

@@ -127,6 +127,36 @@ async def test_leaving_waits_for_lead_to_unwind_before_the_next_leads(
     assert timeline == ["a leads", "a stopped", "b leads"]
 
 
+async def test_the_class_is_public_and_used_as_the_other_recipes(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """`aiocoord.LeaderSelector` is what `leader_selector()` returns: ``async with`` it, or
+    `start()` ... `aclose()`, as `LeaderLatch` and `Mutex`."""
+    led: list[int] = []
+    leading = [anyio.Event(), anyio.Event()]
+
+    async def lead(term: LeadershipTerm) -> None:
+        led.append(term.token)
+        leading[len(led) - 1].set()
+        await anyio.sleep_forever()
+
+    assert aiocoord.LeaderSelector is LeaderSelector
+    assert "LeaderSelector" in aiocoord.__all__
+    with anyio.fail_after(20):
+        async with coordinators(zk_server, 1, zk_chroot) as (coord,):
+            assert isinstance(leader_selector(coord, "/cls", lead), aiocoord.LeaderSelector)
+            async with aiocoord.LeaderSelector(coord, "/cls", lead, participant_id="a") as sel:
+                await leading[0].wait()
+                assert sel.has_leadership
+            assert not sel.has_leadership
+            sel = aiocoord.LeaderSelector(coord, "/cls", lead, participant_id="b")
+            await sel.start()
+            await leading[1].wait()
+            await sel.aclose()
+            assert await coord.client.children("/cls") == []
+    assert led[0] < led[1]
+
+
 def _led_by_b(timeline: list[str]) -> Callable[[], Awaitable[bool]]:
     async def check() -> bool:
         return "b leads" in timeline

@@ -24,9 +24,8 @@ from aiocoord import (
     NodeDataError,
     mutex,
 )
-from aiocoord.recipes._sequential import created_node
+from aiocoord.recipes._queue import LOCK, Waiter, created_node, first
 from aiocoord.recipes.mutex import MutexParticipant
-from aiocoord.recipes.mutex._queue import Ticket
 from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session
 from tests.helpers import eventually, recording
 
@@ -278,6 +277,25 @@ async def test_session_expiry_cancels_the_body_then_lock_lost_and_the_next_takes
 
 
 @pytest.mark.anyio
+async def test_closing_the_coordinator_cancels_the_body_then_lock_lost(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            coord = aiocoord.connect(zk_server.connect_string, namespace=zk_chroot)
+            await coord.start()
+            holder = Holder(coord, "/closing", "a")
+            tg.start_soon(holder.run)
+            await holder.entered.wait()
+            await coord.aclose()  # from another task than the body's
+            await holder.left.wait()
+            assert holder.cancelled_inside
+            assert (
+                isinstance(holder.error, LockLost) and holder.error.reason == "coordinator closed"
+            )
+
+
+@pytest.mark.anyio
 async def test_suspended_loses_by_default_and_lose_on_suspend_false_keeps_it(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:
@@ -408,7 +426,7 @@ async def test_a_node_of_another_session_is_never_held_on(
     with anyio.fail_after(20):
         async with sessions(zk_server.connect_string, zk_chroot, 2) as (coord, earlier):
             created = await earlier.client.create_protected("/own/lock-", b"me")
-            ticket = Ticket(coord, "/own", b"me")
+            ticket = Waiter(coord, "/own", b"me", LOCK, first, recipe="mutex")
             ticket.node = created_node(created)  # as a node of ours from a session now gone
             assert await ticket.wait_turn(None)
             assert ticket.node is not None and ticket.node.path != created.path

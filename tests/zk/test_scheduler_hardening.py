@@ -114,7 +114,7 @@ async def test_given_up_result_waits_leave_no_watch_on_client_or_server(
             for round_ in range(10):  # 200 waits given up, at every moment of the wait
                 for job_id in ids:
                     with anyio.move_on_after(0.002 * round_):
-                        await sched.result(job_id)
+                        await sched.result(job_id, not_submitted_yet=True)
             assert not any(session.watches.watched(p) for p in paths)
             await client.exists("/")  # sent after the removals: answered after them
             assert not set(paths) & set(server_watches(zk_server, coord.session_id))

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -115,7 +116,7 @@ async def test_nodes_of_an_authenticated_session_resist_other_identities(
     """Creator-only by default: another identity, or none, can neither read nor change
     a lock record, a latch's participant ids or a job; with world_readable, it may read."""
     hosts = zk_server.connect_string
-    option = {"world_readable": True} if world_readable else {}  # the default is private
+    option: dict[str, Any] = {"world_readable": True} if world_readable else {}  # default: private
     with anyio.fail_after(20):
         async with aiocoord.connect(
             hosts, namespace=zk_chroot, auth="alice:wonderland", **option
@@ -181,7 +182,7 @@ async def test_inspect_shows_a_private_node_as_unreadable(
             info = await inspect_path(anonymous, "/app")
             shown = {child["path"]: child for child in info["children"]}
             assert shown["/app/open"]["data"] == "hello"
-            assert "not readable" in shown["/app/private"]["error"]
-            assert "private  [node] unreadable: not readable" in "\n".join(render(info))
+            assert shown["/app/private"]["error"].startswith("no access")
+            assert "private  [node] no access: with these credentials" in "\n".join(render(info))
             with pytest.raises(NoAuthError):
                 await inspect_path(anonymous, "/app/private")

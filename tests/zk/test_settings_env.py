@@ -76,6 +76,56 @@ def test_auth_secret_from_the_environment_is_not_in_config_errors(
     assert SECRET not in _everything_printed(info.value)
 
 
+# --- the SASL password and half-set SASL ---------------------------------------------------------
+
+
+def test_sasl_password_is_never_printed() -> None:
+    s = Settings.build(
+        "h:1", sasl_mechanism="DIGEST-MD5", sasl_username="alice", sasl_password=SECRET
+    )
+    for text in (repr(s), str(s), repr(s.model_dump()), s.model_dump_json()):
+        assert SECRET not in text, text
+    again = Settings.build(s, session_timeout=3)
+    assert again.sasl_password is not None and again.sasl_password.get_secret_value() == SECRET
+    from aiocoord.zk._sasl import SaslLogin
+
+    login = SaslLogin.from_settings(again)
+    assert login is not None and SECRET not in repr(login)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"sasl_password": SECRET}, "sasl_password"),  # no mechanism: SASL half-set
+        ({"sasl_username": "alice"}, "sasl_username"),
+        ({"sasl_mechanism": "DIGEST-MD5", "sasl_password": SECRET}, "sasl_username"),
+        ({"sasl_mechanism": "DIGEST-MD5", "sasl_username": "alice"}, "sasl_password"),
+        ({"sasl_mechanism": "PLAIN", "sasl_password": SECRET}, "sasl_mechanism"),
+        (
+            {"sasl_mechanism": "DIGEST-MD5", "sasl_username": " ", "sasl_password": SECRET},
+            "sasl_username",
+        ),
+    ],
+)
+def test_sasl_settings_are_checked_without_showing_the_password(
+    overrides: dict[str, object], field: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.build("h:1", **overrides)
+    assert info.value.field == field
+    assert SECRET not in _everything_printed(info.value)
+
+
+def test_sasl_password_from_the_environment_is_not_in_config_errors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AIOCOORD_SASL_PASSWORD", SECRET)
+    with pytest.raises(ConfigError) as info:
+        Settings()
+    assert info.value.field == "sasl_password"
+    assert SECRET not in _everything_printed(info.value)
+
+
 # --- half-set TLS ------------------------------------------------------------------------------------
 
 

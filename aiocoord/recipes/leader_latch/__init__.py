@@ -13,20 +13,17 @@ Node layout::
     <path>/_c_<uuid4>-latch-<seq>            curator layout, data: participant id (UTF-8)
     <path>/n_<seq>                           zookeeper layout, data: participant id
 
-Failure handling:
+Failure handling (the queue's, see ``recipes/_queue``, plus the election's):
 
-- A create cut off by a connection loss is not retried blindly: the node is
-  found again by its ``_c_<uuid>-`` name (Curator's protected create), or, in
-  the zookeeper layout, this session's unclaimed offers are swept first.
-- Leadership is granted only while connected, on a node that the current
-  session created (Curator's CURATOR-696 double-leader bug), and not reported
-  deleted.  Followers hold a data watch on their predecessor (not ``exists``,
-  which would leave a watch behind on a node already gone; any event on it
-  makes them look again) and on their own node: when the predecessor that was
+- The protected create, or, in the zookeeper layout, this session's
+  unclaimed offers swept first; leadership granted only while connected, on
+  a node that the current session created (Curator's CURATOR-696
+  double-leader bug) and not reported deleted.  Followers hold a data watch
+  on their predecessor and on their own node: when the predecessor that was
   the only node ahead goes, the follower leads at once, without listing the
-  children again; otherwise it lists them once.  Both happen in the watch's
-  callback, where the notification is read (and the listing's reply), before
-  any task wakes.  Concurrent listings of one session on one path are shared.
+  children again; otherwise it lists them once, both in the watch's callback
+  before any task wakes.  Concurrent listings of one session on one path
+  are shared.
 - SUSPENDED (and READ_ONLY) drop leadership unless ``lose_on_suspend=False``
   (then it is kept until LOST); the node is kept.  RECONNECTED on the same
   session re-checks and leads again if still first; on a new session the stale
@@ -40,14 +37,14 @@ Failure handling:
 
 from __future__ import annotations
 
-from ._election import check_participant_id as check_participant_id
-from ._latch import MAX_ID_BYTES as MAX_ID_BYTES
+from .._queue import MAX_ID_BYTES as MAX_ID_BYTES
+from .._queue import check_participant_id as check_participant_id
+from .._queue import default_participant_id as default_participant_id
 from ._latch import ElectionEvent as ElectionEvent
 from ._latch import ElectionState as ElectionState
 from ._latch import LeaderLatch as LeaderLatch
 from ._latch import LeadershipTerm as LeadershipTerm
 from ._latch import Participant as Participant
-from ._latch import default_participant_id as default_participant_id
 from ._latch import leader_latch as leader_latch
 from ._selector import LeaderSelector as LeaderSelector
 from ._selector import leader_selector as leader_selector

@@ -1,7 +1,8 @@
 """The leader latch's campaign: keep a node of this session in the election, decide, wait.
 
 The I/O loop behind `LeaderLatch`: it joins (through `Candidacy`), lists the children
-(shared per session and path), asks `next_move` what to do, and waits on one
+(shared per session and path), asks the queue's `decide` what to do (the
+`first` rule: the first node leads), and waits on one
 watch at a time.  It tells its host (the latch) when to lead and when
 leadership is lost; the host owns the term, the events and the connection
 states, and calls `poke()` when a state changes.  Every wait is a single await
@@ -19,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,6 @@ import anyio.lowlevel
 from ..._records import load_text
 from ...errors import (
     ConnectionLostError,
-    CoordError,
     CoordinatorClosedError,
     NodeDataError,
     NoNodeError,
@@ -43,24 +43,24 @@ from ...zk.paths import join
 from ...zk.states import ConnectionState
 from ...zk.types import EventType
 from .._change_signal import ChangeSignal
-from ._election import (
-    ElectionEvent,
-    ElectionState,
-    Follow,
-    LatchLayout,
-    Lead,
-    Missing,
+from .._queue import (
+    USABLE,
+    CreatedNode,
+    EarlyListing,
+    Gone,
+    Granted,
     Ordering,
-    may_lead,
-    next_move,
+    Wait,
+    decide,
+    first,
+    may_take,
 )
-from ._nodes import Candidacy, CreatedNode
+from ._election import ElectionEvent, ElectionState, LatchLayout
+from ._nodes import Candidacy
 
 __all__ = ("Campaign", "Host")
 
 log = logging.getLogger("aiocoord.recipes.leader_latch")
-
-_USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,16 +80,6 @@ class Host:
     wake: Callable[[], None]
     node: Callable[[], str | None]
     held: Callable[[], float]
-
-
-class _Listing:
-    """A listing sent from a watch callback: its reply, once awaited, and its order."""
-
-    __slots__ = ("order", "result")
-
-    def __init__(self) -> None:
-        self.result: Callable[[], Awaitable[list[str]]] | None = None
-        self.order: Ordering | None = None
 
 
 class Campaign:
@@ -200,7 +190,7 @@ class Campaign:
         if node is None or node.owner != self.coord.session_id:
             if node is not None:
                 self.host.lose("session lost")
-                await self._write(offer.delete(self.coord.session_id))  # an earlier session's
+                await self._write(offer.delete())  # an earlier session's
             held = self.host.held()
             if held > 0:  # released by the selector: join again later, or when poked
                 with anyio.move_on_after(held):
@@ -219,17 +209,17 @@ class Campaign:
             return
         while order is not None:
             sid = self.coord.session_id
-            decision = next_move(order, node.name, owner=node.owner, session_id=sid)
-            if isinstance(decision, Lead):
+            move = decide(order, node.name, first, owner=node.owner, session_id=sid)
+            if isinstance(move, Granted):
                 await self._lead(node, own, wake)
                 return
-            if isinstance(decision, Missing):
+            if isinstance(move, Gone):
                 self._node_lost(offer)
-            if not isinstance(decision, Follow):
+            if not isinstance(move, Wait):
                 return  # Stale: the next pass joins again on the current session
             # The listing is not kept while we wait: a thousand latches would each hold one.
             order = None
-            order = await self._follow(offer, node, own, decision.predecessor, decision.ahead, wake)
+            order = await self._follow(offer, node, own, move, wake)
 
     async def _write(self, write: Coroutine[Any, Any, object]) -> None:
         """Run one of the campaign's writes; `_shutdown` waits for none it knows of."""
@@ -247,7 +237,7 @@ class Campaign:
         self._following = None
         self._leader = None
         started = time.monotonic()
-        await self._write(offer.create())
+        await self._write(offer.join())
         node = offer.node
         assert node is not None
         log.debug("joined %s as %s", self.path, node.path)
@@ -305,9 +295,9 @@ class Campaign:
         """Lead now if allowed; synchronous, so nothing can change between check and grant."""
         if wake.is_set() or self.closing:
             return False
-        connected = self.coord.state in _USABLE
+        connected = self.coord.state in USABLE
         sid = self.coord.session_id
-        if not may_lead(owner=node.owner, session_id=sid, connected=connected, node_gone=own.fired):
+        if not may_take(owner=node.owner, session_id=sid, connected=connected, node_gone=own.fired):
             return False
         self._following = None
         self.host.elect(node)
@@ -316,34 +306,37 @@ class Campaign:
     def _predecessor_gone(
         self,
         event: WatchedEvent,
-        predecessor: str,
-        ahead: int,
-        early: _Listing,
+        wait: Wait,
+        early: EarlyListing,
         node: CreatedNode,
         own: Watch,
         wake: asyncio.Event,
     ) -> None:
         """The node just ahead of ours changed (a watch callback: no await)."""
-        if event.type is not EventType.DELETED or self._following != predecessor:
+        if event.type is not EventType.DELETED or self._following != wait.node:
             return
         self.determining = time.monotonic()
-        if ahead == 1:
+        if wait.last:
             self._grant(node, own, wake)  # it was the only one ahead
             return
         if self.closing or wake.is_set():
             return
-        with contextlib.suppress(CoordError):  # not connected: the campaign lists once it is
-            early.result = self.client.children_now(
-                self.path, lambda names: self._listed(names, early, node, own, wake)
-            )
+        early.send(
+            self.client, self.path, lambda names: self._listed(names, early, node, own, wake)
+        )
 
     def _listed(
-        self, names: list[str], early: _Listing, node: CreatedNode, own: Watch, wake: asyncio.Event
+        self,
+        names: list[str],
+        early: EarlyListing,
+        node: CreatedNode,
+        own: Watch,
+        wake: asyncio.Event,
     ) -> None:
         """The listing sent by `_predecessor_gone` came back: lead now if we are first."""
         order = early.order = Ordering(names, self.layout)
         sid = self.coord.session_id
-        if isinstance(next_move(order, node.name, owner=node.owner, session_id=sid), Lead):
+        if isinstance(decide(order, node.name, first, owner=node.owner, session_id=sid), Granted):
             self._grant(node, own, wake)
 
     async def _lead(self, node: CreatedNode, own: Watch, wake: asyncio.Event) -> None:
@@ -355,8 +348,7 @@ class Campaign:
         offer: Candidacy,
         node: CreatedNode,
         own: Watch,
-        predecessor: str,
-        ahead: int,
+        wait: Wait,
         wake: asyncio.Event,
     ) -> Ordering | None:
         """Watch the node just ahead of ours until something happens.
@@ -366,15 +358,16 @@ class Campaign:
         are listed again at once, and that listing is decided on;
         None means: start the pass over.
         """
+        predecessor = wait.node
         self.host.lose("handed over")  # someone sorts ahead of us now (no-op unless we led)
         self._leader = None
         try:
             ahead_node, watch = await self.client.get_watch(join(self.path, predecessor))
         except NoNodeError:  # gone since the listing
-            if ahead == 1:
+            if wait.last:
                 await self._lead(node, own, wake)
             return None
-        if ahead == 1:  # the leader: its id costs nothing more, for `LeaderLatch.known_leader`
+        if wait.last:  # the leader: its id costs nothing more, for `LeaderLatch.known_leader`
             with contextlib.suppress(NodeDataError):
                 self._leader = (watch, load_text(watch.path, ahead_node.data, "participant id"))
         if self._following != predecessor:
@@ -390,14 +383,14 @@ class Campaign:
         # Act the moment the notification is read, before this task (or any other woken
         # by it) runs: lead if it was the only node ahead, else send the listing, and
         # lead when its reply is read if we are first; the task then finds it done.
-        early = _Listing()
+        early = EarlyListing()
         watch.add_callback(
-            lambda event: self._predecessor_gone(event, predecessor, ahead, early, node, own, wake)
+            lambda event: self._predecessor_gone(event, wait, early, node, own, wake)
         )
         event = await self._until(watch, own, wake)
         if event is None or event.type is not EventType.DELETED or self.closing:
             return None
-        if ahead == 1:
+        if wait.last:
             await self._lead(node, own, wake)
             return None
         try:

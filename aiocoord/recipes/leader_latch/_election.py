@@ -1,19 +1,13 @@
-"""The leader latch's pure half: events, node layouts, election order and the decision.
+"""The leader latch's pure half: events, node layouts and election order.
 
-Nothing here awaits or talks to ZooKeeper, so the whole table is tested directly
-(tests/zk/test_leader_latch.py).  `_latch.py` feeds it the children it listed,
-its own node and the session it is on, and acts on the `Move`; it re-exports
-the public types defined here.  The order, the decision and the participant ids
-are those of every queue of sequential nodes (`recipes/_sequential.py`, shared
-with the mutex), re-exported here under the latch's names.
+Nothing here awaits or talks to ZooKeeper.  The decision is the queue's
+(`recipes/_queue`, shared with the mutex) with its `first` rule: the first
+node in election order leads.
 
 Two layouts share one parent with the Java recipes they copy:
 
-- ``curator``: Apache Curator's LeaderLatch.  Names are ``_c_<uuid>-latch-<seq>``;
-  children sort by the text after the *last* ``latch-`` (a name without it sorts
-  by its whole name and still counts as a contender, as in Curator's
-  ``StandardLockInternalsDriver.standardFixForSorting``), compared as Java's
-  ``String.compareTo`` does (UTF-16 code units).
+- ``curator``: Apache Curator's LeaderLatch, the queue's ``LATCH`` names:
+  ``_c_<uuid>-latch-<seq>``, sorted by the text after the *last* ``latch-``.
 - ``zookeeper``: ZooKeeper's ``LeaderElectionSupport``.  Names are ``n_<seq>``,
   sorted by the integer after ``n_``.  The Java recipe throws on any other name;
   here such children sort after every offer, so they never lead.
@@ -32,18 +26,7 @@ from typing import Final, Literal
 from ..._checks import check_seconds
 from ...errors import ConfigError, InvalidPathError, LeadershipLost
 from ...zk.paths import validate_path
-from .._sequential import MAX_ID_BYTES as MAX_ID_BYTES
-from .._sequential import Follow as Follow
-from .._sequential import Lead as Lead
-from .._sequential import Missing as Missing
-from .._sequential import Move as Move
-from .._sequential import Ordering as Ordering
-from .._sequential import Stale as Stale
-from .._sequential import check_participant_id as check_participant_id
-from .._sequential import curator_sorted, sort_key
-from .._sequential import default_participant_id as default_participant_id
-from .._sequential import may_take as may_lead
-from .._sequential import next_move as next_move
+from .._queue import LATCH, check_participant_id, default_participant_id
 from .._tenure import Tenure
 
 __all__ = (
@@ -53,25 +36,11 @@ __all__ = (
     "CURATOR",
     "LAYOUTS",
     "ZOOKEEPER",
-    "Move",
     "ElectionEvent",
     "ElectionState",
-    "Follow",
-    "MAX_ID_BYTES",
     "LatchLayout",
-    "Lead",
     "LeadershipTerm",
-    "Missing",
-    "Ordering",
     "Participant",
-    "Stale",
-    "check_participant_id",
-    "curator_sort_key",
-    "next_move",
-    "default_participant_id",
-    "may_lead",
-    "sort_children",
-    "zookeeper_sort_key",
 )
 
 
@@ -151,13 +120,7 @@ class LeadershipTerm:
 
 # --- layouts and order -----------------------------------------------------------------------
 
-_LATCH = "latch-"
 _OFFER = re.compile(r"n_(-?[0-9]+)")
-
-
-def curator_sort_key(name: str) -> str:
-    """Curator's sort key: the text after the last ``latch-``, else the whole name."""
-    return sort_key(name, _LATCH)
 
 
 def zookeeper_sort_key(name: str) -> tuple[int, int, str]:
@@ -177,19 +140,15 @@ class LatchLayout:
     protected: bool  # Curator's `_c_<uuid>-` names, found again after a connection loss
 
     def sort(self, names: Sequence[str]) -> list[str]:
-        return sort_children(names, self)
+        """Children in election order (index 0 leads), as the layout's Java recipe sorts them."""
+        if self.protected:
+            return LATCH.sort(names)
+        return sorted(names, key=zookeeper_sort_key)
 
 
-CURATOR: Final = LatchLayout("curator", _LATCH, protected=True)
+CURATOR: Final = LatchLayout("curator", LATCH.marker, protected=True)
 ZOOKEEPER: Final = LatchLayout("zookeeper", "n_", protected=False)
 LAYOUTS: Final = {"curator": CURATOR, "zookeeper": ZOOKEEPER}
-
-
-def sort_children(names: Sequence[str], layout: LatchLayout) -> list[str]:
-    """Children in election order (index 0 leads), as the layout's Java recipe sorts them."""
-    if layout is ZOOKEEPER:
-        return sorted(names, key=zookeeper_sort_key)
-    return curator_sorted(names, _LATCH)
 
 
 CloseMode = Literal["notify", "silent"]

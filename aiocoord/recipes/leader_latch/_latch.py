@@ -15,16 +15,14 @@ import anyio.lowlevel
 from ..._broadcast import Broadcast
 from ..._checks import check_coordinator
 from ..._lifecycle import Lifecycle, Phase, Service
-from ...errors import (
-    CoordinatorClosedError,
-)
+from ...errors import CoordinatorClosedError
 from ...session import Coordinator
 from ...zk.client import ZkClient
 from ...zk.states import ConnectionEvent, ConnectionState
 from .._change_signal import ChangeSignal
+from .._queue import MAX_ID_BYTES, USABLE, CreatedNode, default_participant_id
 from ._campaign import Campaign, Host
 from ._election import (
-    MAX_ID_BYTES,
     CloseMode,
     ElectionEvent,
     ElectionState,
@@ -32,9 +30,8 @@ from ._election import (
     Participant,
     check_latch_arguments,
     check_wait_timeout,
-    default_participant_id,
 )
-from ._nodes import Candidacy, CreatedNode, SharedPath, leader_of, participants_of
+from ._nodes import Candidacy, SharedPath, leader_of, participants_of
 
 __all__ = (
     "MAX_ID_BYTES",
@@ -48,8 +45,6 @@ __all__ = (
 )
 
 log = logging.getLogger("aiocoord.recipes.leader_latch")
-
-_USABLE = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 
 
 class LeaderLatch(Service):
@@ -131,7 +126,7 @@ class LeaderLatch(Service):
         if self._term is not None:
             return self._id
         campaign = self._campaign
-        if campaign is None or self._stopped or self._coord.state not in _USABLE:
+        if campaign is None or self._stopped or self._coord.state not in USABLE:
             return None
         return campaign.known_leader
 
@@ -199,7 +194,7 @@ class LeaderLatch(Service):
         if term is not None:
             term.tenure.end("closed")
         if self._offer is not None and (campaign is None or not campaign.writing):
-            self._sent_delete = self._offer.delete_now(self._coord.session_id)
+            self._sent_delete = self._offer.delete_now()
         if term is not None:  # reported once the delete is on its way (no reader runs between)
             self._report_loss(term, "closed", publish=self._close_mode == "notify")
 
@@ -216,9 +211,7 @@ class LeaderLatch(Service):
             tg.cancel_scope.cancel()
         if self._offer is not None:
             sent, self._sent_delete = self._sent_delete, None
-            # Bounded (the owner shields it): the deadline is the bound.
-            with anyio.move_on_after(self._client._session.timing.request_timeout):
-                await self._offer.withdraw(self._coord.session_id, sent)
+            await self._offer.leave(sent)  # bounded; the owner shields it
 
     async def _shutdown(self) -> None:
         """Left: the tasks have ended."""
@@ -270,7 +263,7 @@ class LeaderLatch(Service):
             if self._term is not None:
                 return self._term
             state = self._coord.state
-            usable = state in _USABLE
+            usable = state in USABLE
             if not usable and not warned:
                 # Waiting through an outage is what wait() is for; say so, once per outage.
                 log.warning(
@@ -361,7 +354,9 @@ class LeaderLatch(Service):
 
     def _report_loss(self, term: LeadershipTerm, reason: str, *, publish: bool) -> None:
         """Tell the log, `changes()` readers and waiters that `term` ended (`_lose`)."""
-        log.info("no longer leader of %s as %s: %s", self._path, self._id, reason)
+        # Leaving or handing over is routine; leadership taken away is for an operator to see.
+        level = logging.INFO if reason in ("closed", "handed over") else logging.WARNING
+        log.log(level, "no longer leader of %s as %s: %s", self._path, self._id, reason)
         if publish:
             event = ElectionEvent(
                 ElectionState.LOST_LEADERSHIP,
@@ -380,7 +375,7 @@ class LeaderLatch(Service):
 
         `rejoin_after` may be ``math.inf`` (join again only on `_rejoin`).  The
         released node is never led on again, even if its delete has to wait for
-        the connection (the session deletes it then, see `Candidacy.withdraw`).
+        the connection (a chore of the session deletes it then, see `OurNode.leave`).
         """
         offer = self._offer
         node = offer.node if offer is not None else None
@@ -389,11 +384,8 @@ class LeaderLatch(Service):
             self._released.add(node.path)
         self._lose(reason)
         if offer is not None and node is not None and not self._closing:
-            with (
-                anyio.CancelScope(shield=True),
-                anyio.move_on_after(self._client._session.timing.request_timeout),
-            ):
-                await offer.withdraw(self._coord.session_id)
+            with anyio.CancelScope(shield=True):
+                await offer.leave()
         if self._campaign is not None:
             self._campaign.poke()
 

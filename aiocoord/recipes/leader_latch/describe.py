@@ -21,8 +21,8 @@ from typing import Literal
 from ...errors import NoNodeError
 from ...session import Coordinator
 from ...zk import ZkClient
-from ...zk.paths import join
-from ._election import LAYOUTS, sort_children
+from .._queue import read_nodes
+from ._election import LAYOUTS
 
 __all__ = ("LatchParticipant", "LatchView", "LayoutName", "describe_latch", "latch_layout")
 
@@ -84,7 +84,7 @@ async def describe_latch(
 
     `layout` defaults to the one `latch_layout` recognises (curator when the
     nodes fit neither).  A path that does not exist has no participants; nodes
-    that vanish while read are left out.  One read per node, one after another.
+    that vanish while read are left out.  One read per node, pipelined.
     """
     client = target.client if isinstance(target, Coordinator) else target
     try:
@@ -92,18 +92,11 @@ async def describe_latch(
     except NoNodeError:
         children = []
     chosen: LayoutName = layout or latch_layout(children) or "curator"
-    participants: list[LatchParticipant] = []
-    for name in sort_children(children, LAYOUTS[chosen]):
-        try:
-            node = await client.get(join(path, name))
-        except NoNodeError:
-            continue
-        participants.append(
-            LatchParticipant(
-                id=node.data.decode("utf-8", "replace"),
-                node=name,
-                token=node.stat.czxid,
-                session=node.stat.ephemeral_owner,
-            )
+    nodes = await read_nodes(client, path, LAYOUTS[chosen].sort(children))
+    participants = [
+        LatchParticipant(
+            n.data.decode("utf-8", "replace"), name, n.stat.czxid, n.stat.ephemeral_owner
         )
+        for name, n in nodes
+    ]
     return LatchView(path, chosen, tuple(participants))

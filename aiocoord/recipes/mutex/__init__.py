@@ -24,22 +24,14 @@ Children sort by the text after the *last* ``lock-``; names without it sort by
 their whole name and still count as contenders, as in Curator.  A revocation
 request (Curator's ``__REVOKE__`` written to the holder's node) is not acted on.
 
-Failure handling:
+Failure handling (the queue's, see ``recipes/_queue``, plus the hold's):
 
-- A create cut off by a connection loss is not retried blindly: the node is
-  found again by its ``_c_<uuid>-`` name (Curator's protected create); what a
-  create whose outcome stayed unknown may have left is found by that name and
-  deleted when the acquisition gives up.
-- A waiter holds a data watch on its predecessor alone (none on its own node,
-  so that a release notifies the next in line and nobody else).  When the
-  predecessor changes, the children are listed again, from the watch's
-  callback as the notification is read, and the lock is taken only on a
-  listing that has our node first.  That listing is also what tells a waiter
-  that someone deleted its node: it joins again at the tail.
-- The lock is taken only while connected, on a node that the current session
-  created (the ephemeral-owner check of Curator's CURATOR-696 fix, which its
-  mutex lacks, CURATOR-604): a node of an earlier session is deleted and the
-  waiter joins again at the tail.
+- The protected create, one data watch per waiter (on its predecessor alone,
+  so that a release notifies the next in line and nobody else), and the lock
+  taken only on a listing that has our node first, while connected, on a
+  node that the current session created (the ephemeral-owner check of
+  Curator's CURATOR-696 fix, which its mutex lacks, CURATOR-604).  A node of
+  an earlier session, or deleted by someone, joins again at the tail.
 - While ``async with`` holds it, SUSPENDED (and READ_ONLY) lose the lock
   unless ``lose_on_suspend=False`` (then it is kept until LOST); LOST or a new
   session always lose it.  The block is cancelled at once and `LockLost`

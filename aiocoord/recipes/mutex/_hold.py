@@ -1,34 +1,28 @@
-"""Holding the mutex: the hold, the table of what loses it, and the keeper that ends it.
+"""Holding the mutex: the hold, and the table of what loses it.
 
 A `Hold` is one acquisition from the moment our node is first until it is
 released: its fencing token and the `Tenure` that ``async with mutex(...)``
 bodies run under.  `loss_reason` is the pure table from a connection state seen
-after the grant to the reason the hold is lost (or None).  `Keeper` applies it
-while a body runs: it follows the coordinator's connection states and ends
-the tenure the moment the lock is lost, which cancels the body.  One keeper
-serves every hold on a coordinator, as a chore of its session that ends when
-the coordinator closes: a hold costs no task, and the block may be left from
-another task than the one that entered it.
+after the grant to the reason the hold is lost (or None).  While a body runs,
+`Hold.keep` applies it: it follows the session's connection states where they
+happen (as the leader latch does, `ZkClient.follow_states`) and ends the
+tenure the moment the lock is lost, which cancels the body.  A hold costs no
+task, and the block may be left from another task than the one that entered it.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-import weakref
-from collections.abc import Awaitable, Callable
-from typing import ClassVar
+from collections.abc import Callable
 
-import anyio
-
-from ...errors import CoordinatorClosedError, LockLost, SubscriberLagged
-from ...session import Coordinator
+from ...errors import LockLost
 from ...zk import ZkClient
 from ...zk.states import ConnectionEvent, ConnectionState
-from .._sequential import CreatedNode
+from .._queue import CreatedNode
 from .._tenure import Tenure
 
-__all__ = ("Hold", "Keeper", "loss_reason")
+__all__ = ("Hold", "loss_reason")
 
 log = logging.getLogger("aiocoord.recipes.mutex")
 
@@ -41,13 +35,14 @@ class Hold:
     bodies of ``async with mutex(...)`` run under.
     """
 
-    __slots__ = ("granted_at", "node", "tenure", "token")
+    __slots__ = ("_unfollow", "granted_at", "node", "tenure", "token")
 
     def __init__(self, node: CreatedNode, path: str) -> None:
         self.node = node
         self.token = node.czxid
         self.tenure = Tenure(path, LockLost)
         self.granted_at = time.monotonic()  # connection events up to this moment are history
+        self._unfollow: Callable[[], None] = lambda: None  # see `keep`
 
     @property
     def lost(self) -> str | None:
@@ -58,6 +53,27 @@ class Hold:
         if self.tenure.active and reason != "released":
             log.warning("mutex %s lost (token 0x%x): %s", self.tenure.path, self.token, reason)
         self.tenure.end(reason)
+
+    def keep(self, client: ZkClient, *, lose_on_suspend: bool) -> None:
+        """End the hold when a connection state after the grant loses it (`loss_reason`),
+        or the coordinator closes, until `drop` (synchronous: no event is missed)."""
+
+        def on_event(event: ConnectionEvent) -> None:
+            if event.at > self.granted_at:  # earlier events are history to this hold
+                owner = self.node.owner
+                lost = loss_reason(
+                    event.state, event.session_id, owner=owner, lose_on_suspend=lose_on_suspend
+                )
+                if lost is not None:
+                    self.end(lost)
+
+        self._unfollow = client._session.follow_states(
+            on_event, lambda: self.end("coordinator closed")
+        )
+
+    def drop(self) -> None:
+        """Stop following the connection states (released; safe to call twice)."""
+        self._unfollow()
 
     def __repr__(self) -> str:
         state = "held" if self.lost is None else f"lost: {self.lost}"
@@ -82,72 +98,3 @@ def loss_reason(
     if session_id != owner:
         return "session lost"
     return "suspended" if lose_on_suspend else None
-
-
-class Keeper:
-    """Keeps every hold of ``async with mutex(...)`` on one coordinator; see the module docstring.
-
-    One per coordinator, started by the first hold as a chore of its session
-    (the session's `start_chore`) and ending when the coordinator closes, so that a
-    hold costs no task of its own: `keep` and `drop` only register it.
-    Connection events from before a hold's grant are history to that hold
-    and ignored, so the keeper needs no more than the latest state when it
-    subscribes.
-    """
-
-    _running: ClassVar[weakref.WeakKeyDictionary[ZkClient, Keeper]] = weakref.WeakKeyDictionary()
-
-    def __init__(self, coord: Coordinator) -> None:
-        self._coord = coord
-        self._holds: dict[Hold, bool] = {}  # hold -> lose_on_suspend
-        self._ended = False
-
-    @classmethod
-    def of(cls, coord: Coordinator) -> Keeper:
-        """The keeper of `coord`, started if need be; `CoordinatorClosedError` if it is closed."""
-        keeper = cls._running.get(coord.client)
-        if keeper is None or keeper._ended:
-            keeper = cls(coord)
-            if not coord.client._session.start_chore(keeper._follow, f"mutex keeper of {coord}"):
-                raise CoordinatorClosedError(f"{coord!r} is not running")
-            cls._running[coord.client] = keeper
-        return keeper
-
-    def keep(self, hold: Hold, *, lose_on_suspend: bool) -> None:
-        """Keep `hold` from now on (synchronous: no event after its grant is missed)."""
-        self._holds[hold] = lose_on_suspend
-
-    def drop(self, hold: Hold) -> None:
-        """Stop keeping `hold` (released)."""
-        self._holds.pop(hold, None)
-
-    async def _follow(self) -> None:
-        try:
-            while True:
-                stream = self._coord.connection_events()
-                try:
-                    async for event in stream:  # the current state first, then each change
-                        self._on_connection(event)
-                    return  # the coordinator closed
-                except SubscriberLagged:
-                    continue  # subscribe again: the current state says what was missed
-                finally:
-                    aclose: Callable[[], Awaitable[None]] | None = getattr(stream, "aclose", None)
-                    if aclose is not None:
-                        with anyio.CancelScope(shield=True):
-                            await aclose()
-        finally:
-            self._ended = True
-            for hold in list(self._holds):
-                hold.end("coordinator closed")
-
-    def _on_connection(self, event: ConnectionEvent) -> None:
-        for hold, lose_on_suspend in list(self._holds.items()):
-            if event.at <= hold.granted_at:
-                continue
-            owner = hold.node.owner
-            reason = loss_reason(
-                event.state, event.session_id, owner=owner, lose_on_suspend=lose_on_suspend
-            )
-            if reason is not None:
-                hold.end(reason)

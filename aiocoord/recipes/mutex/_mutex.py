@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import weakref
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -23,10 +24,18 @@ from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join, validate_path
 from ...zk.states import ConnectionState
-from .._sequential import check_participant_id, default_participant_id, may_take, read_queue
+from .._queue import (
+    LOCK,
+    USABLE,
+    Waiter,
+    check_participant_id,
+    default_participant_id,
+    first,
+    may_take,
+    read_queue,
+)
 from .._tenure import Body
-from ._hold import Hold, Keeper
-from ._queue import LOCK, USABLE, Ticket
+from ._hold import Hold
 
 __all__ = ("Mutex", "MutexParticipant", "mutex")
 
@@ -93,10 +102,9 @@ class Mutex:
         self._lose_on_suspend = lose_on_suspend
         self._timeout = check_timeout(timeout)
         self._turn = asyncio.Lock()  # the tasks sharing this Mutex take it in turn
-        self._ticket: Ticket | None = None  # our node, while waiting or holding
+        self._ticket: Waiter | None = None  # our node, while waiting or holding
         self._hold: Hold | None = None
         self._task: asyncio.Task[Any] | None = None  # the task that acquired it
-        self._keeper: Keeper | None = None  # `async with` only
         self._body: Body | None = None
 
     # --- state -------------------------------------------------------------------------------
@@ -187,7 +195,7 @@ class Mutex:
     async def _acquire(self, deadline: float | None) -> bool:
         if not await self._take_turn(deadline):
             return False
-        ticket = Ticket(self._coord, self._path, self._data)
+        ticket = Waiter(self._coord, self._path, self._data, LOCK, first, recipe="mutex")
         self._ticket = ticket
         granted = False
         try:
@@ -206,10 +214,7 @@ class Mutex:
 
     async def _take_turn(self, deadline: float | None) -> bool:
         """Wait for the other tasks sharing this Mutex to be done with it."""
-        if deadline is None:
-            await self._turn.acquire()
-            return True
-        with anyio.CancelScope(deadline=deadline):
+        with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
             await self._turn.acquire()
             return True
         return False
@@ -228,6 +233,7 @@ class Mutex:
             raise RuntimeError(f"{self!r} is not held")
         self._ticket = self._hold = self._task = None
         hold.end("released")
+        hold.drop()
         try:
             deleted = await self._withdraw(ticket)
         finally:
@@ -240,29 +246,26 @@ class Mutex:
             )
         log.debug("mutex %s released by %s", self._path, self._id)
 
-    async def _withdraw(self, ticket: Ticket) -> bool:
+    async def _withdraw(self, ticket: Waiter) -> bool:
         """Delete our node, shielded and bounded by the request timeout; False if that
         could not be done in time (a chore of the session finishes it)."""
-        limit = self._client._session.timing.request_timeout
-        with anyio.CancelScope(shield=True, deadline=anyio.current_time() + limit):
-            await ticket.withdraw()
-            return True
-        return not ticket.withdraw_later()
+        with anyio.CancelScope(shield=True):
+            done = await ticket.leave()
+        return done
 
     # --- async with --------------------------------------------------------------------------
 
     async def __aenter__(self) -> Mutex:
         """Acquire (within `timeout`, else `LockNotAcquired`) and run the block while held."""
         self._check_open()
-        keeper = Keeper.of(self._coord)
         if not await self.acquire(self._timeout):
             raise LockNotAcquired(self._path)
         hold, ticket = self._hold, self._ticket
         assert hold is not None and ticket is not None
-        keeper.keep(hold, lose_on_suspend=self._lose_on_suspend)
+        hold.keep(self._client, lose_on_suspend=self._lose_on_suspend)
         body = hold.tenure.body()
         await body.__aenter__()
-        self._keeper, self._body = keeper, body
+        self._body = body
         return self
 
     async def __aexit__(
@@ -272,13 +275,13 @@ class Mutex:
         tb: TracebackType | None,
     ) -> bool:
         """Release; raises `LockLost` (after the block) if the lock was lost meanwhile."""
-        keeper, body, hold = self._keeper, self._body, self._hold
-        self._keeper = self._body = None
+        body, hold = self._body, self._hold
+        self._body = None
         try:
             return await body.__aexit__(exc_type, exc, tb) if body is not None else False
         finally:
-            if keeper is not None and hold is not None:
-                keeper.drop(hold)
+            if hold is not None:
+                hold.drop()
             try:
                 if self._hold is not None:
                     await self.release()
@@ -296,8 +299,8 @@ class Mutex:
         """
         nodes = await read_queue(self._client, self._path, LOCK)
         return [
-            MutexParticipant(load_text(join(self._path, name), data, "participant id"), not i, name)
-            for i, (name, data) in enumerate(nodes)
+            MutexParticipant(load_text(join(self._path, n), node.data, "participant id"), not i, n)
+            for i, (n, node) in enumerate(nodes)
         ]
 
     # --- helpers -----------------------------------------------------------------------------

@@ -20,15 +20,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..._records import load_text
-from ...errors import NodeDataError, NoNodeError
+from ...errors import NodeDataError
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join
-from ._queue import LOCK
+from .._queue import LOCK, read_queue
 
 __all__ = ("MutexContender", "MutexView", "describe_mutex", "is_mutex")
 
-# Node names as Curator's InterProcessMutex creates them (protected, or not), see `_queue`.
+# Node names as Curator's InterProcessMutex creates them (protected, or not), see `recipes/_queue`.
 _LOCK_NODE = re.compile(r"_c_[0-9a-fA-F-]{32,36}-lock-\d{10}|.*lock-\d{10}")
 
 
@@ -81,25 +81,16 @@ async def describe_mutex(target: Coordinator | ZkClient, path: str) -> MutexView
     """The mutex at `path` as its nodes say, in the order Curator's mutex grants it.
 
     A path that does not exist has no contenders (a free lock); nodes that
-    vanish while read are left out.  One read per node, one after another.
+    vanish while read are left out.  One read per node, pipelined.
     """
     client = target.client if isinstance(target, Coordinator) else target
-    try:
-        children = await client.children(path)
-    except NoNodeError:
-        children = []
     contenders: list[MutexContender] = []
-    for name in LOCK.sort(children):
-        node_path = join(path, name)
+    for name, node in await read_queue(client, path, LOCK):
         try:
-            node = await client.get(node_path)
-        except NoNodeError:
-            continue
-        stat = node.stat
-        try:
-            pid: str | None = load_text(node_path, node.data, "participant id")
+            pid: str | None = load_text(join(path, name), node.data, "participant id")
             invalid = None
         except NodeDataError as exc:
             pid, invalid = None, exc.reason
+        stat = node.stat
         contenders.append(MutexContender(pid, name, stat.czxid, stat.ephemeral_owner, invalid))
     return MutexView(path, tuple(contenders))

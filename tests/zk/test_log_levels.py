@@ -1,0 +1,97 @@
+"""What an operator sees with default logging (WARNING): losses are WARNING, the rest INFO.
+
+Session LOST, leadership lost and a gone worker's jobs returned to the queue
+are WARNING; leadership gained, a reconnect and leaving on purpose are INFO.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+import pytest
+
+import aiocoord
+from aiocoord import ConnectionState, LeaderLatch
+from aiocoord.recipes.leader_latch import ElectionState
+from aiocoord.scheduler import Scheduler
+from aiocoord.testing import ZooKeeperServer, expire_session
+from tests.helpers import recording
+
+pytestmark = pytest.mark.anyio
+
+
+class Seen(logging.Handler):
+    """Sets `event` when a record with `needle` in its message is logged (on the loop's thread)."""
+
+    def __init__(self, needle: str) -> None:
+        super().__init__()
+        self.needle = needle
+        self.event = anyio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.needle in record.getMessage():
+            self.event.set()
+
+
+def levels(caplog: pytest.LogCaptureFixture, needle: str) -> set[str]:
+    return {r.levelname for r in caplog.records if needle in r.getMessage()}
+
+
+async def test_session_lost_and_leadership_lost_are_warnings_gains_and_reconnects_info(
+    zk_server: ZooKeeperServer, zk_chroot: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="aiocoord")
+    with anyio.fail_after(30):
+        async with aiocoord.connect(
+            zk_server.connect_string, namespace=zk_chroot, session_timeout=4.0
+        ) as coord:
+            async with LeaderLatch(coord, "/app/leader", participant_id="pod-a") as latch:
+                await latch.wait()
+                async with recording(coord) as rec:
+                    await expire_session(coord)
+                    await rec.wait_for(ConnectionState.LOST, timeout=15)
+                    await rec.wait_for(ConnectionState.RECONNECTED, timeout=15)
+                async for change in latch.changes():
+                    if change.state is ElectionState.ELECTED:
+                        break
+    assert levels(caplog, "leader of /app/leader as pod-a (token") == {"INFO"}
+    assert levels(caplog, "connection LOST") == {"WARNING"}
+    assert levels(caplog, "connection RECONNECTED") == {"INFO"}
+    assert levels(caplog, "no longer leader of /app/leader as pod-a: suspended") == {"WARNING"}
+    assert levels(caplog, "no longer leader of /app/leader as pod-a: closed") == {"INFO"}
+
+
+async def test_a_gone_workers_jobs_returned_to_the_queue_is_a_warning(
+    zk_server: ZooKeeperServer, zk_chroot: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="aiocoord")
+    started = anyio.Event()
+    hosts = zk_server.connect_string
+    with anyio.fail_after(40):
+        async with aiocoord.connect(hosts, namespace=zk_chroot, session_timeout=4.0) as coord:
+            sched = Scheduler(coord, "/jobs")
+
+            @sched.job("wait")
+            async def wait() -> None:
+                started.set()
+                await anyio.sleep_forever()
+
+            async with aiocoord.connect(hosts, namespace=zk_chroot, session_timeout=4.0) as other:
+                theirs = Scheduler(other, "/jobs")
+                theirs.job("wait")(wait)
+                async with theirs.worker():
+                    await sched.submit("wait", {})
+                    await started.wait()
+                    await expire_session(other)  # the worker's session ends: it is gone
+                    returned = Seen("to the pending queue")
+                    logging.getLogger("aiocoord").addHandler(returned)
+                    try:
+                        with anyio.fail_after(20):
+                            # An assigner here returns its job (and may then run it here:
+                            # leaving does not wait for that run to drain).
+                            async with sched.worker(drain_timeout=0.5):
+                                await returned.event.wait()
+                    finally:
+                        logging.getLogger("aiocoord").removeHandler(returned)
+    assert levels(caplog, "to the pending queue") == {"WARNING"}
