@@ -31,6 +31,7 @@ __all__ = (
     "NotEmptyError",
     "NotReadOnlyError",
     "ProtocolError",
+    "ReplyTooLargeError",
     "SessionExpiredError",
     "SubscriberLagged",
     "TransactionFailed",
@@ -76,6 +77,27 @@ class ProtocolError(ConnectionLostError):
     The connection is dropped and made again (SUSPENDED, then RECONNECTED);
     as for any `ConnectionLostError`, the outcome of the request is unknown.
     """
+
+
+class ReplyTooLargeError(CoordError):
+    """The server's reply to one request is longer than the client's packet limit.
+
+    `path` names the node asked about (None for a request on no one node),
+    `size` the reply's length in bytes and `limit` the limit
+    (``AIOCOORD_MAX_PACKET``, like the Java client's ``jute.maxbuffer``).  The
+    reply is skipped and the connection kept; only this request fails.  Ask
+    for less (a smaller folder, less data) or raise the limit.
+    """
+
+    def __init__(self, size: int, limit: int, *, path: str | None = None) -> None:
+        self.size = size
+        self.limit = limit
+        self.path = path
+        on = f" for {path}" if path is not None else ""
+        super().__init__(
+            f"the reply{on} is {size} bytes, over the client's packet limit of {limit} "
+            "(AIOCOORD_MAX_PACKET); ask for less or raise the limit"
+        )
 
 
 class ZooKeeperError(CoordError):

@@ -114,6 +114,8 @@ class Settings(BaseSettings):
     """Host name to verify instead of the one in `hosts`."""
     randomize_hosts: bool = True
     """Shuffle the host list once, so a fleet spreads over the ensemble (False: try them in order)."""
+    max_packet: int = 0xFFFFF + 16 * 1024
+    """Longest reply read, in bytes (Java's ``jute.maxbuffer`` plus headers); a longer one fails its request only."""
     sasl_mechanism: Literal["DIGEST-MD5", "GSSAPI"] | None = None
     """SASL login on every connection before any request: ``DIGEST-MD5`` or ``GSSAPI`` (Kerberos)."""
     sasl_username: str | None = None
@@ -160,6 +162,13 @@ class Settings(BaseSettings):
     def _check_request_timeout(cls, value: float | None) -> float | None:
         if value is not None and not 0 < value <= 3600:
             raise ValueError("must be more than 0 and at most 3600 seconds")
+        return value
+
+    @field_validator("max_packet")
+    @classmethod
+    def _check_max_packet(cls, value: int) -> int:
+        if not 4096 <= value <= 0x7FFFFFFF:
+            raise ValueError("must be between 4096 and 2147483647 bytes")
         return value
 
     @field_validator("namespace")

@@ -137,3 +137,14 @@ def compile_java(program: str, jars: list[str], out: Path) -> str:
         timeout=120,
     )
     return f"{classpath}:{out}"
+
+
+async def bucketed_ids(client: Any, parent: str) -> list[str]:
+    """The sorted names two levels under `parent` (a scheduler's ``jobs/`` or ``results/``)."""
+    from aiocoord.errors import NoNodeError
+    from aiocoord.scheduler._lookup import bucketed
+
+    try:
+        return sorted(await bucketed(client, parent))
+    except NoNodeError:
+        return []

@@ -1,4 +1,4 @@
-"""``aiocoord jobs submit|info|result|cancel|list``: a job scheduler from the command line.
+"""``aiocoord jobs submit|info|result|cancel|retry|list``: a job scheduler from the command line.
 
 Every command connects as ``inspect`` does (``--hosts``, else
 ``AIOCOORD_HOSTS``, else the embedded server) and works on the scheduler
@@ -91,6 +91,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "--run-at", default=None, help="run no sooner than this time (ISO 8601, with a zone)"
     )
     submit.add_argument(
+        "--priority", type=int, default=0, help="higher runs first among due jobs (default 0)"
+    )
+    submit.add_argument(
         "--wait", type=float, default=None, help="then wait up to S seconds for the result"
     )
     submit.add_argument(
@@ -115,6 +118,11 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     cancel = actions.add_parser("cancel", parents=[common], help="cancel a job")
     cancel.add_argument("id", help="the job id")
 
+    retry = actions.add_parser(
+        "retry", parents=[common], help="run a failed or cancelled job again (attempts kept)"
+    )
+    retry.add_argument("id", help="the job id")
+
     listing = actions.add_parser("list", parents=[common], help="list jobs")
     listing.add_argument(
         "--status",
@@ -125,7 +133,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     listing.add_argument("--limit", type=int, default=100, help="at most N jobs (default 100)")
     listing.add_argument("--after", default=None, help="start after this job id")
 
-    for action in (submit, info, result, cancel, listing):
+    for action in (submit, info, result, cancel, retry, listing):
         action.set_defaults(func=run_jobs)
 
 
@@ -188,6 +196,8 @@ async def _submit(coord: Coordinator, sched: Scheduler, args: argparse.Namespace
             when["run_at"] = datetime.fromisoformat(args.run_at)
         except ValueError:
             raise UserError(f"--run-at {args.run_at!r} is not an ISO 8601 time") from None
+    if args.priority:
+        when["priority"] = args.priority
     if args.handlers is None:
         try:
             sched.job(args.name)(_unchecked())
@@ -262,6 +272,13 @@ async def _cancel(coord: Coordinator, sched: Scheduler, args: argparse.Namespace
     return 0
 
 
+async def _retry(coord: Coordinator, sched: Scheduler, args: argparse.Namespace) -> int:
+    await _known(args.id, sched.retry(args.id))  # a DONE job, or one not finished: refused
+    info = await _known(args.id, sched.info(args.id))
+    _print_info(info, args.json)
+    return 0
+
+
 def _delay(text: str) -> float:
     """``--delay``, checked by argparse: a bad one is a bad command line (exit status 2)."""
     try:
@@ -307,6 +324,7 @@ _ACTIONS: dict[str, Action] = {
     "info": _info,
     "result": _result,
     "cancel": _cancel,
+    "retry": _retry,
     "list": _list,
 }
 

@@ -17,7 +17,7 @@ Routes, under the prefix:
   per job registered when the router is built (so ``/docs`` lets a person
   submit by hand; a job whose parameters all have defaults may be sent
   without a body).  Query: ``job_id`` (the idempotence key), ``delay``
-  (seconds) or ``run_at`` (ISO 8601).  202 with the id and a ``Location``;
+  (seconds) or ``run_at`` (ISO 8601), ``priority`` (an int: higher runs first).  202 with the id and a ``Location``;
   422 for a bad payload (naming the field) or argument; 409 when the id
   exists with a different payload; 404 for a name not registered here.
 - ``GET /{id}``: the job's `JobInfo`; 404 for an unknown id; 500 naming the
@@ -28,6 +28,12 @@ Routes, under the prefix:
   ``GET /{id}`` when its node does not decode.  A wait given up (the
   timeout, a client gone) leaves no watch behind.
 - ``DELETE /{id}``: cancel; answers with the job's final or current status.
+- ``POST /{id}/retry``: run a FAILED or CANCELLED job again (attempts kept);
+  202 with its `JobInfo`; 409 naming the status for a DONE job or one not
+  finished; 404 for an unknown id.
+- ``GET /{id}/events``: server-sent events, one ``status`` event (the job's
+  `JobInfo` as JSON) at each status change, the stream ending after the
+  final one; 404 for an unknown id.  A client that goes away ends the watch.
 - ``GET /?status=&limit=&after=``: a page of jobs; ``next`` is the cursor
   for the next page (``after=next``), null on the last one.
 
@@ -41,7 +47,7 @@ is known to be SUSPENDED or LOST, else when a request times out.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
@@ -50,7 +56,7 @@ import anyio
 import pydantic
 from fastapi import APIRouter, Body, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 
 from .._checks import check_seconds
@@ -161,6 +167,7 @@ DelayQuery = Annotated[float | None, Query(description="run no sooner than this 
 RunAtQuery = Annotated[
     datetime | None, Query(description="run no sooner than this time (ISO 8601, with a zone)")
 ]
+PriorityQuery = Annotated[int, Query(description="higher runs first among due jobs")]
 
 
 def _add_submit(
@@ -177,9 +184,10 @@ def _add_submit(
         job_id: JobIdQuery = None,
         delay: DelayQuery = None,
         run_at: RunAtQuery = None,
+        priority: PriorityQuery = 0,
     ) -> JSONResponse:
         return await _submit(
-            request, sched, name, payload_of(payload, whole), job_id, delay, run_at
+            request, sched, name, payload_of(payload, whole), job_id, delay, run_at, priority
         )
 
     # Annotations are strings here (PEP 563); FastAPI reads this one as the object itself.
@@ -221,6 +229,7 @@ async def _submit(
     job_id: str | None,
     delay: float | None,
     run_at: datetime | None,
+    priority: int = 0,
 ) -> JSONResponse:
     if delay is not None and run_at is not None:
         raise _invalid(["query", "delay"], "give delay or run_at, not both")
@@ -230,6 +239,8 @@ async def _submit(
         when["delay"] = delay
     if run_at is not None:
         when["run_at"] = run_at
+    if priority:
+        when["priority"] = priority
     try:
         new_id = await _call(sched.submit(name, payload, job_id=job_id, **when))
     except JobConflict as exc:
@@ -246,7 +257,7 @@ async def _submit(
 
 def _where(message: str) -> list[str]:
     """Where a scheduler's `ValueError` points: its messages start with the argument's name."""
-    for arg in ("job_id", "delay", "run_at"):
+    for arg in ("job_id", "delay", "run_at", "priority"):
         if message.startswith(arg):
             return ["query", arg]
     return ["body"]
@@ -307,12 +318,13 @@ def _add_routes(router: APIRouter, sched: Scheduler, max_wait: float) -> None:
         job_id: JobIdQuery = None,
         delay: DelayQuery = None,
         run_at: RunAtQuery = None,
+        priority: PriorityQuery = 0,
     ) -> JSONResponse:
         names = sched.job_names
         if name not in names:  # one registered after the router was built: the scheduler checks
             known = ", ".join(repr(n) for n in names) or "none"
             raise HTTPException(404, f"no job named {name!r} here (registered: {known})")
-        return await _submit(request, sched, name, payload, job_id, delay, run_at)
+        return await _submit(request, sched, name, payload, job_id, delay, run_at, priority)
 
     @router.get("/{job_id}", response_model=JobView, summary="A job's status and times")
     async def info(job_id: str) -> JobView:
@@ -362,6 +374,39 @@ def _add_routes(router: APIRouter, sched: Scheduler, max_wait: float) -> None:
         status = await _lookup(sched, job_id, sched.cancel)
         return Cancelled(id=job_id, status=status.value)
 
+    @router.post(
+        "/{job_id}/retry",
+        response_model=JobView,
+        status_code=202,
+        summary="Run a FAILED or CANCELLED job again",
+        responses={409: {"description": "the job is DONE, or not finished"}},
+    )
+    async def retry(job_id: str) -> JobView:
+        _check_near(sched)
+        try:
+            await _call(sched.retry(job_id))
+        except JobConflict as exc:  # before ValueError: it is one
+            raise HTTPException(
+                409, {"error": "conflict", "id": exc.job_id, "reason": exc.reason}
+            ) from None
+        except (NoNodeError, ValueError) as exc:
+            raise HTTPException(404, f"no job {job_id!r}: {exc}") from None
+        return job_view(await _info(sched, job_id))
+
+    @router.get(
+        "/{job_id}/events",
+        summary="A job's status changes, as server-sent events",
+        response_class=StreamingResponse,
+        responses={200: {"content": {"text/event-stream": {}}}},
+    )
+    async def events(job_id: str) -> StreamingResponse:
+        await _info(sched, job_id)  # 404 before the stream starts
+        return StreamingResponse(
+            _events(sched, job_id),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+        )
+
     @router.get("", response_model=JobPage, summary="List jobs, a page at a time")
     async def listing(
         status: Annotated[JobStatus | None, Query(description="only jobs in this status")] = None,
@@ -382,6 +427,15 @@ def _add_routes(router: APIRouter, sched: Scheduler, max_wait: float) -> None:
         more = len(found) > limit
         page = found[:limit]
         return JobPage(jobs=page, next=page[-1].id if more and page else None)
+
+
+async def _events(sched: Scheduler, job_id: str) -> AsyncIterator[str]:
+    """One ``status`` event per change, then the stream ends (at the final status)."""
+    try:
+        async for info in sched.watch(job_id):
+            yield f"event: status\ndata: {job_view(info).model_dump_json()}\n\n"
+    except NoNodeError:  # its result expired at once: nothing more to tell
+        return
 
 
 def _failed(job_id: str, status: str, type_: str, message: str) -> JSONResponse:

@@ -9,7 +9,7 @@ Per job: one read of the pending node, then one transaction that moves it::
 
     check  <root>/workers/<w>            (version -1: the worker is alive)
     create <root>/assignments/<w>/<id>   (the job's bytes, unchanged)
-    delete <root>/jobs/<id>              (the version read: nobody changed it)
+    delete <root>/jobs/<p>.<hh>/<id>     (the version read: nobody changed it)
 
 so a job is never both pending and assigned, never in neither place, and two
 assigners (a deposed one still finishing a request) can never both move it.
@@ -20,7 +20,8 @@ which job failed and why.  Under load this saves requests and writes; a lone
 job costs what it did.
 
 A term starts with reconciliation: the watch is set first, then the queues,
-the workers and the pending jobs are listed (queues before workers: a queue
+the workers and the pending jobs are listed, bucket by bucket, so no reply
+grows with the backlog (queues before workers: a queue
 whose worker is absent from the later listing belongs to a dead worker, since
 a worker creates both at once), events that arrived meanwhile are applied,
 and only then is anything assigned.  Dead workers' assignments go back to the
@@ -62,7 +63,8 @@ from ..errors import (
 )
 from ..session import Coordinator
 from ..zk.types import CheckOp, CreateOp, DeleteOp, EventType, Op, WatchedEvent
-from ._ops import Retention, ensure_layout, fail_job, probe_ttl, reclaim
+from ._layout import job_bucket_priority
+from ._ops import Retention, ensure_all_buckets, ensure_layout, fail_job, probe_ttl, reclaim
 from ._records import JobsLayout, decode_job, decode_worker
 from ._state import Assign, AssignerState, Fetch, Fetched, Outcome, Resolve
 from ._strategies import Strategy
@@ -102,6 +104,7 @@ class Assigner:
     async def run(self) -> None:
         """Reconcile, then assign as events come, until cancelled (or the coordinator closes)."""
         await ensure_layout(self._client, self._layout)
+        await ensure_all_buckets(self._client, self._layout)  # a few transactions, once
         async with self._client.watch(self._layout.root, recursive=True) as watch:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -153,8 +156,27 @@ class Assigner:
         for worker in held:
             if worker not in live:
                 self._reclaim(worker)
-        for job_id in sorted(await client.children(layout.jobs)):
-            state.job_created(job_id)
+        pending: list[tuple[str, int]] = []
+
+        async def list_bucket(bucket: str, priority: int) -> None:
+            with contextlib.suppress(NoNodeError):
+                for job_id in await client.children(f"{layout.jobs}/{bucket}"):
+                    pending.append((job_id, priority))
+
+        limiter = anyio.CapacityLimiter(32)
+
+        async def limited(bucket: str, priority: int) -> None:
+            async with limiter:
+                await list_bucket(bucket, priority)
+
+        async with anyio.create_task_group() as tg:
+            for bucket in await client.children(layout.jobs):
+                priority = job_bucket_priority(bucket)
+                if priority is not None:
+                    tg.start_soon(limited, bucket, priority)
+        # Generated ids start with the time: sorted, each priority's backlog runs in order.
+        for job_id, priority in sorted(pending):
+            state.job_created(job_id, priority)
 
     def _apply_buffered(self, events: Any) -> None:
         while True:
@@ -170,14 +192,17 @@ class Assigner:
         parts = event.path.split("/")[self._root_parts :]
         kind, created = event.type, event.type is EventType.CREATED
         state = self.state
-        if len(parts) == 2 and parts[0] == "jobs":
+        if len(parts) == 3 and parts[0] == "jobs":
+            priority = job_bucket_priority(parts[1])
+            if priority is None:
+                return  # not a bucket of ours
             if created:
-                state.job_created(parts[1])
+                state.job_created(parts[2], priority)
             elif kind is EventType.DELETED:
-                state.job_deleted(parts[1])
+                state.job_deleted(parts[2])
             elif kind is EventType.DATA_CHANGED:  # rewritten by a move-back: read it again
-                state.job_deleted(parts[1])
-                state.job_created(parts[1])
+                state.job_deleted(parts[2])
+                state.job_created(parts[2], priority)
         elif len(parts) == 2 and parts[0] == "workers":
             if created or kind is EventType.DATA_CHANGED:
                 self._load_worker(parts[1])
@@ -263,16 +288,18 @@ class Assigner:
         self._pump()
 
     async def _fetch(self, job_id: str) -> None:
-        path = self._layout.job(job_id)
+        path = self._layout.job(job_id, self.state.priority.get(job_id, 0))
         fetched: Fetched | None = None
         try:
             node = await self._client.get(path)
             try:
-                fetched = Fetched(decode_job(path, node.data), node.data, node.stat.version)
+                record = decode_job(path, node.data)
+                fetched = Fetched(record, node.data, node.stat.version, path)
             except NodeDataError as exc:
                 log.error("pending job %s failed: %s", job_id, exc)
+                version, why = node.stat.version, str(exc)
                 await fail_job(
-                    self._client, self._layout, self._retention, job_id, node.stat.version, str(exc)
+                    self._client, self._layout, self._retention, path, job_id, version, why
                 )
         except NoNodeError:
             pass
@@ -292,7 +319,7 @@ class Assigner:
         return [
             CheckOp(layout.worker(w), -1),
             CreateOp(layout.assignment(w, job_id), action.job.data),
-            DeleteOp(layout.job(job_id), action.job.version),
+            DeleteOp(action.job.path, action.job.version),
         ]
 
     async def _assign_batch(self, actions: list[Assign]) -> None:
@@ -363,7 +390,8 @@ class Assigner:
             if await self._client.exists(self._layout.result(job_id)) is not None:
                 run = False
                 with contextlib.suppress(NoNodeError):
-                    await self._client.delete(self._layout.job(job_id))
+                    priority = self.state.priority.get(job_id, 0)
+                    await self._client.delete(self._layout.job(job_id, priority))
                 log.debug("dropped the second submit of %s: it already ran", job_id)
         except CoordinatorClosedError:
             raise

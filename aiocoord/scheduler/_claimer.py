@@ -10,7 +10,7 @@ assigner giving it anything, is one no assigner acted on (a live assigner
 gives a free worker a due job within milliseconds).  The worker reads it and
 claims it for itself with the assigner's own transaction::
 
-    check  workers/<me>;  create assignments/<me>/<id>;  delete jobs/<id> (the version read)
+    check  workers/<me>;  create assignments/<me>/<id>;  delete jobs/<p>.<hh>/<id> (the version read)
 
 so a claim is exclusive exactly as an assignment is: a job is never both
 pending and assigned, and a claim racing the assigner's transaction makes one
@@ -44,6 +44,7 @@ from ..errors import (
 )
 from ..session import Coordinator
 from ..zk.types import CheckOp, CreateOp, DeleteOp, EventType, WatchedEvent
+from ._lookup import bucketed
 from ._records import JobsLayout, decode_job
 
 __all__ = ("GRACE", "Claimer")
@@ -51,6 +52,7 @@ __all__ = ("GRACE", "Claimer")
 log = logging.getLogger(__name__)
 
 GRACE = 0.5  # seconds a job waits for an assigner before workers claim it themselves
+_IDLE_LISTING = 10  # graces of idleness before a fresh worker lists the pending jobs
 _MAX_BACKOFF = 30.0  # seconds between looks at a job left alone (held, or with a result)
 
 
@@ -77,11 +79,14 @@ class Claimer:
         self._active = active  # False while assigning (this process is the assigner) or leaving
         self.grace = grace
         self._when: dict[str, float] = {}  # job id -> monotonic time it may be claimed
+        self._paths: dict[str, str] = {}  # job id -> its pending node (the bucket says where)
         self._looks: dict[str, int] = {}  # job id -> times it was left alone
         self._ignored: set[str] = set()  # not ours to claim until its node changes
         self._heap: list[tuple[float, str]] = []
         self._free_since: float | None = time.monotonic()
         self._claimed: set[str] = set()  # our claims: their arrival is no sign of an assigner
+        self._stale = False  # the pending jobs are to be listed before the next claim
+        self._stale_at = math.inf  # when to list them, if no claim needs it sooner
         self._wake = anyio.Event()
         self._armed = math.inf
         self.claims = 0
@@ -100,6 +105,14 @@ class Claimer:
             self._free_since = time.monotonic()
             self._wake.set()
 
+    def _room(self) -> int:
+        """Free slots, less our claims whose assignment has not arrived yet.
+
+        Without them a worker slow to see its own claims (a busy host) would
+        claim again for the same free slots, past its capacity.
+        """
+        return self._free() - len(self._claimed)
+
     # --- the watch ---------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -107,27 +120,46 @@ class Claimer:
         async with self._client.watch(self._layout.jobs, recursive=True) as watch:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._timer)
-                await self.relist()
+                self.relist()
                 async for event in watch.events:
                     self._on_event(event)
 
-    async def relist(self) -> None:
-        """List the pending jobs (at the start, and when the watch may have missed events)."""
+    def relist(self) -> None:
+        """List the pending jobs before the next claim (at the start; when events may be missed).
+
+        The listing (one request per bucket) waits until a job seen by the
+        watch has been pending for `grace` with this worker free (no assigner
+        acts), or, for jobs older than the watch, until this worker has been
+        free `_IDLE_LISTING` graces with nothing assigned.  While an assigner
+        is alive and the worker busy neither comes, and joining a fleet costs
+        no listing.
+        """
+        self._stale = True
+        self._stale_at = time.monotonic() + self.grace * _IDLE_LISTING
+        self._claimed.clear()  # the queue is listed again too: what arrived is known afresh
+        self._wake.set()
+
+    async def _list(self) -> None:
+        self._stale = False
         with contextlib.suppress(NoNodeError):
-            for job_id in await self._client.children(self._layout.jobs):
+            paths = await bucketed(self._client, self._layout.jobs)  # bucket by bucket
+            for job_id, path in paths.items():
                 if job_id not in self._when and job_id not in self._ignored:
+                    self._paths[job_id] = path
                     self._schedule(job_id, time.monotonic() + self.grace)
 
     def _on_event(self, event: WatchedEvent) -> None:
         parent, _, job_id = event.path.rpartition("/")
-        if parent != self._layout.jobs:
-            return
+        if parent.rpartition("/")[0] != self._layout.jobs:
+            return  # a bucket, or not under jobs/
         if event.type is EventType.CREATED or event.type is EventType.DATA_CHANGED:
+            self._paths[job_id] = event.path
             self._ignored.discard(job_id)  # a new record: look at it afresh
             self._looks.pop(job_id, None)
             self._schedule(job_id, time.monotonic() + self.grace)
         elif event.type is EventType.DELETED:
             self._when.pop(job_id, None)
+            self._paths.pop(job_id, None)
             self._looks.pop(job_id, None)
             self._ignored.discard(job_id)
 
@@ -151,11 +183,13 @@ class Claimer:
             self._wake = anyio.Event()
             now = time.monotonic()
             when = self._next()
+            if self._stale:
+                when = self._stale_at if when is None else min(when, self._stale_at)
             if (
                 when is not None
                 and self._active()
                 and self._free_since is not None
-                and self._free() > 0
+                and self._room() > 0
             ):
                 when = max(when, self._free_since + self.grace)
             elif when is not None:
@@ -167,11 +201,22 @@ class Claimer:
                     await self._wake.wait()
                 continue
             self._armed = math.inf
+            if self._stale:
+                try:
+                    await self._list()
+                except CoordinatorClosedError:
+                    raise
+                except CoordError as exc:
+                    log.warning("worker %s: could not list the pending jobs: %s", self._worker, exc)
+                    self._stale = True
+                    await anyio.sleep(self.grace)
+                continue
             await self._round(now)
 
     async def _round(self, now: float) -> None:
         due: list[str] = []
-        while len(due) < self._free() and (when := self._next()) is not None and when <= now:
+        room = self._room()
+        while len(due) < room and (when := self._next()) is not None and when <= now:
             _, job_id = heapq.heappop(self._heap)
             del self._when[job_id]
             due.append(job_id)
@@ -206,7 +251,7 @@ class Claimer:
 
     async def _claim(self, job_id: str, held: set[str]) -> None:
         client, layout = self._client, self._layout
-        path = layout.job(job_id)
+        path = self._paths.get(job_id) or layout.job(job_id)
         try:
             node = await client.get(path)
             try:

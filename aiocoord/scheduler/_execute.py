@@ -2,7 +2,7 @@
 
     get    assignments/<w>/<id>          the job record
     set    assignments/<w>/<id>          attempts + 1, started: RUNNING (the handler starts)
-    ...    the handler, within its timeout
+    ...    the handler, within its timeout (holding a slot of its name, if capped: `_slots`)
     multi  create results/<id>           done or failed (the decision point, see `finish_with`)
            delete assignments/<w>/<id>
 or, for a failed attempt that is retried:
@@ -33,7 +33,7 @@ from ..session import Coordinator
 from ..zk.types import CreateMode, CreateOp, DeleteOp, Op, SetDataOp
 from ._coalesce import Coalescer
 from ._jobs import JobType, run_attempt
-from ._ops import Retention, finish_with, retry_connection, write_result
+from ._ops import Retention, ensure_buckets, finish_with, retry_connection, write_result
 from ._records import (
     JobRecord,
     JobsLayout,
@@ -43,6 +43,7 @@ from ._records import (
     encode_outcome,
     room_for_data,
 )
+from ._slots import acquire_slot, release_slot
 
 __all__ = ("Execution", "Hooks")
 
@@ -86,6 +87,19 @@ class Execution:
             )
             return
         handler = self.handlers.get(job.name)
+        cap = handler.options.concurrency if handler is not None else None
+        if cap is None:
+            await self._run(job_id, path, job, handler)
+            return
+        # One of the name's slots while it runs (see `_slots`): the job stays ASSIGNED meanwhile.
+        slot = await acquire_slot(coord, layout, job.name, cap)
+        try:
+            await self._run(job_id, path, job, handler)
+        finally:
+            await release_slot(coord, slot)
+
+    async def _run(self, job_id: str, path: str, job: JobRecord, handler: JobType | None) -> None:
+        client, coord = self.coord.client, self.coord
         if handler is not None:
             job = replace(job, attempts=job.attempts + 1, started=time.time())
             data = encode_job_record(job)
@@ -159,7 +173,7 @@ class Execution:
             error_message=outcome.message,
         )
         data = encode_job_record(again)
-        path, pending = layout.assignment(self.worker, job_id), layout.job(job_id)
+        path, pending = layout.assignment(self.worker, job_id), layout.job(job_id, job.priority)
 
         # Logged first: deleting the assignment cancels this run through the watch.
         log.info(
@@ -176,7 +190,13 @@ class Execution:
             # The assignment goes first, so the assigner sees the job leave the worker
             # before it sees it pending again.
             try:
-                await client.multi([DeleteOp(path), CreateOp(pending, data)])
+                try:
+                    await client.multi([DeleteOp(path), CreateOp(pending, data)])
+                except TransactionFailed as exc:
+                    if exc.failed_index != 1 or not isinstance(exc.cause, NoNodeError):
+                        raise
+                    await ensure_buckets(client, layout, job_id, job.priority)  # a new bucket
+                    await client.multi([DeleteOp(path), CreateOp(pending, data)])
             except TransactionFailed as exc:
                 if exc.failed_index == 1 and isinstance(exc.cause, NodeExistsError):
                     # A second submit of the id waits there: this run's record replaces it.

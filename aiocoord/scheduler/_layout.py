@@ -1,17 +1,30 @@
 """The scheduler's node layout and names: paths under one root, job ids, size limits.
 
-<root>/jobs/<id>                 PERSISTENT  a pending or scheduled job
+<root>/jobs/<p>.<hh>/<id>        PERSISTENT  a pending or scheduled job of priority <p>
 <root>/workers/<worker>          EPHEMERAL   a live worker
 <root>/assignments/<worker>      PERSISTENT  (empty) the worker's queue
 <root>/assignments/<worker>/<id> PERSISTENT  a job assigned to it (running once marked)
-<root>/results/<id>              PERSISTENT_WITH_TTL  the outcome: done, failed or cancelled
+<root>/results/<hh>/<id>         PERSISTENT_WITH_TTL  the outcome: done, failed or cancelled
+<root>/slots/<name>/<n>          EPHEMERAL   run slot n of a job name with a concurrency limit
 <root>/assigner/                 the assigners' leader latch
+
+Pending jobs and results are spread over `BUCKETS` buckets by a hash of the
+job id (`<hh>`, two hex digits), and pending jobs also by priority (`<p>`, an
+int), so that no listing grows with the backlog as a whole: a bucket holds
+1/256 of it (a 1 MiB reply holds some 25,000 ids, so a listing reaches the
+packet limit past six million pending jobs of one priority).  Bucket nodes are
+persistent, created when the first job needs them and never removed (at most
+256 per priority used).  A job's bucket follows from its id and priority,
+so a pending job of the default priority is found with one read.  A worker's
+queue needs no buckets: it never holds more than the worker's capacity.
 """
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
+import time
+import zlib
 from dataclasses import dataclass
 
 from .._records import dump
@@ -20,18 +33,25 @@ from ..zk.paths import join
 
 __all__ = (
     "BOOKKEEPING_ROOM",
+    "BUCKETS",
     "FORMAT",
+    "MAX_PRIORITY",
     "MAX_CAPACITY",
     "JobsLayout",
     "check_job_id",
     "check_job_name",
+    "check_priority",
+    "job_bucket_priority",
     "dumps",
+    "bucket_of",
     "job_limit",
     "new_job_id",
     "room_for_data",
 )
 
 FORMAT = 1
+BUCKETS = 256
+MAX_PRIORITY = 1_000_000
 MAX_CAPACITY = 2**31 - 1
 BOOKKEEPING_ROOM = 2048
 """Bytes a job record is kept under its limit, for what is added as it runs (attempts, errors)."""
@@ -64,8 +84,36 @@ def check_job_name(name: object) -> str:
     return _check_name("name", name)
 
 
+def check_priority(priority: object) -> int:
+    """A priority is an int within +-`MAX_PRIORITY` (higher runs first; 0 by default)."""
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise TypeError(f"priority must be an int, not {type(priority).__name__}")
+    if not -MAX_PRIORITY <= priority <= MAX_PRIORITY:
+        raise ValueError(
+            f"priority must be between {-MAX_PRIORITY} and {MAX_PRIORITY}, not {priority}"
+        )
+    return priority
+
+
 def new_job_id() -> str:
-    return uuid.uuid4().hex
+    """32 hex digits, the first 12 the time in ms: ids sort in submission order (as UUIDv7)."""
+    return f"{time.time_ns() // 1_000_000:012x}{os.urandom(10).hex()}"
+
+
+def bucket_of(job_id: str) -> str:
+    """The hash bucket of a job id: two hex digits (`BUCKETS` of them)."""
+    return f"{zlib.crc32(job_id.encode('utf-8')) % BUCKETS:02x}"
+
+
+def job_bucket_priority(bucket: str) -> int | None:
+    """The priority of a ``jobs/`` bucket's name (``<p>.<hh>``), or None if it is not one."""
+    head, dot, tail = bucket.partition(".")
+    if not dot or len(tail) != 2:
+        return None
+    try:
+        return int(head)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +146,18 @@ class JobsLayout:
     def parents(self) -> tuple[str, ...]:
         return (self.jobs, self.workers, self.assignments, self.results)
 
-    def job(self, job_id: str) -> str:
-        return join(self.jobs, job_id)
+    def job_bucket(self, job_id: str, priority: int = 0) -> str:
+        return join(self.jobs, f"{priority}.{bucket_of(job_id)}")
+
+    def job(self, job_id: str, priority: int = 0) -> str:
+        return join(self.job_bucket(job_id, priority), job_id)
+
+    @property
+    def slots(self) -> str:
+        return join(self.root, "slots")
+
+    def slot(self, name: str, index: int) -> str:
+        return join(self.slots, name, str(index))
 
     def worker(self, worker: str) -> str:
         return join(self.workers, worker)
@@ -110,8 +168,11 @@ class JobsLayout:
     def assignment(self, worker: str, job_id: str) -> str:
         return join(self.assignments, worker, job_id)
 
+    def result_bucket(self, job_id: str) -> str:
+        return join(self.results, bucket_of(job_id))
+
     def result(self, job_id: str) -> str:
-        return join(self.results, job_id)
+        return join(self.result_bucket(job_id), job_id)
 
 
 def room_for_data(*paths: str) -> int:
@@ -132,4 +193,4 @@ def job_limit(layout: JobsLayout) -> int:
     """
     longest_id = "x" * 220
     paths = (layout.worker(longest_id), layout.assignment(longest_id, longest_id))
-    return room_for_data(*paths, layout.job(longest_id)) - BOOKKEEPING_ROOM
+    return room_for_data(*paths, layout.job(longest_id, -MAX_PRIORITY)) - BOOKKEEPING_ROOM

@@ -2,12 +2,16 @@
 
 A job is in exactly one of ``jobs/``, a worker's queue or ``results/`` (a
 finished job may still have its assignment for a moment: the result wins).
+Its bucket follows from its id (and, pending, its priority): a pending job of
+the default priority is one read; of another priority, a listing of the
+bucket names (bounded: 256 per priority used) and one read per priority.
 `locate` looks in that order and looks again when the job moved between two
 reads; a job with a worker costs a listing of the queues and one read per
 queue, so this is for monitoring and cancelling, not for polling (use
 `Scheduler.result`).  `list_jobs` lists the directories that can hold the
-statuses asked for and reads the nodes in id order, in small concurrent
-batches, so a page of `limit` jobs costs about `limit` reads.
+statuses asked for, bucket by bucket (no reply grows with the backlog), and
+reads the nodes in id order, in small concurrent batches, so a page of
+`limit` jobs costs about `limit` reads and a listing of every bucket.
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ import anyio
 
 from ..errors import CoordError, NodeDataError, NoNodeError
 from ..zk.client import ZkClient
+from ._layout import bucket_of, job_bucket_priority
 from ._records import JobsLayout, decode_job, decode_result
 from ._status import JobInfo, JobStatus, assigned_info, pending_info, result_info
 
-__all__ = ("Found", "assignments_of", "info_of", "list_jobs", "locate")
+__all__ = ("Found", "assignments_of", "bucketed", "find_pending", "info_of", "list_jobs", "locate")
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +91,48 @@ async def locate(client: ZkClient, layout: JobsLayout, job_id: str) -> Found | N
     """The node that holds `job_id` now, or None if nothing is known of it."""
     for _ in range(3):  # a job that moved while we looked is found the next time
         found = await _get(client, "result", layout.result(job_id))
-        found = found or await _get(client, "pending", layout.job(job_id))
+        found = found or await find_pending(client, layout, job_id)
         if found is not None:
             return found
         hits = await assignments_of(client, layout, job_id)
         if hits:
             return hits[0]
     return None
+
+
+async def find_pending(client: ZkClient, layout: JobsLayout, job_id: str) -> Found | None:
+    """The pending node of `job_id`, whatever its priority, or None."""
+    found = await _get(client, "pending", layout.job(job_id))
+    if found is not None:
+        return found
+    hh = bucket_of(job_id)
+    for bucket in await _children(client, layout.jobs):
+        priority = job_bucket_priority(bucket)
+        if priority is not None and priority != 0 and bucket.endswith(f".{hh}"):
+            found = await _get(client, "pending", layout.job(job_id, priority))
+            if found is not None:
+                return found
+    return None
+
+
+async def bucketed(client: ZkClient, parent: str) -> dict[str, str]:
+    """Every node two levels under `parent` (its buckets' children): name -> path."""
+    out: dict[str, str] = {}
+
+    async def bucket(name: str) -> None:
+        for child in await _children(client, f"{parent}/{name}"):
+            out[child] = f"{parent}/{name}/{child}"
+
+    limiter = anyio.CapacityLimiter(_BATCH)
+
+    async def limited(name: str) -> None:
+        async with limiter:
+            await bucket(name)
+
+    async with anyio.create_task_group() as tg:
+        for name in await _children(client, parent):
+            tg.start_soon(limited, name)
+    return out
 
 
 async def assignments_of(client: ZkClient, layout: JobsLayout, job_id: str) -> list[Found]:
@@ -140,11 +180,11 @@ async def _where(
             for job_id in ids:
                 found[job_id] = ("assigned", layout.assignment(worker, job_id), worker)
     if status is None or status in _PENDING:
-        for job_id in await _children(client, layout.jobs):
-            found[job_id] = ("pending", layout.job(job_id), None)
+        for job_id, path in (await bucketed(client, layout.jobs)).items():
+            found[job_id] = ("pending", path, None)
     if status is None or status in _RESULTS:
-        for job_id in await _children(client, layout.results):
-            found[job_id] = ("result", layout.result(job_id), None)
+        for job_id, path in (await bucketed(client, layout.results)).items():
+            found[job_id] = ("result", path, None)
     return found
 
 

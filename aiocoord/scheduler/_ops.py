@@ -31,6 +31,7 @@ from ..errors import (
 from ..session import Coordinator
 from ..zk.client import ZkClient
 from ..zk.types import CreateMode, CreateOp, DeleteOp, Op, SetDataOp
+from ._layout import BUCKETS
 from ._records import (
     JobRecord,
     JobsLayout,
@@ -44,6 +45,8 @@ from ._records import (
 
 __all__ = (
     "Retention",
+    "ensure_all_buckets",
+    "ensure_buckets",
     "ensure_layout",
     "fail_job",
     "finish_with",
@@ -55,6 +58,8 @@ __all__ = (
 )
 
 log = logging.getLogger(__name__)
+
+_BUCKETS_PER_MULTI = 128
 
 T = TypeVar("T")
 
@@ -100,6 +105,64 @@ async def ensure_layout(client: ZkClient, layout: JobsLayout) -> None:
             await client.create(path)
 
 
+async def ensure_all_buckets(client: ZkClient, layout: JobsLayout) -> None:
+    """Create the buckets of results and of default-priority jobs that are missing.
+
+    Done by each new assigner (two listings when they exist), so that a submit
+    or a result does not pay for creating its bucket; other priorities' buckets
+    are made by the first job that needs them.  The missing ones are created
+    in a few transactions, not one write each (each a disk sync on the
+    server); a transaction refused because a submit made one of its buckets
+    meanwhile is tried again without it.
+    """
+    for attempt in range(4):
+        missing: list[str] = []
+        for parent, prefix in ((layout.jobs, "0."), (layout.results, "")):
+            have = set(await client.children(parent))
+            missing += [
+                f"{parent}/{prefix}{i:02x}"
+                for i in range(BUCKETS)
+                if f"{prefix}{i:02x}" not in have
+            ]
+        if not missing:
+            return
+        refused = False
+        for start in range(0, len(missing), _BUCKETS_PER_MULTI):
+            chunk = missing[start : start + _BUCKETS_PER_MULTI]
+            if attempt == 3:  # still racing: one at a time
+                for path in chunk:
+                    with contextlib.suppress(NodeExistsError):
+                        await client.create(path)
+                continue
+            try:
+                await client.multi([CreateOp(path) for path in chunk])
+            except TransactionFailed:
+                refused = True
+        if not refused:
+            return
+
+
+async def ensure_buckets(
+    client: ZkClient, layout: JobsLayout, job_id: str, priority: int | None = 0
+) -> None:
+    """Create the buckets `job_id` goes in (its pending one unless `priority` is None).
+
+    The layout above them is made only if they cannot be created without it.
+    """
+    buckets = [layout.result_bucket(job_id)]
+    if priority is not None:
+        buckets.append(layout.job_bucket(job_id, priority))
+    for path in buckets:
+        try:
+            await client.create(path)
+        except NodeExistsError:
+            pass
+        except NoNodeError:
+            await ensure_layout(client, layout)
+            with contextlib.suppress(NodeExistsError):
+                await client.create(path)
+
+
 async def probe_ttl(client: ZkClient, layout: JobsLayout, retention: Retention) -> bool:
     """Find out once whether the server accepts TTL nodes (a create and a delete)."""
     if retention.ttl_supported is None:
@@ -139,7 +202,7 @@ async def write_result(
         except NodeExistsError:
             return False  # a run before this one (or our own lost reply) recorded it first
         except NoNodeError:
-            await ensure_layout(client, layout)
+            await ensure_buckets(client, layout, job_id, None)
     raise NoNodeError("the scheduler's results node keeps vanishing", path=layout.results)
 
 
@@ -158,7 +221,7 @@ async def finish_with(
     operations (removing the job from where it was) happen with it or not at all.
     """
     path = layout.result(job_id)
-    for _ in range(2):
+    for _ in range(3):
         if retention.ttl_supported is False:
             create = CreateOp(path, data)
         else:
@@ -166,21 +229,35 @@ async def finish_with(
         try:
             await client.multi([create, *others])
             return
+        except TransactionFailed as exc:
+            if exc.failed_index == 0 and isinstance(exc.cause, NoNodeError):
+                await ensure_buckets(client, layout, job_id, None)  # its bucket is new
+                continue
+            if exc.code != UNIMPLEMENTED or exc.failed_index != 0:
+                raise
+            if retention.ttl_supported is False:
+                raise
+            retention.unsupported()
         except ZooKeeperError as exc:
-            refused = isinstance(exc, TransactionFailed) and exc.failed_index != 0
-            if exc.code != UNIMPLEMENTED or refused or retention.ttl_supported is False:
+            if exc.code != UNIMPLEMENTED or retention.ttl_supported is False:
                 raise
             retention.unsupported()
 
 
 async def fail_job(
-    client: ZkClient, layout: JobsLayout, retention: Retention, job_id: str, version: int, why: str
+    client: ZkClient,
+    layout: JobsLayout,
+    retention: Retention,
+    path: str,
+    job_id: str,
+    version: int,
+    why: str,
 ) -> None:
-    """Fail a pending job whose node cannot be read: record the error, remove the node."""
+    """Fail a pending job (at `path`) whose node cannot be read: record the error, remove the node."""
     record = ResultRecord("", ok=False, type="NodeDataError", message=why, worker="")
     await write_result(client, layout, retention, job_id, encode_result(record))
     with contextlib.suppress(NoNodeError, BadVersionError):  # changed: whoever did decides
-        await client.delete(layout.job(job_id), version=version)
+        await client.delete(path, version=version)
 
 
 async def move_back(
@@ -224,9 +301,16 @@ async def move_back(
         if died is not None and deliveries >= record.max_deliveries:
             return await _poison(client, layout, died, job_id, record, path, version, worker)
         data = encode_job_record(record)
-    job = layout.job(job_id)
+    priority = record.priority if record is not None else 0
+    job = layout.job(job_id, priority)
     try:
-        await client.multi([CreateOp(job, data), DeleteOp(path, version)])
+        try:
+            await client.multi([CreateOp(job, data), DeleteOp(path, version)])
+        except TransactionFailed as exc:
+            if exc.failed_index != 0 or not isinstance(exc.cause, NoNodeError):
+                raise
+            await ensure_buckets(client, layout, job_id, priority)  # its bucket is new
+            await client.multi([CreateOp(job, data), DeleteOp(path, version)])
     except TransactionFailed as exc:
         if exc.failed_index != 0 or not isinstance(exc.cause, NodeExistsError):
             return "gone"  # the assignment changed or went: someone else handled it

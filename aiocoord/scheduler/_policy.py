@@ -28,6 +28,7 @@ __all__ = (
 
 MAX_SECONDS = 10 * 365 * 86400.0  # ten years: past any sensible delay or timeout
 MAX_DELIVERIES = 1000
+MAX_CONCURRENCY = 10_000
 _EPOCH = 0.0
 _LAST = 253370764800.0  # 9998-12-31: inside what a record's timestamp may hold
 
@@ -91,6 +92,7 @@ class JobOptions:
     backoff: Backoff = Backoff()
     retry_on: tuple[type[BaseException], ...] = (Exception,)
     max_deliveries: int = 5
+    concurrency: int | None = None  # runs of the name at once across the fleet (None: no cap)
 
     @classmethod
     def build(
@@ -101,6 +103,7 @@ class JobOptions:
         backoff: object,
         retry_on: object,
         max_deliveries: object,
+        concurrency: object = None,
     ) -> JobOptions:
         """Check each argument; `TypeError`/`ValueError` naming the one that is wrong."""
         seconds = (
@@ -119,7 +122,10 @@ class JobOptions:
                 f"retry_on must be an exception class or a tuple of them, not {retry_on!r}"
             )
         deliveries = _count("max_deliveries", max_deliveries, 1, MAX_DELIVERIES)
-        return cls(seconds, count, backoff, kinds, deliveries)
+        cap = (
+            None if concurrency is None else _count("concurrency", concurrency, 1, MAX_CONCURRENCY)
+        )
+        return cls(seconds, count, backoff, kinds, deliveries, cap)
 
     def retries_after(self, error: BaseException, failures: int) -> bool:
         """Whether a job that failed `failures` times (this `error` included) runs again."""

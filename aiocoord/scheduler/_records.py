@@ -6,9 +6,9 @@ decoding checks each field and raises `NodeDataError` for anything else
 (foreign data, corruption, a newer format), so one bad node fails only the job
 it belongs to.  Nothing is ever pickled.  The layout is in `_layout`:
 
-    jobs/<id>, assignments/<worker>/<id>   JobRecord     (the same bytes move between them)
-    workers/<worker>                       WorkerRecord
-    results/<id>                           ResultRecord  (done, failed or cancelled)
+    jobs/<p>.<hh>/<id>, assignments/<worker>/<id>   JobRecord  (the same bytes move between them)
+    workers/<worker>                                WorkerRecord
+    results/<hh>/<id>                               ResultRecord  (done, failed or cancelled)
 
 A job record carries its run so far (attempts, failures, deliveries, the
 last error, when it is due and when it started), so whoever holds the node
@@ -44,9 +44,12 @@ from ..zk.client import MAX_DATA
 from ._layout import (
     FORMAT,
     MAX_CAPACITY,
+    MAX_PRIORITY,
     JobsLayout,
+    bucket_of,
     check_job_id,
     check_job_name,
+    check_priority,
     dumps,
     job_limit,
     new_job_id,
@@ -58,10 +61,13 @@ __all__ = (
     "MAX_CAPACITY",
     "JobRecord",
     "JobsLayout",
+    "MAX_PRIORITY",
     "ResultRecord",
     "WorkerRecord",
+    "bucket_of",
     "check_job_id",
     "check_job_name",
+    "check_priority",
     "decode_job",
     "decode_result",
     "decode_worker",
@@ -78,6 +84,7 @@ __all__ = (
 )
 
 _COUNT = integer(0, 2**31 - 1)
+_PRIORITY = integer(-MAX_PRIORITY, MAX_PRIORITY)
 _MAX_ERROR = 100  # characters of an error message kept in a job record (the result keeps all)
 
 
@@ -105,6 +112,7 @@ class JobRecord:
     that failed (for `retries`), `deliveries` those whose worker died while
     running it (for `max_deliveries`).  `run_at` is when it is due (None: at
     once), `started` when the current run began (set on the assignment only).
+    `priority` orders due jobs (higher first) and names the job's bucket.
     """
 
     name: str
@@ -119,6 +127,7 @@ class JobRecord:
     error_type: str = ""
     error_message: str = ""
     key: str = ""
+    priority: int = 0
 
     def due(self, now: float) -> bool:
         return self.run_at is None or self.run_at <= now
@@ -134,6 +143,8 @@ def encode_job_record(job: JobRecord) -> bytes:
     }
     if job.key:
         record["key"] = job.key
+    if job.priority:
+        record["priority"] = job.priority
     if job.run_at is not None:
         record["run_at"] = job.run_at
     if job.attempts or job.failures or job.deliveries or job.max_deliveries != 5:
@@ -161,6 +172,7 @@ def encode_job(
     run_at: float | None = None,
     max_deliveries: int = 5,
     key: str = "",
+    priority: int = 0,
 ) -> bytes:
     """A new job's bytes; `ValueError` naming `payload` if over `limit` (see `job_limit`)."""
     job = JobRecord(name, payload, time.time())
@@ -175,9 +187,11 @@ def encode_job(
             f"{limit} bytes (ZooKeeper's 1 MB request limit, less the paths that "
             "travel with it): pass a reference to the data instead"
         )
-    if run_at is None and max_deliveries == 5 and not key:
+    if run_at is None and max_deliveries == 5 and not key and not priority:
         return data
-    return encode_job_record(replace(job, run_at=run_at, max_deliveries=max_deliveries, key=key))
+    return encode_job_record(
+        replace(job, run_at=run_at, max_deliveries=max_deliveries, key=key, priority=priority)
+    )
 
 
 def decode_job(path: str, data: bytes) -> JobRecord:
@@ -196,6 +210,7 @@ def decode_job(path: str, data: bytes) -> JobRecord:
         error_type=error.get("type", TEXT) if error is not None else "",
         error_message=error.get("message", TEXT) if error is not None else "",
         key=record.get("key", TEXT, ""),
+        priority=record.get("priority", _PRIORITY, 0),
     )
 
 
@@ -224,9 +239,14 @@ class ResultRecord:
     run_at: float | None = None
     started: float | None = None
     key: str = ""
+    # What `Scheduler.retry` needs to queue the job again (the payload only if it fit).
+    payload: Any = None
+    has_payload: bool = False
+    priority: int = 0
+    max_deliveries: int = 5
 
     def with_job(self, job: JobRecord) -> ResultRecord:
-        """This outcome with the run's bookkeeping copied from `job`."""
+        """This outcome with the run's bookkeeping (and the payload, for a retry) from `job`."""
         return replace(
             self,
             attempts=job.attempts,
@@ -234,6 +254,10 @@ class ResultRecord:
             run_at=job.run_at,
             started=job.started,
             key=job.key,
+            payload=job.payload,
+            has_payload=True,
+            priority=job.priority,
+            max_deliveries=job.max_deliveries,
         )
 
     @property
@@ -257,6 +281,12 @@ def encode_result(result: ResultRecord, *, bookkeeping: bool = True) -> bytes:
                 record[field] = getattr(result, field)
         if result.key:
             record["key"] = result.key
+        if result.priority:
+            record["priority"] = result.priority
+        if result.max_deliveries != 5:
+            record["max_deliveries"] = result.max_deliveries
+        if result.has_payload and not result.ok:  # a done job is never retried
+            record["payload"] = result.payload
     return dumps(record)
 
 
@@ -314,6 +344,10 @@ def decode_result(path: str, data: bytes) -> ResultRecord:
         run_at=record.get("run_at", optional(TIMESTAMP), None),
         started=record.get("started", optional(TIMESTAMP), None),
         key=record.get("key", TEXT, ""),
+        payload=record.value("payload") if "payload" in record else None,
+        has_payload="payload" in record,
+        priority=record.get("priority", _PRIORITY, 0),
+        max_deliveries=record.get("max_deliveries", integer(1, 2**31 - 1), 5),
     )
 
 
@@ -330,10 +364,18 @@ class WorkerRecord:
     draining: bool = False
     host: str = ""
     pid: int = 0
+    limits: tuple[tuple[str, int], ...] = ()  # (name, runs at once across the fleet)
 
     @classmethod
-    def local(cls, worker_id: str, capacity: int, jobs: frozenset[str]) -> WorkerRecord:
-        return cls(worker_id, capacity, jobs, host=socket.gethostname(), pid=os.getpid())
+    def local(
+        cls,
+        worker_id: str,
+        capacity: int,
+        jobs: frozenset[str],
+        limits: tuple[tuple[str, int], ...] = (),
+    ) -> WorkerRecord:
+        host, pid = socket.gethostname(), os.getpid()
+        return cls(worker_id, capacity, jobs, host=host, pid=pid, limits=limits)
 
 
 def encode_worker(worker: WorkerRecord) -> bytes:
@@ -346,6 +388,7 @@ def encode_worker(worker: WorkerRecord) -> bytes:
             "draining": worker.draining,
             "host": worker.host,
             "pid": worker.pid,
+            **({"limits": dict(worker.limits)} if worker.limits else {}),
         }
     )
 
@@ -359,4 +402,17 @@ def decode_worker(path: str, data: bytes) -> WorkerRecord:
         draining=record.get("draining", FLAG, False),
         host=record.get("host", TEXT, ""),
         pid=record.get("pid", INT64, 0),
+        limits=_limits(record),
     )
+
+
+def _limits(record: Record) -> tuple[tuple[str, int], ...]:
+    if "limits" not in record:
+        return ()
+    limits = record.value("limits")
+    if not isinstance(limits, dict) or not all(
+        isinstance(name, str) and type(cap) is int and 1 <= cap <= 2**31 - 1
+        for name, cap in limits.items()
+    ):
+        raise record.error(f"limits: expected {{name: runs at once}}, got {show(limits)}")
+    return tuple(sorted(limits.items()))

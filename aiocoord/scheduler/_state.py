@@ -11,6 +11,12 @@ A job id pending while the same id is assigned (submitted twice) is held
 back (`blocked`) until the assignment goes; it then runs only if the first
 run left no result (`Resolve`).
 
+Pending and read jobs are kept by priority (`PriorityMap`): fetches and
+assignments take the highest priority first, in arrival order within one.
+The priority comes from the bucket of the job's node (the watch event says
+it), so it is known before the job is read, and a high-priority job is read
+ahead of a low-priority backlog however long.
+
 A job read with a `run_at` still ahead (a delay, or a retry's backoff) waits
 in `scheduled`, a heap of due times that holds only ids: when it is due it
 is read again and assigned like any other.  The heap is rebuilt from the
@@ -23,13 +29,78 @@ from __future__ import annotations
 
 import enum
 import heapq
+import itertools
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from ._records import JobRecord, WorkerRecord
 from ._strategies import JobRequest, Strategy, WorkerLoad
 
-__all__ = ("Assign", "AssignerState", "Fetch", "Fetched", "Outcome", "Resolve")
+__all__ = ("Assign", "AssignerState", "Fetch", "Fetched", "Outcome", "PriorityMap", "Resolve")
+
+V = TypeVar("V")
+
+
+class PriorityMap(Generic[V]):
+    """A dict of job ids kept by priority: iteration gives the highest first, then arrival order.
+
+    `priority_of(job_id, value)` says an entry's priority when it is set.
+    """
+
+    def __init__(self, priority_of: Callable[[str, V], int]) -> None:
+        self._priority_of = priority_of
+        self._levels: dict[int, dict[str, V]] = {}
+        self._where: dict[str, int] = {}
+
+    def __setitem__(self, job_id: str, value: V) -> None:
+        priority = self._priority_of(job_id, value)
+        if self._where.get(job_id) == priority:
+            self._levels[priority][job_id] = value  # keeps its place, as a dict does
+            return
+        self.pop(job_id)
+        self._levels.setdefault(priority, {})[job_id] = value
+        self._where[job_id] = priority
+
+    def __getitem__(self, job_id: str) -> V:
+        return self._levels[self._where[job_id]][job_id]
+
+    def __delitem__(self, job_id: str) -> None:
+        if job_id not in self._where:
+            raise KeyError(job_id)
+        self.pop(job_id)
+
+    def pop(self, job_id: str, default: V | None = None) -> V | None:
+        priority = self._where.pop(job_id, None)
+        if priority is None:
+            return default
+        level = self._levels[priority]
+        value = level.pop(job_id)
+        if not level:
+            del self._levels[priority]
+        return value
+
+    def __contains__(self, job_id: object) -> bool:
+        return job_id in self._where
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def __iter__(self) -> Iterator[str]:
+        for priority in sorted(self._levels, reverse=True):
+            yield from self._levels[priority]
+
+    def items(self) -> Iterator[tuple[str, V]]:
+        for priority in sorted(self._levels, reverse=True):
+            yield from self._levels[priority].items()
+
+    def priority(self, job_id: str) -> int:
+        return self._where[job_id]
+
+    def count_at_least(self, priority: int) -> int:
+        """How many entries have `priority` or a higher one."""
+        return sum(len(level) for p, level in self._levels.items() if p >= priority)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +110,7 @@ class Fetched:
     record: JobRecord
     data: bytes
     version: int
+    path: str = ""  # the pending node it was read from
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +144,10 @@ class Outcome(enum.Enum):
     DUPLICATE = "duplicate"  # the worker already holds this job id
 
 
+def _ready_map() -> PriorityMap[Fetched]:
+    return PriorityMap(lambda _, job: job.record.priority)
+
+
 class AssignerState:
     """See the module docstring.  `plan()` returns the requests to make next."""
 
@@ -87,29 +163,44 @@ class AssignerState:
         self.reserved: defaultdict[str, int] = defaultdict(int)  # worker -> transactions in flight
         self.inflight: dict[str, str] = {}  # job id -> worker, transaction in flight
         self.finished_early: set[str] = set()  # assignment gone before our transaction returned
-        self.pending: dict[str, None] = {}  # job ids to read, in arrival order
+        self.priority: dict[str, int] = {}  # job id -> priority (its bucket's), while pending
+        self.pending: PriorityMap[None] = PriorityMap(lambda j, _: self.priority.get(j, 0))
         self.fetching: set[str] = set()
         self.stale: set[str] = set()  # deleted while being read: discard what the read returns
-        self.ready: dict[str, Fetched] = {}  # read, waiting for a worker with room
+        # Read, waiting for a worker with room.
+        self.ready: PriorityMap[Fetched] = _ready_map()
         self.blocked: set[str] = set()  # pending duplicates of an assigned job id
         self.parked: dict[str, str] = {}  # job id -> name no live worker has a handler for
         self.resolving: set[str] = set()
         self.scheduled: dict[str, float] = {}  # job id -> due time, read and waiting for it
+        # Names with a cap on runs at once (from the workers' records), and the jobs of
+        # such names this term gave out that are still held (job id -> name).
+        self.limited: dict[str, str] = {}
+        self.held_by_name: defaultdict[str, int] = defaultdict(int)
+        # Read jobs of a name at its cap, out of `ready` (they would hold up the others).
+        self.capped: dict[str, PriorityMap[Fetched]] = {}
         self._due: list[tuple[float, str]] = []  # heap over `scheduled` (stale entries skipped)
 
     # --- watch events ------------------------------------------------------------------------
 
-    def job_created(self, job_id: str) -> None:
+    def job_created(self, job_id: str, priority: int = 0) -> None:
+        self.priority[job_id] = priority
         if job_id in self.assigned or job_id in self.inflight:
             self.blocked.add(job_id)
             return
         known = (self.blocked, self.resolving, self.ready, self.parked, self.scheduled)
-        if any(job_id in where for where in known):
+        if any(job_id in where for where in known) or any(
+            job_id in waiting for waiting in self.capped.values()
+        ):
             return  # a replayed event
         if job_id not in self.fetching or job_id in self.stale:
             self.pending[job_id] = None
 
     def job_deleted(self, job_id: str) -> None:
+        self.priority.pop(job_id, None)
+        for name, waiting in list(self.capped.items()):
+            if waiting.pop(job_id) is not None and not waiting:
+                del self.capped[name]
         self.scheduled.pop(job_id, None)
         self.pending.pop(job_id, None)
         self.ready.pop(job_id, None)
@@ -148,7 +239,16 @@ class AssignerState:
             self.ready.pop(job_id, None)
             self.blocked.add(job_id)
 
+    def _release(self, job_id: str) -> None:
+        name = self.limited.pop(job_id, None)
+        if name is None:
+            return
+        self.held_by_name[name] -= 1
+        if self.held_by_name[name] <= 0:
+            del self.held_by_name[name]
+
     def assignment_deleted(self, worker: str, job_id: str) -> None:
+        self._release(job_id)
         if self.assigned.get(job_id) == worker:
             del self.assigned[job_id]
         queue = self.queues.get(worker)
@@ -196,7 +296,9 @@ class AssignerState:
             if not early:
                 self.assigned[job_id] = worker
                 self.queues[worker].add(job_id)
-        elif outcome is Outcome.REFETCH:
+        else:
+            self._release(job_id)
+        if outcome is Outcome.REFETCH:
             self.pending[job_id] = None
         elif outcome is Outcome.WORKER_GONE:
             self.worker_down(worker)
@@ -247,15 +349,17 @@ class AssignerState:
             self.release_due(now)
         actions: list[Fetch | Assign | Resolve] = [Resolve(j) for j in self.resolving]
         self.resolving = set()  # handed out; `resolved` closes them
-        if self.ready and not self.loading and self.workers:
+        if (self.ready or self.capped) and not self.loading and self.workers:
             actions.extend(self._assignments())
-        budget = min(
-            self.max_fetches - len(self.fetching),
-            self.max_ready - len(self.ready) - len(self.fetching),
-        )
+        budget = self.max_fetches - len(self.fetching)
         take: list[str] = []
-        for job_id in self.pending:
+        for job_id in self.pending:  # highest priority first
             if len(take) >= budget:
+                break
+            # Read ahead at most `max_ready` jobs of this priority or higher: a job of a
+            # higher one is read even when lower ones fill the rest.
+            ahead = self.ready.count_at_least(self.pending.priority(job_id))
+            if ahead + len(self.fetching) + len(take) >= self.max_ready:
                 break
             if job_id not in self.fetching:  # else a stale read is still out: wait for it
                 take.append(job_id)
@@ -272,6 +376,17 @@ class AssignerState:
             if not r.draining and self.load(w) < r.capacity
         }
         handled = {name for r in self.workers.values() for name in r.jobs}
+        caps: dict[str, int] = {}
+        for record in self.workers.values():
+            for name, limit in record.limits:
+                caps[name] = min(limit, caps.get(name, limit))
+        for name, waiting in list(self.capped.items()):  # room again (or no cap any more)
+            free = caps.get(name, len(waiting)) - self.held_by_name.get(name, 0)
+            for job_id in list(itertools.islice(waiting, max(0, free))):
+                self.ready[job_id] = waiting[job_id]
+                del waiting[job_id]
+            if not waiting:
+                del self.capped[name]
         out: list[Assign] = []
         for job_id, job in list(self.ready.items()):
             name = job.record.name
@@ -281,6 +396,12 @@ class AssignerState:
                 continue
             if not room:
                 break
+            cap = caps.get(name)
+            if cap is not None and self.held_by_name.get(name, 0) >= cap:
+                # As many runs as its cap: it waits for one to end, out of the way.
+                del self.ready[job_id]
+                self.capped.setdefault(name, _ready_map())[job_id] = job
+                continue
             candidates = [load for w, load in room.items() if name in self.workers[w].jobs]
             if not candidates:
                 continue
@@ -289,6 +410,9 @@ class AssignerState:
             if chosen is None or chosen not in room or name not in self.workers[chosen].jobs:
                 continue
             del self.ready[job_id]
+            if cap is not None:
+                self.limited[job_id] = name
+                self.held_by_name[name] += 1
             self.inflight[job_id] = chosen
             self.reserved[chosen] += 1
             before = room[chosen]

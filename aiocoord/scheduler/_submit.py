@@ -31,11 +31,12 @@ from ..errors import (
 from ..zk.client import ZkClient
 from ..zk.types import CreateOp, DeleteOp
 from ._jobs import JobType
-from ._ops import ensure_layout
+from ._ops import ensure_buckets
 from ._policy import check_delay, check_run_at
 from ._records import (
     JobsLayout,
     check_job_id,
+    check_priority,
     decode_job,
     decode_result,
     encode_job,
@@ -55,6 +56,7 @@ class NewJob:
     data: bytes
     key: str
     careful: bool  # its id was given: create it only if it has no result
+    priority: int = 0
 
 
 def prepare_job(
@@ -65,6 +67,7 @@ def prepare_job(
     job_id: str | None,
     delay: object,
     run_at: object,
+    priority: object = 0,
 ) -> NewJob:
     """Check a submit's arguments and encode the job (see `Scheduler.submit`); writes nothing."""
     if not isinstance(name, str):
@@ -76,6 +79,7 @@ def prepare_job(
             f"name: no job {name!r} is registered here (registered: {known}); "
             f"use @scheduler.job({name!r})"
         )
+    priority = check_priority(priority)
     if delay is not None and run_at is not None:
         raise ValueError("delay and run_at: give one of them, not both")
     due = None
@@ -90,16 +94,25 @@ def prepare_job(
         raise RecordEncodeError(f"payload: {exc}") from exc
     limit = job_limit(layout)
     data = encode_job(
-        name, value, limit, run_at=due, max_deliveries=job.options.max_deliveries, key=key
+        name,
+        value,
+        limit,
+        run_at=due,
+        max_deliveries=job.options.max_deliveries,
+        key=key,
+        priority=priority,
     )
     careful = job_id is not None
     job_id = check_job_id(job_id) if job_id is not None else new_job_id()
-    return NewJob(job_id, data, key, careful)
+    return NewJob(job_id, data, key, careful, priority)
 
 
-async def check_conflict(client: ZkClient, layout: JobsLayout, job_id: str, key: str) -> None:
+async def check_conflict(
+    client: ZkClient, layout: JobsLayout, job_id: str, key: str, priority: int = 0
+) -> None:
     """`JobConflict` if the existing job `job_id` was submitted with another name or payload."""
-    for where, path in (("pending", layout.job(job_id)), ("finished", layout.result(job_id))):
+    places = (("pending", layout.job(job_id, priority)), ("finished", layout.result(job_id)))
+    for where, path in places:
         try:
             node = await client.get(path)
         except NoNodeError:
@@ -117,10 +130,17 @@ async def check_conflict(client: ZkClient, layout: JobsLayout, job_id: str, key:
 
 
 async def write_job(
-    client: ZkClient, layout: JobsLayout, job_id: str, data: bytes, *, careful: bool, key: str
+    client: ZkClient,
+    layout: JobsLayout,
+    job_id: str,
+    data: bytes,
+    *,
+    careful: bool,
+    key: str,
+    priority: int = 0,
 ) -> str:
     """Create the job node; see the module docstring and `Scheduler.submit`."""
-    path, result = layout.job(job_id), layout.result(job_id)
+    path, result = layout.job(job_id, priority), layout.result(job_id)
     # One deadline for the whole submit: the writes, the reconnect waits and the retries.
     deadline = client._session.deadline()
     failure: ConnectionLostError | None = None
@@ -136,15 +156,15 @@ async def write_job(
                 return job_id
             except TransactionFailed as exc:
                 if isinstance(exc.cause, NodeExistsError):
-                    await check_conflict(client, layout, job_id, key)
+                    await check_conflict(client, layout, job_id, key, priority)
                     return job_id  # pending (first op) or done (second op)
                 if not isinstance(exc.cause, NoNodeError):
                     raise
-                await ensure_layout(client, layout)
+                await ensure_buckets(client, layout, job_id, priority)
             except NodeExistsError:
                 return job_id  # our own create, whose reply was lost
             except NoNodeError:
-                await ensure_layout(client, layout)
+                await ensure_buckets(client, layout, job_id, priority)
             except CoordinatorClosedError:
                 raise
             except ConnectionLostError as exc:

@@ -29,16 +29,25 @@ async def sweep_results(client: ZkClient, layout: JobsLayout, retention: Retenti
     while True:
         await anyio.sleep(every)
         try:
-            names = await client.children(layout.results)
+            buckets = await client.children(layout.results)
         except CoordinatorClosedError:
             raise
         except CoordError as exc:
             log.warning("result sweep of %s failed: %s", layout.results, exc)
             continue
         limiter = anyio.CapacityLimiter(32)
-        async with anyio.create_task_group() as tg:
-            for name in names:
-                tg.start_soon(_sweep_one, client, retention, limiter, layout.result(name))
+        for bucket in buckets:  # one bucket at a time: no reply grows with all the results
+            path = f"{layout.results}/{bucket}"
+            try:
+                names = await client.children(path)
+            except CoordinatorClosedError:
+                raise
+            except CoordError as exc:
+                log.warning("result sweep of %s failed: %s", path, exc)
+                continue
+            async with anyio.create_task_group() as tg:
+                for name in names:
+                    tg.start_soon(_sweep_one, client, retention, limiter, f"{path}/{name}")
 
 
 async def _sweep_one(

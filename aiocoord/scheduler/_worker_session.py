@@ -93,7 +93,14 @@ class WorkerSession:
         )
 
     def record(self, *, draining: bool = False) -> WorkerRecord:
-        record = WorkerRecord.local(self.worker, self._capacity, frozenset(self._handlers))
+        limits = tuple(
+            sorted(
+                (name, job.options.concurrency)
+                for name, job in self._handlers.items()
+                if job.options.concurrency is not None
+            )
+        )
+        record = WorkerRecord.local(self.worker, self._capacity, frozenset(self._handlers), limits)
         return replace(record, draining=draining)
 
     async def serve(self, task_status: anyio.abc.TaskStatus[None] | None) -> None:
@@ -118,7 +125,7 @@ class WorkerSession:
         """The connection is back on this session: the watch missed what happened meanwhile."""
         if self._tg is not None:
             self._tg.start_soon(self._relist)
-            self._tg.start_soon(self.claimer.relist)
+            self.claimer.relist()
 
     def _on_event(self, queue: str, event: WatchedEvent) -> None:
         if event.path == queue or event.type is EventType.SESSION_LOST:

@@ -23,6 +23,7 @@ from ..errors import NodeDataError, NoNodeError
 from ..recipes.leader_latch import describe_latch
 from ..session import Coordinator
 from ..zk import ZkClient
+from ._lookup import bucketed
 from ._records import JobsLayout, decode_job, decode_result, decode_worker
 from ._status import JobStatus
 
@@ -144,15 +145,16 @@ async def _workers(
 
 
 async def _results(client: ZkClient, layout: JobsLayout, max_reads: int) -> ResultSummary:
-    names = await _names(client, layout.results)
+    paths = await bucketed(client, layout.results)
+    names = sorted(paths)
     done = failed = cancelled = unreadable = 0
     failed_jobs: list[str] = []
     for job_id in names[:max_reads]:
-        data = await _data(client, layout.result(job_id))
+        data = await _data(client, paths[job_id])
         if data is None:
             continue
         try:
-            result = decode_result(layout.result(job_id), data)
+            result = decode_result(paths[job_id], data)
         except NodeDataError:
             unreadable += 1
             continue
@@ -175,15 +177,16 @@ async def describe_scheduler(
     layout = JobsLayout(root)
     now = time.time()
     workers, invalid_workers = await _workers(client, layout)
-    job_ids = await _names(client, layout.jobs)
+    job_paths = await bucketed(client, layout.jobs)
+    job_ids = sorted(job_paths)
     pending: list[PendingJob] = []
     invalid_jobs: dict[str, NodeDataError] = {}
     for job_id in job_ids[:max_reads]:
-        data = await _data(client, layout.job(job_id))
+        data = await _data(client, job_paths[job_id])
         if data is None:
             continue
         try:
-            job = decode_job(layout.job(job_id), data)
+            job = decode_job(job_paths[job_id], data)
         except NodeDataError as exc:
             invalid_jobs[job_id] = exc
             continue

@@ -20,12 +20,13 @@ expires.
         job_id = await sched.submit("sum", {"a": 1, "b": 2})
         assert await sched.result(job_id) == 3
 
-Node layout under `root` (details in `aiocoord.scheduler._records`)::
+Node layout under `root` (details in `aiocoord.scheduler._layout`)::
 
-    jobs/<id>                 pending and scheduled jobs (due later: a delay or a retry's backoff)
+    jobs/<p>.<hh>/<id>        pending and scheduled jobs of priority <p> (due later: a delay
+                              or a retry's backoff), in 256 buckets by a hash of the id (<hh>)
     workers/<worker>          live workers (ephemeral), capacity and job names
     assignments/<worker>/<id> jobs given to a worker (marked when the handler starts)
-    results/<id>              outcomes (done, failed, cancelled), kept `result_ttl` seconds
+    results/<hh>/<id>         outcomes (done, failed, cancelled), kept `result_ttl` seconds
     assigner/                 the assigner election (Curator LeaderLatch layout)
 
 Statuses: PENDING, SCHEDULED, ASSIGNED, RUNNING, then DONE, FAILED or
@@ -49,9 +50,10 @@ otherwise persistent nodes that the assigner sweeps after `result_ttl` (by
 their modification time against the assigner's clock).
 
 Limits: a payload or result is at most 1 MB of JSON (ZooKeeper's node
-limit); a newly elected assigner lists the pending jobs in one reply, which
-the client's 1 MB packet limit caps at some 25,000 pending ids of 32
-characters: submit in waves rather than queue more than that.
+limit).  No listing grows with the backlog as a whole: pending jobs and
+results are listed bucket by bucket (1/256 of them each), so a backlog of
+millions of jobs is reconciled, listed and run without a reply over the
+client's packet limit.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ from ..errors import (
 from ..session import Coordinator
 from ..zk.types import EventType
 from ._cancel import cancel_job
+from ._follow import retry_job, watch_job
 from ._jobs import Handler, JobType
 from ._lookup import info_of, list_jobs, locate
 from ._ops import Retention
@@ -193,6 +196,7 @@ class Scheduler:
         backoff: Backoff = DEFAULT_BACKOFF,
         retry_on: type[Exception] | tuple[type[Exception], ...] = (Exception,),
         max_deliveries: int = 5,
+        concurrency: int | None = None,
     ) -> Callable[[H], H]:
         """Register the decorated async function as the handler of jobs named `name`.
 
@@ -203,7 +207,11 @@ class Scheduler:
         after `backoff`, up to `retries` times; then the job is FAILED with
         the last error.  A job whose worker died while running it counts a
         delivery: at `max_deliveries` it is FAILED as poison (``PoisonJob``)
-        rather than sent to one more worker.  Register every job before
+        rather than sent to one more worker.  `concurrency` caps the runs
+        of `name` at once across the fleet (give every process the same
+        cap): a worker holds one of its slots (an ephemeral node) while it
+        runs one, so a dead worker's slot is freed when its session ends,
+        and the assigner gives no more than that many out at once.  Register every job before
         entering `worker()`: a worker advertises the names it has when it
         registers.  Raises `TypeError` for a handler that is not async or
         whose hints are not JSON, `ValueError`/`TypeError` naming the
@@ -215,6 +223,7 @@ class Scheduler:
             backoff=backoff,
             retry_on=retry_on,
             max_deliveries=max_deliveries,
+            concurrency=concurrency,
         )
 
         def register(handler: H) -> H:
@@ -265,12 +274,15 @@ class Scheduler:
         *,
         delay: float | None = None,
         run_at: datetime | None = None,
+        priority: int = 0,
     ) -> str:
         """Queue a job; returns its id.  Idempotent for a given `job_id`.
 
         `delay` (seconds) or `run_at` (a timezone-aware datetime) hold it back
         until then (status SCHEDULED); it is stored durably and survives an
-        assigner's failover.  Everything is checked before anything is
+        assigner's failover.  `priority` (an int, default 0, within
+        +-1,000,000): among due jobs a higher one is assigned first; within
+        one priority, jobs run in about the order submitted.  Everything is checked before anything is
         written: `ValueError`/`TypeError` naming the argument for an unknown
         `name`, a `payload` that fails validation or is over the 1 MB node
         limit, a bad `job_id`, a negative, NaN or infinite `delay`, a naive
@@ -283,9 +295,17 @@ class Scheduler:
         waits; the cause is chained): the job may have been queued all the
         same, so submit again with the same `job_id` to be sure.
         """
-        new = prepare_job(self._handlers, self._layout, name, payload, job_id, delay, run_at)
+        new = prepare_job(
+            self._handlers, self._layout, name, payload, job_id, delay, run_at, priority
+        )
         job_id = await write_job(
-            self._client, self._layout, new.job_id, new.data, careful=new.careful, key=new.key
+            self._client,
+            self._layout,
+            new.job_id,
+            new.data,
+            careful=new.careful,
+            key=new.key,
+            priority=new.priority,
         )
         self._submitted[job_id] = None
         if len(self._submitted) > _REMEMBERED:
@@ -401,6 +421,31 @@ class Scheduler:
         """
         job_id = check_job_id(job_id)
         return await cancel_job(self._client, self._layout, self._retention, job_id)
+
+    async def retry(self, job_id: str) -> None:
+        """Run a FAILED or CANCELLED job again: it is pending once more, with its attempts kept.
+
+        One transaction removes its result and queues it (same id, name,
+        payload and priority; it gets its `retries` again).  Raises
+        `JobConflict` (a `ValueError`) for a DONE job or one not finished,
+        naming its status, or one whose result did not keep its payload;
+        `NoNodeError` if nothing is known of it (or its result expired).
+        """
+        job_id = check_job_id(job_id)
+        await retry_job(self._coord, self._layout, job_id)
+
+    def watch(self, job_id: str) -> AsyncIterator[JobInfo]:
+        """`JobInfo` at each status change: ``async for info in sched.watch(job_id)``.
+
+        Yields the current status first, then each new one, and ends after the
+        final one (DONE, FAILED or CANCELLED).  Blocks between changes on
+        watches, never polling; leaving the loop (or cancelling it) removes
+        them.  A status that lasts less than one look may be skipped (the
+        later one is yielded).  Waits out connection losses.  Raises
+        `NoNodeError` if nothing is known of the job when it starts.
+        """
+        job_id = check_job_id(job_id)
+        return watch_job(self._coord, self._layout, job_id)
 
     def jobs(
         self,

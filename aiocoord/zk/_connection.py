@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import anyio
 import anyio.lowlevel
 
-from ..errors import ConnectionLostError, ProtocolError, SessionExpiredError
+from ..errors import ConnectionLostError, ProtocolError, ReplyTooLargeError, SessionExpiredError
 from . import _wire
-from ._framing import FrameProtocol, NotZooKeeper
+from ._framing import MAX_PACKET, FrameProtocol, NotZooKeeper
 from ._replies import ConnectAnswer, reply_header
 from ._timing import SessionTiming
 from ._wire import OpCode, WireRequest
@@ -93,6 +93,7 @@ class Connection:
         self.read_timeout = timing.read_timeout
         protocol.on_end = self._lost
         protocol.on_frame = self._dispatch_safely
+        protocol.on_oversize = self._oversized
         early, protocol.early = protocol.early, []
         for body in early:
             self._dispatch_safely(body)
@@ -119,6 +120,7 @@ class Connection:
         read_only: bool,
         ssl_context: ssl.SSLContext | None = None,
         tls_hostname: str | None = None,
+        max_packet: int = MAX_PACKET,
         on_notification: Callable[[bytes], None],
         on_zxid: Callable[[int], None],
     ) -> Connection:
@@ -132,7 +134,7 @@ class Connection:
         host, port = address
         timeout = timing.connect_attempt
         loop = asyncio.get_running_loop()
-        protocol = FrameProtocol(loop)
+        protocol = FrameProtocol(loop, max_packet)
         try:
             with anyio.fail_after(timeout):
                 await loop.create_connection(
@@ -252,6 +254,27 @@ class Connection:
             # before the notification that may follow its reply.
             pending.on_reply(err, zxid, body)
         if not pending.done.done():  # done already if its waiter was cancelled
+            pending.done.set_result(None)
+
+    def _oversized(self, xid: int, zxid: int, size: int) -> None:
+        """A reply too long to read (skipped by the protocol): only its request fails.
+
+        Raises `ProtocolError` (the protocol then drops the connection) when it
+        answers no request waiting, or is a notification, which cannot be lost.
+        """
+        if zxid > 0:
+            self._on_zxid(zxid)
+        if xid == _wire.NOTIFICATION_XID or not self._pending or self._pending[0].xid != xid:
+            raise ProtocolError(f"a {size}-byte packet (xid {xid}) that answers no request next")
+        pending = self._pending.popleft()
+        log.warning(
+            "a %d-byte reply from %s:%s is over the packet limit (%d): skipped, its request fails",
+            size,
+            *self.address,
+            self._protocol.max_packet,
+        )
+        pending.error = ReplyTooLargeError(size, self._protocol.max_packet)
+        if not pending.done.done():
             pending.done.set_result(None)
 
     def _lost(self, reason: str) -> None:

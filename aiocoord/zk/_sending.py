@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import anyio
 import anyio.lowlevel
 
-from ..errors import ConnectionLostError, SessionExpiredError
+from ..errors import ConnectionLostError, ReplyTooLargeError, SessionExpiredError
 from . import _errors
 from ._connection import Connection, _Pending
 from ._timing import Deadline
@@ -75,13 +75,19 @@ class Sender:
         for a malformed reply, `ConnectionLostError` if no connection came within
         the deadline (`deadline`, else `timeout`, else the request timeout from
         now) or the connection dropped with the request in flight (outcome
-        unknown).
+        unknown), `ReplyTooLargeError` naming `path` for a reply over the
+        packet limit (the connection stays).
         """
 
         async def send(conn: Connection) -> tuple[int, object]:
             return await outcome_of(conn.submit(request, on_reply=on_reply, parse=parse))
 
-        err, value = await self._on_connection(send, timeout, deadline)
+        try:
+            err, value = await self._on_connection(send, timeout, deadline)
+        except ReplyTooLargeError as exc:
+            if path is None or exc.path is not None:
+                raise
+            raise ReplyTooLargeError(exc.size, exc.limit, path=path) from None
         _errors.check(err, path)
         return cast(T, value)
 

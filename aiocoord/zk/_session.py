@@ -229,6 +229,7 @@ class ZkSession:
                 read_only=self.settings.read_only,
                 ssl_context=self._ssl,
                 tls_hostname=self.settings.tls_server_name,
+                max_packet=self.settings.max_packet,
                 on_notification=self._on_notification,
                 on_zxid=self._on_zxid,
             )

@@ -627,14 +627,17 @@ async def test_foreign_data_in_scheduler_nodes(
     root = join(zk_chroot, "jobs")
     for kind in ("jobs", "results"):
         await raw.client.ensure_path(join(root, kind), mode=CreateMode.PERSISTENT)
-    await raw.client.create(join(root, "results", "corrupt"), NON_UTF8)
+    layout = JobsLayout(root)
+    await raw.client.ensure_path(layout.result_bucket("corrupt"), mode=CreateMode.PERSISTENT)
+    await raw.client.create(layout.result("corrupt"), NON_UTF8)
     with anyio.fail_after(20):
         async with unchanged(raw, zk_chroot):
             with pytest.raises(NodeDataError):
                 await sched.result("corrupt")
             with pytest.raises(NodeDataError):
                 await sched.status("corrupt")
-        await raw.client.create(join(root, "jobs", "foreign"), b"{not json")
+        await raw.client.ensure_path(layout.job_bucket("foreign"), mode=CreateMode.PERSISTENT)
+        await raw.client.create(layout.job("foreign"), b"{not json")
         async with sched.worker(capacity=2):
             with pytest.raises(JobFailed) as info:
                 await sched.result("foreign")

@@ -26,6 +26,7 @@ from aiocoord.recipes.task_leadership import (
     read_task_worker,
 )
 from aiocoord.scheduler import Scheduler, describe_scheduler, is_scheduler
+from aiocoord.scheduler._layout import JobsLayout
 from aiocoord.testing import ZooKeeperServer
 
 pytestmark = pytest.mark.anyio
@@ -204,8 +205,10 @@ async def test_describe_scheduler(coordinator: Coordinator) -> None:
         release.set()
         with anyio.fail_after(10):
             await sched.result(pending)
-    await coordinator.client.create("/jobs/jobs/junk", b"{}")
+    junk = JobsLayout("/jobs").job("junk")
+    await coordinator.client.ensure_path(JobsLayout("/jobs").job_bucket("junk"))
+    await coordinator.client.create(junk, b"{}")
     view = await describe_scheduler(coordinator, "/jobs", max_reads=1)
     assert (view.results.count, view.results.read) == (2, 1)
     assert (view.pending, view.pending_count, view.assigner, view.workers) == ((), 1, None, ())
-    assert view.invalid_jobs["junk"].path == "/jobs/jobs/junk"
+    assert view.invalid_jobs["junk"].path == junk

@@ -1,4 +1,4 @@
-"""``aiocoord jobs submit|info|result|cancel|list`` against a real ZooKeeper.
+"""``aiocoord jobs submit|info|result|cancel|retry|list`` against a real ZooKeeper.
 
 Each command runs as a subprocess (``python -m aiocoord``), as a user runs it,
 while this test's event loop runs the scheduler's worker (the handlers live
@@ -133,6 +133,25 @@ async def test_result_waits_fails_and_cancel(zk_server: ZooKeeperServer, zk_chro
                 "type": "RuntimeError",
                 "message": "no disk",
             }
+
+            # Retry: a cancelled or failed job runs again, its attempts kept; a done one is refused.
+            done = await cli("retry", "d", "--root", ROOT, "--json")
+            assert done.code == 0, done
+            assert json.loads(done.out)["status"] != "cancelled"
+            done = await cli("retry", "b", "--root", ROOT)
+            assert done.code == 0, done
+            assert "job b failed" in one_line(
+                await cli("result", "b", "--root", ROOT, "--wait", "10")
+            )
+            assert (
+                json.loads((await cli("info", "b", "--root", ROOT, "--json")).out)["attempts"] == 2
+            )
+            done = await cli(
+                "submit", "add", '{"a": 2}', "--root", ROOT, "--id", "ok", "--wait", "10"
+            )
+            assert done.code == 0, done
+            refused = await cli("retry", "ok", "--root", ROOT)
+            assert refused.code != 0 and "DONE" in one_line(refused), refused
 
 
 @pytest.mark.anyio

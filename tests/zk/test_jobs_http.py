@@ -8,6 +8,7 @@ are built from the app's ``/openapi.json``, as ``/docs`` builds its forms.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from fastapi import FastAPI
 import aiocoord
 from aiocoord.integrations.fastapi import jobs_router, lifespan
 from aiocoord.scheduler import Scheduler
+from aiocoord.scheduler._layout import JobsLayout
 from aiocoord.testing import ZooKeeperServer
 from tests.helpers import eventually
 from tests.zk.test_watch_removal import server_watches, settled
@@ -136,7 +138,7 @@ async def test_submit_with_the_openapi_schema_and_wait_for_the_result(
                 "$ref": "#/components/schemas/Order"
             }
             query = {p["name"] for p in add["parameters"]}
-            assert query == {"job_id", "delay", "run_at"}
+            assert query == {"job_id", "delay", "run_at", "priority"}
 
             body = example_of(add_body, components)
             assert body == {"a": 2}
@@ -176,7 +178,7 @@ async def test_long_poll_answers_202_until_done_and_leaves_no_watch(
             assert waiting.headers["retry-after"] == "1"
             client = svc.coord.client
             await settled(client)
-            result_path = client._session.server_path(f"{ROOT}/results/g-1")
+            result_path = client._session.server_path(JobsLayout(ROOT).result("g-1"))
             assert not client._session.watches.watched(result_path)
             assert result_path not in server_watches(zk_server, svc.coord.session_id)
 
@@ -296,7 +298,7 @@ async def test_an_unreadable_result_answers_500_naming_the_node_for_that_job_onl
                 done = await svc.http.get(f"/jobs/{job_id}/result", params={"wait": 20})
                 assert done.status_code == 200, done.text
             bad, good = ids
-            path = f"{ROOT}/results/{bad}"
+            path = JobsLayout(ROOT).result(bad)
             await svc.coord.client.set(path, b"\xffnot a result")
             for route in (f"/jobs/{bad}", f"/jobs/{bad}/result"):
                 answer = await svc.http.get(route)
@@ -482,3 +484,59 @@ async def test_a_422_does_not_echo_a_huge_body_back(
                 assert len(answer.content) < 5_000, len(answer.content)
                 [error, *_] = answer.json()["detail"]
                 assert error["loc"][0] == "body" and error["msg"]
+
+
+# --- retry, server-sent events, priority ---------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_retry_and_the_event_stream_over_http(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(40):
+        async with service(zk_server, zk_chroot) as svc:
+            sent = await svc.http.post("/jobs/boom", json={"reason": "x"}, params={"priority": 3})
+            assert sent.status_code == 202, sent.text
+            job_id = sent.json()["id"]
+            failed = await svc.http.get(f"/jobs/{job_id}/result", params={"wait": 10})
+            assert failed.status_code == 409 and failed.json()["status"] == "failed"
+            again = await svc.http.post(f"/jobs/{job_id}/retry")
+            assert again.status_code == 202, again.text
+            assert again.json()["id"] == job_id
+            failed = await svc.http.get(f"/jobs/{job_id}/result", params={"wait": 10})
+            assert failed.status_code == 409
+            assert (await svc.http.get(f"/jobs/{job_id}")).json()["attempts"] == 2
+            done = await svc.http.post("/jobs/add", json={"a": 1, "b": 2})
+            done_id = done.json()["id"]
+            assert (await svc.http.get(f"/jobs/{done_id}/result", params={"wait": 10})).json()[
+                "result"
+            ] == 3
+            refused = await svc.http.post(f"/jobs/{done_id}/retry")
+            assert refused.status_code == 409 and "DONE" in refused.json()["detail"]["reason"]
+            assert (await svc.http.post("/jobs/nope/retry")).status_code == 404
+            assert (await svc.http.get("/jobs/nope/events")).status_code == 404
+
+            # The stream of a gated job: each status, ending with the final one.
+            gated = (await svc.http.post("/jobs/gated")).json()["id"]
+            answers: list[httpx.Response] = []
+
+            async def follow() -> None:
+                answers.append(await svc.http.get(f"/jobs/{gated}/events"))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(follow)
+                await svc.gate.started.wait()
+                svc.gate.open.set()
+            (answer,) = answers
+            assert answer.status_code == 200
+            assert answer.headers["content-type"].startswith("text/event-stream")
+            events = [block for block in answer.text.split("\n\n") if block.strip()]
+            statuses = []
+            for block in events:
+                kind, data = block.split("\n")
+                assert kind == "event: status"
+                view = json.loads(data.removeprefix("data: "))
+                assert view["id"] == gated
+                statuses.append(view["status"])
+            assert statuses[-1] == "done"
+            assert len(statuses) == len(set(statuses))

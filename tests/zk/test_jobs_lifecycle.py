@@ -17,6 +17,7 @@ import aiocoord
 from aiocoord import JobCancelled, JobFailed, JobStatus, NoNodeError
 from aiocoord.scheduler._records import decode_job, encode_job_record
 from aiocoord.testing import ZooKeeperServer
+from tests.helpers import bucketed_ids
 from tests.zk._jobs_lab import LAYOUT, ROOT, Lab, fake_worker, lab
 
 pytestmark = pytest.mark.anyio
@@ -124,7 +125,7 @@ async def test_cancel_in_each_state(zk_server: ZooKeeperServer, zk_chroot: str) 
 async def _queued(it: Lab) -> list[str]:
     """Job ids still in ``jobs/`` or a worker's queue."""
     client = it.coord.client
-    found = list(await client.children(LAYOUT.jobs))
+    found = await bucketed_ids(client, LAYOUT.jobs)
     for queue in await client.children(LAYOUT.assignments):
         found += await client.children(LAYOUT.queue(queue))
     return found

@@ -12,6 +12,7 @@ import pytest
 
 from aiocoord import Backoff, JobConflict, JobFailed, JobStatus, NoNodeError, Scheduler
 from aiocoord.testing import ZooKeeperServer
+from tests.helpers import bucketed_ids
 from tests.zk._jobs_lab import LAYOUT, lab
 
 pytestmark = pytest.mark.anyio
@@ -217,8 +218,8 @@ async def test_bad_input_is_refused_and_writes_nothing(
             assert sched.result_schema("boom")["type"] == "integer"
             with pytest.raises(KeyError):
                 sched.payload_schema("nope")
-            assert await it.coord.client.children(LAYOUT.jobs) == []
-            assert await it.coord.client.children(LAYOUT.results) == []
+            assert await bucketed_ids(it.coord.client, LAYOUT.jobs) == []
+            assert await bucketed_ids(it.coord.client, LAYOUT.results) == []
             # The same id with another payload is a conflict; with the same one, a no-op.
             when = datetime.now().astimezone() + timedelta(minutes=5)
             await sched.submit("step", {"key": "a"}, job_id="same", run_at=when)
@@ -228,7 +229,7 @@ async def test_bad_input_is_refused_and_writes_nothing(
             assert isinstance(conflict.value, ValueError)
             with pytest.raises(JobConflict):
                 await sched.submit("boom", {"message": "a"}, job_id="same")
-            assert await it.coord.client.children(LAYOUT.jobs) == ["same"]
+            assert await bucketed_ids(it.coord.client, LAYOUT.jobs) == ["same"]
             assert (await sched.info("same")).status is JobStatus.SCHEDULED
             with pytest.raises(NoNodeError):
                 await sched.info("unknown")

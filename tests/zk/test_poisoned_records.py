@@ -30,6 +30,7 @@ from aiocoord import (
     task_leadership,
 )
 from aiocoord.scheduler import Scheduler
+from aiocoord.scheduler._layout import JobsLayout
 from aiocoord.testing import ZooKeeperServer
 from aiocoord.zk.paths import join
 from tests.zk.test_bad_input import unchanged
@@ -104,24 +105,27 @@ async def test_a_poisoned_job_fails_alone_and_the_assigner_carries_on(
         "surrogate": _record(job, payload='{"text": "\\ud800"}'),
         "digits": _record(job, payload="9" * 5000),
     }
+    layout = JobsLayout(root)
     for name, data in poisons.items():
-        await raw.client.create(join(root, "jobs", name), data)
+        await raw.client.ensure_path(layout.job_bucket(name), mode=CreateMode.PERSISTENT)
+        await raw.client.create(layout.job(name), data)
     bogus = {"v": 1, "id": "bogus", "capacity": 100, "jobs": ["echo"]}
     await raw.client.create(join(root, "workers", "bogus"), _record(bogus, jobs=DEEP))
     result = {"v": 1, "name": "echo", "worker": "w", "status": "done", "value": "x"}
-    await raw.client.create(join(root, "results", "poisoned"), _record(result, finished=HUGE))
+    await raw.client.ensure_path(layout.result_bucket("poisoned"), mode=CreateMode.PERSISTENT)
+    await raw.client.create(layout.result("poisoned"), _record(result, finished=HUGE))
     with anyio.fail_after(30):
         async with sched.worker(capacity=2) as worker:
             for name in poisons:
                 with pytest.raises(JobFailed) as info:
                     await sched.result(name)
                 assert info.value.type == "NodeDataError"
-                assert await raw.client.exists(join(root, "jobs", name)) is None
+                assert await raw.client.exists(layout.job(name)) is None
             assert await sched.result(await sched.submit("echo", {"text": "ok"})) == "ok"
             assert worker.is_assigner
         with pytest.raises(NodeDataError) as bad:
             await sched.result("poisoned")
-        assert bad.value.path == "/jobs/results/poisoned"
+        assert bad.value.path == JobsLayout("/jobs").result("poisoned")
 
 
 async def test_a_poisoned_lock_record_is_refused_before_acquiring(

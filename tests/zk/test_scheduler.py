@@ -60,7 +60,7 @@ from aiocoord.scheduler._records import (
 from aiocoord.scheduler._state import Assign, AssignerState, Fetch, Fetched, Outcome, Resolve
 from aiocoord.scheduler._strategies import strategy_from
 from aiocoord.testing import ZooKeeperServer, expire_session
-from tests.helpers import eventually
+from tests.helpers import bucketed_ids, eventually
 
 ROOT = "/sched"
 LAYOUT = JobsLayout(ROOT)
@@ -427,7 +427,7 @@ async def children(coord: aiocoord.Coordinator, path: str) -> list[str]:
 
 async def left_behind(coord: aiocoord.Coordinator) -> list[str]:
     """Pending jobs and assignments still on the server."""
-    out = [f"jobs/{j}" for j in await children(coord, LAYOUT.jobs)]
+    out = [f"jobs/{j}" for j in await bucketed_ids(coord.client, LAYOUT.jobs)]
     for queue in await children(coord, LAYOUT.assignments):
         out += [f"assignments/{queue}/{j}" for j in await children(coord, LAYOUT.queue(queue))]
     return out
@@ -624,7 +624,7 @@ async def test_same_job_id_twice_runs_once(zk_server: ZooKeeperServer, zk_chroot
             assert await client.sched.submit("square", {"n": 3}, job_id="order-1") == "order-1"
             with pytest.raises(JobConflict, match="order-1"):
                 await client.sched.submit("square", {"n": 4}, job_id="order-1")
-            assert await children(client.coord, LAYOUT.jobs) == ["order-1"]
+            assert await bucketed_ids(client.coord.client, LAYOUT.jobs) == ["order-1"]
             assert await client.sched.status("order-1") is JobStatus.PENDING
             w = await f.member("w", capacity=4, behave=gated)
             assert await client.sched.result("order-1") == 9
@@ -719,6 +719,7 @@ async def test_corrupt_nodes_fail_only_their_job(
             client = await f.member("client")
             zk = client.coord.client
             await zk.create(LAYOUT.worker("bogus"), b"\x00garbage", mode=CreateMode.EPHEMERAL)
+            await zk.ensure_path(LAYOUT.job_bucket("bad-job"), mode=CreateMode.PERSISTENT)
             await zk.create(LAYOUT.job("bad-job"), b"{not json")
             with pytest.raises(JobFailed) as info:
                 await client.sched.result("bad-job")
@@ -727,6 +728,7 @@ async def test_corrupt_nodes_fail_only_their_job(
             with pytest.raises(JobFailed) as info:
                 await client.sched.result("bad-assignment")
             assert info.value.type == "NodeDataError"
+            await zk.ensure_path(LAYOUT.result_bucket("bad-result"), mode=CreateMode.PERSISTENT)
             await zk.create(LAYOUT.result("bad-result"), b"[]")
             with pytest.raises(NodeDataError):
                 await client.sched.result("bad-result")
@@ -793,7 +795,7 @@ async def test_leaving_with_drain_timeout_zero_hands_jobs_back(
                 await eventually(lambda: _true(len(quitter.runs) == 3))
                 leave.set()
             assert sorted(quitter.cancelled) == [0, 1, 2]
-            assert await children(client.coord, LAYOUT.jobs) == sorted(ids)  # pending again
+            assert await bucketed_ids(client.coord.client, LAYOUT.jobs) == sorted(ids)  # pending
             assert [await client.sched.status(j) for j in ids] == [JobStatus.PENDING] * 3
             await f.member("helper", capacity=4)
             assert await results(client.sched, ids) == [0, 1, 4]
