@@ -295,16 +295,35 @@ def _overlaps(camp: _Campaign, res: str, terms: list[Term], params: Params, repo
     for b in terms:  # sorted by start
         active = [a for a in active if a.end > b.start]
         rivals = [a for a in active if res != "rw" or "write" in (a.role, b.role)]
-        for a in rivals[: max(0, len(rivals) - limit + 1)]:
-            until = min(a.end, b.end)
-            length = until - b.start
-            if camp.frozen_during((a.proc, b.proc), b.start, until, params.wake_bound):
-                report.excused.append(Overlap(res, a.id, b.id, b.start, length, "frozen"))
-            elif any(camp.expired_under(t, b.start, params.expiry_bound) for t in (a, b)):
-                report.expiry_races.append(Overlap(res, a.id, b.id, b.start, length, "expired"))
-            else:
-                report.overlaps.append(Overlap(res, a.id, b.id, b.start, length))
+        if limit == 1:
+            for a in rivals:  # each one held beside b
+                _overlap(camp, res, a, b, params, report)
+        elif len(rivals) >= limit:
+            # One lease too many: any rival that was frozen or expired by force explains it
+            # (its lease node went while it still believed it held); else the oldest is blamed.
+            explains = [a for a in rivals if _excuse(camp, a, b, params) is not None]
+            _overlap(camp, res, (explains or rivals)[0], b, params, report)
         active.append(b)
+
+
+def _excuse(camp: _Campaign, a: Term, b: Term, params: Params) -> str | None:
+    """Why terms `a` and `b` of one resource may run at once: "frozen", "expired" or None."""
+    if camp.frozen_during((a.proc, b.proc), b.start, min(a.end, b.end), params.wake_bound):
+        return "frozen"
+    if any(camp.expired_under(t, b.start, params.expiry_bound) for t in (a, b)):
+        return "expired"
+    return None
+
+
+def _overlap(camp: _Campaign, res: str, a: Term, b: Term, params: Params, report: Report) -> None:
+    length = min(a.end, b.end) - b.start
+    why = _excuse(camp, a, b, params)
+    if why == "frozen":
+        report.excused.append(Overlap(res, a.id, b.id, b.start, length, "frozen"))
+    elif why == "expired":
+        report.expiry_races.append(Overlap(res, a.id, b.id, b.start, length, "expired"))
+    else:
+        report.overlaps.append(Overlap(res, a.id, b.id, b.start, length))
 
 
 def _token_order(

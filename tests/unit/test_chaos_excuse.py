@@ -162,3 +162,29 @@ def test_a_scheduled_time_run_twice() -> None:
     assert report.firings == 3
     assert report.double_firings == [(1_000_001.0, ["p1.1.0", "p2.1.5"])]
     assert not report.ok and "CRON TIME RAN TWICE" in report.format()
+
+
+def lease(log: Log, p: str, start: float, end: float, tok: int) -> None:
+    log.n += 1
+    tid = f"{p}.0.{log.n}"
+    log.add("term", start, p=p, inc=0, id=tid, role="sem", res="sem", tok=tok)
+    log.add("end", end, p=p, inc=0, id=tid, why="cancelled")
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+def test_one_lease_too_many_is_excused_by_whichever_holder_was_frozen(frozen: bool) -> None:
+    """Three leases of two at once: the frozen holder explains it, even when it is not the
+    oldest (the oldest was blamed alone before, and the overlap counted as a violation)."""
+    log = Log().start("p1", "p2", "p3")
+    log.records[0]["sem_leases"] = 2
+    lease(log, "p2", 1.0, 10.0, 10)  # never frozen
+    lease(log, "p1", 2.0, 12.0, 20)
+    if frozen:
+        log.sigstop("p1", 3.0, 11.5)  # its lease node went with its session meanwhile
+    lease(log, "p3", 4.0, 6.0, 30)
+    report = log.check()
+    if frozen:
+        assert report.ok and not report.overlaps and len(report.excused) == 1
+        assert report.excused[0].first == "p1.0.2"
+    else:
+        assert not report.ok and len(report.overlaps) == 1
