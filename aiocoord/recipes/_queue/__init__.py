@@ -97,3 +97,6 @@ from ._table import may_take as may_take
 from ._table import reader as reader
 from ._waiter import USABLE as USABLE
 from ._waiter import Waiter as Waiter
+from ._waiter import connected_by as connected_by
+from ._waiter import fired_by as fired_by
+from ._waiter import grantable as grantable

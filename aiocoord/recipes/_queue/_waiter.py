@@ -23,7 +23,7 @@ from ...zk.states import ConnectionState
 from ._nodes import CreatedNode, EarlyListing, OurNode
 from ._table import CuratorNames, Gone, Granted, Ordering, Rule, Wait, decide, may_take
 
-__all__ = ("USABLE", "Waiter")
+__all__ = ("USABLE", "Waiter", "fired_by", "grantable", "connected_by")
 
 USABLE: Final = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 
@@ -122,7 +122,7 @@ class Waiter(OurNode):
         early = EarlyListing()
         watch.add_callback(lambda event: self._list_early(event, early))
         try:
-            if not await self._until(watch, deadline):
+            if not await fired_by(watch, deadline):
                 return False
         finally:
             self.client.remove_watch(watch)  # a wait given up: no notification comes later
@@ -137,17 +137,8 @@ class Waiter(OurNode):
 
     def _grantable(self, node: CreatedNode) -> bool:
         """Synchronous, so that nothing changes between this check and taking the right."""
-        connected = self.coord.state in USABLE
-        sid = self.coord.session_id
-        if may_take(owner=node.owner, session_id=sid, connected=connected, node_gone=False):
+        if grantable(self.coord, node):
             self.predecessor = None
-            return True
-        return False
-
-    async def _until(self, watch: Watch, deadline: float | None) -> bool:
-        """Wait for `watch` to fire; False if `deadline` passed first."""
-        with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
-            await watch.wait()
             return True
         return False
 
@@ -168,14 +159,37 @@ class Waiter(OurNode):
         return False
 
     async def _until_connected(self, deadline: float | None) -> bool | None:
-        with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
-            await self.coord.wait_connected()
-            await anyio.lowlevel.checkpoint()  # never a busy loop, whatever the requests do
-            return None
-        return False
+        return None if await connected_by(self.coord, deadline) else False
 
     async def _create(self) -> CreatedNode:
         """Create our node at the tail (after deleting what an interrupted create left)."""
         node = await self.create(self.name, self.data)
         self.log.debug("%s %s: queued as %s", self.recipe, self.path, node.name)
         return node
+
+
+def grantable(coord: Coordinator, node: CreatedNode) -> bool:
+    """May a right be taken on `node` now: connected for writing, `node` of this session.
+
+    Synchronous, so that nothing changes between this check and taking the right.
+    """
+    connected = coord.state in USABLE
+    sid = coord.session_id
+    return may_take(owner=node.owner, session_id=sid, connected=connected, node_gone=False)
+
+
+async def fired_by(watch: Watch, deadline: float | None) -> bool:
+    """Wait for `watch` to fire; False if `deadline` (anyio's clock) passed first."""
+    with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
+        await watch.wait()
+        return True
+    return False
+
+
+async def connected_by(coord: Coordinator, deadline: float | None) -> bool:
+    """Wait until `coord` is connected; False if `deadline` (anyio's clock) passed first."""
+    with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
+        await coord.wait_connected()
+        await anyio.lowlevel.checkpoint()  # never a busy loop, whatever the requests do
+        return True
+    return False

@@ -20,6 +20,7 @@ asks for either again gets `RuntimeError` (no upgrade, no downgrade).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from ..._checks import check_coordinator
 from ...session import Coordinator
@@ -28,6 +29,8 @@ from .._queue import READ_WRITE, WRITE_MARKER, first, reader
 from ._mutex import Mutex, MutexParticipant
 
 __all__ = ("ReadLock", "ReadWriteLock", "WriteLock")
+
+_L = TypeVar("_L", bound=Mutex)
 
 
 def _goes(names: Sequence[str], index: int) -> bool:
@@ -99,18 +102,14 @@ class ReadWriteLock:
 
     def read_lock(self) -> ReadLock:
         """A new `ReadLock` on this path (each task that reads takes its own)."""
-        return ReadLock(
-            self._coord,
-            self._path,
-            participant_id=self._id,
-            lose_on_suspend=self._lose_on_suspend,
-            timeout=self._timeout,
-            revocable=self._revocable,
-        )
+        return self._lock(ReadLock)
 
     def write_lock(self) -> WriteLock:
         """A new `WriteLock` on this path."""
-        return WriteLock(
+        return self._lock(WriteLock)
+
+    def _lock(self, kind: type[_L]) -> _L:
+        return kind(
             self._coord,
             self._path,
             participant_id=self._id,

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import weakref
 from collections import Counter
 from types import TracebackType
@@ -60,12 +59,14 @@ from .._queue import (
     LEASE,
     LOCK,
     USABLE,
-    CreatedNode,
     OurNode,
     Waiter,
     check_participant_id,
+    connected_by,
     default_participant_id,
+    fired_by,
     first,
+    grantable,
     may_take,
     read_queue,
 )
@@ -310,38 +311,24 @@ class Semaphore:
                         lease.node = None
                         return None
                     if len(names) <= self._max:
-                        if self._grantable(node):
+                        if grantable(self._coord, node):
                             return True
-                        if not await self._until_connected(deadline):
+                        if not await connected_by(self._coord, deadline):
                             return False
                         continue
-                    with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
-                        await watch.wait()
-                    if not watch.fired:
+                    if not await fired_by(watch, deadline):
                         return False
                 finally:
                     self._client.remove_watch(watch)
             except NoNodeError:
                 return None
             except (ConnectionLostError, TimeoutError):
-                if not await self._until_connected(deadline):
+                if not await connected_by(self._coord, deadline):
                     return False
 
     def _ours(self, inner: Waiter) -> bool:
         node = inner.node
         return node is not None and node.owner == self._coord.session_id
-
-    def _grantable(self, node: CreatedNode) -> bool:
-        connected = self._coord.state in USABLE
-        sid = self._coord.session_id
-        return may_take(owner=node.owner, session_id=sid, connected=connected, node_gone=False)
-
-    async def _until_connected(self, deadline: float | None) -> bool:
-        with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
-            await self._coord.wait_connected()
-            await anyio.lowlevel.checkpoint()  # never a busy loop, whatever the requests do
-            return True
-        return False
 
     # --- async with --------------------------------------------------------------------------
 
