@@ -122,6 +122,28 @@ async def test_never_more_than_n_holders_and_every_contender_gets_its_turns(
             assert await leftovers(coords[0], path) == []
 
 
+async def test_a_contender_past_n_waits_until_a_holder_releases(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """Two leases of two held: a third is refused for as long as they hold, then granted."""
+    path = "/sem/third"
+    with anyio.fail_after(30):
+        async with sessions(zk_server.connect_string, zk_chroot, 3) as coords:
+            sems = [
+                Semaphore(coord, path, max_leases=2, participant_id=f"c{i}")
+                for i, coord in enumerate(coords)
+            ]
+            first, second = await sems[0].acquire(timeout=5), await sems[1].acquire(timeout=5)
+            assert first is not None and second is not None
+            assert await sems[2].acquire(timeout=0.5) is None
+            await first.release()
+            third = await sems[2].acquire(timeout=5)
+            assert third is not None
+            await second.release()
+            await third.release()
+            assert await leftovers(coords[0], path) == []
+
+
 async def test_acquire_returns_none_past_its_timeout_and_leaves_no_node(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:
