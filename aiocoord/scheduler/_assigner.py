@@ -69,6 +69,7 @@ from ._records import JobsLayout, decode_job, decode_worker
 from ._state import Assign, AssignerState, Fetch, Fetched, Outcome, Resolve
 from ._strategies import Strategy
 from ._sweep import sweep_results
+from ._upgrade import is_flat, move_flat, move_flat_job, move_flat_result
 
 __all__ = ("Assigner",)
 
@@ -105,6 +106,7 @@ class Assigner:
         """Reconcile, then assign as events come, until cancelled (or the coordinator closes)."""
         await ensure_layout(self._client, self._layout)
         await ensure_all_buckets(self._client, self._layout)  # a few transactions, once
+        await move_flat(self._client, self._layout, self._retention)  # jobs of before buckets
         async with self._client.watch(self._layout.root, recursive=True) as watch:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -203,6 +205,8 @@ class Assigner:
             elif kind is EventType.DATA_CHANGED:  # rewritten by a move-back: read it again
                 state.job_deleted(parts[2])
                 state.job_created(parts[2], priority)
+        elif len(parts) == 2 and parts[0] in ("jobs", "results") and created:
+            self._move_flat(parts[0], parts[1])  # written by a client of before buckets
         elif len(parts) == 2 and parts[0] == "workers":
             if created or kind is EventType.DATA_CHANGED:
                 self._load_worker(parts[1])
@@ -400,6 +404,22 @@ class Assigner:
             run = True
         self.state.resolved(job_id, run=run)
         self._pump()
+
+    def _move_flat(self, folder: str, name: str) -> None:
+        if is_flat(folder, name):
+            self._spawn(self._move_flat_task, folder, name)
+
+    async def _move_flat_task(self, folder: str, name: str) -> None:
+        client, layout = self._client, self._layout
+        try:
+            if folder == "jobs":
+                await move_flat_job(client, layout, name)
+            else:
+                await move_flat_result(client, layout, self._retention, name)
+        except CoordinatorClosedError:
+            raise
+        except CoordError as exc:
+            log.warning("could not move %s/%s into its bucket: %s", folder, name, exc)
 
     def _reclaim(self, worker: str) -> None:
         if worker not in self._reclaiming:
