@@ -43,6 +43,7 @@ from .._lifecycle import Lifecycle, Service
 from .._records import show
 from ..errors import (
     ConfigError,
+    ConnectionLostError,
     CoordError,
     CoordinatorClosedError,
     NotEmptyError,
@@ -333,17 +334,31 @@ class JobWorker(Service):
     # --- the assigner election ---------------------------------------------------------------
 
     async def _assign_loop(self) -> None:
-        """Stand for the assigner while the worker lives: each term runs `_lead`."""
-        selector = leader_selector(
-            self._coord,
-            self._layout.assigner,
-            self._lead,
-            participant_id=self._base,
-            backoff=0.1,
-            max_backoff=2.0,
-        )
-        async with selector:
-            await anyio.sleep_forever()
+        """Stand for the assigner while the worker lives: each term runs `_lead`.
+
+        Joining the election needs ZooKeeper within the request timeout; a
+        join that cannot complete (`ConnectionLostError`) is tried again once
+        connected, while the worker goes on serving its queue.  Ends only by
+        cancellation (the worker leaving) or the coordinator closing.
+        """
+        pause = 0.1
+        while True:
+            selector = leader_selector(
+                self._coord,
+                self._layout.assigner,
+                self._lead,
+                participant_id=self._base,
+                backoff=0.1,
+                max_backoff=2.0,
+            )
+            try:
+                async with selector:
+                    await anyio.sleep_forever()
+            except ConnectionLostError as exc:
+                log.info("worker %s: standing for the assigner again: %s", self._base, exc)
+            await self._coord.wait_connected()
+            await anyio.sleep(pause)
+            pause = min(pause * 2, 2.0)
 
     async def _lead(self, term: LeadershipTerm) -> None:
         """One assigner term: a new `Assigner` reconciles (queues, workers, due times) and runs.

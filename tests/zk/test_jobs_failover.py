@@ -216,3 +216,47 @@ async def test_pending_jobs_keep_moving_when_the_assigner_is_killed(
                     assert await bucketed_ids(coord.client, f"{ROOT}/jobs") == []
                     for job_id in before + after:
                         assert (await client.info(job_id)).status is JobStatus.DONE
+
+
+async def test_a_worker_whose_assigner_join_times_out_stands_again(
+    zk_server: ZooKeeperServer, zk_chroot: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A join of the assigner election that runs out of time does not close the worker.
+
+    The election's join raises `ConnectionLostError` when ZooKeeper stays away
+    past the request timeout (seen in the fault campaign: the worker closed,
+    its registration stayed, and the jobs given to it waited for ever).  The
+    first join here fails that way; the worker must stand again and assign.
+    """
+    from aiocoord import ConnectionLostError
+    from aiocoord.scheduler import _worker
+
+    real = _worker.leader_selector
+    calls = 0
+
+    class _Timeout:
+        async def __aenter__(self) -> None:
+            raise ConnectionLostError("leader latch /jobs/assigner: could not join after 3.00s")
+
+        async def __aexit__(self, *exc: object) -> None:
+            return None
+
+    def flaky(*args: object, **kwargs: object) -> object:
+        nonlocal calls
+        calls += 1
+        return _Timeout() if calls == 1 else real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_worker, "leader_selector", flaky)
+    async with aiocoord.connect(zk_server.connect_string, namespace=zk_chroot) as coord:
+        sched = Scheduler(coord, ROOT)
+
+        @sched.job("echo")
+        async def echo(n: int) -> int:
+            return n
+
+        with anyio.fail_after(30):
+            async with sched.worker(capacity=2) as worker:
+                job_id = await sched.submit("echo", {"n": 7})
+                assert await sched.result(job_id) == 7
+                assert worker.is_assigner
+    assert calls == 2
