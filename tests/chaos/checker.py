@@ -53,7 +53,9 @@ every process pause, and returns a `Report`.  Violations (each must be 0):
   once (the cron job is not ``retry_interrupted``, so every scheduled time is
   claimed once, by a CAS on the job's record, and runs at most once).
 - **missed windows**: a window that had to run and did not: no fault whose
-  effects could reach it (see `_blocked`), and some participant connected
+  effects could reach it (see `_blocked`), no run of an earlier window held
+  the lock during it (`once_per` never waits: its callers skip a window a
+  late run of the previous one holds), and some participant connected
   throughout it.
 - **lost jobs**: a submitted job with neither a result seen by its client nor
   a final status DONE/FAILED.
@@ -190,6 +192,7 @@ class _Campaign:
                     why,
                     r.get("win"),
                     outcomes.get(r["id"]),
+                    r.get("asked"),
                 )
             )
         terms.sort(key=lambda t: (t.start, t.id))
@@ -386,10 +389,19 @@ def _windows(camp: _Campaign, runs: list[Term], params: Params, report: Report) 
     first = float(phase["t"]) + 2.0  # participants settle in
     last = camp.end
     blocked = camp.blocked(params)
+    # once_per never waits: while a run of an earlier window holds the lock (from its
+    # caller's entry, an upper bound of its CAS, to its end), callers skip their window.
+    late = [
+        (float(t.asked), t.end, _window_index(float(t.win), interval))
+        for t in runs
+        if t.asked is not None and t.win is not None
+    ]
     k = math.ceil((first + offset) / interval)
     while (k + 1) * interval - offset <= last:
         a, b = k * interval - offset, (k + 1) * interval - offset
-        quiet = all(end < a or start > b for start, end in blocked)
+        quiet = all(end < a or start > b for start, end in blocked) and not any(
+            j < k and start <= b and end >= a for start, end, j in late
+        )
         if quiet and _someone_connected(camp, a, b):
             report.owed_windows += 1
             ran = [t for t in by_window.get(k, []) if t.outcome == "ok" or t.why == "exit"]

@@ -51,6 +51,7 @@ class Term:
     why: str | None = None
     win: float | None = None
     outcome: str | None = None
+    asked: float | None = None  # once_per: when the caller entered (the lock may be held since)
 
     @property
     def proc(self) -> tuple[str, int]:

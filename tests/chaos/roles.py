@@ -288,6 +288,7 @@ async def once_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
     async def body() -> None:
         ids: list[str] = []
         outcome = "cancelled"
+        asked = time.monotonic()  # the lock may be held from here: see the checker's windows
         try:
             async with once_per(
                 coord, ONCE, ONCE_INTERVAL, owner=owner, lease=LEASE, skew=SKEW
@@ -296,7 +297,14 @@ async def once_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
                     win = slot.window.timestamp()
                     duration = rng.uniform(0.05, 0.2)
                     await ctx.hold(
-                        "once", "once", slot.token, rng, duration=duration, ids=ids, win=win
+                        "once",
+                        "once",
+                        slot.token,
+                        rng,
+                        duration=duration,
+                        ids=ids,
+                        win=win,
+                        asked=asked,
                     )
             outcome = "ok"
         except LockLost:

@@ -537,6 +537,13 @@ def test_once_per_window_owed_and_missed() -> None:
     log.fault("stop_long", 1.0, 4.5, p="p2")  # until 1.0 + 4.5, as p2 wrote nothing since
     assert log.stop(10.0).check().missed_windows == [w + 6, w + 7, w + 8, w + 9]
 
+    # once_per never waits: a late run of window 4, entered in it and running into 5,
+    # holds the lock through window 5, whose callers skip it.  Window 6 is still owed.
+    log = Log(roles="once").start("p1")
+    late = log.term("p1", 5.3, 5.4, 14, res="once", why="exit", win=WALL + 4, asked=4.5)
+    log.add("outcome", 5.5, p="p1", inc=0, id=late, res="ok")
+    assert log.stop(8.0).check().missed_windows == [w + 2, w + 3, w + 6, w + 7]
+
     # No participant connected throughout: nothing is owed.
     log = Log(roles="once").start("p1")
     log.add("conn", 3.5, p="p1", inc=0, state="SUSPENDED")
