@@ -195,10 +195,14 @@ class Lifecycle:
         self._ended = anyio.Event()
 
     def _request_stop(self) -> None:
+        setting_up = self.phase is Phase.STARTING
         if self.phase in (Phase.STARTING, Phase.RUNNING):
             self.phase = Phase.CLOSING
         self._stop.set()
-        self._setup_scope.cancel()  # a no-op once the setup is done
+        if setting_up:
+            # Only while setting up: anyio's cancel() formats the calling task's repr,
+            # which a latch pays on every leave (its successor waits on that delete).
+            self._setup_scope.cancel()
 
     async def _wait_ended(self) -> None:
         """Wait for the owner's end, even through cancellation; then re-raise that."""

@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 
 import aiocoord
+from aiocoord.zk._wire import OpCode
 
 __all__ = (
     "Costs",
@@ -77,34 +78,25 @@ class Costs:
 
 
 def instrument(coord: aiocoord.Coordinator, costs: Costs) -> None:
-    """Count the requests `coord` sends, the notifications it receives and its lost CAS writes."""
+    """Count the requests `coord` sends, the notifications it receives and its lost CAS writes.
+
+    Requests are counted where every one is queued on the connection (pings
+    left out), so those sent without awaiting (a removeWatches, a cache's
+    re-read) count too; a connection made after this call is not counted.
+    """
     session: Any = coord.client._session
-    sender: Any = coord.client._sender
-    for name in ("fetch", "fetch_packet"):  # `call` sends through `fetch`
-        original = getattr(sender, name)
+    conn: Any = session.connection
+    if conn is not None:
+        queue = conn.queue
 
-        def counted(*args: Any, _original: Any = original, **kwargs: Any) -> Awaitable[Any]:
-            costs.requests += 1
-            result: Awaitable[Any] = _original(*args, **kwargs)
-            return result
+        def counted_queue(
+            packet: bytes, xid: int, opcode: OpCode, *args: Any, **kwargs: Any
+        ) -> Any:
+            costs.requests += opcode is not OpCode.PING
+            return queue(packet, xid, opcode, *args, **kwargs)
 
-        setattr(sender, name, counted)
-    pipelined = sender.fetch_pipelined
-
-    def counted_pipelined(requests: list[Any], **kwargs: Any) -> Awaitable[Any]:
-        costs.requests += len(requests)
-        result: Awaitable[Any] = pipelined(requests, **kwargs)
-        return result
-
-    sender.fetch_pipelined = counted_pipelined
+        conn.queue = counted_queue
     client: Any = coord.client
-    children_now = client.children_now
-
-    def counted_children_now(*args: Any, **kwargs: Any) -> Any:
-        costs.requests += 1
-        return children_now(*args, **kwargs)
-
-    client.children_now = counted_children_now
     set_and_get = client.set_and_get
 
     async def counted_set_and_get(*args: Any, **kwargs: Any) -> Any:

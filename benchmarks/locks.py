@@ -191,11 +191,15 @@ def measure_costs(
 
 
 def report_costs(measured: list[tuple[Costs, Counts]], seconds: float) -> str:
-    lines = [f"{'K':>3} {'acq/s':>7} {'jain':>6} {'requests/acq':>13} {'notifications/acq':>18}"]
+    lines = [
+        f"{'K':>3} {'acq/s':>7} {'jain':>6} {'requests/acq':>13} {'notifications/acq':>18} "
+        f"{'waking one':>11}"
+    ]
     for costs, counts in measured:
         lines.append(
             f"{costs.contenders:>3} {sum(counts) / seconds:7.0f} {jain(counts):6.3f} "
-            f"{costs.per(costs.requests):13.2f} {costs.per(costs.notifications):18.2f}"
+            f"{costs.per(costs.requests):13.2f} {costs.per(costs.notifications):18.2f} "
+            f"{costs.per(costs.woken):11.2f}"
         )
     return "\n".join(lines)
 

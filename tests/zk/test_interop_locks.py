@@ -35,7 +35,7 @@ from aiocoord import (
 )
 from aiocoord.testing import ZooKeeperServer
 from benchmarks.mutex_peers import JARS
-from tests.helpers import compile_java
+from tests.helpers import compile_java, eventually
 
 pytestmark = pytest.mark.anyio
 
@@ -223,6 +223,12 @@ async def test_curator_read_write_lock_and_aiocoord_share_one_lock(
             writer = rw.write_lock()
             assert await writer.acquire(timeout=10)
             await javas[0].go()
+
+            async def java_queued() -> bool:
+                return len(await rw.participants()) == 2
+
+            # A JVM on a busy machine may take more than half a second to queue.
+            await eventually(java_queued, timeout=30)
             await anyio.sleep(0.5)
             assert javas[0].intervals == []
             queue = await rw.participants()

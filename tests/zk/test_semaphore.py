@@ -373,3 +373,40 @@ async def test_a_waiter_whose_session_expired_joins_again_and_gets_its_lease(
             assert got[0].is_held and got[0].token > held.token
             await got[0].release()
             assert await leftovers(observer, path) == []
+
+
+async def test_an_uncontended_lease_costs_six_requests(
+    coordinator: Coordinator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inner mutex create, listing, lease create, listing, inner mutex delete, lease delete.
+
+    The leases' listing sets a watch that a granted lease no longer needs; asking the
+    server to drop it put a seventh request ahead of the inner mutex's delete, which
+    every waiter of the semaphore queues behind.
+    """
+    from aiocoord.zk import _connection
+    from aiocoord.zk._wire import OpCode
+
+    sent: list[OpCode] = []
+    queue = _connection.Connection.queue
+
+    def counted(
+        self: _connection.Connection,
+        packet: bytes,
+        xid: int,
+        opcode: OpCode,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        sent.append(opcode)
+        return queue(self, packet, xid, opcode, *args, **kwargs)
+
+    with anyio.fail_after(20):
+        sem = semaphore(coordinator, "/s/cost", max_leases=2)
+        async with sem:  # the parents are created on the first one
+            pass
+        monkeypatch.setattr(_connection.Connection, "queue", counted)
+        async with sem:
+            pass
+        requests = [op for op in sent if op is not OpCode.PING]
+        assert len(requests) == 6, requests

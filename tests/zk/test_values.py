@@ -119,3 +119,41 @@ async def test_bad_arguments_name_themselves(coordinator: aiocoord.Coordinator) 
         atomic_long(None, "/x")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="delta"):
         await atomic_long(coordinator, "/x").add(1.5)  # type: ignore[arg-type]
+
+
+async def test_shared_count_retries_on_what_its_watch_read_while_it_waited(
+    coordinator: aiocoord.Coordinator, zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """A lost `add` retries on the newest count it knows, not on what beat it a backoff ago.
+
+    Retrying on the value the lost attempt read, when the watch has read a newer one
+    during the backoff, loses again for certain (one more fsynced write for nothing).
+    """
+    with anyio.fail_after(20):
+        async with (
+            aiocoord.connect(zk_server.connect_string, namespace=zk_chroot) as other,
+            shared_count(coordinator, "/c/r") as mine,
+            shared_count(other, "/c/r") as theirs,
+        ):
+            waits: list[int] = []
+
+            class Meanwhile:
+                """The backoff's wait, in which another writer wins again."""
+
+                async def lost(self, round_trip: float) -> None:
+                    waits.append(mine.version)
+                    if len(waits) == 1:
+                        await theirs.add(10)
+                        await eventually(lambda: at_version(mine, lambda v: v >= 2))
+
+                def won(self) -> None:
+                    pass
+
+            mine._backoff = Meanwhile()  # type: ignore[assignment]
+            # Written behind the count's back on its own session: its watch's re-read is
+            # still on its way when this returns, so the first attempt below is stale.
+            await coordinator.client.set("/c/r", (1).to_bytes(4, "big"))
+            assert mine.version == 0
+            assert await mine.add(100) == 111
+            assert mine.retries == 1, waits  # once, not twice: the retry used version 2
+            assert (await other.client.get("/c/r")).data == (111).to_bytes(4, "big")

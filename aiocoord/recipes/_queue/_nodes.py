@@ -200,7 +200,12 @@ class OurNode:
                 with contextlib.suppress(CoordError):  # `withdraw` tries again
                     await sent()
             await self.withdraw(what)
-        return not (scope.cancelled_caught and self.withdraw_later(what))
+        left = not (scope.cancelled_caught and self.withdraw_later(what))
+        if sent is not None:
+            # The delete's reply may come in the same read as the notification that wakes
+            # a successor in this process: let it take over before the rest of our teardown.
+            await anyio.lowlevel.checkpoint()
+        return left
 
     def withdraw_later(self, what: Ours | None = None) -> bool:
         """Finish the withdraw of `what` in a chore of the session; False if there is nothing

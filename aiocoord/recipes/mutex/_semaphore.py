@@ -312,6 +312,10 @@ class Semaphore:
                         return None
                     if len(names) <= self._max:
                         if grantable(self._coord, node):
+                            # Forgotten, not removed: a removeWatches would go out ahead of
+                            # the inner mutex's delete, which every waiter queues behind; the
+                            # server's side fires (ignored) at the leases' next change.
+                            self._client.forget_watch(watch)
                             return True
                         if not await connected_by(self._coord, deadline):
                             return False

@@ -157,8 +157,10 @@ class SharedCount(Service):
                 self._backoff.won()
                 return new
             self.retries += 1
-            version, data = (node.stat.version, node.data) if node is not None else (-1, b"")
             await self._backoff.lost(time.monotonic() - began)
+            # What beat us (kept by `_learn`) or what the watch read while we waited,
+            # whichever is newer: retrying on the older one would lose again for certain.
+            version, data = self._node() if node is not None else (-1, b"")
 
     def _learn(self, written: Stat | None, data: bytes, node: Node | None) -> None:
         """Keep the newest node our writes saw: what we wrote, or what beat us."""
