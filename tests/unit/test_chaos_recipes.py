@@ -38,9 +38,9 @@ def log(*events: tuple[str, float, str, dict[str, Any]], end: float = 20.0) -> l
         {"k": "phase", "t": 0.0, "name": "faults", "wall": 1_000_000.0},
         {"k": "phase", "t": end, "name": "stop", "wall": 1_000_000.0 + end},
     ]
-    for p, inc in PROCS:
-        records.append({"k": "start", "t": 0.0, "p": p, "inc": inc})
-        records.append({"k": "conn", "t": 0.1, "p": p, "inc": inc, "state": "CONNECTED"})
+    for name, number in PROCS:
+        records.append({"k": "start", "t": 0.0, "p": name, "inc": number})
+        records.append({"k": "conn", "t": 0.1, "p": name, "inc": number, "state": "CONNECTED"})
     for kind, t, who, data in events:
         record: Record = {"k": kind, "t": t, **data}
         if who:
