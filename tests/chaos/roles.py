@@ -45,7 +45,7 @@
 - ``barrier``: a `double_barrier` of `BARRIER_MEMBERS` per round, a round
   every `BARRIER_PERIOD` s of wall clock (round ``k`` at
   ``/barrier/r<k>``, so every participant agrees on it); a participant joins
-  at a random moment of the round's first 0.8 s (``bjoin``), passes
+  at a random moment of the round's first `BARRIER_JOIN` s (``bjoin``), passes
   (``bin``) or gives up (``bnot``), stays in a short while, leaves
   (``bleave``) and has left (``bout``) or gave up waiting (``bstuck``).
 
@@ -166,11 +166,14 @@ MEMBER_POLL = 0.1  # how often a member looks at its views (s)
 COUNT = "/count"
 ALONG = "/along"
 BARRIER_ROOT = "/barrier"
-BARRIER_PERIOD = 3.0  # a barrier round every this many seconds of wall clock
+BARRIER_PERIOD = 5.0  # a barrier round every this many seconds of wall clock
 BARRIER_MEMBERS = 3  # participants a round needs (of the campaign's four)
-BARRIER_JOIN = 0.8  # a participant joins within the round's first this many seconds
-BARRIER_ENTER = 1.8  # and gives up entering this many seconds into the round
-BARRIER_LEAVE = 2.8  # and gives up waiting for the others to leave then
+# A participant joins within the round's first this many seconds: spread out, so that a
+# barrier letting one in too early does it before the next one has begun to join (entering
+# takes 0.1-1.4 s on a loaded machine).
+BARRIER_JOIN = 2.5
+BARRIER_ENTER = 3.5  # and gives up entering this many seconds into the round
+BARRIER_LEAVE = 4.8  # and gives up waiting for the others to leave then
 ROLES = (
     "latch",
     "lock",
