@@ -56,12 +56,20 @@ way), so it is excused, not a violation.  Checked:
   `members` distinct participants had begun to join that round (``bjoin``,
   logged before the node is created).  No excuse: a node exists only after
   its ``bjoin``.
-- *early leaves*: a participant's ``leave()`` returned (``bout``) while
-  another that had passed ``enter()`` in that round had not begun to leave
-  (``bleave``), had not died, and had no sign that its session ended: a
-  forced expiry, a network pause or SIGSTOP past the session timeout, a
-  kill, or a connection event saying LOST or a new session, from its join
-  until a session timeout after the ``bout``.
+- *early leaves*: a participant's ``leave()`` returned (``bout``) although
+  from the moment it began to leave (``bleave``) until then some other
+  participant's node was certainly there at every instant: a node is
+  certainly there from its participant's ``bin`` (created before
+  ``enter()`` returned) until its ``bleave``, unless its process died, and
+  unless its session may have ended (a forced expiry, a network pause or
+  SIGSTOP past the session timeout, a stall past two thirds of it, a kill,
+  a connection event saying LOST or a new session, from its join until a
+  session timeout after the ``bout``): then only until a session timeout
+  before the first such sign.  A leave that only such a session end lets
+  out early is counted apart (excused).  A late arrival is not a rival: it
+  goes in at once while ``ready`` is there (``members`` is a threshold),
+  even when the others are already leaving, so its node may appear only
+  after theirs were all gone, and they rightly left then.
 """
 
 from __future__ import annotations
@@ -425,21 +433,63 @@ def _barriers(camp: _Campaign, f: RecipeFindings, members: int, timeout: float) 
                     f"{members} had begun to join"
                 )
         for proc, out in sorted(ev["bout"].items(), key=lambda x: x[1]):
-            for other, passed in ev["bin"].items():
-                if other == proc or passed >= out:
-                    continue
-                if ev["bleave"].get(other, math.inf) <= out:
-                    continue
-                if camp.deaths.get(other, math.inf) <= out:
-                    continue
-                joined = ev["bjoin"].get(other, passed)
-                if any(joined - timeout <= t <= out + timeout for t in lost.get(other, [])):
-                    f.barrier_leave_excused += 1
-                    continue
+            began = ev["bleave"].get(proc, ev["bin"].get(proc, out))
+            held, excused = _held(camp, ev, proc, began, out, lost, timeout)
+            if _covers(held, began, out):
+                shown = ", ".join(f"{p}.{i} [{a:.3f}, {b:.3f}]" for (p, i), a, b in held)
                 f.barriers_early_leave.append(
-                    f"round {k}: {proc[0]}.{proc[1]} left at {out:.3f} while "
-                    f"{other[0]}.{other[1]} (in since {passed:.3f}) had not begun to leave"
+                    f"round {k}: {proc[0]}.{proc[1]} left at {out:.3f} (leaving since "
+                    f"{began:.3f}) while a node was there throughout: {shown}"
                 )
+            elif excused and _covers(excused, began, out):
+                f.barrier_leave_excused += 1
+
+
+def _held(
+    camp: _Campaign,
+    ev: dict[str, dict[Proc, float]],
+    leaver: Proc,
+    began: float,
+    out: float,
+    lost: dict[Proc, list[float]],
+    timeout: float,
+) -> tuple[list[tuple[Proc, float, float]], list[tuple[Proc, float, float]]]:
+    """The others' nodes certainly there while `leaver` waited, and those excused.
+
+    A participant's node is certainly there from its ``bin`` until its
+    ``bleave`` (it is created before ``enter()`` returns, deleted after
+    ``leave()`` is called), unless its process died or its session may have
+    ended: then only until a session timeout before the first sign of that
+    (its node may have gone as soon as the server last heard from it).
+    Returns (certain spans, spans cut short by a session end, as they would
+    have been without it).
+    """
+    held: list[tuple[Proc, float, float]] = []
+    excused: list[tuple[Proc, float, float]] = []
+    for other, passed in ev["bin"].items():
+        if other == leaver:
+            continue
+        end = min(ev["bleave"].get(other, math.inf), camp.deaths.get(other, math.inf))
+        joined = ev["bjoin"].get(other, passed)
+        signs = [t for t in lost.get(other, []) if joined - timeout <= t <= out + timeout]
+        cut = min(end, min(signs, default=math.inf) - timeout)
+        if cut > passed:
+            held.append((other, passed, cut))
+        if cut < end and end > passed:
+            excused.append((other, passed, end))
+    return held, excused
+
+
+def _covers(spans: list[tuple[Proc, float, float]], a: float, b: float) -> bool:
+    """Whether the union of `spans` covers all of ``[a, b]``."""
+    reach = a
+    for _, t0, t1 in sorted(spans, key=lambda s: s[1]):
+        if t0 > reach:
+            return False
+        reach = max(reach, t1)
+        if reach >= b:
+            return True
+    return reach >= b
 
 
 def _session_ends(camp: _Campaign) -> dict[Proc, list[float]]:

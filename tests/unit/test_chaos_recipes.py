@@ -229,7 +229,7 @@ def test_entering_before_members_joined_is_early() -> None:
     ]
 
 
-def test_leaving_before_another_began_to_leave_is_early_unless_its_session_ended() -> None:
+def test_leaving_while_another_node_is_there_throughout_is_early_unless_its_session_ended() -> None:
     events = [
         ("bjoin", 1.0, "p1.0"),
         ("bjoin", 1.5, "p2.0"),
@@ -241,8 +241,27 @@ def test_leaving_before_another_began_to_leave_is_early_unless_its_session_ended
     ]
     report = check(barrier(*events))
     assert report.recipes.barriers_early_leave == [
-        "round 7: p1.0 left at 2.100 while p2.0 (in since 1.600) had not begun to leave"
+        "round 7: p1.0 left at 2.100 (leaving since 2.000) while a node was there throughout: "
+        "p2.0 [1.600, 2.500]"
     ]
     expired = ("fault", 1.9, "p2.0", {"kind": "expire", "target": "p2", "t0": 1.9, "t1": 1.95})
     report = check([*barrier(*events), *log(expired)[-1:]])
     assert report.recipes.barriers_early_leave == [] and report.recipes.barrier_leave_excused == 1
+
+
+def test_a_late_arrival_that_went_in_while_the_others_were_leaving_holds_nobody_back() -> None:
+    # Seed 41: p2 went in through `ready` after p1 had begun to leave; p1's node and the
+    # others' may all have been gone before p2's was made, and p1 rightly left then.
+    report = check(
+        barrier(
+            ("bjoin", 1.0, "p1.0"),
+            ("bin", 1.6, "p1.0"),
+            ("bleave", 2.0, "p1.0"),
+            ("bjoin", 1.9, "p2.0"),
+            ("bin", 2.05, "p2.0"),
+            ("bout", 2.1, "p1.0"),
+            ("bleave", 2.3, "p2.0"),
+            ("bout", 2.4, "p2.0"),
+        )
+    )
+    assert report.recipes.barriers_early_leave == [], report.format()
