@@ -38,9 +38,9 @@
   `MEMBER_POLL` s: the ids listed and whether the view was fresh);
 - ``count``: a `shared_count` on ``/count`` and an `atomic_long` on
   ``/along``, each incremented by one again and again while the
-  orchestrator allows writes (``cadd`` before the call, ``cack`` with the
-  value it returned, ``cunk`` when it raised: outcome unknown), and both
-  read every 0.1-0.3 s (``cread``, with the read's start ``t0`` and the
+  orchestrator allows writes, every 0.05-0.3 s (``cadd`` before the call,
+  ``cack`` with the value it returned, ``cunk`` when it raised: outcome
+  unknown), and both read every 0.2-0.5 s (``cread``, with the read's start ``t0`` and the
   session it was read on);
 - ``barrier``: a `double_barrier` of `BARRIER_MEMBERS` per round, a round
   every `BARRIER_PERIOD` s of wall clock (round ``k`` at
@@ -653,7 +653,7 @@ async def count_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
 
     async def bump(counter: str, add: Callable[[int], Awaitable[int]]) -> None:
         while True:
-            await anyio.sleep(rng.uniform(0.02, 0.15))
+            await anyio.sleep(rng.uniform(0.05, 0.3))  # enough to collide, not to load the machine
             if not await ctx.store.may_submit():
                 continue
             n[0] += 1
@@ -674,7 +674,7 @@ async def count_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
 
             async def reads() -> None:
                 while True:
-                    await anyio.sleep(rng.uniform(0.1, 0.3))
+                    await anyio.sleep(rng.uniform(0.2, 0.5))
                     t0, sid = time.monotonic(), coord.session_id
                     if not sc.stale:
                         ctx.log.emit("cread", c="shared", v=sc.value, t0=t0, sid=sid)
