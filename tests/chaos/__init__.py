@@ -2,8 +2,9 @@
 
 Several participant processes (`participant`, running the `roles`) use the
 leader latch, the CAS lock, the queued mutex, once_per, task leadership,
-cron, the job scheduler, a tree cache, the semaphore and the read/write lock
-against a 3-member ZooKeeper ensemble while a seeded schedule (`faults`,
+cron, the job scheduler, a tree cache, the semaphore, the read/write lock,
+a group member and a service registration, a shared count and an atomic
+long, and a double barrier against a 3-member ZooKeeper ensemble while a seeded schedule (`faults`,
 most of it aimed at whoever holds a resource at the time) cuts and pauses
 their connections,
 expires their sessions, restarts ensemble members, kills the ensemble's

@@ -54,6 +54,8 @@ from .store import FencedStore
 __all__ = ("CampaignConfig", "CampaignResult", "run_campaign")
 
 REPO = Path(__file__).resolve().parents[2]
+# The grace a membership view gets beyond the session timeout, for the checker: see Params.
+MEMBER_GRACE = 2.0
 STOP_TIMEOUT = 20.0  # a participant told to stop must be gone by then, or it hangs
 
 
@@ -248,6 +250,8 @@ class _Orchestrator:
             skew=chaos_roles.SKEW,
             once_interval=chaos_roles.ONCE_INTERVAL,
             sem_leases=chaos_roles.SEM_LEASES,
+            barrier_members=chaos_roles.BARRIER_MEMBERS,
+            member_grace=MEMBER_GRACE,
             leader_resources=self._leader_resources(),
             jobs="jobs" in cfg.roles,
         )
@@ -343,6 +347,8 @@ class _Orchestrator:
                 await walk("/")
             if "cache" in self.cfg.roles.split(","):
                 await self._dump_cache(coord)
+            if "count" in self.cfg.roles.split(","):
+                await self._dump_counters(coord)
         sessions = {
             slot.name: f"0x{info.session_id:x}"
             for slot in self.slots
@@ -374,6 +380,30 @@ class _Orchestrator:
             await client.sync(chaos_roles.CACHE_ROOT)
             await walk(chaos_roles.CACHE_ROOT)
             self.log.emit("cache_server", nodes=chaos_roles.node_states(nodes))
+
+    async def _dump_counters(self, coord: aiocoord.Coordinator) -> None:
+        """Log the counters' values after the calm phase (``counter_final``), read after a sync.
+
+        Nothing increments them any more (the participants stopped at the
+        calm phase), so each must equal its acknowledged increments, plus at
+        most those whose outcome the caller could not know.
+        """
+        client = coord.client
+        values: dict[str, int] = {}
+        with anyio.move_on_after(20):
+            for name, path, size in (
+                ("shared", chaos_roles.COUNT, 4),
+                ("long", chaos_roles.ALONG, 8),
+            ):
+                await client.sync(path)
+                try:
+                    data = (await client.get(path)).data
+                except NoNodeError:
+                    data = b""
+                values[name] = int.from_bytes(data, "big", signed=True) if data else 0
+                if data and len(data) != size:
+                    values[name] = -(2**63)  # not a counter: fails the check, visibly
+            self.log.emit("counter_final", values=values)
 
     async def _statuses(self, jobs: list[str]) -> dict[str, str]:
         deadline = time.monotonic() + 15.0

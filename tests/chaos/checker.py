@@ -76,6 +76,12 @@ every process pause, and returns a `Report`.  Violations (each must be 0):
   lock, mutex, cron job) goes without a holder for longer than
   `Params.gap_bound` (see there).
 
+- **membership, counters, double barriers**: see `recipe_checks` (live
+  members listed by every settled watcher, dead ones gone within the session
+  timeout and a grace; no counter increment lost or doubled, no value going
+  back; nobody through a barrier before its members are in, nor out before
+  all have left).
+
 Figures: faults by kind, terms by role, the longest leaderless gap, writes
 accepted and refused, excused overlaps and the longest of them.
 """
@@ -87,6 +93,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from .recipe_checks import check_recipes
 from .records import Record
 from .report import Overlap, Params, Report, Term
 
@@ -288,6 +295,7 @@ def check(records: Iterable[Record], params: Params | None = None) -> Report:
     _errors(camp, report)
     _gaps_and_liveness(camp, by_res, params, report)
     _caches(camp, report)
+    check_recipes(camp, report.recipes)
     return report
 
 

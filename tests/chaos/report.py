@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .recipe_checks import RecipeFindings
 from .records import Record
 
 __all__ = ("Overlap", "Params", "Report", "Term")
@@ -113,6 +114,7 @@ class Report:
     cache_backwards: list[str] = field(default_factory=list)  # an event older than one served
     cache_final_checked: int = 0  # final views compared with the server's
     cache_final: list[str] = field(default_factory=list)  # a final view unlike the server's
+    recipes: RecipeFindings = field(default_factory=RecipeFindings)  # membership, counters...
 
     @property
     def longest_gap(self) -> float:
@@ -134,6 +136,7 @@ class Report:
             + len(self.liveness)
             + len(self.cache_backwards)
             + len(self.cache_final)
+            + self.recipes.violations
         )
 
     @property
@@ -196,6 +199,7 @@ class Report:
             "coordination errors seen by participants: "
             + (", ".join(f"{k} {n}" for k, n in sorted(self.coord_errors.items())) or "none"),
         ]
+        lines[-1:-1] = [line for line in self.recipes.lines() if not line.startswith("  ")]
         for o in self.overlaps[:10]:
             lines.append(
                 f"  OVERLAP {o.res}: {o.first} / {o.second} at {o.start:.3f} for {o.length:.3f} s"
@@ -224,6 +228,7 @@ class Report:
             lines.append(f"  CACHE WENT BACK {text}")
         for text in self.cache_final[:10]:
             lines.append(f"  CACHE FINAL VIEW {text}")
+        lines.extend(line for line in self.recipes.lines() if line.startswith("  "))
         verdict = "OK" if self.ok else "FAILED"
         lines.append(f"verdict: {verdict} ({self.violations} violations), seed {self.seed}")
         return "\n".join(lines)

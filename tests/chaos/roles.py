@@ -31,6 +31,23 @@
   terms at once);
 - ``rw``: a read/write lock on ``/rw``, a write on every fifth turn (roles
   ``read`` and ``write``, resource ``rw``: a writer's term overlaps nobody's).
+- ``members``: a `group_member` of ``/group`` and a `service_discovery`
+  registration under ``/services/chaos``, both as ``<name>.<inc>``; it logs
+  when each is joined (``mjoin``) and left (``mleave``), and every view of
+  each that differs from the one before (``mview``, polled every
+  `MEMBER_POLL` s: the ids listed and whether the view was fresh);
+- ``count``: a `shared_count` on ``/count`` and an `atomic_long` on
+  ``/along``, each incremented by one again and again while the
+  orchestrator allows writes, every 0.05-0.3 s (``cadd`` before the call,
+  ``cack`` with the value it returned, ``cunk`` when it raised: outcome
+  unknown), and both read every 0.2-0.5 s (``cread``, with the read's start ``t0`` and the
+  session it was read on);
+- ``barrier``: a `double_barrier` of `BARRIER_MEMBERS` per round, a round
+  every `BARRIER_PERIOD` s of wall clock (round ``k`` at
+  ``/barrier/r<k>``, so every participant agrees on it); a participant joins
+  at a random moment of the round's first `BARRIER_JOIN` s (``bjoin``), passes
+  (``bin``) or gives up (``bnot``), stays in a short while, leaves
+  (``bleave``) and has left (``bout``) or gave up waiting (``bstuck``).
 
 Every term is logged when its body starts and when it ends (cancelled or
 returned), on the shared monotonic clock (see `records`).  A body first
@@ -46,6 +63,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import math
 import random
 import time
 import traceback
@@ -66,12 +84,18 @@ from aiocoord import (
     NodeExistsError,
     NoNodeError,
     ReadWriteLock,
+    ServiceInstance,
     Worker,
+    atomic_long,
     cas_lock,
+    double_barrier,
+    group_member,
     leader_latch,
     mutex,
     once_per,
     semaphore,
+    service_discovery,
+    shared_count,
     task_leadership,
     tree_cache,
 )
@@ -81,13 +105,20 @@ from .records import Writer
 from .store import StoreClient
 
 __all__ = (
+    "ALONG",
+    "BARRIER_MEMBERS",
+    "BARRIER_PERIOD",
+    "BARRIER_ROOT",
     "CACHE_ROOT",
+    "COUNT",
+    "GROUP",
     "CRON_ROOT",
     "JOBS_ROOT",
     "LATCH",
     "LEASE",
     "LOCK",
     "LOCK_LEASE",
+    "MEMBER_POLL",
     "MUTEX",
     "NAMESPACE",
     "ONCE",
@@ -97,6 +128,8 @@ __all__ = (
     "RW",
     "SEM",
     "SEM_LEASES",
+    "SERVICE",
+    "SERVICES",
     "SKEW",
     "STALL",
     "TASKS",
@@ -126,7 +159,36 @@ STALL = 0.3  # a participant that runs nothing for this long logs a stall (s)
 SEM = "/sem"
 SEM_LEASES = 2
 RW = "/rw"
-ROLES = ("latch", "lock", "mutex", "once", "tasks", "cron", "jobs", "cache", "sem", "rw")
+GROUP = "/group"
+SERVICES = "/services"
+SERVICE = "chaos"
+MEMBER_POLL = 0.1  # how often a member looks at its views (s)
+COUNT = "/count"
+ALONG = "/along"
+BARRIER_ROOT = "/barrier"
+BARRIER_PERIOD = 5.0  # a barrier round every this many seconds of wall clock
+BARRIER_MEMBERS = 3  # participants a round needs (of the campaign's four)
+# A participant joins within the round's first this many seconds: spread out, so that a
+# barrier letting one in too early does it before the next one has begun to join (entering
+# takes 0.1-1.4 s on a loaded machine).
+BARRIER_JOIN = 2.5
+BARRIER_ENTER = 3.5  # and gives up entering this many seconds into the round
+BARRIER_LEAVE = 4.8  # and gives up waiting for the others to leave then
+ROLES = (
+    "latch",
+    "lock",
+    "mutex",
+    "once",
+    "tasks",
+    "cron",
+    "jobs",
+    "cache",
+    "sem",
+    "rw",
+    "members",
+    "count",
+    "barrier",
+)
 
 Body = Callable[[], Awaitable[None]]
 
@@ -549,6 +611,132 @@ async def rw_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
     await forever(ctx, "rw", body)
 
 
+async def members_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    me = f"{ctx.name}.{ctx.inc}"
+
+    async def views(kind: str, read: Callable[[], Awaitable[tuple[list[str], bool]]]) -> None:
+        last: tuple[list[str], bool] | None = None
+        while True:
+            now = await read()
+            if now != last:
+                last = now
+                ctx.log.emit("mview", kind=kind, members=now[0], fresh=now[1])
+            await anyio.sleep(MEMBER_POLL)
+
+    async def group() -> None:
+        try:
+            async with group_member(coord, GROUP, member_id=me, data=me.encode()) as g:
+                ctx.log.emit("mjoin", kind="group")
+
+                async def read() -> tuple[list[str], bool]:
+                    return sorted(g.members()), not g.stale
+
+                await views("group", read)
+        finally:
+            ctx.log.emit("mleave", kind="group")
+
+    async def discovery() -> None:
+        instance = ServiceInstance(name=SERVICE, id=me, address="127.0.0.1", port=1)
+        try:
+            async with service_discovery(coord, SERVICES) as sd:
+                await sd.register(instance)
+                ctx.log.emit("mjoin", kind="sd")
+
+                async def read() -> tuple[list[str], bool]:
+                    found = await sd.instances(SERVICE)
+                    return sorted(i.id for i in found), not sd.stale
+
+                await views("sd", read)
+        finally:
+            ctx.log.emit("mleave", kind="sd")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(forever, ctx, "members", group)
+        tg.start_soon(forever, ctx, "members", discovery)
+
+
+async def count_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("count")
+    n = [0]
+
+    async def bump(counter: str, add: Callable[[int], Awaitable[int]]) -> None:
+        while True:
+            await anyio.sleep(rng.uniform(0.05, 0.3))  # enough to collide, not to load the machine
+            if not await ctx.store.may_submit():
+                continue
+            n[0] += 1
+            key = f"{ctx.name}.{ctx.inc}.{n[0]}"
+            t0 = time.monotonic()
+            ctx.log.emit("cadd", c=counter, n=key)
+            try:
+                value = await add(1)
+            except CoordError as exc:  # the outcome of its last write is unknown
+                ctx.log.emit("cunk", c=counter, n=key, exc=type(exc).__name__)
+                await anyio.sleep(0.1)
+                continue
+            ctx.log.emit("cack", c=counter, n=key, v=value, t0=t0, sid=coord.session_id)
+
+    async def body() -> None:
+        async with shared_count(coord, COUNT) as sc:
+            along = atomic_long(coord, ALONG)
+
+            async def reads() -> None:
+                while True:
+                    await anyio.sleep(rng.uniform(0.2, 0.5))
+                    t0, sid = time.monotonic(), coord.session_id
+                    if not sc.stale:
+                        ctx.log.emit("cread", c="shared", v=sc.value, t0=t0, sid=sid)
+                    t0, sid = time.monotonic(), coord.session_id
+                    try:
+                        value = await along.get()
+                    except CoordError:
+                        continue
+                    if coord.session_id == sid:
+                        ctx.log.emit("cread", c="long", v=value, t0=t0, sid=sid)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(bump, "shared", sc.add)
+                tg.start_soon(bump, "long", along.add)
+                tg.start_soon(reads)
+
+    await forever(ctx, "count", body)
+
+
+async def barrier_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("barrier")
+    me = f"{ctx.name}.{ctx.inc}"
+
+    async def one_round() -> None:
+        now = time.time()
+        k = math.floor(now / BARRIER_PERIOD)
+        if now - k * BARRIER_PERIOD > BARRIER_JOIN * 0.9:
+            k += 1  # too late for this one: the next
+        start = k * BARRIER_PERIOD
+        await anyio.sleep(max(0.0, start + rng.uniform(0.0, BARRIER_JOIN) - time.time()))
+        path = f"{BARRIER_ROOT}/r{k}"
+        barrier = double_barrier(coord, path, members=BARRIER_MEMBERS, participant_id=me)
+        ctx.log.emit("bjoin", r=k)
+        try:
+            passed = await barrier.enter(timeout=max(0.1, start + BARRIER_ENTER - time.time()))
+        except CoordError as exc:
+            ctx.log.emit("bnot", r=k, why=type(exc).__name__)
+            raise
+        if not passed:
+            ctx.log.emit("bnot", r=k, why="timeout")
+            return
+        ctx.log.emit("bin", r=k)
+        await anyio.sleep(rng.uniform(0.05, 0.5))
+        ctx.log.emit("bleave", r=k)
+        try:
+            out = await barrier.leave(timeout=max(0.1, start + BARRIER_LEAVE - time.time()))
+        except CoordError as exc:
+            ctx.log.emit("bstuck", r=k, why=type(exc).__name__)
+            raise
+        ctx.log.emit("bout" if out else "bstuck", r=k, why=None if out else "timeout")
+
+    await forever(ctx, "barrier", one_round)
+
+
 ROLE_FUNCS: dict[str, Callable[[aiocoord.Coordinator, Context], Coroutine[Any, Any, None]]] = {
     "latch": latch_role,
     "lock": lock_role,
@@ -560,4 +748,7 @@ ROLE_FUNCS: dict[str, Callable[[aiocoord.Coordinator, Context], Coroutine[Any, A
     "cache": cache_role,
     "sem": sem_role,
     "rw": rw_role,
+    "members": members_role,
+    "count": count_role,
+    "barrier": barrier_role,
 }

@@ -24,6 +24,9 @@ lease_no_deadline       a CAS-lock holder stops at its own lease deadline    ``c
 cache_no_resync         a cache re-reads its tree after a lost connection    ``cache._cache.TreeCache._on_state``
 semaphore_one_more      never more than max_leases holders                   ``Semaphore.__init__``
 reader_ignores_writers  a reader waits for the writers ahead of it           ``ReadLock._rule``
+membership_no_recreate  a persistent node comes back after a lost session    ``PersistentNode._create``
+counter_no_cas          a counter's add is a CAS on the version it read      ``SharedCount.add``
+barrier_enters_early    nobody passes enter() before `members` are in        ``DoubleBarrier._full``
 ======================  ===================================================  ====================================
 """
 
@@ -187,6 +190,48 @@ def _reader_ignores_writers(original: Any) -> Any:
     return staticmethod(reader)
 
 
+def _membership_no_recreate(original: Any) -> Any:
+    """The node is created once; gone with a lost session, it is not put back."""
+
+    async def _create(self: Any) -> None:
+        if getattr(self, "_mutant_created", False):
+            return
+        await original(self)
+        if self._made:
+            self._mutant_created = True
+
+    return _create
+
+
+def _counter_no_cas(original: Any) -> Any:
+    """`SharedCount.add` writes the value it computed whatever the version is now (``-1``)."""
+    codec = importlib.import_module("aiocoord.recipes.values._codec")
+
+    async def add(self: Any, delta: int) -> int:
+        _version, data = self._node()
+        new = codec.decode(data, codec.INT32, self._path) + delta
+        raw = codec.encode(new, codec.INT32, "delta")
+        stat, node, _ = await self._coord.client.set_and_get(self._path, raw, -1)
+        self._learn(stat, raw, node)
+        return int(new)
+
+    return add
+
+
+def _barrier_enters_early(original: Any) -> Any:
+    """The barrier counts one participant too many: it lets everyone in at `members` - 1."""
+
+    async def _full(self: Any) -> bool:
+        members = self._members
+        self._members = max(1, members - 1)
+        try:
+            return bool(await original(self))
+        finally:
+            self._members = members
+
+    return _full
+
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -252,6 +297,29 @@ MUTANTS: dict[str, Mutant] = {
                 "tests/zk/test_rwlock.py::test_readers_share_a_writer_waits_and_a_reader_behind_it_waits_for_it",
             ),
             _reader_ignores_writers,
+        ),
+        Mutant(
+            "membership_no_recreate",
+            "a persistent node (group member, registration) is not re-created after a lost session",
+            (("aiocoord.recipes.membership._persistent", "PersistentNode._create"),),
+            (
+                "tests/zk/test_persistent_node.py::test_ephemeral_node_comes_back_after_session_expiry",
+            ),
+            _membership_no_recreate,
+        ),
+        Mutant(
+            "counter_no_cas",
+            "a shared count's add() writes without the version it read (no CAS)",
+            (("aiocoord.recipes.values._shared_count", "SharedCount.add"),),
+            ("tests/zk/test_values.py::test_concurrent_adds_lose_nothing",),
+            _counter_no_cas,
+        ),
+        Mutant(
+            "barrier_enters_early",
+            "a double barrier lets participants in when members - 1 are in",
+            (("aiocoord.recipes.values._double_barrier", "DoubleBarrier._full"),),
+            ("tests/zk/test_barriers.py::test_double_barrier_in_together_out_together",),
+            _barrier_enters_early,
         ),
     )
 }

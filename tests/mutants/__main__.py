@@ -45,6 +45,10 @@ AIMS: dict[str, tuple[str, ...]] = {
     "ack_before_run": ("job",),
     "lease_no_deadline": ("lock",),
     "cache_no_resync": ("latch", "lock", "mutex"),  # every participant runs a cache: any will do
+    # Every participant is a member, a counter and a barrier participant: any will do.
+    "membership_no_recreate": ("latch", "lock", "mutex"),
+    "counter_no_cas": ("latch", "lock", "mutex"),
+    "barrier_enters_early": ("latch", "lock", "mutex"),
 }
 # The participant faults that can show a mutant's defect (default: every kind).  A CAS-lock
 # holder's own deadline matters only when it is cut off for longer than its lease while its
@@ -54,6 +58,8 @@ KINDS: dict[str, tuple[str, ...]] = {
     "cron_no_cas": ("stop_short", "stop_long", "net_pause_long"),
     # A cache misses changes only while it is cut off and its process runs on.
     "cache_no_resync": ("cut", "net_pause_short", "net_pause_long", "expire"),
+    # A member's node goes only with its session: expiries, and pauses past the session timeout.
+    "membership_no_recreate": ("expire", "net_pause_long", "stop_long"),
 }
 
 
@@ -101,6 +107,13 @@ def _how(report: Report) -> str:
         ("gaps", len(report.long_gaps)),
         ("cache versions back", len(report.cache_backwards)),
         ("cache final views", len(report.cache_final)),
+        ("members missing", len(report.recipes.members_missing)),
+        ("dead members listed", len(report.recipes.members_ghosts)),
+        ("counter values doubled", len(report.recipes.counters_doubled)),
+        ("counter values out of order", len(report.recipes.counters_order)),
+        ("counter finals off", len(report.recipes.counters_final)),
+        ("barrier early enters", len(report.recipes.barriers_early_enter)),
+        ("barrier early leaves", len(report.recipes.barriers_early_leave)),
     ]
     found = ", ".join(f"{n} {k}" for k, n in kinds if n)
     res = sorted({o.res for o in report.overlaps})

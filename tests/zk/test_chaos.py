@@ -650,3 +650,6 @@ def test_default_campaign() -> None:
     assert report.windows_run > seconds / 2 and report.owed_windows > 0
     assert report.jobs_submitted > seconds and report.jobs_run >= report.jobs_submitted
     assert report.firings > seconds / 2 and sum(report.aimed.values()) > 0, report.aimed
+    found = report.recipes  # membership views checked, increments acknowledged, barrier rounds
+    assert found.member_listings > 0 and min(found.counter_acked.values(), default=0) > 0
+    assert found.barrier_passes > 0 and len(found.counter_final) == 2, found.lines()

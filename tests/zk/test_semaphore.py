@@ -410,3 +410,49 @@ async def test_an_uncontended_lease_costs_six_requests(
             pass
         requests = [op for op in sent if op is not OpCode.PING]
         assert len(requests) == 6, requests
+
+
+async def test_a_session_lost_between_the_grant_and_the_block_cancels_the_block(
+    zk_server: ZooKeeperServer, zk_chroot: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lease granted on a session that is lost before the block starts is lost at once.
+
+    The grant is followed by an await (the inner mutex is left) before the
+    hold follows the connection states; a session lost meanwhile used to be
+    taken for history, and the block ran on a lease node that had gone with
+    the old session: a third holder of two leases in campaign seeds 41 and
+    51 (the participant frozen, or its session expired by force, right
+    after the grant).  Here the session is expired while the inner mutex is
+    left, and the block must be cancelled as soon as it starts.
+    """
+    semaphore_module = __import__("aiocoord.recipes.mutex._semaphore", fromlist=["Waiter"])
+    original = semaphore_module.Waiter.leave
+    async with sessions(zk_server.connect_string, zk_chroot, 1) as (coord,):
+        expired: list[int] = []
+
+        async def leave(self: Any) -> None:
+            if not expired and self.node is not None:  # the inner mutex, left after the grant
+                old = coord.session_id
+                assert old is not None
+                expired.append(old)
+                await expire_session(coord)
+                await until(
+                    lambda: (
+                        coord.session_id not in (None, old)
+                        and coord.state in (S.CONNECTED, S.RECONNECTED)
+                    )
+                )
+            await original(self)
+
+        monkeypatch.setattr(semaphore_module.Waiter, "leave", leave)
+        ran_on: list[bool] = []
+
+        async def hold() -> None:
+            async with semaphore(coord, "/sem/grant", max_leases=1, participant_id="a") as lease:
+                assert expired, "the session was not expired between the grant and the block"
+                await anyio.sleep(3)
+                ran_on.append(lease.is_held)
+
+        with anyio.fail_after(30), pytest.raises(LockLost):
+            await hold()
+        assert not ran_on, "the block ran on a lease of the lost session"

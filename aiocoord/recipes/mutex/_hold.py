@@ -37,12 +37,20 @@ class Hold:
 
     __slots__ = ("_unfollow", "granted_at", "node", "recipe", "tenure", "token")
 
-    def __init__(self, node: CreatedNode, path: str, recipe: str = "mutex") -> None:
+    def __init__(
+        self,
+        node: CreatedNode,
+        path: str,
+        recipe: str = "mutex",
+        *,
+        granted_at: float | None = None,
+    ) -> None:
         self.node = node
         self.recipe = recipe  # names the lock in log lines
         self.token = node.czxid
         self.tenure = Tenure(path, LockLost)
-        self.granted_at = time.monotonic()  # connection events up to this moment are history
+        # Connection events up to the grant are history (default: now, for a grant just made).
+        self.granted_at = time.monotonic() if granted_at is None else granted_at
         self._unfollow: Callable[[], None] = lambda: None  # see `keep`
 
     @property

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import weakref
 from collections import Counter
 from types import TracebackType
@@ -277,9 +278,11 @@ class Semaphore:
             inner = Waiter(self._coord, self._locks, self._data, LOCK, first, recipe=_RECIPE)
             lease = OurNode(self._client, self._leases, _RECIPE)
             granted: bool | None = False
+            granted_at = 0.0
             try:
                 if await inner.wait_turn(deadline):
                     granted = await self._lease(inner, lease, deadline)
+                    granted_at = time.monotonic()  # before leaving the inner mutex, which awaits
             finally:
                 with anyio.CancelScope(shield=True):
                     await inner.leave()  # Curator releases the inner mutex in any case
@@ -290,7 +293,9 @@ class Semaphore:
             if not granted:
                 return None
             assert lease.node is not None
-            hold = Hold(lease.node, self._path, _RECIPE)
+            # A connection state since the grant (not since now) loses the lease: a session
+            # lost while the inner mutex was left took the lease node with it.
+            hold = Hold(lease.node, self._path, _RECIPE, granted_at=granted_at)
             log.info("semaphore %s: lease 0x%x to %s", self._path, hold.token, self._id)
             return Lease(self, lease, hold, task)
 
