@@ -599,6 +599,15 @@ class _Orchestrator:
                 yield path
 
 
+def digest_mismatches(directory: Path) -> int:
+    """Lines of ZooKeeper's own data-tree digest check failing, in the members' saved logs."""
+    count = 0
+    for log in directory.glob("zookeeper-*.log"):
+        with contextlib.suppress(OSError), log.open(errors="replace") as f:
+            count += sum(1 for line in f if "Digests are not matching" in line)
+    return count
+
+
 def run_campaign(cfg: CampaignConfig) -> CampaignResult:
     """Run one campaign (see the module docstring) and check it; the report says the verdict."""
     directory = cfg.directory or Path(tempfile.mkdtemp(prefix="aiocoord-chaos-"))
@@ -620,6 +629,7 @@ def run_campaign(cfg: CampaignConfig) -> CampaignResult:
             orch.setup()
             orch.run(faults)
         report = check(read_records(orch.files()))
+        report.server_digest_mismatches = digest_mismatches(directory)
         ok = report.ok
         return CampaignResult(report, directory, faults)
     finally:

@@ -115,6 +115,9 @@ class Report:
     cache_final_checked: int = 0  # final views compared with the server's
     cache_final: list[str] = field(default_factory=list)  # a final view unlike the server's
     recipes: RecipeFindings = field(default_factory=RecipeFindings)  # membership, counters...
+    # "Digests are not matching" lines in the members' logs: the server's own check found
+    # its members' data trees apart (a ZooKeeper fault, not a violation by itself).
+    server_digest_mismatches: int = 0
 
     @property
     def longest_gap(self) -> float:
@@ -195,6 +198,14 @@ class Report:
                 f"{self.cache_final_checked}"
                 if self.caches_enabled
                 else "caches: not part of this campaign"
+            ),
+            *(
+                [
+                    f"ZooKeeper's own digest check logged {self.server_digest_mismatches} "
+                    "mismatches: its members' data trees diverged (see docs/reliability.md)"
+                ]
+                if self.server_digest_mismatches
+                else []
             ),
             "coordination errors seen by participants: "
             + (", ".join(f"{k} {n}" for k, n in sorted(self.coord_errors.items())) or "none"),
