@@ -22,6 +22,7 @@ session.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -39,9 +40,11 @@ from ...errors import (
     CoordinatorClosedError,
     NodeExistsError,
     NoNodeError,
+    TransactionFailed,
 )
 from ...session import Coordinator
-from ...zk import CreateMode, Node, Stat
+from ...zk import CreateMode, CreateOp, Node, Stat
+from ...zk.client import SentMulti
 from ...zk.paths import validate_path
 from .._change_signal import ChangeSignal
 from ..cache import NodeCache, node_cache
@@ -121,8 +124,6 @@ class PersistentNode(Service):
         self._on_change = on_change
         self._sessions: set[int] = set()  # sessions in which we sent a create: their nodes are ours
         self._delete_on_leave = True
-        self._creating = anyio.Event()  # the first create, sent with the cache's requests: done
-        self._creating.set()
         self._life = Lifecycle(
             f"persistent node {path}", self._setup, stopping=self._stopping, stopped=self._stopped
         )
@@ -167,16 +168,16 @@ class PersistentNode(Service):
                 path = self._path
                 if self._mode.sequential:
                     path = await self._create_sequential()
+                # Create, then watch (Curator's order), the requests written together: the
+                # cache's first read finds the node there, one round trip in all.
+                sent = self._send_create() if first else None
+                first = False
                 async with AsyncExitStack() as stack:
-                    tg = await stack.enter_async_context(anyio.create_task_group())
-                    if first:
-                        # Create, then watch (Curator's order), the requests sent together: the
-                        # cache's first read finds the node there, one round trip in all.
-                        first = False
-                        self._creating = anyio.Event()
-                        tg.start_soon(self._first_create, self._creating)
                     cache = await stack.enter_async_context(node_cache(self._coord, path))
                     self._cache = cache
+                    if sent is not None:
+                        await self._created(sent)
+                    tg = await stack.enter_async_context(anyio.create_task_group())
                     tg.start_soon(self._forward, cache)
                     ready = await self._keep(cache, ready)
                     tg.cancel_scope.cancel()
@@ -190,12 +191,34 @@ class PersistentNode(Service):
             self._cache = None
             self._done.set()
 
-    async def _first_create(self, done: anyio.Event) -> None:
+    def _send_create(self) -> tuple[SentMulti, int] | None:
+        """Write the create now, without waiting (None: no connection; the keeper creates)."""
+        session = self._coord.session_id
+        if session is None:
+            return None
+        self._sent_in(session)
+        op = CreateOp(self._path, self._data, self._mode, self._ttl)
         try:
-            await self._create()
-        finally:
-            done.set()
-            self._wake.fire()
+            return self._coord.client.send_multi([op]), self._wanted
+        except ConnectionLostError:
+            return None
+
+    async def _created(self, sent: tuple[SentMulti, int]) -> None:
+        """The outcome of `_send_create` (in by now: its reply came before the cache's)."""
+        multi, wanted = sent
+        if not multi.done():
+            arrived = asyncio.Event()
+            multi.add_done_callback(lambda _: arrived.set())
+            await arrived.wait()
+        try:
+            multi.result()
+        except (TransactionFailed, ConnectionLostError) as exc:
+            # There already, or its parent missing: the keeper sees to it.
+            log.debug("persistent node %s: create failed: %s", self._path, exc)
+            return
+        self._made = True
+        self._mark_written(wanted)
+        log.info("persistent node %s created", self._path)
 
     async def _forward(self, cache: NodeCache) -> None:
         """Wake the keeper at each change the cache sees (and once its stream ends)."""
@@ -233,7 +256,6 @@ class PersistentNode(Service):
             woken = self._wake.event()
             if self._leaving:
                 if self._delete_on_leave:
-                    await self._creating.wait()  # its node is ours to delete too
                     # A node we just made may not have reached the cache yet: ours all the same.
                     await self._delete(cache.current, force=cache.current is None and self._made)
                 return ready
@@ -247,9 +269,8 @@ class PersistentNode(Service):
                         if node is not None:  # an older session's: ours, and left behind
                             await self._delete(node, force=True)
                         return ready
-                    if self._creating.is_set():  # else the first create is still under way
-                        self._made = False
-                        await self._create()
+                    self._made = False
+                    await self._create()
                 elif self._left_behind(node):
                     log.info(
                         "persistent node %s: deleting the node of our ended session 0x%x",
