@@ -198,10 +198,10 @@ async def test_each_state_of_a_node_is_decoded_once(
     coordinator: aiocoord.Coordinator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A watcher looking after each change decoded every instance at every look (n² in a churn)."""
-    from aiocoord.recipes.membership import _discovery
+    from aiocoord.recipes.membership import _discovery, _instance
 
     decoded: list[bytes] = []
-    real = _discovery.decode_instance
+    real = _instance.decode_instance
 
     def counting(data: bytes, path: str) -> ServiceInstance:
         decoded.append(data)
