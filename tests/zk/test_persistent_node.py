@@ -231,15 +231,15 @@ async def test_own_node_of_a_session_given_up_early_is_replaced_at_once(
     server expires the old session (a worker re-registering after LOST did
     this by hand; `persistent_node` used to wait the full session timeout).
     """
-    timeout = 12.0
+    timeout = 20.0
     with FaultProxy(*zk_server.address) as proxy:
         async with aiocoord.connect(
             proxy.connect_string,
             namespace=zk_chroot,
             session_timeout=timeout,
-            session_lost_fraction=0.1,
+            session_lost_fraction=0.05,
         ) as coord:
-            with anyio.fail_after(timeout * 0.75):
+            with anyio.fail_after(timeout * 0.9):
                 async with persistent_node(coord, "/reg/early", data=b"e") as node:
                     old = coord.session_id
                     proxy.reject_new()
@@ -251,7 +251,7 @@ async def test_own_node_of_a_session_given_up_early_is_replaced_at_once(
                     # heard of it: well after this.
                     await eventually(
                         lambda: holds(coord.client, "/reg/early", b"e", coord.session_id),
-                        timeout=timeout / 3,
+                        timeout=timeout / 2,
                     )
                     assert node.stat is not None and node.stat.ephemeral_owner == coord.session_id
 
