@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -325,10 +326,18 @@ def churn(server: ZooKeeperServer, n: int) -> None:
     print(f"\nregistration churn: {n} instances from 10 sessions, one watcher converging")
     rows: dict[str, Result] = {}
     cpu: dict[str, float] = {}
-    for name, run in (
-        ("aiocoord service_discovery", lambda: asyncio.run(churn_aiocoord(server, n))),
-        ("kazoo Party + ChildrenWatch", lambda: churn_kazoo(server, n)),
-    ):
+
+    def ours() -> Result:
+        return asyncio.run(churn_aiocoord(server, n))
+
+    def theirs() -> Result:
+        return churn_kazoo(server, n)
+
+    runs: tuple[tuple[str, Callable[[], Result]], ...] = (
+        ("aiocoord service_discovery", ours),
+        ("kazoo Party + ChildrenWatch", theirs),
+    )
+    for name, run in runs:
         began = time.process_time()
         rows[name] = run()
         cpu[name] = time.process_time() - began  # this process's: the client's (set-up included)
@@ -338,8 +347,8 @@ def churn(server: ZooKeeperServer, n: int) -> None:
             f"  {name:28} {took * 1000:8.0f} ms  {took / per * 1000:6.2f} ms/registration"
             f"  {req:5.2f} requests/registration  {cpu[name] / per * 1000:5.2f} ms CPU/registration"
         )
-    ours, peer = rows["aiocoord service_discovery"][0], rows["kazoo Party + ChildrenWatch"][0]
-    print(f"  time ratio aiocoord / kazoo: {ours / peer:.2f}")
+    mine, peer = rows["aiocoord service_discovery"][0], rows["kazoo Party + ChildrenWatch"][0]
+    print(f"  time ratio aiocoord / kazoo: {mine / peer:.2f}")
 
 
 def main() -> None:

@@ -216,6 +216,10 @@ class PersistentNode(Service):
             # There already, or its parent missing: the keeper sees to it.
             log.debug("persistent node %s: create failed: %s", self._path, exc)
             return
+        self._made_it(wanted)
+
+    def _made_it(self, wanted: int) -> None:
+        """Our create went through, holding the data of generation `wanted`."""
         self._made = True
         self._mark_written(wanted)
         log.info("persistent node %s created", self._path)
@@ -329,9 +333,7 @@ class PersistentNode(Service):
             # The cache shows what is there once it has read it, or once connected again.
             log.debug("persistent node %s: create failed: %s", self._path, exc)
             return
-        self._made = True
-        self._mark_written(wanted)
-        log.info("persistent node %s created", self._path)
+        self._made_it(wanted)
 
     async def _write(self, node: Node) -> None:
         if self._written >= self._wanted:
