@@ -16,6 +16,12 @@ One standalone ZooKeeper (forceSync on unless ``--no-fsync``).  Measured:
   kazoo's ``Party`` (watcher: a ``ChildrenWatch`` on the party).  The
   registering discoveries watch nothing (``watch=False``), as kazoo's parties.
 
+A registration of aiocoord's is a persistent node: its create, its watch
+and the watch's read, written together (one round trip), against the one
+create of a ``Party.join()``, which is not kept after a lost session.
+``--only churn`` (or ``counter``) runs one half; ``--rounds`` repeats the
+churn (the machine's load moves the times a lot: compare the same round).
+
     python benchmarks/bench_values.py [--seconds 5] [--contenders 8] [--instances 1000]
 """
 
@@ -29,6 +35,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -308,6 +315,59 @@ def churn_kazoo(server: ZooKeeperServer, n: int) -> Result:
     return took, requests
 
 
+def counter(hosts: str, k: int, secs: float, warm: float) -> None:
+    print(f"\ncounter: {k} contenders, {secs:g} s each")
+    rows: dict[str, Result] = {}
+    rows["aiocoord atomic_long"] = asyncio.run(bench_aiocoord(hosts, "long", k, secs, warm))
+    rows["aiocoord shared_count"] = asyncio.run(bench_aiocoord(hosts, "shared", k, secs, warm))
+    why = curator_missing()
+    if why is None:
+        rows["Curator DistributedAtomicLong"] = bench_curator(hosts, "long", k, secs, warm)
+        rows["Curator SharedCount"] = bench_curator(hosts, "shared", k, secs, warm)
+    else:
+        print(f"Curator skipped: {why}")
+    rows["kazoo Counter"] = bench_kazoo(hosts, k, secs, warm)
+    for name, (rate, lost) in rows.items():
+        print(f"  {name:32} {rate:8.0f} increments/s   {lost:5.2f} lost CAS per increment")
+    ours = rows["aiocoord atomic_long"][0]
+    for peer in ("Curator DistributedAtomicLong", "Curator SharedCount", "kazoo Counter"):
+        if peer in rows:
+            print(f"  atomic_long / {peer}: {ours / rows[peer][0]:.2f}x")
+    ours = rows["aiocoord shared_count"][0]
+    for peer in ("Curator SharedCount", "kazoo Counter"):
+        if peer in rows:
+            print(f"  shared_count / {peer}: {ours / rows[peer][0]:.2f}x")
+
+
+def churn(server: ZooKeeperServer, n: int) -> None:
+    print(f"\nregistration churn: {n} instances from 10 sessions, one watcher converging")
+    rows: dict[str, Result] = {}
+    cpu: dict[str, float] = {}
+
+    def ours() -> Result:
+        return asyncio.run(churn_aiocoord(server, n))
+
+    def theirs() -> Result:
+        return churn_kazoo(server, n)
+
+    runs: tuple[tuple[str, Callable[[], Result]], ...] = (
+        ("aiocoord service_discovery", ours),
+        ("kazoo Party + ChildrenWatch", theirs),
+    )
+    for name, run in runs:
+        began = time.process_time()
+        rows[name] = run()
+        cpu[name] = time.process_time() - began  # this process's: the client's (set-up included)
+    per = n // 10 * 10
+    for name, (took, req) in rows.items():
+        print(
+            f"  {name:28} {took * 1000:8.0f} ms  {took / per * 1000:6.2f} ms/registration"
+            f"  {req:5.2f} requests/registration  {cpu[name] / per * 1000:5.2f} ms CPU/registration"
+        )
+    mine, peer = rows["aiocoord service_discovery"][0], rows["kazoo Party + ChildrenWatch"][0]
+    print(f"  time ratio aiocoord / kazoo: {mine / peer:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0)
@@ -315,45 +375,17 @@ def main() -> None:
     parser.add_argument("--contenders", type=int, default=8)
     parser.add_argument("--instances", type=int, default=1000)
     parser.add_argument("--no-fsync", action="store_true")
+    parser.add_argument("--only", choices=("counter", "churn"))
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     config = {"forceSync": "no"} if args.no_fsync else {}
-    k, secs, warm = args.contenders, args.seconds, args.warmup
     with ZooKeeperServer(extra_config=config) as server:
-        hosts = server.connect_string
         print(f"one standalone ZooKeeper, forceSync={'no' if args.no_fsync else 'yes'}")
-        print(f"\ncounter: {k} contenders, {secs:g} s each")
-        rows: dict[str, Result] = {}
-        rows["aiocoord atomic_long"] = asyncio.run(bench_aiocoord(hosts, "long", k, secs, warm))
-        rows["aiocoord shared_count"] = asyncio.run(bench_aiocoord(hosts, "shared", k, secs, warm))
-        why = curator_missing()
-        if why is None:
-            rows["Curator DistributedAtomicLong"] = bench_curator(hosts, "long", k, secs, warm)
-            rows["Curator SharedCount"] = bench_curator(hosts, "shared", k, secs, warm)
-        else:
-            print(f"Curator skipped: {why}")
-        rows["kazoo Counter"] = bench_kazoo(hosts, k, secs, warm)
-        for name, (rate, lost) in rows.items():
-            print(f"  {name:32} {rate:8.0f} increments/s   {lost:5.2f} lost CAS per increment")
-        ours = rows["aiocoord atomic_long"][0]
-        for peer in ("Curator DistributedAtomicLong", "Curator SharedCount", "kazoo Counter"):
-            if peer in rows:
-                print(f"  atomic_long / {peer}: {ours / rows[peer][0]:.2f}x")
-        ours = rows["aiocoord shared_count"][0]
-        for peer in ("Curator SharedCount", "kazoo Counter"):
-            if peer in rows:
-                print(f"  shared_count / {peer}: {ours / rows[peer][0]:.2f}x")
-
-        n = args.instances
-        print(f"\nregistration churn: {n} instances from 10 sessions, one watcher converging")
-        took, req = asyncio.run(churn_aiocoord(server, n))
-        print(
-            f"  aiocoord service_discovery  {took * 1000:8.0f} ms   {req:5.2f} requests/registration"
-        )
-        ktook, kreq = churn_kazoo(server, n)
-        print(
-            f"  kazoo Party + ChildrenWatch {ktook * 1000:8.0f} ms   {kreq:5.2f} requests/registration"
-        )
-        print(f"  time ratio aiocoord / kazoo: {took / ktook:.2f}")
+        if args.only != "churn":
+            counter(server.connect_string, args.contenders, args.seconds, args.warmup)
+        if args.only != "counter":
+            for _ in range(args.rounds):
+                churn(server, args.instances)
 
 
 if __name__ == "__main__":

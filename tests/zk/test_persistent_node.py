@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 import anyio
 import pytest
 
 import aiocoord
-from aiocoord import ConfigError, CreateMode, InvalidPathError, NoNodeError, persistent_node
-from aiocoord.testing import ZooKeeperServer, expire_session
+from aiocoord import (
+    ConfigError,
+    ConnectionState,
+    CreateMode,
+    InvalidPathError,
+    NoNodeError,
+    persistent_node,
+)
+from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session, four_letter_word
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.anyio
@@ -165,3 +174,113 @@ async def test_leaving_right_after_a_recreation_deletes_the_node(
                     await other.client.delete("/p/again")
                     await eventually(lambda: holds(other.client, "/p/again", b"d", None))
                 assert await other.client.exists("/p/again") is None
+
+
+async def test_stat_and_on_change_follow_each_creation(
+    coordinator: aiocoord.Coordinator, zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """`stat` says which node is held (its session, its czxid); `on_change` says when that changes."""
+    seen: list[aiocoord.Stat | None] = []
+    node = persistent_node(
+        coordinator, "/reg/watched", data=b"w", on_change=lambda: seen.append(node.stat)
+    )
+    with anyio.fail_after(40):
+        async with aiocoord.connect(zk_server.connect_string, namespace=zk_chroot) as other:
+            async with node:
+                first = node.stat
+                assert first is not None and first.ephemeral_owner == coordinator.session_id
+                assert seen == [first]
+                await other.client.delete("/reg/watched")
+                await eventually(lambda: _true(node.stat is not None and node.stat != first))
+                assert None in seen  # seen gone, then back
+                await expire_session(coordinator)
+                await eventually(
+                    lambda: _true(
+                        node.stat is not None
+                        and node.stat.ephemeral_owner == coordinator.session_id
+                        and coordinator.session_id != first.ephemeral_owner
+                    ),
+                    timeout=20,
+                )
+                again = node.stat
+                assert again is not None and seen[-1] == again
+            assert node.stat == again  # kept after leaving: which node it was
+
+
+async def test_aclose_without_delete_leaves_the_node_to_the_caller(
+    coordinator: aiocoord.Coordinator,
+) -> None:
+    with anyio.fail_after(20):
+        node = persistent_node(coordinator, "/reg/kept", data=b"k")
+        await node.start()
+        await node.aclose(delete=False)
+        stat = await coordinator.client.exists("/reg/kept")
+        assert stat is not None and node.stat is not None and stat.czxid == node.stat.czxid
+        await coordinator.client.delete("/reg/kept")
+        await anyio.sleep(0.2)
+        assert await coordinator.client.exists("/reg/kept") is None  # not kept any more
+
+
+async def test_own_node_of_a_session_given_up_early_is_replaced_at_once(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """The client gave its session up (LOST) while the server still keeps it, with our node.
+
+    That node is ours (this node created it in that session): it is deleted
+    and created again on the new session at once, not waited out until the
+    server expires the old session (a worker re-registering after LOST did
+    this by hand; `persistent_node` used to wait the full session timeout).
+    """
+    timeout = 20.0
+    with FaultProxy(*zk_server.address) as proxy:
+        async with aiocoord.connect(
+            proxy.connect_string,
+            namespace=zk_chroot,
+            session_timeout=timeout,
+            session_lost_fraction=0.05,
+        ) as coord:
+            with anyio.fail_after(timeout * 0.9):
+                async with persistent_node(coord, "/reg/early", data=b"e") as node:
+                    old = coord.session_id
+                    proxy.reject_new()
+                    proxy.cut()
+                    await eventually(lambda: _true(coord.state is ConnectionState.LOST))
+                    proxy.reject_new(False)
+                    await eventually(lambda: new_session(coord, old), timeout=5)
+                    # The server keeps the old session for `timeout` seconds after it last
+                    # heard of it: well after this.
+                    await eventually(
+                        lambda: holds(coord.client, "/reg/early", b"e", coord.session_id),
+                        timeout=timeout / 2,
+                    )
+                    assert node.stat is not None and node.stat.ephemeral_owner == coord.session_id
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def test_entering_costs_three_requests(
+    coordinator: aiocoord.Coordinator, zk_server: ZooKeeperServer
+) -> None:
+    """Create, then the cache's watch and read, sent together (it was five, one after another:
+    the cache's first read also caught up with a sync and read the node again after its
+    creation's notification)."""
+
+    def received() -> int:
+        found = re.search(
+            r"zk_packets_received\s+(\d+)", four_letter_word(*zk_server.address, "mntr")
+        )
+        assert found is not None
+        return int(found.group(1))
+
+    with anyio.fail_after(20):
+        await coordinator.client.ensure_path("/cost")
+        counts = []
+        for i in range(3):
+            idle = received()
+            before = received()
+            base = before - idle  # what asking costs, if anything
+            async with persistent_node(coordinator, f"/cost/n{i}", data=b"c"):
+                counts.append(received() - before - base)
+        assert min(counts) == 3, counts

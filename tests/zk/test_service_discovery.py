@@ -192,3 +192,39 @@ async def test_suspended_serves_the_last_view_then_catches_up(
             assert not sd.stale and late in await sd.instances("api")
             stat = await other.client.exists("/svc/api/mine")
             assert stat is not None and stat.ephemeral_owner == coord.session_id
+
+
+async def test_each_state_of_a_node_is_decoded_once(
+    coordinator: aiocoord.Coordinator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watcher looking after each change decoded every instance at every look (n² in a churn)."""
+    from aiocoord.recipes.membership import _discovery, _instance
+
+    decoded: list[bytes] = []
+    real = _instance.decode_instance
+
+    def counting(data: bytes, path: str) -> ServiceInstance:
+        decoded.append(data)
+        return real(data, path)
+
+    monkeypatch.setattr(_discovery, "decode_instance", counting)
+    with anyio.fail_after(20):
+        async with service_discovery(coordinator, "/svc-once") as sd:
+            for i in range(3):
+                await sd.register(ServiceInstance(name="api", id=f"i-{i}", port=i))
+
+            async def listed() -> bool:
+                return len(await sd.instances("api")) == 3
+
+            await eventually(listed)
+            before = len(decoded)
+            for _ in range(5):
+                assert len(await sd.instances("api")) == 3
+            assert len(decoded) == before  # nothing changed: nothing decoded again
+            await sd.update(ServiceInstance(name="api", id="i-0", port=99))
+
+            async def updated() -> bool:
+                return any(i.port == 99 for i in await sd.instances("api"))
+
+            await eventually(updated)
+            assert len(decoded) - before <= 2  # the changed node only (maybe read twice)

@@ -23,7 +23,14 @@ import pytest
 from packaging.version import Version
 
 import aiocoord
-from aiocoord import ConfigError, ConnectionState, CreateMode, LeadershipLost, NodeDataError
+from aiocoord import (
+    ConfigError,
+    ConnectionState,
+    CreateMode,
+    LeadershipLost,
+    NodeDataError,
+    NoNodeError,
+)
 from aiocoord.recipes.task_leadership import (
     TaskChange,
     TaskLeadership,
@@ -38,7 +45,7 @@ from aiocoord.recipes.task_leadership._choice import (
     preferred_versions,
     rendezvous_rank,
 )
-from aiocoord.recipes.task_leadership._records import decode_worker
+from aiocoord.recipes.task_leadership._records import decode_worker, encode_worker
 from aiocoord.recipes.task_leadership._versions import maven_version_key
 from aiocoord.recipes.task_leadership._writes import WriteBatcher
 from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session
@@ -403,7 +410,9 @@ async def test_superseded_worker_drops_its_leader_watch_until_needed_again(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:
     def live_watches(tl: TaskLeadership) -> list[Any]:
-        return tl.coord.client._session.watches.persistent_keys()
+        # The leader watch's; the worker node's own watch (it is kept) stays.
+        keys = tl.coord.client._session.watches.persistent_keys()
+        return [key for key in keys if "/workers/" not in str(key)]
 
     with anyio.fail_after(30):
         async with fleet(zk_server, zk_chroot) as f:
@@ -862,3 +871,35 @@ async def test_write_batcher_gathers_writes_and_keeps_each_outcome(
             assert await client.exists("/q/b") is not None
             assert await client.exists("/q/c") is None
             tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_worker_node_deleted_by_someone_comes_back_with_the_same_record(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """The worker node is a `persistent_node`: put back at once, same path and same bytes."""
+    with anyio.fail_after(20):
+        async with fleet(zk_server, zk_chroot) as f:
+            tl = await f.start("solo", "1.0", tasks=["a"])
+            observer = await f.connect()
+            path = f"{ROOT}/workers/solo"
+            before = await observer.client.get(path)
+            assert before.data == encode_worker(tl.worker)
+            assert before.stat.ephemeral_owner == tl.coord.session_id
+            await observer.client.delete(path)
+
+            async def back() -> bool:
+                try:
+                    node = await observer.client.get(path)
+                except NoNodeError:
+                    return False
+                return node.stat.czxid != before.stat.czxid
+
+            await eventually(back, timeout=5)
+            after = await observer.client.get(path)
+            assert after.data == before.data
+            assert after.stat.ephemeral_owner == tl.coord.session_id
+            await f_wait(lambda: tl.is_leader("a"))
+            assert [w.id for w in await tl.workers()] == ["solo"]
+            await f.stop("solo")
+            assert await observer.client.exists(path) is None  # deleted on leaving

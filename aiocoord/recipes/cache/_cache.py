@@ -145,7 +145,10 @@ class TreeCache(Service):
                 try:
                     # On another server (a new session says nothing of what we saw) the
                     # next reads must not be older than what we served: catch up first.
-                    await self._client.sync("/")
+                    # The first read has served nothing yet (and the session reads its
+                    # own writes): it goes at once.
+                    if self._state.generation:
+                        await self._client.sync("/")
                 except ConnectionLostError:
                     continue
                 if drops == self._drops and self._connected:

@@ -76,6 +76,9 @@ class ServiceDiscovery(Service):
         self._cache: TreeCache = tree_cache(coord, self._base, max_depth=2)
         self._registered: dict[str, tuple[ServiceInstance, PersistentNode]] = {}
         self._corrupt: dict[str, int] = {}  # path -> mzxid logged, so each state is logged once
+        # path -> (czxid, mzxid, instance): each state of a node is decoded once, not at
+        # every lookup (a watcher looking after each change would decode n nodes n times).
+        self._decoded: dict[str, tuple[int, int, ServiceInstance | None]] = {}
 
     async def start(self) -> None:
         """Read the services under `base` (with `watch`); see the class docstring."""
@@ -217,13 +220,22 @@ class ServiceDiscovery(Service):
                     yield None
 
     def _decode(self, path: str, node: Node) -> ServiceInstance | None:
+        stat = node.stat
+        known = self._decoded.get(path)
+        if known is not None and known[0] == stat.czxid and known[1] == stat.mzxid:
+            return known[2]
+        instance: ServiceInstance | None
         try:
-            return decode_instance(node.data, path)
+            instance = decode_instance(node.data, path)
         except NodeDataError as exc:
-            if self._corrupt.get(path) != node.stat.mzxid:
-                self._corrupt[path] = node.stat.mzxid
+            instance = None
+            if self._corrupt.get(path) != stat.mzxid:
+                self._corrupt[path] = stat.mzxid
                 log.warning("service discovery: skipped %s: %s", path, exc.reason)
-            return None
+        if len(self._decoded) > 2 * len(self._cache) + 1024:
+            self._decoded.clear()  # nodes gone since: forget them all, the live ones come back
+        self._decoded[path] = (stat.czxid, stat.mzxid, instance)
+        return instance
 
     def provider(
         self,

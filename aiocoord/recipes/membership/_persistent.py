@@ -4,19 +4,25 @@ Curator's ``PersistentNode``.  Node layout: the node itself, at `path`
 (ephemeral by default), or for ``EPHEMERAL_SEQUENTIAL`` Curator's protected
 name ``<parent>/_c_<uuid>-<name><seq>``, holding the caller's data.
 
-Failure handling: the node is watched by a `NodeCache` (one persistent
-watch), and put back whenever the cache, fresh, shows it missing: after a
-lost session, or deleted by someone.  An ephemeral node left by an older
-session of ours (the client gave the session up before the server did) is
-waited out: it goes within the session timeout, and the node is created
-again then.  `set_data()` is remembered and written once a connection is
-there, so it survives a reconnect and a new session.  Leaving deletes the
-node (shielded and bounded); an ephemeral node the deletion missed goes
-with the session.
+Failure handling: the node is created first (Curator's order: create, then
+watch), then watched by a `NodeCache` (one persistent watch), and put back
+whenever the cache, fresh, shows it missing: after a lost session, or
+deleted by someone.  An ephemeral node left by an older session in which
+this node sent its create (the client gave the session up before the server
+did) is ours: it is deleted (with its version) and created again at once.
+An ephemeral node of any other session is waited out.  `set_data()` is
+remembered and written once a connection is there, so it survives a
+reconnect and a new session.  `stat` and the `on_change` callback tell the
+owner which node (czxid, ephemeral owner, version) it holds, each time that
+changes.  Leaving deletes the node (shielded and bounded), unless the owner
+deletes it itself (``aclose(delete=False)``: a worker deleting its nodes in
+one transaction); an ephemeral node the deletion missed goes with the
+session.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -28,14 +34,17 @@ import anyio.abc
 from ..._checks import check_bytes, check_coordinator
 from ..._lifecycle import Lifecycle, Phase, Service
 from ...errors import (
+    BadVersionError,
     ConfigError,
     ConnectionLostError,
     CoordinatorClosedError,
     NodeExistsError,
     NoNodeError,
+    TransactionFailed,
 )
 from ...session import Coordinator
-from ...zk import CreateMode, Node
+from ...zk import CreateMode, CreateOp, Node, Stat
+from ...zk.client import SentMulti
 from ...zk.paths import validate_path
 from .._change_signal import ChangeSignal
 from ..cache import NodeCache, node_cache
@@ -67,8 +76,11 @@ class PersistentNode(Service):
 
     While SUSPENDED the holder sees nothing: the node is left as it is (an
     ephemeral one lives as long as the session).  After LOST the node is
-    created again on the new session, once the old session's node is gone.
-    Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
+    created again on the new session: the old session's node, if the server
+    still has it, is deleted first (it is ours: this node created it).
+    `on_change`, if given, is called (in the event loop, without awaiting:
+    it must be quick and must not raise) each time `stat` changes.  Raises
+    `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 
     def __init__(
@@ -79,8 +91,11 @@ class PersistentNode(Service):
         data: bytes = b"",
         mode: CreateMode = CreateMode.EPHEMERAL,
         ttl: int | None = None,
+        on_change: Callable[[], object] | None = None,
     ) -> None:
         self._coord = check_coordinator(coord)
+        if on_change is not None and not callable(on_change):
+            raise TypeError(f"on_change must be callable, not {type(on_change).__name__}")
         if mode not in MODES or not isinstance(mode, CreateMode):
             shown = ", ".join(f"CreateMode.{m.name}" for m in MODES)
             raise ConfigError("mode", f"must be one of {shown}, not {mode!r}")
@@ -105,6 +120,10 @@ class PersistentNode(Service):
         self._done = anyio.Event()
         self._warned: int | None = None
         self._made = False  # whether our last create succeeded (the cache may lag behind it)
+        self._stat: Stat | None = None
+        self._on_change = on_change
+        self._sessions: set[int] = set()  # sessions in which we sent a create: their nodes are ours
+        self._delete_on_leave = True
         self._life = Lifecycle(
             f"persistent node {path}", self._setup, stopping=self._stopping, stopped=self._stopped
         )
@@ -115,8 +134,15 @@ class PersistentNode(Service):
         """Create the node and return once it is there (see the class docstring)."""
         await self._life.start()
 
-    async def aclose(self) -> None:
-        """Delete the node (shielded, bounded) and stop watching it; from any task, idempotent."""
+    async def aclose(self, *, delete: bool = True) -> None:
+        """Delete the node (shielded, bounded) and stop watching it; from any task, idempotent.
+
+        With ``delete=False`` the node is left for the caller to delete (say,
+        in one transaction with other nodes); `stat` still tells which node
+        it was.
+        """
+        if not delete:
+            self._delete_on_leave = False
         await self._life.aclose()
 
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
@@ -136,14 +162,21 @@ class PersistentNode(Service):
 
     async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         ready: Callable[[], None] | None = task_status.started
+        first = not self._mode.sequential
         try:
             while not self._leaving:
                 path = self._path
                 if self._mode.sequential:
                     path = await self._create_sequential()
+                # Create, then watch (Curator's order), the requests written together: the
+                # cache's first read finds the node there, one round trip in all.
+                sent = self._send_create() if first else None
+                first = False
                 async with AsyncExitStack() as stack:
                     cache = await stack.enter_async_context(node_cache(self._coord, path))
                     self._cache = cache
+                    if sent is not None:
+                        await self._created(sent)
                     tg = await stack.enter_async_context(anyio.create_task_group())
                     tg.start_soon(self._forward, cache)
                     ready = await self._keep(cache, ready)
@@ -158,6 +191,39 @@ class PersistentNode(Service):
             self._cache = None
             self._done.set()
 
+    def _send_create(self) -> tuple[SentMulti, int] | None:
+        """Write the create now, without waiting (None: no connection; the keeper creates)."""
+        session = self._coord.session_id
+        if session is None:
+            return None
+        self._sent_in(session)
+        op = CreateOp(self._path, self._data, self._mode, self._ttl)
+        try:
+            return self._coord.client.send_multi([op]), self._wanted
+        except ConnectionLostError:
+            return None
+
+    async def _created(self, sent: tuple[SentMulti, int]) -> None:
+        """The outcome of `_send_create` (in by now: its reply came before the cache's)."""
+        multi, wanted = sent
+        if not multi.done():
+            arrived = asyncio.Event()
+            multi.add_done_callback(lambda _: arrived.set())
+            await arrived.wait()
+        try:
+            multi.result()
+        except (TransactionFailed, ConnectionLostError) as exc:
+            # There already, or its parent missing: the keeper sees to it.
+            log.debug("persistent node %s: create failed: %s", self._path, exc)
+            return
+        self._made_it(wanted)
+
+    def _made_it(self, wanted: int) -> None:
+        """Our create went through, holding the data of generation `wanted`."""
+        self._made = True
+        self._mark_written(wanted)
+        log.info("persistent node %s created", self._path)
+
     async def _forward(self, cache: NodeCache) -> None:
         """Wake the keeper at each change the cache sees (and once its stream ends)."""
         try:
@@ -171,6 +237,7 @@ class PersistentNode(Service):
         client = self._coord.client
         while True:
             await client._session.wait_connected()
+            self._sent_in(self._coord.session_id)
             try:
                 created = await client.create_protected(
                     self._path, self._data, mode=self._mode, make_parents=True
@@ -192,13 +259,15 @@ class PersistentNode(Service):
         while True:
             woken = self._wake.event()
             if self._leaving:
-                # A node we just made may not have reached the cache yet: it is ours all the same.
-                await self._delete(cache.current, force=cache.current is None and self._made)
+                if self._delete_on_leave:
+                    # A node we just made may not have reached the cache yet: ours all the same.
+                    await self._delete(cache.current, force=cache.current is None and self._made)
                 return ready
             if self._coord.closed:
                 return ready
             node = cache.current
             if not cache.stale:
+                self._set_stat(node.stat if node is not None and self._ours(node) else None)
                 if node is None or (self._mode.sequential and not self._ours(node)):
                     if self._mode.sequential:
                         if node is not None:  # an older session's: ours, and left behind
@@ -206,6 +275,13 @@ class PersistentNode(Service):
                         return ready
                     self._made = False
                     await self._create()
+                elif self._left_behind(node):
+                    log.info(
+                        "persistent node %s: deleting the node of our ended session 0x%x",
+                        cache.path,
+                        node.stat.ephemeral_owner,
+                    )
+                    await self._delete(node, force=True, version=node.stat.version)
                 elif self._ours(node):
                     if ready is not None:
                         ready()
@@ -226,8 +302,29 @@ class PersistentNode(Service):
             return True
         return node.stat.ephemeral_owner == self._coord.session_id
 
+    def _left_behind(self, node: Node) -> bool:
+        """Whether `node` is ephemeral, of an earlier session of ours in which we created it."""
+        owner = node.stat.ephemeral_owner
+        return self._mode.ephemeral and owner != self._coord.session_id and owner in self._sessions
+
+    def _sent_in(self, session: int | None) -> None:
+        """A create is about to go in `session`: a node that session owns there is ours."""
+        if session is not None:
+            self._sessions.add(session)
+
+    def _set_stat(self, stat: Stat | None) -> None:
+        if stat == self._stat:
+            return
+        self._stat = stat
+        if self._on_change is not None:
+            try:
+                self._on_change()
+            except Exception:
+                log.exception("persistent node %s: the on_change callback failed", self._path)
+
     async def _create(self) -> None:
         wanted = self._wanted
+        self._sent_in(self._coord.session_id)
         try:
             await self._coord.client.create(
                 self._path, self._data, mode=self._mode, ttl=self._ttl, make_parents=True
@@ -236,9 +333,7 @@ class PersistentNode(Service):
             # The cache shows what is there once it has read it, or once connected again.
             log.debug("persistent node %s: create failed: %s", self._path, exc)
             return
-        self._made = True
-        self._mark_written(wanted)
-        log.info("persistent node %s created", self._path)
+        self._made_it(wanted)
 
     async def _write(self, node: Node) -> None:
         if self._written >= self._wanted:
@@ -260,16 +355,19 @@ class PersistentNode(Service):
             self._written = wanted
             self._on_written.fire()
 
-    async def _delete(self, node: Node | None, *, force: bool = False) -> None:
+    async def _delete(self, node: Node | None, *, force: bool = False, version: int = -1) -> None:
         """Delete the node at the cache's path if it is ours (or `force`), shielded and bounded."""
         cache = self._cache
         if cache is None or not (force or (node is not None and self._ours(node))):
             return
+        await self._delete_path(cache.path, version)
+
+    async def _delete_path(self, path: str, version: int = -1) -> None:
         with anyio.CancelScope(shield=True), anyio.move_on_after(self._timeout()):
             try:
-                await self._coord.client.delete(cache.path)
-            except (NoNodeError, ConnectionLostError) as exc:
-                log.debug("persistent node %s: delete failed: %s", cache.path, exc)
+                await self._coord.client.delete(path, version)
+            except (NoNodeError, BadVersionError, ConnectionLostError) as exc:
+                log.debug("persistent node %s: delete failed: %s", path, exc)
 
     # --- use ---------------------------------------------------------------------------------
 
@@ -311,6 +409,15 @@ class PersistentNode(Service):
         return self._mode
 
     @property
+    def stat(self) -> Stat | None:
+        """The node's stat as last seen while ours (None: absent, or not ours).
+
+        Kept while the connection is away (it may be behind then); for an
+        ephemeral node, ``stat.ephemeral_owner`` is the session it belongs to.
+        """
+        return self._stat
+
+    @property
     def present(self) -> bool:
         """Whether the node is there and ours, as last seen (False while stale)."""
         cache = self._cache
@@ -332,6 +439,7 @@ def persistent_node(
     data: bytes = b"",
     mode: CreateMode = CreateMode.EPHEMERAL,
     ttl: int | None = None,
+    on_change: Callable[[], object] | None = None,
 ) -> PersistentNode:
     """A `PersistentNode` at `path`, to use as ``async with``: created on entry, deleted on leaving."""
-    return PersistentNode(coord, path, data=data, mode=mode, ttl=ttl)
+    return PersistentNode(coord, path, data=data, mode=mode, ttl=ttl, on_change=on_change)

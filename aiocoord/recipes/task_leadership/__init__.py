@@ -61,7 +61,9 @@ Failure handling:
 - LOST stops leading everything (``"session lost"``).  On the new session the
   worker registers again (deleting its own record left by the old session)
   and deletes the leader nodes it held in the old session if the server has
-  not yet, as Curator does for protected nodes (CURATOR-498).
+  not yet, as Curator does for protected nodes (CURATOR-498).  The worker
+  node is a `aiocoord.persistent_node`: made again after a lost session, and
+  at once when someone deletes it.
 - A worker node with invalid data is ignored, with a `NodeDataError` logged
   and kept in `TaskLeadership.invalid_workers`; the others carry on.  A leader
   node with invalid data blocks its task (logged) until someone removes it.

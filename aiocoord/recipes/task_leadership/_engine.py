@@ -5,7 +5,10 @@ These background tasks run in the recipe's task group:
 - the connection follower: SUSPENDED (by policy), READ_ONLY and LOST revoke
   leadership at once, before any request could fail; LOST and a new session
   turn our leader nodes into stale ones to delete;
-- the control loop: registers the worker node (again after a new session),
+- the worker node, a `PersistentNode` (created on entering, again after a
+  lost session or a deletion, its own node of an ended session replaced at
+  once); it tells the control loop each time the node it holds changes;
+- the control loop: once the worker node is there in the current session,
   reads the worker list with a child watch, recomputes the choice, and marks
   the session usable once both are done;
 - the leader watch (`LeaderWatch`): one persistent recursive watch on
@@ -45,6 +48,7 @@ from aiocoord.zk.paths import join
 from aiocoord.zk.states import ConnectionEvent, ConnectionState
 
 from .._change_signal import ChangeSignal
+from ..membership import PersistentNode
 from ._changes import ChangeFeed
 from ._choice import Prefer, VersionKey, assign
 from ._leader_watch import LeaderWatch
@@ -57,7 +61,6 @@ from ._records import (
     get_many,
     read_children,
     read_leader,
-    register_worker,
 )
 from ._slot import RETRY_DELAY, TaskSlot
 from ._state import clock
@@ -116,7 +119,7 @@ class TaskEngine:
         self.invalid: dict[str, NodeDataError] = {}
         self._view_watch: Watch | None = None  # the worker list's watch: fired = list stale
         self._versions: frozenset[str] = frozenset()
-        self.registered: int | None = None  # session our worker node belongs to
+        self._node: PersistentNode | None = None  # our worker node, made by `start`
         self.usable_in: int | None = None  # session in which we may act (registered, list read)
         self._conn_changed = ChangeSignal()
         self.writes = WriteBatcher(coord.client)
@@ -144,6 +147,12 @@ class TaskEngine:
     @property
     def session_id(self) -> int | None:
         return self.coord.session_id
+
+    @property
+    def registered(self) -> int | None:
+        """The session our worker node belongs to, as last seen (None: not there)."""
+        stat = self._node.stat if self._node is not None else None
+        return stat.ephemeral_owner if stat is not None else None
 
     def usable(self) -> bool:
         session = self.coord.session_id
@@ -194,10 +203,14 @@ class TaskEngine:
         self._tg = tg
         client = self.client
         deadline = client._session.deadline()
+        self._node = PersistentNode(
+            self.coord, self.my_path, data=self._record, on_change=self._on_registration
+        )
         with anyio.CancelScope(deadline=deadline.at) as scope:
             await tg.start(self._leader_watch.run)  # first, so that no leader event is missed
             await tg.start(self.writes.run)
             tg.start_soon(self._follow_connection)
+            await self._node.start()
             await tg.start(self._control)
         if scope.cancelled_caught:
             client._session.ensure_open()
@@ -233,7 +246,7 @@ class TaskEngine:
     async def _leave(self) -> None:
         slots = list(self.slots.values())
         paths = (self.leaders_path, self.my_path)
-        await leave(self.coord, slots, self.registered, self.worker.id, self.root, *paths)
+        await leave(self.coord, slots, self._node, self.worker.id, self.root, *paths)
 
     # --- connection ------------------------------------------------------------------------
 
@@ -262,46 +275,50 @@ class TaskEngine:
     # --- registration and the worker list ----------------------------------------------------
 
     async def _control(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """Register, read the worker list, keep it current; mark the session usable."""
+        """Once registered, read the worker list, keep it current; mark the session usable.
+
+        The worker node (`PersistentNode`) wakes this loop whenever the node
+        it holds changes (`_on_registration`), as a connection change does.
+        """
         started = False
         while True:
             changed = self._conn_changed.event()
             session = self.coord.session_id
             if self.coord.state in _CONNECTED and session is not None:
                 try:
-                    if self.registered != session:
-                        await self._register(session)
-                    names, watch = await self.client.children_watch(self.workers_path)
-                    if self.worker.id not in names:
-                        log.warning("worker node %s vanished; registering again", self.my_path)
-                        self.registered = None
-                        continue
-                    await self._load_workers(names, watch)
-                    if self.usable_in != session:
-                        await self._look_again(usable_in=session, changed=changed)
-                    if not started:
-                        task_status.started()
-                        started = True
-                    await _first_of(watch.wait, changed.wait)
-                    continue
+                    if self.registered == session:
+                        names, watch = await self.client.children_watch(self.workers_path)
+                        if self.worker.id in names:
+                            await self._load_workers(names, watch)
+                            if self.usable_in != session:
+                                await self._look_again(usable_in=session, changed=changed)
+                            if not started:
+                                task_status.started()
+                                started = True
+                            await _first_of(watch.wait, changed.wait)
+                            continue
+                        # Gone since: the worker node is made again, and says so.
                 except NoNodeError:
-                    self.registered = None
-                    continue
+                    pass
                 except ConnectionLostError as exc:
                     log.debug("task leadership of %s: %s", self.root, exc)
             with anyio.move_on_after(RETRY_DELAY if self.coord.state in _CONNECTED else math.inf):
                 await changed.wait()
 
-    async def _register(self, session: int) -> None:
-        """Create our worker node (see `register_worker`)."""
-        self.registered = await register_worker(self.client, self.my_path, self._record, session)
-        log.info(
-            "worker %s (version %s) registered at %s (session 0x%x)",
-            self.worker.id,
-            self.worker.version,
-            self.my_path,
-            self.registered,
-        )
+    def _on_registration(self) -> None:
+        """The worker node we hold changed (made, gone, made again): look at the list again."""
+        session = self.registered
+        if session is not None:
+            log.info(
+                "worker %s (version %s) registered at %s (session 0x%x)",
+                self.worker.id,
+                self.worker.version,
+                self.my_path,
+                session,
+            )
+        else:
+            log.info("worker node %s is gone; registering again", self.my_path)
+        self._conn_changed.fire()
 
     async def _load_workers(self, names: list[str], watch: Watch) -> None:
         """Read every worker record, ignore invalid ones, and recompute the choice."""

@@ -2,7 +2,8 @@
 
 Deleting the leader nodes and the worker node together lets the other
 workers see the tasks free and the worker gone at once, so the tasks move in
-one hand-over instead of two.
+one hand-over instead of two.  The worker node stops being kept
+(`PersistentNode.aclose` with ``delete=False``) just before.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from aiocoord.zk import DeleteOp, ZkClient
 from aiocoord.zk.paths import parent
 from aiocoord.zk.states import ConnectionState
 
+from ..membership import PersistentNode
 from ._slot import TaskSlot
 
 __all__ = ("delete_own_nodes", "drain", "leave")
@@ -31,17 +33,26 @@ _CONNECTED = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 async def leave(
     coord: Coordinator,
     slots: Sequence[TaskSlot],
-    registered: int | None,
+    registration: PersistentNode | None,
     worker_id: str,
     root: str,
     leaders_path: str,
     worker_path: str,
 ) -> None:
-    """Drain the bodies (bounded), then delete this worker's nodes if its session still has them."""
+    """Drain the bodies (bounded), then delete this worker's nodes if its session still has them.
+
+    `registration` (the worker node) stops being kept once the bodies have
+    drained; its node is deleted here, with the leader nodes.
+    """
     client = coord.client
     bound = client._session.timing.drain_bound
     if not await drain(slots, bound):
         log.warning("lead() bodies of %s did not finish within %.1fs", root, bound)
+    registered = None
+    if registration is not None:
+        await registration.aclose(delete=False)
+        stat = registration.stat
+        registered = stat.ephemeral_owner if stat is not None else None
     session = coord.session_id
     if session is None or registered != session or coord.closed:
         return  # the session is gone (or closes with the coordinator), and its nodes with it

@@ -15,20 +15,17 @@ import socket
 import time
 import uuid
 from collections.abc import Iterable
-from contextlib import suppress
 
 import anyio
 
 from aiocoord.errors import (
-    BadVersionError,
     ConfigError,
     CoordError,
     InvalidPathError,
     NodeDataError,
-    NodeExistsError,
     NoNodeError,
 )
-from aiocoord.zk import CreateMode, ZkClient
+from aiocoord.zk import ZkClient
 from aiocoord.zk.paths import join, validate_path
 
 from ..._records import (
@@ -54,7 +51,6 @@ __all__ = (
     "get_many",
     "read_children",
     "read_leader",
-    "register_worker",
 )
 
 log = logging.getLogger("aiocoord.recipes.task_leadership")
@@ -240,41 +236,3 @@ async def read_leader(client: ZkClient, path: str) -> tuple[str, str, int] | Non
     except NodeDataError:
         return None
     return holder, version, node.stat.czxid
-
-
-async def register_worker(client: ZkClient, path: str, record: bytes, session: int) -> int:
-    """Create the worker node `path` holding `record`; return the session that owns it.
-
-    A node left by an ended session of this same worker (same record: same
-    pid and start time) is deleted and created again.  A node of another live
-    worker with the same id is waited out (logged): ids must be unique.
-    """
-    warned = False
-    while True:
-        try:
-            created = await client.create(
-                path, record, mode=CreateMode.EPHEMERAL, make_parents=True
-            )
-            return created.stat.ephemeral_owner
-        except NodeExistsError:
-            pass
-        try:
-            node = await client.get(path)
-        except NoNodeError:
-            continue
-        if node.stat.ephemeral_owner == session:
-            return session  # our create went through, its answer was lost
-        if node.data == record:  # ours, from an ended session
-            with suppress(NoNodeError, BadVersionError):
-                await client.delete(path, version=node.stat.version)
-            continue
-        if not warned:
-            log.warning(
-                "worker %s is registered by another session (0x%x); waiting for it to go",
-                path,
-                node.stat.ephemeral_owner,
-            )
-            warned = True
-        stat, watch = await client.exists_watch(path)
-        if stat is not None and stat.czxid == node.stat.czxid:
-            await watch.wait()
