@@ -28,6 +28,7 @@ Leaving: drain, then hand back what is left (see `JobWorker`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -46,6 +47,7 @@ from ..errors import (
     ConnectionLostError,
     CoordError,
     CoordinatorClosedError,
+    NoNodeError,
     NotEmptyError,
     TransactionFailed,
 )
@@ -236,18 +238,29 @@ class JobWorker(Service):
         sess.scope.cancel()
         with anyio.move_on_after(self._coord.session_timeout):
             await sess.ended.wait()
-        if not sess.registered or self._coord.closed or self._coord.session_id != sess.sid:
+        if self._coord.closed or self._coord.session_id != sess.sid:
             return  # the session is gone: its node went with it and the assigner reclaims
+        # Also when the registration was not confirmed: its request may have reached the
+        # server (the nodes are named after this session: any found are ours).
         queue, node = self._layout.queue(sess.worker), self._layout.worker(sess.worker)
         with anyio.move_on_after(self._client._session.timing.retry_window):
             try:
                 for _ in range(3):
-                    for job_id in await self._client.children(queue):
+                    try:
+                        held = await self._client.children(queue)
+                    except NoNodeError:  # never registered
+                        held = []
+                    for job_id in held:
                         await move_back(self._client, self._layout, sess.worker, job_id)
                     try:
                         await self._client.multi([DeleteOp(queue), DeleteOp(node)])
                         return
                     except TransactionFailed as exc:
+                        if isinstance(exc.cause, NoNodeError):  # one of the two never made
+                            for path in (node, queue):
+                                with contextlib.suppress(NoNodeError, NotEmptyError):
+                                    await self._client.delete(path)
+                            return
                         if not isinstance(exc.cause, NotEmptyError):
                             break
                 await self._client.delete(node)  # leave the queue to the assigner's reclaim

@@ -260,3 +260,37 @@ async def test_a_worker_whose_assigner_join_times_out_stands_again(
                 assert await sched.result(job_id) == 7
                 assert worker.is_assigner
     assert calls == 2
+
+
+async def test_a_worker_that_fails_while_registering_leaves_no_node(
+    zk_server: ZooKeeperServer, zk_chroot: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A registration whose request landed but whose outcome the worker never saw is undone.
+
+    The worker's nodes are named after its session, so on leaving it deletes
+    whatever of them exists, confirmed or not: a node left behind on a live
+    session would have jobs assigned to it that nobody runs.
+    """
+    from aiocoord.scheduler import _worker_session
+
+    real = _worker_session.WorkerSession._register
+
+    async def lands_then_fails(self: _worker_session.WorkerSession) -> None:
+        await real(self)
+        self.registered = False  # as if its reply had not come back yet
+        raise RuntimeError("failed before the registration was recorded")
+
+    monkeypatch.setattr(_worker_session.WorkerSession, "_register", lands_then_fails)
+    async with aiocoord.connect(zk_server.connect_string, namespace=zk_chroot) as coord:
+        sched = Scheduler(coord, ROOT)
+
+        @sched.job("echo")
+        async def echo(n: int) -> int:
+            return n
+
+        with anyio.fail_after(30):
+            with pytest.raises(BaseException, match="registration was recorded"):
+                async with sched.worker(capacity=2):
+                    pass
+            assert await coord.client.children(f"{ROOT}/workers") == []
+            assert await coord.client.children(f"{ROOT}/assignments") == []
