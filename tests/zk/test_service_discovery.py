@@ -228,3 +228,22 @@ async def test_each_state_of_a_node_is_decoded_once(
 
             await eventually(updated)
             assert len(decoded) - before <= 2  # the changed node only (maybe read twice)
+
+
+async def test_a_caller_changing_a_payload_changes_only_its_copy(
+    coordinator: aiocoord.Coordinator,
+) -> None:
+    """Each state is decoded once and kept: a payload dict handed out must be the caller's own."""
+    with anyio.fail_after(20):
+        async with service_discovery(coordinator, "/svc-copy") as sd:
+            await sd.register(ServiceInstance(name="api", id="a", port=1, payload={"zone": "a"}))
+
+            async def listed() -> bool:
+                return len(await sd.instances("api")) == 1
+
+            await eventually(listed)
+            (first,) = await sd.instances("api")
+            assert isinstance(first.payload, dict)
+            first.payload["zone"] = "changed by a caller"
+            (again,) = await sd.instances("api")
+            assert again.payload == {"zone": "a"}

@@ -24,6 +24,8 @@ unregisters every instance this discovery registered (as Curator's
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -223,7 +225,7 @@ class ServiceDiscovery(Service):
         stat = node.stat
         known = self._decoded.get(path)
         if known is not None and known[0] == stat.czxid and known[1] == stat.mzxid:
-            return known[2]
+            return _own_copy(known[2])
         instance: ServiceInstance | None
         try:
             instance = decode_instance(node.data, path)
@@ -235,7 +237,7 @@ class ServiceDiscovery(Service):
         if len(self._decoded) > 2 * len(self._cache) + 1024:
             self._decoded.clear()  # nodes gone since: forget them all, the live ones come back
         self._decoded[path] = (stat.czxid, stat.mzxid, instance)
-        return instance
+        return _own_copy(instance)
 
     def provider(
         self,
@@ -262,3 +264,10 @@ class ServiceDiscovery(Service):
 def service_discovery(coord: Coordinator, base: str, *, watch: bool = True) -> ServiceDiscovery:
     """A `ServiceDiscovery` under `base`, to use as ``async with``."""
     return ServiceDiscovery(coord, base, watch=watch)
+
+
+def _own_copy(instance: ServiceInstance | None) -> ServiceInstance | None:
+    """The kept decoding, with a payload dict of the caller's own (the rest is immutable)."""
+    if instance is None or not isinstance(instance.payload, dict):
+        return instance
+    return dataclasses.replace(instance, payload=copy.deepcopy(instance.payload))
