@@ -100,7 +100,7 @@ def count_ops(coord: Any, path: str | None) -> Callable[[], None]:
         fetch, fetch_packet = sender.fetch, sender.fetch_packet
 
         def counted_fetch(request: Any, *a: Any, **k: Any) -> Awaitable[Any]:
-            counts[type(request).__name__] += 1
+            counts[getattr(request.opcode, "name", type(request).__name__)] += 1
             result: Awaitable[Any] = fetch(request, *a, **k)
             return result
 

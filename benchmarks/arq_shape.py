@@ -35,6 +35,7 @@ import signal
 import socket
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -49,6 +50,9 @@ from . import python_m
 __all__ = ("Redis", "main")
 
 ROLES = "benchmarks._arq_roles"
+# The test servers' JVM flags favour a fast start (C1 only, a container check every 0.5 s);
+# a server that is measured runs as deployed: the full JIT, the default check (60 s).
+SERVER_JVM = ("-Xmx1g", "-XX:TieredStopAtLevel=4", "-Dznode.container.checkIntervalMs=60000")
 
 
 class Redis:
@@ -187,6 +191,9 @@ class Servers:
             "writes": float(int(zxid.split()[-1], 16) & 0xFFFFFFFF),  # counter of this epoch
         }
 
+    def server_pid(self, system: str) -> int | None:
+        return self.redis.proc.pid if system == "arq" and self.redis.proc else self.zk.pid
+
     def role_args(self, system: str, args: argparse.Namespace) -> list[str]:
         common = ["--capacity", str(args.capacity), "--loop", args.loop]
         if system == "arq":
@@ -202,12 +209,48 @@ class Servers:
         return ["--root", f"/bench-arq-shape-{self.roots}"]
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time of process `pid` so far (Linux ``/proc``), 0 if unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def profiled(args: argparse.Namespace, label: str, pids: dict[str, int | None]) -> Iterator[None]:
+    """With ``--profile DIR``: py-spy samples each Python process of the round (collapsed stacks)."""
+    spies: list[subprocess.Popen[bytes]] = []
+    local = Path(sys.executable).with_name("py-spy")  # pip install py-spy into the venv
+    spy_exe = str(local) if local.exists() else shutil.which("py-spy")
+    if args.profile is not None and spy_exe is not None:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
+        for name, pid in pids.items():
+            if name != "server" and pid is not None:
+                out = Path(args.profile) / f"{label}-{name}.txt"
+                command = [spy_exe, "record", "--pid", str(pid), "--format", "raw", "--rate", "100",
+                           "--nonblocking", "--output", str(out)]  # fmt: skip
+                spies.append(subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL))  # fmt: skip
+    try:
+        yield
+    finally:
+        for spy in spies:
+            os.kill(spy.pid, signal.SIGINT)  # py-spy writes its file on SIGINT
+            try:
+                spy.wait(30)
+            except subprocess.TimeoutExpired:
+                os.kill(spy.pid, signal.SIGKILL)
+                spy.wait(5)
+
+
 @contextmanager
 def workers(servers: Servers, system: str, extra: list[str], args: argparse.Namespace,
-            wait: bool = True) -> Iterator[list[Child]]:  # fmt: skip
+            label: str, wait: bool = True) -> Iterator[list[Child]]:  # fmt: skip
     role = "arq-worker" if system == "arq" else "zk-worker"
     started = [
-        Child(role, *servers.role_args(system, args), *extra, *ops(args, f"worker{i}"))
+        Child(role, *servers.role_args(system, args), *extra, *ops(args, f"{label}-worker{i + 1}"))
         for i in range(args.workers)
     ]
     try:
@@ -228,7 +271,7 @@ def ops(args: argparse.Namespace, name: str) -> list[str]:
 
 
 def client(servers: Servers, system: str, extra: list[str], args: argparse.Namespace,
-           load: str, jobs: int) -> Child:  # fmt: skip
+           load: str, jobs: int, label: str) -> Child:  # fmt: skip
     role = "arq-client" if system == "arq" else "zk-client"
     return Child(
         role,
@@ -239,7 +282,7 @@ def client(servers: Servers, system: str, extra: list[str], args: argparse.Names
         "--concurrency", str(args.concurrency),
         "--rate", str(args.rate),
         "--warmup", str(args.warmup),
-        *ops(args, "client"),
+        *ops(args, f"{label}-client"),
     )  # fmt: skip
 
 
@@ -247,14 +290,21 @@ def measured(servers: Servers, system: str, args: argparse.Namespace, load: str,
              jobs: int) -> dict[str, float]:  # fmt: skip
     """One round of `load` for `system`: its figures and its servers' counters per job."""
     extra = servers.fresh(system)
-    with workers(servers, system, extra, args):
-        c = client(servers, system, extra, args, load, jobs)
+    label = f"{system}-{load}-{jobs}"
+    with workers(servers, system, extra, args, label) as fleet:
+        c = client(servers, system, extra, args, load, jobs, label)
         try:
             c.expect("ready", args.timeout)  # connected and warmed up
+            pids = {"client": c.proc.pid, "server": servers.server_pid(system)}
+            pids.update({f"worker{i + 1}": w.proc.pid for i, w in enumerate(fleet)})
+            cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
             before = servers.counters(system)
-            c.say("go")
-            out = c.expect("done", args.timeout)
+            with profiled(args, label, pids):
+                c.say("go")
+                out = c.expect("done", args.timeout)
             after = servers.counters(system)
+            for name, pid in pids.items():
+                out[f"cpu_ms_{name}"] = (cpu_seconds(pid) - cpu[name]) * 1e3 / jobs
         finally:
             c.stop()
     out["jobs_per_s"] = jobs / out["seconds"]
@@ -266,13 +316,14 @@ def measured(servers: Servers, system: str, args: argparse.Namespace, load: str,
 def backlog(servers: Servers, system: str, args: argparse.Namespace) -> dict[str, float]:
     """`args.backlog` jobs queued with no worker; then the workers start: time to the last result."""
     extra = servers.fresh(system)
-    c = client(servers, system, extra, args, "backlog", args.backlog)
+    label = f"{system}-backlog-{args.backlog}"
+    c = client(servers, system, extra, args, "backlog", args.backlog, label)
     try:
         c.expect("ready", args.timeout)
         submitted = c.expect("submitted", args.timeout)
         before = servers.counters(system)
         c.say("go")
-        with workers(servers, system, extra, args, wait=False):
+        with workers(servers, system, extra, args, label, wait=False):
             out = c.expect("done", args.timeout)
         after = servers.counters(system)
     finally:
@@ -289,18 +340,19 @@ def bench(servers: Servers, args: argparse.Namespace) -> dict[Any, Any]:
     r: dict[Any, Any] = {"rounds": {}}
     for round_ in range(args.rounds):
         order = ("arq", "aiocoord") if round_ % 2 == 0 else ("aiocoord", "arq")
+        order = tuple(system for system in order if system in args.systems)
         for jobs in sizes:
             for system in order:
                 out = measured(servers, system, args, "burst", jobs)
                 r["rounds"].setdefault((system, jobs), []).append(out)
                 print(f"  round {round_ + 1}, {jobs} jobs, {system}: {out['jobs_per_s']:.0f} jobs/s",
                       flush=True)  # fmt: skip
-    for system in ("arq", "aiocoord"):
+    for system in args.systems:
         r[("steady", system)] = measured(
             servers, system, args, "steady", round(args.rate * args.steady_seconds)
         )
     if args.backlog:
-        for system in ("arq", "aiocoord"):
+        for system in args.systems:
             r[("backlog", system)] = backlog(servers, system, args)
     return r
 
@@ -335,6 +387,15 @@ def report(r: dict[Any, Any], args: argparse.Namespace) -> dict[str, float]:
             f"writes_per_job_{jobs}": wr, f"fsyncs_per_job_{jobs}": fs,
             f"redis_commands_per_job_{jobs}": cmd,
         })  # fmt: skip
+    print("CPU ms per job by process (median of rounds; 'server': redis-server or ZooKeeper):")
+    for jobs in sizes:
+        for system in ("arq", "aiocoord"):
+            outs = r["rounds"][(system, jobs)]
+            names = sorted(k[len("cpu_ms_") :] for k in outs[0] if k.startswith("cpu_ms_"))
+            cpu = {n: statistics.median(o[f"cpu_ms_{n}"] for o in outs) for n in names}
+            cells = ", ".join(f"{n} {v:.2f}" for n, v in cpu.items())
+            print(f"{jobs:>7} {system:<9} total {sum(cpu.values()):.2f}: {cells}")
+            figures[f"cpu_ms_{system}_{jobs}"] = sum(cpu.values())
     sa, sz = r[("steady", "arq")], r[("steady", "aiocoord")]
     print(
         f"steady {args.rate:.0f} jobs/s, submit -> result: arq p50 {sa['p50'] * 1e3:.1f} ms "
@@ -376,13 +437,24 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--count-ops", default=None, help="folder: ZooKeeper requests by type")
+    parser.add_argument("--profile", default=None, help="folder: py-spy stacks of each process")
+    parser.add_argument("--only", choices=("arq", "aiocoord"), help="profiling: one system alone")
     args = parser.parse_args(argv)
+    args.systems = ("arq", "aiocoord") if args.only is None else (args.only,)
+    # Stopped (SIGTERM): unwind, so that every process started here is stopped by its PID.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with ExitStack() as stack:
         redis = Redis()
         stack.callback(redis.stop)
         redis.start()
-        zk = stack.enter_context(ZooKeeperServer(extra_config={"forceSync": "yes"}))
+        zk = stack.enter_context(
+            ZooKeeperServer(extra_config={"forceSync": "yes"}, jvm_args=SERVER_JVM)
+        )
         r = bench(Servers(redis, zk), args)
+    if args.only is not None:
+        print(json.dumps({str(k): v for k, v in r.items() if k != "rounds"}, indent=1))
+        print(json.dumps({str(k): v for k, v in r["rounds"].items()}, indent=1))
+        return {}
     return report(r, args)
 
 
