@@ -18,14 +18,6 @@ of them fail.  Before a claim the worker lists the queues: a second submit of
 an id that is still running waits pending (the assigner resolves it once the
 first run ends), and is left alone; so is a job that already has a result.
 
-A pending job leaving ``jobs/`` that this worker did not take (the watch
-sees it deleted) shows that someone acts on the pending jobs: like an
-assignment's arrival, it starts this worker's grace again.  So an assigner
-that is alive but slow (a host short of CPU, a backlog) is not raced by
-claims, which would only add requests (a listing of every queue per round)
-where the server is busiest; an assigner that stopped moves nothing, and
-the grace runs out.
-
 While the assigner is alive jobs leave ``jobs/`` before the grace ends and
 nothing is read.  Jobs that wait on purpose cost an idle worker one read
 each: a delayed job (its due time is then known; it is claimable `GRACE`
@@ -93,7 +85,6 @@ class Claimer:
         self._heap: list[tuple[float, str]] = []
         self._free_since: float | None = time.monotonic()
         self._claimed: set[str] = set()  # our claims: their arrival is no sign of an assigner
-        self._taking: set[str] = set()  # our claims until their pending node's delete is seen
         self._stale = False  # the pending jobs are to be listed before the next claim
         self._stale_at = math.inf  # when to list them, if no claim needs it sooner
         self._wake = anyio.Event()
@@ -146,7 +137,6 @@ class Claimer:
         self._stale = True
         self._stale_at = time.monotonic() + self.grace * _IDLE_LISTING
         self._claimed.clear()  # the queue is listed again too: what arrived is known afresh
-        self._taking.clear()
         self._wake.set()
 
     async def _list(self) -> None:
@@ -168,11 +158,6 @@ class Claimer:
             self._looks.pop(job_id, None)
             self._schedule(job_id, time.monotonic() + self.grace)
         elif event.type is EventType.DELETED:
-            if job_id in self._taking:
-                self._taking.discard(job_id)
-            elif self._free_since is not None and job_id in self._paths:
-                # Taken by someone else: an assigner acts, so wait again (see the docstring).
-                self._free_since = time.monotonic()
             self._when.pop(job_id, None)
             self._paths.pop(job_id, None)
             self._looks.pop(job_id, None)
@@ -286,7 +271,6 @@ class Claimer:
                 self._leave_alone(job_id)  # a second submit: the assigner resolves it
                 return
             self._claimed.add(job_id)
-            self._taking.add(job_id)
             await client.multi(
                 [
                     CheckOp(layout.worker(self._worker), -1),
@@ -300,12 +284,10 @@ class Claimer:
             return  # taken meanwhile
         except TransactionFailed as exc:  # taken, or changed (an event tells): not ours
             self._claimed.discard(job_id)
-            self._taking.discard(job_id)
             log.debug("worker %s: claiming %s: %s", self._worker, job_id, exc)
             return
         except CoordError as exc:  # the outcome is unknown: look again later
             self._claimed.discard(job_id)
-            self._taking.discard(job_id)
             log.debug("worker %s: claiming %s: %s", self._worker, job_id, exc)
             self._schedule(job_id, time.monotonic() + self.grace)
             return

@@ -1,4 +1,4 @@
-"""Self-claims on a slow host: a worker never claims past its capacity, nor races a slow assigner.
+"""Self-claims on a slow host: a worker never claims past its capacity.
 
 The assigner holds the election but does nothing (its session open, as a
 frozen process's would be), so the worker claims the pending jobs itself.
@@ -16,10 +16,9 @@ import anyio
 import pytest
 
 import aiocoord
-from aiocoord import JobStatus, Scheduler
+from aiocoord import Scheduler
 from aiocoord.recipes.leader_latch import leader_latch
 from aiocoord.scheduler import _worker_session
-from aiocoord.scheduler._records import JobsLayout
 from aiocoord.testing import ZooKeeperServer
 from aiocoord.zk.types import EventType, WatchedEvent
 
@@ -78,49 +77,3 @@ async def test_a_lagging_worker_never_claims_past_its_capacity(
             assert 1 <= most <= 2, most
             gate.set()
             assert [await sched.result(job_id) for job_id in ids] == list(range(8))
-
-
-async def test_a_worker_does_not_claim_while_someone_takes_pending_jobs(
-    zk_server: ZooKeeperServer, zk_chroot: str
-) -> None:
-    """Pending jobs leaving ``jobs/`` show an assigner at work: no claim until they stop."""
-
-    async def hold(n: int) -> int:
-        return n
-
-    async def other(n: int) -> int:
-        return n
-
-    layout = JobsLayout(ROOT)
-    with anyio.fail_after(40):
-        async with AsyncExitStack() as stack:
-
-            async def connect() -> aiocoord.Coordinator:
-                return await stack.enter_async_context(
-                    aiocoord.connect(zk_server.connect_string, namespace=zk_chroot)
-                )
-
-            frozen = await connect()
-            latch = await stack.enter_async_context(
-                leader_latch(frozen, f"{ROOT}/assigner", participant_id="frozen")
-            )
-            await latch.wait()  # the election is held by a process that assigns nothing
-            client = Scheduler(await connect(), ROOT)
-            client.job("hold")(hold)
-            client.job("other")(other)
-            sched = Scheduler(await connect(), ROOT)
-            sched.job("hold")(hold)
-            worker = await stack.enter_async_context(sched.worker(capacity=2, worker_id="w"))
-            others = [await client.submit("other", {"n": n}) for n in range(12)]
-            job = await client.submit("hold", {"n": 7})
-            # Someone (as a slow assigner would) takes a pending job every 0.2 s for 2.4 s.
-            for job_id in others:
-                await anyio.sleep(0.2)
-                await frozen.client.delete(layout.job(job_id))
-            assert await client.status(job) is JobStatus.PENDING
-            assert worker._session is not None and worker._session.claimer.claims == 0
-            # Nobody takes anything any more: the worker claims it after the grace.
-            stopped = anyio.current_time()
-            assert await client.result(job) == 7
-            assert anyio.current_time() - stopped < 5.0
-            assert worker._session.claimer.claims == 1
