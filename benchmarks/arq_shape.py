@@ -51,7 +51,8 @@ __all__ = ("Redis", "main")
 
 ROLES = "benchmarks._arq_roles"
 # The test servers' JVM flags favour a fast start (C1 only, a container check every 0.5 s);
-# a server that is measured runs as deployed: the full JIT, the default check (60 s).
+# a server that is measured runs as deployed: the full JIT (warmed up first, unmeasured, by
+# `--server-warmup` jobs), the default check (60 s).
 SERVER_JVM = ("-Xmx1g", "-XX:TieredStopAtLevel=4", "-Dznode.container.checkIntervalMs=60000")
 
 
@@ -335,25 +336,40 @@ def backlog(servers: Servers, system: str, args: argparse.Namespace) -> dict[str
     return out
 
 
+def progress(what: str, system: str, out: dict[str, float]) -> None:
+    """One line as each measurement ends: a long run shows its figures as it goes."""
+    costs = ", ".join(f"{k[:-8]} {v:.2f}" for k, v in out.items() if k.endswith("_per_job"))
+    cpu = sum(v for k, v in out.items() if k.startswith("cpu_ms_"))
+    extra = (
+        f", p50 {out['p50'] * 1e3:.1f} ms, p99 {out['p99'] * 1e3:.1f} ms" if "p50" in out else ""
+    )
+    print(f"  {what}, {system}: {out['jobs_per_s']:.0f} jobs/s ({costs} per job; "
+          f"CPU {cpu:.2f} ms/job{extra})", flush=True)  # fmt: skip
+
+
 def bench(servers: Servers, args: argparse.Namespace) -> dict[Any, Any]:
     sizes = [int(s) for s in args.sizes.split(",")]
     r: dict[Any, Any] = {"rounds": {}}
+    if args.server_warmup and "aiocoord" in args.systems:
+        # A server that has run a while has its hot code compiled (JIT): not measured.
+        progress("server warm-up", "aiocoord", measured(servers, "aiocoord", args, "burst",
+                                                         args.server_warmup))  # fmt: skip
     for round_ in range(args.rounds):
-        order = ("arq", "aiocoord") if round_ % 2 == 0 else ("aiocoord", "arq")
-        order = tuple(system for system in order if system in args.systems)
+        both = ("arq", "aiocoord") if round_ % 2 == 0 else ("aiocoord", "arq")
+        order = [system for system in both if system in args.systems]
         for jobs in sizes:
             for system in order:
                 out = measured(servers, system, args, "burst", jobs)
                 r["rounds"].setdefault((system, jobs), []).append(out)
-                print(f"  round {round_ + 1}, {jobs} jobs, {system}: {out['jobs_per_s']:.0f} jobs/s",
-                      flush=True)  # fmt: skip
+                progress(f"round {round_ + 1}, {jobs} jobs", system, out)
     for system in args.systems:
-        r[("steady", system)] = measured(
-            servers, system, args, "steady", round(args.rate * args.steady_seconds)
-        )
+        out = measured(servers, system, args, "steady", round(args.rate * args.steady_seconds))
+        r[("steady", system)] = out
+        progress(f"steady {args.rate:.0f}/s", system, out)
     if args.backlog:
         for system in args.systems:
-            r[("backlog", system)] = backlog(servers, system, args)
+            r[("backlog", system)] = out = backlog(servers, system, args)
+            progress(f"backlog {args.backlog}", system, out)
     return r
 
 
@@ -429,13 +445,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--capacity", type=int, default=64, help="jobs at once per worker")
     parser.add_argument("--concurrency", type=int, default=200, help="submitters")
-    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=200, help="jobs per round, not measured")
+    parser.add_argument("--server-warmup", type=int, default=2000, help="ZooKeeper's JIT, first")
     parser.add_argument("--rate", type=float, default=100.0, help="jobs/s of the steady run")
     parser.add_argument("--steady-seconds", type=float, default=10.0)
     parser.add_argument("--backlog", type=int, default=50_000, help="0: no backlog run")
     parser.add_argument("--poll", type=float, default=0.01, help="arq's poll delays (s)")
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
-    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--timeout", type=float, default=1800.0, help="per measurement (s)")
     parser.add_argument("--count-ops", default=None, help="folder: ZooKeeper requests by type")
     parser.add_argument("--profile", default=None, help="folder: py-spy stacks of each process")
     parser.add_argument("--only", choices=("arq", "aiocoord"), help="profiling: one system alone")
