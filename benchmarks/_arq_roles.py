@@ -61,7 +61,7 @@ def arq_worker(args: argparse.Namespace) -> None:
     worker = Worker(
         functions=[echo_arq],
         queue_name="arq:queue",
-        redis_settings=RedisSettings(port=args.port),
+        redis_settings=RedisSettings(port=args.port, conn_timeout=30, conn_retries=10),
         max_jobs=args.capacity,
         poll_delay=args.poll,
         keep_result=600,
@@ -75,7 +75,7 @@ async def arq_client(args: argparse.Namespace) -> None:
     from arq import create_pool
     from arq.connections import RedisSettings
 
-    pool = await create_pool(RedisSettings(port=args.port))
+    pool = await create_pool(RedisSettings(port=args.port, conn_timeout=30, conn_retries=10))
 
     async def submit(n: int) -> Any:
         job = await pool.enqueue_job("echo_arq", n)
