@@ -348,7 +348,7 @@ def progress(what: str, system: str, out: dict[str, float]) -> None:
 
 
 def bench(servers: Servers, args: argparse.Namespace) -> dict[Any, Any]:
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip() and s != "none"]
     r: dict[Any, Any] = {"rounds": {}}
     if args.server_warmup and "aiocoord" in args.systems:
         # A server that has run a while has its hot code compiled (JIT): not measured.
@@ -362,7 +362,7 @@ def bench(servers: Servers, args: argparse.Namespace) -> dict[Any, Any]:
                 out = measured(servers, system, args, "burst", jobs)
                 r["rounds"].setdefault((system, jobs), []).append(out)
                 progress(f"round {round_ + 1}, {jobs} jobs", system, out)
-    for system in args.systems:
+    for system in args.systems if args.steady_seconds > 0 else ():
         out = measured(servers, system, args, "steady", round(args.rate * args.steady_seconds))
         r[("steady", system)] = out
         progress(f"steady {args.rate:.0f}/s", system, out)
@@ -440,7 +440,7 @@ def report(r: dict[Any, Any], args: argparse.Namespace) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--sizes", default="2000,20000", help="jobs per burst round")
+    parser.add_argument("--sizes", default="2000,20000", help="jobs per burst round ('none')")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--capacity", type=int, default=64, help="jobs at once per worker")
@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--warmup", type=int, default=200, help="jobs per round, not measured")
     parser.add_argument("--server-warmup", type=int, default=2000, help="ZooKeeper's JIT, first")
     parser.add_argument("--rate", type=float, default=100.0, help="jobs/s of the steady run")
-    parser.add_argument("--steady-seconds", type=float, default=10.0)
+    parser.add_argument("--steady-seconds", type=float, default=10.0, help="0: no steady run")
     parser.add_argument("--backlog", type=int, default=50_000, help="0: no backlog run")
     parser.add_argument("--poll", type=float, default=0.01, help="arq's poll delays (s)")
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
@@ -468,7 +468,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             ZooKeeperServer(extra_config={"forceSync": "yes"}, jvm_args=SERVER_JVM)
         )
         r = bench(Servers(redis, zk), args)
-    if args.only is not None:
+    if args.only is not None or not r["rounds"] or args.steady_seconds <= 0:
         print(json.dumps({str(k): v for k, v in r.items() if k != "rounds"}, indent=1))
         print(json.dumps({str(k): v for k, v in r["rounds"].items()}, indent=1))
         return {}
