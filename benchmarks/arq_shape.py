@@ -339,12 +339,13 @@ def backlog(servers: Servers, system: str, args: argparse.Namespace) -> dict[str
 def progress(what: str, system: str, out: dict[str, float]) -> None:
     """One line as each measurement ends: a long run shows its figures as it goes."""
     costs = ", ".join(f"{k[:-8]} {v:.2f}" for k, v in out.items() if k.endswith("_per_job"))
-    cpu = sum(v for k, v in out.items() if k.startswith("cpu_ms_"))
+    cpu_ms = [v for k, v in out.items() if k.startswith("cpu_ms_")]
+    cpu = f"; CPU {sum(cpu_ms):.2f} ms/job" if cpu_ms else ""
     extra = (
         f", p50 {out['p50'] * 1e3:.1f} ms, p99 {out['p99'] * 1e3:.1f} ms" if "p50" in out else ""
     )
-    print(f"  {what}, {system}: {out['jobs_per_s']:.0f} jobs/s ({costs} per job; "
-          f"CPU {cpu:.2f} ms/job{extra})", flush=True)  # fmt: skip
+    print(f"  {what}, {system}: {out['jobs_per_s']:.0f} jobs/s ({costs} per job{cpu}{extra})",
+          flush=True)  # fmt: skip
 
 
 def bench(servers: Servers, args: argparse.Namespace) -> dict[Any, Any]:
