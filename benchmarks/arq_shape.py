@@ -3,7 +3,9 @@
 Both systems get their own server, started here: Debian's ``redis-server``
 (AOF, ``appendfsync everysec``, loopback, a free port, its own temporary
 folder, stopped by its PID at exit) for arq, and a standalone ZooKeeper with
-fsync on (its default ``forceSync=yes``) for aiocoord.  Each system runs in
+fsync on (its default ``forceSync=yes``) for aiocoord, its JVM run as
+deployed (the full JIT, warmed up first by `--server-warmup` unmeasured
+jobs), not with the test servers' quick-start flags.  Each system runs in
 the same shape, every part its own process (`_arq_roles`): 3 worker
 processes (each aiocoord worker on its own session) and 1 client process
 whose 200 concurrent submitters each submit a trivial job and await its
@@ -14,8 +16,8 @@ queue (a new root; Redis flushed) and warms up with 200 jobs first.
 Printed: jobs/s of each round for N = 2,000 and 20,000 jobs and the ratio;
 per job, the ZooKeeper server's requests (``mntr``'s packets received), its
 writes (transactions: the ``zxid`` advanced) and its disk syncs, and Redis'
-commands; a steady run (100 jobs/s, each awaited) with p50/p99 of submit ->
-result; and a backlog (50,000 jobs queued before the workers start), timed
+commands; the CPU time each process spent per job (``/proc``); a steady run
+(100 jobs/s, each awaited) with p50/p99 of submit -> result; and a backlog (50,000 jobs queued before the workers start), timed
 from the workers' start to the last result.
 
 arq's own poll delays (the worker's queue poll and the client's result
@@ -23,6 +25,10 @@ poll) are 0.5 s by default; both are set to ``--poll`` (10 ms), as users
 chasing throughput set them, and its ``max_jobs`` to the workers' capacity.
 
     python -m benchmarks.arq_shape [--sizes 2000,20000] [--rounds 2] [--backlog 50000]
+
+Profiling: ``--only aiocoord`` runs one system; ``--count-ops DIR`` writes the
+ZooKeeper requests each aiocoord process sent, by type; ``--profile DIR``
+samples every Python process with py-spy (``pip install py-spy``).
 """
 
 from __future__ import annotations
