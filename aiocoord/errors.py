@@ -253,10 +253,10 @@ class JobCancelled(CoordError):
 
 
 class JobConflict(CoordError, ValueError):
-    """A job id was submitted again with a different job name or payload.
+    """A job id was submitted again with a different job name, payload or priority.
 
     The job id is the idempotence key: submitting the same id with the same
-    name and payload is a no-op, a different one is refused (an HTTP layer
+    name, payload and priority is a no-op, a different one is refused (an HTTP layer
     answers 409).  Submit under a new id, or wait until the old result expires.
     """
 

@@ -18,6 +18,8 @@ itself:
 - `latch`: leader hand-off latency and joining at scale (runs in `latch_runs`
   and `latch_peers`);
 - `scheduler`: job throughput, latency and requests per job;
+- `arq_shape`: the scheduler against arq (on its own ``redis-server``) in arq
+  users' shape: 3 worker processes, 1 client process, 200 submitters;
 - `tasks`: a task leadership hand-over of many tasks (runs in `tasks_runs`
   and `tasks_peers`);
 - `spread`: how evenly task leadership spreads tasks over workers;

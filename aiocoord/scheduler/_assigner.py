@@ -13,11 +13,12 @@ Per job: one read of the pending node, then one transaction that moves it::
 
 so a job is never both pending and assigned, never in neither place, and two
 assigners (a deposed one still finishing a request) can never both move it.
-The jobs ready in one step of the event loop (reads that completed together
-are planned once) are moved in one transaction of those triples, up to 256 KB
-of job bytes; a batch refused as a whole is retried one job at a time, to learn
-which job failed and why.  Under load this saves requests and writes; a lone
-job costs what it did.
+The jobs ready in one step of the event loop (reads and events that
+completed together are planned once, in the step after) are moved in one
+transaction of those triples, up to 256 KB of job bytes; a batch refused
+as a whole is retried one job at a time, to learn which job failed and
+why.  Under load this saves requests and writes; a lone job costs what it
+did.
 
 A term starts with reconciliation: the watch is set first, then the queues,
 the workers and the pending jobs are listed, bucket by bucket, so no reply
@@ -121,7 +122,7 @@ class Assigner:
                 async for event in watch.events:
                     self._on_event(event)
                     self._apply_buffered(watch.events)
-                    self._pump()
+                    self._pump_soon()
 
     async def _timer(self) -> None:
         """Release scheduled jobs when they are due: one sleep until the earliest, no polling."""
@@ -133,7 +134,7 @@ class Assigner:
             else:
                 with anyio.move_on_after(max(0.0, when - time.time())):
                     await self._wake.wait()
-            self._pump()
+            self._pump_soon()
 
     # --- reconciliation ------------------------------------------------------------------------
 
@@ -249,7 +250,13 @@ class Assigner:
             self._spawn(self._assign_batch, batch)
 
     async def _pumper(self) -> None:
-        """Plan once for all the reads that completed in one step of the event loop."""
+        """Plan once for all that happened in one step of the event loop.
+
+        Replies and watch events that arrive together (one read from the
+        socket) resume their tasks in the same step; each asks for a plan
+        (`_pump_soon`), and the plan made once after them all moves every job
+        ready by then in one transaction, rather than each alone.
+        """
         while True:
             await self._kick.wait()
             self._kick = anyio.Event()
@@ -289,7 +296,7 @@ class Assigner:
                 log.error("worker %s ignored: %s", worker, NodeDataError(path, "id mismatch"))
                 record = None
             self.state.worker_up(worker, record)
-        self._pump()
+        self._pump_soon()
 
     async def _fetch(self, job_id: str) -> None:
         path = self._layout.job(job_id, self.state.priority.get(job_id, 0))
@@ -313,7 +320,7 @@ class Assigner:
             log.warning("could not read pending job %s: %s (will retry)", job_id, exc)
             self.state.fetched(job_id, None)
             self.state.job_created(job_id)
-            self._pump()
+            self._pump_soon()
             return
         self.state.fetched(job_id, fetched, now=time.time())
         self._pump_soon()
@@ -347,7 +354,7 @@ class Assigner:
             outcome = Outcome.REFETCH
         for action in actions:
             self.state.assign_finished(action, outcome)
-        self._pump()
+        self._pump_soon()
 
     async def _assign(self, action: Assign) -> None:
         w, job_id = action.worker, action.job_id
@@ -365,7 +372,7 @@ class Assigner:
         if outcome is Outcome.ASSIGNED:
             log.debug("assigned %s to %s", job_id, w)
         self.state.assign_finished(action, outcome)
-        self._pump()
+        self._pump_soon()
 
     async def _failed(self, action: Assign, exc: TransactionFailed) -> Outcome:
         index, cause = exc.failed_index, exc.cause
@@ -403,7 +410,7 @@ class Assigner:
             log.warning("could not check job %s for a result: %s (will run it)", job_id, exc)
             run = True
         self.state.resolved(job_id, run=run)
-        self._pump()
+        self._pump_soon()
 
     def _move_flat(self, folder: str, name: str) -> None:
         if is_flat(folder, name):

@@ -1,12 +1,18 @@
 """Writing a new job: one create, idempotent for a given job id, with one deadline.
 
 A job submitted with its own id is created only if it has no result yet
-(create the job, create and delete the result, in one transaction).  An id
-that exists already (pending, scheduled or finished) writes nothing: the
-same name and payload return the id, a different one raises `JobConflict`
-(compared by the record's `key`, a digest of name and payload).  An id
-being run by a worker is not compared: the second copy waits, and the
-assigner drops it once the first run has left a result.
+and is not pending at another priority: one transaction creates the job and
+creates and deletes the result node, and the same node in each bucket of
+another priority that the id's hash could be in (the bucket names are
+listed first; buckets are never removed).  An id that exists already
+(pending, scheduled or finished) writes nothing: the same name, payload and
+priority return the id, a different one raises `JobConflict` (name and
+payload compared by the record's `key`, a digest of both; the priority by
+the bucket it waits in or the result's record).  An id being run by a
+worker is not compared: the second copy waits, and the assigner drops it
+once the first run has left a result.  Two submits of one id with different
+priorities racing the first creation of a priority's bucket may both be
+queued; the assigner runs the id once at most at a time, as for any copy.
 """
 
 from __future__ import annotations
@@ -29,8 +35,9 @@ from ..errors import (
     TransactionFailed,
 )
 from ..zk.client import ZkClient
-from ..zk.types import CreateOp, DeleteOp
+from ..zk.types import CreateOp, DeleteOp, Op
 from ._jobs import JobType
+from ._layout import bucket_of, job_bucket_priority
 from ._ops import ensure_buckets
 from ._policy import check_delay, check_run_at
 from ._records import (
@@ -45,7 +52,7 @@ from ._records import (
     new_job_id,
 )
 
-__all__ = ("NewJob", "check_conflict", "prepare_job", "write_job")
+__all__ = ("NewJob", "check_conflict", "other_priorities", "prepare_job", "write_job")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +117,7 @@ def prepare_job(
 async def check_conflict(
     client: ZkClient, layout: JobsLayout, job_id: str, key: str, priority: int = 0
 ) -> None:
-    """`JobConflict` if the existing job `job_id` was submitted with another name or payload."""
+    """`JobConflict` if the existing job `job_id` has another name, payload or priority."""
     places = (("pending", layout.job(job_id, priority)), ("finished", layout.result(job_id)))
     for where, path in places:
         try:
@@ -119,14 +126,31 @@ async def check_conflict(
             continue
         try:
             if where == "pending":
-                theirs = decode_job(path, node.data).key
+                theirs = decode_job(path, node.data)
+                their_key, their_priority = theirs.key, theirs.priority
             else:
-                theirs = decode_result(path, node.data).key
+                result = decode_result(path, node.data)
+                their_key, their_priority = result.key, result.priority
         except NodeDataError:
             return  # unreadable: it fails on its own, and the id stays taken
-        if theirs and theirs != key:
+        if their_key and their_key != key:
             raise JobConflict(job_id, f"({where}) with a different name or payload")
+        if their_key and their_priority != priority:
+            raise JobConflict(job_id, f"({where}) with priority {their_priority}, not {priority}")
         return
+
+
+async def other_priorities(
+    client: ZkClient, layout: JobsLayout, job_id: str, priority: int
+) -> list[str]:
+    """The pending nodes `job_id` would have in the existing buckets of other priorities."""
+    hh = bucket_of(job_id)
+    try:
+        buckets = await client.children(layout.jobs)
+    except NoNodeError:
+        return []
+    others = (job_bucket_priority(b) for b in buckets if b.endswith(f".{hh}"))
+    return sorted(layout.job(job_id, p) for p in others if p is not None and p != priority)
 
 
 async def write_job(
@@ -144,18 +168,31 @@ async def write_job(
     # One deadline for the whole submit: the writes, the reconnect waits and the retries.
     deadline = client._session.deadline()
     failure: ConnectionLostError | None = None
+    others: list[str] = []
     with anyio.CancelScope(deadline=deadline.at):
         for _ in range(6):
             try:
                 if careful:
-                    # Create the job only if it has no result yet: creating and deleting
-                    # the result node in the same transaction fails if it exists.
-                    await client.multi([CreateOp(path, data), CreateOp(result), DeleteOp(result)])
+                    # Create the job only if it has no result yet and waits at no other
+                    # priority: creating and deleting a node in one transaction fails if
+                    # it exists.
+                    others = await other_priorities(client, layout, job_id, priority)
+                    ops: list[Op] = [CreateOp(path, data)]
+                    for absent in (result, *others):
+                        ops += [CreateOp(absent), DeleteOp(absent)]
+                    await client.multi(ops)
                 else:
                     await client.create(path, data)
                 return job_id
             except TransactionFailed as exc:
                 if isinstance(exc.cause, NodeExistsError):
+                    if exc.failed_index > 2:  # waiting in another priority's bucket
+                        theirs = job_bucket_priority(
+                            others[(exc.failed_index - 3) // 2].split("/")[-2]
+                        )
+                        raise JobConflict(
+                            job_id, f"(pending) with priority {theirs}, not {priority}"
+                        ) from exc
                     await check_conflict(client, layout, job_id, key, priority)
                     return job_id  # pending (first op) or done (second op)
                 if not isinstance(exc.cause, NoNodeError):

@@ -287,8 +287,8 @@ class Scheduler:
         `name`, a `payload` that fails validation or is over the 1 MB node
         limit, a bad `job_id`, a negative, NaN or infinite `delay`, a naive
         `run_at`, or both.  Submitting an id that is pending or done with the
-        same name and payload writes nothing and returns the id; with another
-        name or payload it raises `JobConflict`.  An id still running makes
+        same name, payload and priority writes nothing and returns the id;
+        with another name, payload or priority it raises `JobConflict`.  An id still running makes
         the assigner drop the second copy once the first has finished.
         Raises `ConnectionLostError` once the request timeout has passed
         without the job written (one deadline across retries and reconnect

@@ -241,3 +241,34 @@ async def test_priorities_hold_through_an_assigner_failover(
             assert await client.result(first) == 0
             assert [await client.result(job_id) for job_id in ids] == [n for n, _ in plan]
             assert started == [0, 3, 5, 6, 1, 2, 4]
+
+
+async def test_the_same_id_with_another_priority_is_a_conflict(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    async with lab(zk_server, zk_chroot) as it:
+        with anyio.fail_after(30):
+            # Pending at priority 3: the same id at 0 or 7 is refused, at 3 is a no-op.
+            assert await it.client.submit("step", {"key": "a"}, "p-1", priority=3) == "p-1"
+            assert await it.client.submit("step", {"key": "a"}, "p-1", priority=3) == "p-1"
+            for other in (0, 7):
+                with pytest.raises(JobConflict, match="priority 3, not") as conflict:
+                    await it.client.submit("step", {"key": "a"}, "p-1", priority=other)
+                assert isinstance(conflict.value, ValueError)
+            # Pending at the default priority: another one is refused the same way.
+            await it.client.submit("step", {"key": "b"}, "p-2")
+            with pytest.raises(JobConflict, match="priority 0, not 5"):
+                await it.client.submit("step", {"key": "b"}, "p-2", priority=5)
+            # Nothing was queued twice: one pending node each.
+            pending = [i async for i in it.client.jobs(JobStatus.PENDING)]
+            assert sorted(i.id for i in pending) == ["p-1", "p-2"]
+            # Finished: its result keeps the priority it ran with.
+            await it.run_worker()
+            it.gates["a"].set()
+            it.gates["b"].set()
+            assert await it.client.result("p-1") == "a"
+            assert await it.client.result("p-2") == "b"
+            with pytest.raises(JobConflict, match=r"\(finished\) with priority 3, not 0"):
+                await it.client.submit("step", {"key": "a"}, "p-1")
+            assert await it.client.submit("step", {"key": "a"}, "p-1", priority=3) == "p-1"
+            assert it.started.count("a") == 1
