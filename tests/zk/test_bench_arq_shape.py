@@ -23,7 +23,7 @@ pytestmark = [
 ]
 
 
-@pytest.mark.slow
+@pytest.mark.slow_tier  # a minute or more: ./scripts/check -m slow_tier
 @pytest.mark.timeout(480)
 def test_arq_shape_prints_both_systems_with_costs_per_job() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIOCOORD_")}
