@@ -40,14 +40,16 @@ class Scene:
         module: str = "tests.netfault.participant",
         args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        relay: bool = False,
     ) -> None:
         """Start participant ``name`` in a new namespace of that name, connecting to ``members``.
 
         ``module`` is the participant's program (``--name``, ``--hosts``,
         ``--log`` and ``--session-timeout`` are passed to it, then ``args``);
-        ``env`` is added to its environment.
+        ``env`` is added to its environment; ``relay``: its node gets a delay
+        relay (`NetworkLab.node`), for `NetworkLab.impair` without netem.
         """
-        node = self.lab.node(name)
+        node = self.lab.node(name, relay=relay)
         hosts = ",".join(m.connect_string for m in members)
         argv = [
             sys.executable, "-m", module,
