@@ -43,7 +43,6 @@ import contextlib
 import fcntl
 import ipaddress
 import itertools
-import json
 import logging
 import os
 import re
@@ -267,8 +266,8 @@ class NetworkLab:
     def _start_relay(self, node: LabNode) -> None:
         if self._workdir is None:
             self._workdir = Path(tempfile.mkdtemp(prefix=f"aiocoord-lab-{self.tag}-"))
-        control = self._workdir / f"{node.name}.relay.json"
-        _write_json(control, {"delay": 0.0, "jitter": 0.0})
+        control = self._workdir / f"{node.name}.relay"
+        _write_settings(control, 0.0, 0.0)
         argv = [
             sys.executable, str(_RELAY), "--port", str(_RELAY_PORT),
             "--mark", str(_RELAY_MARK), "--control", str(control),
@@ -411,7 +410,7 @@ class NetworkLab:
                     "(make them with lab.node(name, relay=True))"
                 )
             for node in targets:
-                _write_json(self._relays[node.name], {"delay": delay, "jitter": jitter})
+                _write_settings(self._relays[node.name], delay, jitter)
                 self._delayed.add(node.name)
         elif delay or jitter or reorder:
             spec = ["delay", f"{delay * 1000:.3f}ms"]
@@ -445,7 +444,7 @@ class NetworkLab:
     def _clear_delays(self, nodes: list[LabNode]) -> None:
         for node in nodes:
             if node.name in self._relays:
-                _write_json(self._relays[node.name], {"delay": 0.0, "jitter": 0.0})
+                _write_settings(self._relays[node.name], 0.0, 0.0)
             for netns, dev in self._link_ends(node):
                 with contextlib.suppress(NetworkLabUnavailableError):
                     run("tc", "-n", netns, "qdisc", "del", "dev", dev, "root")
@@ -539,10 +538,10 @@ class NetworkLab:
         return f"<NetworkLab {self.tag} {self.subnet}.0/24 nodes={sorted(self.nodes)}>"
 
 
-def _write_json(path: Path, data: dict[str, float]) -> None:
-    """Replace ``path`` atomically (a relay may read it at any moment)."""
+def _write_settings(path: Path, delay: float, jitter: float) -> None:
+    """Replace a relay's control file atomically (the relay may read it at any moment)."""
     temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(data))
+    temporary.write_text(f"{delay!r} {jitter!r}\n")
     temporary.replace(path)
 
 

@@ -13,7 +13,7 @@ netem link that reorders packets.  The connecting program sees the real
 peer address (the redirect is undone on its replies); a connection the
 relay cannot open upstream is reset.
 
-``FILE`` holds ``{"delay": s, "jitter": s}`` (replaced atomically by the lab);
+``FILE`` holds two numbers, ``DELAY JITTER`` in seconds (replaced atomically by the lab);
 the relay reads it again whenever it is replaced, checking
 every 50 ms, and the new setting applies to chunks read from then on.  Loss
 is not done here: the lab drops packets of the node's real link (nftables),
@@ -29,7 +29,6 @@ import argparse
 import asyncio
 import collections
 import contextlib
-import json
 import os
 import random
 import socket
@@ -60,12 +59,11 @@ class Settings:
             if seen == self._seen:
                 return
             with open(self.path, encoding="utf-8") as f:
-                data = json.load(f)
+                delay, jitter = (float(word) for word in f.read().split())
         except (OSError, ValueError):
             return
         self._seen = seen
-        self.delay = max(0.0, float(data.get("delay", 0.0)))
-        self.jitter = max(0.0, float(data.get("jitter", 0.0)))
+        self.delay, self.jitter = max(0.0, delay), max(0.0, jitter)
 
     def lateness(self, rng: random.Random) -> float:
         if not self.delay and not self.jitter:
