@@ -21,8 +21,7 @@ table in the hub (``bridge`` family, forward hook): a set of (source,
 destination) address pairs whose packets are dropped, replaced atomically on
 each change; loss is a random drop in the same table.  Delay and reordering
 are ``tc netem`` on both ends of a node's link, when the kernel has netem.
-Where it has not (``CONFIG_NET_SCH_NETEM`` unset, as on this project's CI
-machine), a node made with ``relay=True`` gets a userspace delay relay
+Where it has not (a kernel built without ``CONFIG_NET_SCH_NETEM``), a node made with ``relay=True`` gets a userspace delay relay
 (`aiocoord.testing._relay`): every TCP connection the node opens into the
 lab is redirected through it, and `NetworkLab.impair` delays each chunk
 both ways (``delay ± jitter``, in order; no reordering).
@@ -283,6 +282,7 @@ class NetworkLab:
                 if not chunk:
                     break
                 line += chunk
+        proc.stdout.close()  # the relay says nothing more
         if line.strip() != b"listening":
             raise NetworkLabUnavailableError(
                 f"the delay relay of node {node.name!r} did not start "

@@ -95,6 +95,8 @@ def test_bad_input_names_the_argument(lab: NetworkLab) -> None:
         lab.partition(["a"])
     with pytest.raises(ValueError, match="loss"):
         lab.impair("a", loss=5)
+    with pytest.raises(ValueError, match="delay"):
+        NetworkLab(delay="fast")  # type: ignore[arg-type]
 
 
 ECHO = """
