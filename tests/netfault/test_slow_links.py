@@ -27,9 +27,15 @@ from .figures import report
 from .safety import events, terms, violations
 from .scene import Scene
 
-pytestmark = [pytest.mark.netfault, pytest.mark.ensemble, pytest.mark.slow]
-
 T = 6.0  # the clients' session timeout (s)
+SECONDS = float(os.environ.get("AIOCOORD_NETFAULT_SECONDS", "60"))  # the impaired period
+
+pytestmark = [
+    pytest.mark.netfault,
+    pytest.mark.ensemble,
+    pytest.mark.slow,
+    pytest.mark.timeout(240 + 2 * SECONDS),
+]
 CLIENTS = ("c1", "c2", "c3")
 
 
@@ -43,7 +49,7 @@ def test_lossy_links_lose_nothing(lab: NetworkLab, tmp_path: Path) -> None:
 
 def impaired(lab: NetworkLab, tmp_path: Path, scenario: str, **impairment: float) -> None:
     """Run three clients, impair their links for a while, check that nothing was lost."""
-    seconds = float(os.environ.get("AIOCOORD_NETFAULT_SECONDS", "60"))
+    seconds = SECONDS
     healthy = min(seconds / 3, 20.0)
     relay = lab.delays_by_relay and bool(impairment.get("delay") or impairment.get("jitter"))
     with lab.ensemble(3) as zk:
