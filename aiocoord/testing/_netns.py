@@ -21,6 +21,10 @@ table in the hub (``bridge`` family, forward hook): a set of (source,
 destination) address pairs whose packets are dropped, replaced atomically on
 each change; loss is a random drop in the same table.  Delay and reordering
 are ``tc netem`` on both ends of a node's link, when the kernel has netem.
+Where it has not (a kernel built without ``CONFIG_NET_SCH_NETEM``), a node made with ``relay=True`` gets a userspace delay relay
+(`aiocoord.testing._relay`): every TCP connection the node opens into the
+lab is redirected through it, and `NetworkLab.impair` delays each chunk
+both ways (``delay ± jitter``, in order; no reordering).
 
 Everything made here is named ``aiocoord-PID-N-...``; `NetworkLab.close`
 (also on ``with`` exit and at interpreter exit) kills the processes it
@@ -41,15 +45,20 @@ import itertools
 import logging
 import os
 import re
+import select
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeAlias
+from typing import Any, Literal, Self, TypeAlias
 
 from ..server import DEFAULT_CONF_DIR, DEFAULT_JAR_DIR
 from ._ensemble import EnsembleMember, ZooKeeperEnsemble
@@ -81,6 +90,10 @@ _SERIAL = itertools.count(1)
 _LIVE: weakref.WeakSet[NetworkLab] = weakref.WeakSet()
 _LIVE_LOCK = threading.Lock()
 _ZK_PORT, _PEER_PORT, _ELECTION_PORT = 2181, 2888, 3888
+_RELAY = Path(__file__).with_name("_relay.py")
+_RELAY_PORT = 46113  # on 127.0.0.1 inside the node's namespace
+_RELAY_MARK = 0x6163  # the relay's own connections: not redirected again
+_RELAY_START = 20.0  # s for a relay to start listening
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,12 +131,21 @@ class NetworkLab:
     when the machine does not allow it.  A target of `partition`,
     `blackhole` and `impair` is a node, its name, an ensemble member, or any
     nesting of lists of these.
+
+    ``delay`` says how `impair` delays: ``"auto"`` (netem where the kernel
+    has it, else the relays of nodes made with ``relay=True``), ``"netem"``
+    or ``"relay"`` (always that way).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, delay: Literal["auto", "netem", "relay"] = "auto") -> None:
+        if delay not in ("auto", "netem", "relay"):
+            raise ValueError(f"delay must be 'auto', 'netem' or 'relay': {delay!r}")
         reason = network_lab_unavailable()
         if reason is not None:
             raise NetworkLabUnavailableError(reason)
+        self._delay_by: str = delay
+        self._relays: dict[str, Path] = {}  # node name -> its relay's control file
+        self._workdir: Path | None = None
         self.tag = f"{os.getpid()}-{next(_SERIAL)}"
         self.nodes: dict[str, LabNode] = {}
         self._cut: set[tuple[str, str]] = set()
@@ -198,10 +220,25 @@ class NetworkLab:
                 return f"{_NET}.{third}"
         raise NetworkLabUnavailableError(f"no free /24 left in {_NET}.0.0/16")
 
-    def node(self, name: str) -> LabNode:
+    @property
+    def delays_by_relay(self) -> bool:
+        """Whether `impair` delays through the relays (no netem here, or ``delay="relay"``).
+
+        Then only nodes made with ``relay=True`` can be delayed.
+        """
+        if self._delay_by == "auto":
+            self._delay_by = "netem" if netem_unavailable() is None else "relay"
+        return self._delay_by == "relay"
+
+    def node(self, name: str, *, relay: bool = False) -> LabNode:
         """Add a namespace ``name`` (letters, digits, ``-``, at most 12) on the bridge; returns it.
 
-        Raises ``ValueError`` if the name is taken or malformed.
+        ``relay``: every TCP connection the node opens into the lab passes a
+        delay relay of its own (see the module docstring), which `impair`
+        uses where there is no netem; with no delay set it only copies.  A
+        connection the relay cannot open is reset rather than refused, and
+        the connecting program sees it accepted first.  Raises
+        ``ValueError`` if the name is taken or malformed.
         """
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,11}", name):
             raise ValueError(f"name must be 1-12 of [a-z0-9-]: {name!r}")
@@ -221,7 +258,46 @@ class NetworkLab:
         run("ip", "-n", self.hub, "link", "set", port, "master", "br0", "up")
         batch = ["link set lo up", f"addr add {node.address}/24 dev eth0", "link set eth0 up"]
         run("ip", "-n", node.netns, "-batch", "-", stdin="\n".join(batch) + "\n")
+        if relay:
+            self._start_relay(node)
         return node
+
+    def _start_relay(self, node: LabNode) -> None:
+        if self._workdir is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix=f"aiocoord-lab-{self.tag}-"))
+        control = self._workdir / f"{node.name}.relay"
+        _write_settings(control, 0.0, 0.0)
+        argv = [
+            sys.executable, str(_RELAY), "--port", str(_RELAY_PORT),
+            "--mark", str(_RELAY_MARK), "--control", str(control),
+        ]  # fmt: skip
+        proc = self.spawn(node, argv, stdout=subprocess.PIPE)
+        assert proc.stdout is not None
+        deadline = time.monotonic() + _RELAY_START
+        line = b""
+        while not line.endswith(b"\n") and time.monotonic() < deadline:
+            ready, _, _ = select.select([proc.stdout], [], [], 0.1)
+            if ready:
+                chunk = os.read(proc.stdout.fileno(), 64)  # unbuffered: select sees the rest
+                if not chunk:
+                    break
+                line += chunk
+        proc.stdout.close()  # the relay says nothing more
+        if line.strip() != b"listening":
+            raise NetworkLabUnavailableError(
+                f"the delay relay of node {node.name!r} did not start "
+                f"(exit code {proc.poll()}, said {line!r})"
+            )
+        rules = (
+            "table ip aiocoord_relay {\n"
+            "  chain output { type nat hook output priority -100; policy accept;\n"
+            f"    meta mark {_RELAY_MARK} return\n"
+            f"    ip daddr {self.subnet}.0/24 meta l4proto tcp redirect to :{_RELAY_PORT}\n"
+            "  }\n"
+            "}\n"
+        )
+        run("ip", "netns", "exec", node.netns, "nft", "-f", "-", stdin=rules)
+        self._relays[node.name] = control
 
     def ensemble(
         self,
@@ -308,9 +384,13 @@ class NetworkLab:
         Both directions of each node's link: what it sends and what it
         receives each get the delay and the loss.  Loss is a random drop in
         the hub's nftables table (works wherever the lab does); delay, jitter
-        and reordering are ``tc netem`` on both ends of the link, and raise
-        `NetworkLabUnavailableError` if the kernel has no netem.  Replaces an
-        earlier impairment of the same node.
+        and reordering are ``tc netem`` on both ends of the link.  Where the
+        kernel has no netem (`delays_by_relay`), delay and jitter are the
+        node's relay's (TCP connections the node opened, each chunk delayed
+        ``delay ± jitter`` each way, in order): a node made without
+        ``relay=True``, or a reordering, then raises
+        `NetworkLabUnavailableError`.  Replaces an earlier impairment of the
+        same node.
         """
         for name, value in (("delay", delay), ("jitter", jitter)):
             if value < 0:
@@ -319,7 +399,20 @@ class NetworkLab:
             if not 0 <= value <= 1:
                 raise ValueError(f"{name} must be a fraction in [0, 1]: {value}")
         targets = self._nodes(nodes)
-        if delay or jitter or reorder:
+        if (delay or jitter or reorder) and self.delays_by_relay:
+            why = netem_unavailable() or "the lab delays by relay (delay='relay')"
+            if reorder:
+                raise NetworkLabUnavailableError(f"reordering needs netem: {why}")
+            bare = [n.name for n in targets if n.name not in self._relays]
+            if bare:
+                raise NetworkLabUnavailableError(
+                    f"{why}; nodes without a delay relay cannot be delayed: {bare} "
+                    "(make them with lab.node(name, relay=True))"
+                )
+            for node in targets:
+                _write_settings(self._relays[node.name], delay, jitter)
+                self._delayed.add(node.name)
+        elif delay or jitter or reorder:
             spec = ["delay", f"{delay * 1000:.3f}ms"]
             if jitter:
                 spec.append(f"{jitter * 1000:.3f}ms")
@@ -350,6 +443,8 @@ class NetworkLab:
 
     def _clear_delays(self, nodes: list[LabNode]) -> None:
         for node in nodes:
+            if node.name in self._relays:
+                _write_settings(self._relays[node.name], 0.0, 0.0)
             for netns, dev in self._link_ends(node):
                 with contextlib.suppress(NetworkLabUnavailableError):
                     run("tc", "-n", netns, "qdisc", "del", "dev", dev, "root")
@@ -422,6 +517,8 @@ class NetworkLab:
             kill_namespace(node.netns)
         if self.hub in namespaces():
             kill_namespace(self.hub)  # takes the bridge and the observer link with it
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
         with _LIVE_LOCK:
             _LIVE.discard(self)
         logger.info("network lab %s removed", self.tag)
@@ -439,6 +536,13 @@ class NetworkLab:
 
     def __repr__(self) -> str:
         return f"<NetworkLab {self.tag} {self.subnet}.0/24 nodes={sorted(self.nodes)}>"
+
+
+def _write_settings(path: Path, delay: float, jitter: float) -> None:
+    """Replace a relay's control file atomically (the relay may read it at any moment)."""
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(f"{delay!r} {jitter!r}\n")
+    temporary.replace(path)
 
 
 class _LabEnsemble(ZooKeeperEnsemble):

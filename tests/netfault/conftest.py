@@ -5,6 +5,9 @@ netfault tests/netfault``) or ``AIOCOORD_NETFAULT=1``; otherwise they are
 skipped with how to run them, except the short scenario (a module that sets
 ``SHORT = True``), which the default suite runs too.  Every test here is skipped with the reason
 when this machine cannot run a `NetworkLab` (`network_lab_unavailable`).
+A test with no timeout of its own gets `TIMEOUT` (not the suite's 120 s: a
+scenario starts an ensemble and several processes, and namespaces are slow
+to delete on a loaded machine).
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ import pytest
 from aiocoord.testing import NetworkLab, network_lab_unavailable
 
 HERE = Path(__file__).parent
+TIMEOUT = 300.0  # s
 ON_DEMAND = (
     "the network-fault tier runs on demand: "
     "pytest -m netfault tests/netfault (as root; see docs/reliability.md)"
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before the suite's default timeout is added
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     ours = [item for item in items if HERE in item.path.parents]
     if not ours:
@@ -34,6 +39,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     )
     runnable = []
     for item in ours:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TIMEOUT))
         short = getattr(getattr(item, "module", None), "SHORT", False)
         if item.get_closest_marker("netfault") is not None and not chosen and not short:
             item.add_marker(pytest.mark.skip(reason=ON_DEMAND))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from aiocoord.testing import NetworkLab
 
+from .figures import report
 from .safety import events, terms, violations
 from .scene import Scene
 
@@ -73,6 +74,14 @@ def cut_off_member(lab: NetworkLab, tmp_path: Path, which: str) -> None:
     assert new, "no holder after the cut"
     assert violations(records, T) == [], detail
     assert codes == {"c1": 0, "c2": 0}, detail
+    report(
+        f"{which} cut off",
+        suspended=suspended - t_cut,
+        term_end=ended,
+        moved=moved,
+        next_term=new[0].start - t_cut,
+        violations=0,
+    )
     print(
         f"{which} cut off: SUSPENDED {suspended - t_cut:.2f}s after the cut, term ended {ended:+.3f}s from it, "
         f"RECONNECTED to {back['addr']} {moved:.2f}s after the cut; "

@@ -6,7 +6,9 @@ for the leader latch ``/latch`` (holding each term until it is lost) and
 takes the queued mutex ``/mutex`` over and over (holding it 0.2-1 s), and
 logs, in the campaign's format (`tests.chaos.records`), every connection
 state with the member it is connected to (``addr``), every term (``term``
-with ``tok``, ``end`` with ``why``) and every stall of its event loop.
+with ``tok``, ``end`` with ``why``) and every stall of its event loop.  With
+``--reads`` it also reads one node over and over, one read in flight, and
+logs each second how many were answered (``reads``: ``n`` since ``t0``).
 SIGTERM makes it leave cleanly and exit 0.
 """
 
@@ -113,6 +115,21 @@ async def take_turns(coord: aiocoord.Coordinator, log: Writer, name: str) -> Non
         await anyio.sleep(rng.uniform(0.05, 0.3))
 
 
+async def count_reads(coord: aiocoord.Coordinator, log: Writer) -> None:
+    """Read the latch's node in a loop, one read in flight; log the answers of each second."""
+    count, since = 0, time.monotonic()
+    while True:
+        try:
+            await coord.client.exists(LATCH)
+            count += 1
+        except CoordError:
+            await anyio.sleep(0.1)
+        now = time.monotonic()
+        if now - since >= 1.0:
+            log.emit("reads", n=count, t0=since)
+            count, since = 0, now
+
+
 async def run(args: argparse.Namespace) -> None:
     log = Writer(args.log, p=args.name, inc=0)
     log.emit("start", os_pid=os.getpid(), wall=time.time())
@@ -139,6 +156,8 @@ async def run(args: argparse.Namespace) -> None:
                         inner.start_soon(watch_stalls, log)
                         inner.start_soon(contend, coord, log, args.name)
                         inner.start_soon(take_turns, coord, log, args.name)
+                        if args.reads:
+                            inner.start_soon(count_reads, coord, log)
     finally:
         log.emit("exit")
         log.close()
@@ -151,6 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--log", required=True, help="JSON-lines event log (appended)")
     parser.add_argument("--session-timeout", type=float, default=6.0)
     parser.add_argument("--ordered", action="store_true", help="try the hosts in the given order")
+    parser.add_argument("--reads", action="store_true", help="read in a loop, log the rate")
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO,

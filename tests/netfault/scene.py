@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -32,21 +32,39 @@ class Scene:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def client(
-        self, name: str, members: Iterable[EnsembleMember], *, ordered: bool = False
+        self,
+        name: str,
+        members: Iterable[EnsembleMember],
+        *,
+        ordered: bool = False,
+        module: str = "tests.netfault.participant",
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        relay: bool = False,
     ) -> None:
-        """Start participant ``name`` in a new namespace of that name, connecting to ``members``."""
-        node = self.lab.node(name)
+        """Start participant ``name`` in a new namespace of that name, connecting to ``members``.
+
+        ``module`` is the participant's program (``--name``, ``--hosts``,
+        ``--log`` and ``--session-timeout`` are passed to it, then ``args``);
+        ``env`` is added to its environment; ``relay``: its node gets a delay
+        relay (`NetworkLab.node`), for `NetworkLab.impair` without netem.
+        """
+        node = self.lab.node(name, relay=relay)
         hosts = ",".join(m.connect_string for m in members)
         argv = [
-            sys.executable, "-m", "tests.netfault.participant",
+            sys.executable, "-m", module,
             "--name", name, "--hosts", hosts,
             "--log", str(self.directory / f"{name}.jsonl"),
             "--session-timeout", str(self.session_timeout),
+            *args,
         ]  # fmt: skip
         if ordered:
             argv.append("--ordered")
+        environment = {**os.environ, **env} if env is not None else None
         with (self.directory / f"{name}.err").open("ab") as err:
-            self.procs[name] = self.lab.spawn(node, argv, cwd=ROOT, stdout=err, stderr=err)
+            self.procs[name] = self.lab.spawn(
+                node, argv, cwd=ROOT, stdout=err, stderr=err, env=environment
+            )
 
     def records(self) -> list[Record]:
         paths = sorted(self.directory.glob("*.jsonl"))

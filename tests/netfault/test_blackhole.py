@@ -18,6 +18,7 @@ import pytest
 from aiocoord.testing import NetworkLab
 
 from ..chaos.records import Record
+from .figures import report
 from .safety import events, terms, violations
 from .scene import Scene
 
@@ -82,6 +83,14 @@ def test_blackholed_client_lets_go_by_its_own_timers(
     assert c1[0].end < c2[0].start, (c1, c2)
     assert violations(records, T) == [], detail
     assert codes == {"c1": 0, "c2": 0}, detail
+    report(
+        f"blackhole, {direction}",
+        suspended=suspended - t_cut,
+        term_end=c1[0].end - suspended,
+        lost=lost - t_cut,
+        expired=c2[0].start - t_cut,
+        violations=0,
+    )
     print(
         f"{direction}: SUSPENDED {suspended - t_cut:.2f}s after the cut, term ended "
         f"{c1[0].end - suspended:+.3f}s from it, LOST {lost - t_cut:.2f}s; "

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from aiocoord.testing import LabNode, NetworkLab
+from aiocoord.testing import LabNode, NetworkLab, NetworkLabUnavailableError
 
 pytestmark = pytest.mark.netfault
 
@@ -93,3 +95,74 @@ def test_bad_input_names_the_argument(lab: NetworkLab) -> None:
         lab.partition(["a"])
     with pytest.raises(ValueError, match="loss"):
         lab.impair("a", loss=5)
+    with pytest.raises(ValueError, match="delay"):
+        NetworkLab(delay="fast")  # type: ignore[arg-type]
+
+
+ECHO = """
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], 9002))
+s.listen()
+with open(sys.argv[2], "ab", buffering=0) as out:
+    out.write(b"ready\\n")
+while True:
+    c, _ = s.accept()
+    while data := c.recv(100):
+        c.sendall(data)
+    c.close()
+"""
+PING = """
+import json, socket, sys, time
+try:
+    c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)
+    peer = c.getpeername()[0]
+    rtts = []
+    for _ in range(int(sys.argv[3])):
+        t = time.monotonic()
+        c.sendall(b"x")
+        if c.recv(1) != b"x":
+            raise ConnectionResetError("closed")
+        rtts.append(time.monotonic() - t)
+    print(json.dumps({"peer": peer, "rtts": rtts}))
+except OSError as exc:
+    print(json.dumps({"error": type(exc).__name__}))
+"""
+
+
+def ping(node: LabNode, to: LabNode, count: int, port: int = 9002) -> dict[str, Any]:
+    argv = [*node.exec_prefix, sys.executable, "-c", PING, to.address, str(port), str(count)]
+    done = subprocess.run(argv, check=True, timeout=60, capture_output=True, text=True)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_delay_relay(tmp_path: Path) -> None:
+    """A node with a relay: its TCP connections are delayed by `impair`, in order, both ways."""
+    with NetworkLab(delay="relay") as lab:
+        a, b = lab.node("a", relay=True), lab.node("b")
+        assert lab.delays_by_relay
+        ready = tmp_path / "echo.txt"
+        lab.spawn(b, [sys.executable, "-c", ECHO, b.address, str(ready)])
+        assert received(ready, "ready", within=10.0)
+        fast = ping(a, b, 5)
+        assert fast["peer"] == b.address  # the relay is invisible
+        assert max(fast["rtts"]) < 0.1, fast
+
+        lab.impair(a, delay=0.1, jitter=0.05)
+        slow = ping(a, b, 10)
+        # Each way 0.1 +- 0.05 s: a round trip 0.1 to 0.3 s (and a loaded machine's slack).
+        assert all(0.1 <= rtt <= 0.45 for rtt in slow["rtts"]), slow
+        assert 0.15 <= sorted(slow["rtts"])[5] <= 0.3, slow
+        with pytest.raises(NetworkLabUnavailableError, match="relay"):
+            lab.impair(b, delay=0.1)
+        with pytest.raises(NetworkLabUnavailableError, match="reordering"):
+            lab.impair(a, reorder=0.1)
+        lab.clear_impairments()
+        assert max(ping(a, b, 5)["rtts"]) < 0.1
+
+        assert ping(a, b, 1, port=9003) == {"error": "ConnectionResetError"}  # nobody there
+        lab.partition([a], [b])  # cuts still cut: the relay's own connection is dropped
+        assert "error" in ping(a, b, 1)
+    assert not any(p.name.startswith(f"aiocoord-lab-{lab.tag}-") for p in Path("/tmp").iterdir())
