@@ -481,15 +481,13 @@ def _held(
 
 
 def _covers(spans: list[tuple[Proc, float, float]], a: float, b: float) -> bool:
-    """Whether the union of `spans` covers all of ``[a, b]``."""
-    reach = a
-    for _, t0, t1 in sorted(spans, key=lambda s: s[1]):
-        if t0 > reach:
-            return False
-        reach = max(reach, t1)
-        if reach >= b:
-            return True
-    return reach >= b
+    """Whether one of `spans` covers all of ``[a, b]``.
+
+    One node, not several in turn: a leaver that saw the lowest node go and
+    then only a node that arrived late (through ``ready``, while the others
+    were leaving) may return, as Curator's ``leave()`` does.
+    """
+    return any(t0 <= a and b <= t1 for _, t0, t1 in spans)
 
 
 def _session_ends(camp: _Campaign) -> dict[Proc, list[float]]:

@@ -265,3 +265,23 @@ def test_a_late_arrival_that_went_in_while_the_others_were_leaving_holds_nobody_
         )
     )
     assert report.recipes.barriers_early_leave == [], report.format()
+
+
+def test_a_leaver_may_return_when_the_last_node_it_saw_go_was_followed_by_a_late_one() -> None:
+    # Seed 142: p2's node went at 2.30 and p3's, a late arrival through `ready`, was made at
+    # 2.28: no one node was there throughout p1's leave, though some node always was.
+    report = check(
+        barrier(
+            ("bjoin", 1.0, "p1.0"),
+            ("bjoin", 1.1, "p2.0"),
+            ("bin", 1.6, "p1.0"),
+            ("bin", 1.6, "p2.0"),
+            ("bleave", 2.0, "p1.0"),
+            ("bjoin", 2.2, "p3.0"),
+            ("bin", 2.28, "p3.0"),
+            ("bleave", 2.3, "p2.0"),
+            ("bout", 2.35, "p1.0"),
+            ("bleave", 2.5, "p3.0"),
+        )
+    )
+    assert report.recipes.barriers_early_leave == [], report.format()
