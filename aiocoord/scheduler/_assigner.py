@@ -59,6 +59,7 @@ from ..errors import (
     NodeDataError,
     NodeExistsError,
     NoNodeError,
+    ReplyTooLargeError,
     TransactionFailed,
     ZooKeeperError,
 )
@@ -107,10 +108,11 @@ class Assigner:
         """Reconcile, then assign as events come, until cancelled (or the coordinator closes)."""
         await ensure_layout(self._client, self._layout)
         await ensure_all_buckets(self._client, self._layout)  # a few transactions, once
-        await move_flat(self._client, self._layout, self._retention)  # jobs of before buckets
         async with self._client.watch(self._layout.root, recursive=True) as watch:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
+                # Once watching: a flat job submitted while the others move is an event.
+                tg.start_soon(self._move_all_flat)
                 await self._reconcile()
                 self._apply_buffered(watch.events)
                 if not await probe_ttl(self._client, self._layout, self._retention):
@@ -411,6 +413,22 @@ class Assigner:
             run = True
         self.state.resolved(job_id, run=run)
         self._pump_soon()
+
+    async def _move_all_flat(self) -> None:
+        """Move what the flat layout of before buckets holds; a failure is logged, not raised."""
+        try:
+            await move_flat(self._client, self._layout, self._retention)
+        except CoordinatorClosedError:
+            raise
+        except ReplyTooLargeError as exc:
+            log.error(
+                "could not list the jobs of %s written before buckets (%s): run one worker "
+                "with AIOCOORD_MAX_PACKET above that size until they are moved",
+                self._layout.root,
+                exc,
+            )
+        except CoordError as exc:
+            log.warning("could not move the jobs of %s into buckets: %s", self._layout.root, exc)
 
     def _move_flat(self, folder: str, name: str) -> None:
         if is_flat(folder, name):

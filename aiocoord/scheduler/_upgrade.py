@@ -10,10 +10,14 @@ flat job an older client submits while its term lasts (a rolling upgrade):
   and runs once; a job whose id is already pending in its bucket is a
   duplicate submit, and only the flat copy is deleted;
 - an outcome is written to its bucket first and then deleted from the flat
-  folder, so a reader finds it in one place or the other, and a move cut
-  short is finished by the next assigner;
+  folder (readers look in the bucket only), and a move cut short is
+  finished by the next assigner;
 - a node whose data does not decode stays where it is, with a warning
   naming it (`NodeDataError` for that item only).
+
+The flat folder must fit one reply to be listed: a backlog of flat jobs
+over the packet limit (some 25,000 per MiB) is moved by an assigner run
+with ``AIOCOORD_MAX_PACKET`` raised above its listing's size.
 
 Ids generated before buckets are 32 hex digits and never look like a bucket
 name (``<p>.<hh>`` for jobs, ``<hh>`` for results); a hand-chosen flat id
@@ -25,7 +29,13 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from ..errors import NodeDataError, NodeExistsError, NoNodeError, TransactionFailed
+from ..errors import (
+    BadVersionError,
+    NodeDataError,
+    NodeExistsError,
+    NoNodeError,
+    TransactionFailed,
+)
 from ..zk.client import ZkClient
 from ..zk.types import CreateOp, DeleteOp
 from ._layout import BUCKETS, JobsLayout, job_bucket_priority
@@ -82,7 +92,7 @@ async def move_flat_job(client: ZkClient, layout: JobsLayout, job_id: str) -> in
         await client.multi([CreateOp(new, node.data), DeleteOp(old, node.stat.version)])
     except TransactionFailed as exc:
         if isinstance(exc.cause, NodeExistsError):  # already pending in its bucket
-            with contextlib.suppress(NoNodeError):
+            with contextlib.suppress(NoNodeError, BadVersionError):
                 await client.delete(old, version=node.stat.version)
         return 0  # otherwise changed or gone meanwhile: whoever did it owns it
     return 1
@@ -105,6 +115,6 @@ async def move_flat_result(
     await write_result(client, layout, retention, job_id, node.data)  # False: already there
     try:
         await client.delete(old, version=node.stat.version)
-    except NoNodeError:
-        return 0
+    except (NoNodeError, BadVersionError):
+        return 0  # gone or rewritten meanwhile: whoever did it owns it
     return 1

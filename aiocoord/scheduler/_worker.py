@@ -354,7 +354,7 @@ class JobWorker(Service):
         connected, while the worker goes on serving its queue.  Ends only by
         cancellation (the worker leaving) or the coordinator closing.
         """
-        pause = 0.1
+        pause = 0.05
         while True:
             selector = leader_selector(
                 self._coord,
@@ -364,14 +364,19 @@ class JobWorker(Service):
                 backoff=0.1,
                 max_backoff=2.0,
             )
+            joined = False
             try:
                 async with selector:
+                    joined = True
                     await anyio.sleep_forever()
             except ConnectionLostError as exc:
                 log.info("worker %s: standing for the assigner again: %s", self._base, exc)
-            await self._coord.wait_connected()
+            pause = 0.1 if joined else min(pause * 2, 2.0)
+            try:
+                await self._coord.wait_connected()
+            except CoordinatorClosedError:
+                return
             await anyio.sleep(pause)
-            pause = min(pause * 2, 2.0)
 
     async def _lead(self, term: LeadershipTerm) -> None:
         """One assigner term: a new `Assigner` reconciles (queues, workers, due times) and runs.
