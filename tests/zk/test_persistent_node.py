@@ -53,6 +53,7 @@ async def test_ephemeral_node_comes_back_after_session_expiry(
             async with persistent_node(coordinator, "/reg/pod-1", data=b"one") as node:
                 first = coordinator.session_id
                 assert node.present and node.actual_path == "/reg/pod-1"
+                assert node.created_in == first  # known from the create's reply
                 assert await holds(other.client, "/reg/pod-1", b"one", first)
                 await expire_session(coordinator)
                 await eventually(lambda: new_session(coordinator, first), timeout=20)
@@ -60,6 +61,7 @@ async def test_ephemeral_node_comes_back_after_session_expiry(
                     lambda: holds(other.client, "/reg/pod-1", b"one", coordinator.session_id),
                     timeout=20,
                 )
+                await eventually(lambda: created_anew(node, first))
                 # Deleted by someone else: put back.
                 await other.client.delete("/reg/pod-1")
                 await eventually(lambda: holds(other.client, "/reg/pod-1", b"one", None))
@@ -284,3 +286,7 @@ async def test_entering_costs_three_requests(
             async with persistent_node(coordinator, f"/cost/n{i}", data=b"c"):
                 counts.append(received() - before - base)
         assert min(counts) == 3, counts
+
+
+async def created_anew(node: aiocoord.PersistentNode, first: int | None) -> bool:
+    return node.created_in not in (None, first)

@@ -120,6 +120,7 @@ class PersistentNode(Service):
         self._done = anyio.Event()
         self._warned: int | None = None
         self._made = False  # whether our last create succeeded (the cache may lag behind it)
+        self._made_in: int | None = None  # the session our last successful create went in
         self._stat: Stat | None = None
         self._on_change = on_change
         self._sessions: set[int] = set()  # sessions in which we sent a create: their nodes are ours
@@ -191,7 +192,7 @@ class PersistentNode(Service):
             self._cache = None
             self._done.set()
 
-    def _send_create(self) -> tuple[SentMulti, int] | None:
+    def _send_create(self) -> tuple[SentMulti, int, int] | None:
         """Write the create now, without waiting (None: no connection; the keeper creates)."""
         session = self._coord.session_id
         if session is None:
@@ -199,13 +200,13 @@ class PersistentNode(Service):
         self._sent_in(session)
         op = CreateOp(self._path, self._data, self._mode, self._ttl)
         try:
-            return self._coord.client.send_multi([op]), self._wanted
+            return self._coord.client.send_multi([op]), self._wanted, session  # written now
         except ConnectionLostError:
             return None
 
-    async def _created(self, sent: tuple[SentMulti, int]) -> None:
+    async def _created(self, sent: tuple[SentMulti, int, int]) -> None:
         """The outcome of `_send_create` (in by now: its reply came before the cache's)."""
-        multi, wanted = sent
+        multi, wanted, session = sent
         if not multi.done():
             arrived = asyncio.Event()
             multi.add_done_callback(lambda _: arrived.set())
@@ -216,11 +217,12 @@ class PersistentNode(Service):
             # There already, or its parent missing: the keeper sees to it.
             log.debug("persistent node %s: create failed: %s", self._path, exc)
             return
-        self._made_it(wanted)
+        self._made_it(wanted, session)
 
-    def _made_it(self, wanted: int) -> None:
-        """Our create went through, holding the data of generation `wanted`."""
+    def _made_it(self, wanted: int, session: int) -> None:
+        """Our create went through in `session`, holding the data of generation `wanted`."""
         self._made = True
+        self._made_in = session
         self._mark_written(wanted)
         log.info("persistent node %s created", self._path)
 
@@ -326,14 +328,14 @@ class PersistentNode(Service):
         wanted = self._wanted
         self._sent_in(self._coord.session_id)
         try:
-            await self._coord.client.create(
+            created = await self._coord.client.create(
                 self._path, self._data, mode=self._mode, ttl=self._ttl, make_parents=True
             )
         except (NodeExistsError, ConnectionLostError) as exc:
             # The cache shows what is there once it has read it, or once connected again.
             log.debug("persistent node %s: create failed: %s", self._path, exc)
             return
-        self._made_it(wanted)
+        self._made_it(wanted, created.stat.ephemeral_owner)
 
     async def _write(self, node: Node) -> None:
         if self._written >= self._wanted:
@@ -416,6 +418,15 @@ class PersistentNode(Service):
         ephemeral node, ``stat.ephemeral_owner`` is the session it belongs to.
         """
         return self._stat
+
+    @property
+    def created_in(self) -> int | None:
+        """The session in which our last successful create of the node went (None: none yet).
+
+        Known from the create's reply, before the node's cache shows it (`stat`
+        may lag behind it); for a persistent node, 0.
+        """
+        return self._made_in
 
     @property
     def present(self) -> bool:

@@ -53,6 +53,9 @@ async def leave(
         await registration.aclose(delete=False)
         stat = registration.stat
         registered = stat.ephemeral_owner if stat is not None else None
+        if registered != coord.session_id:
+            # A create in this session whose node the cache has not shown yet is ours too.
+            registered = registration.created_in
     session = coord.session_id
     if session is None or registered != session or coord.closed:
         return  # the session is gone (or closes with the coordinator), and its nodes with it
