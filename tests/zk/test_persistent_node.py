@@ -255,7 +255,9 @@ async def test_own_node_of_a_session_given_up_early_is_replaced_at_once(
                         lambda: holds(coord.client, "/reg/early", b"e", coord.session_id),
                         timeout=timeout / 2,
                     )
-                    assert node.stat is not None and node.stat.ephemeral_owner == coord.session_id
+                    # The node's own view (its cache) follows the server's a moment later.
+                    await eventually(lambda: _true(owned_by(node, coord.session_id)))
+                    assert node.created_in == coord.session_id
 
 
 async def _true(value: bool) -> bool:
@@ -290,3 +292,7 @@ async def test_entering_costs_three_requests(
 
 async def created_anew(node: aiocoord.PersistentNode, first: int | None) -> bool:
     return node.created_in not in (None, first)
+
+
+def owned_by(node: aiocoord.PersistentNode, session: int | None) -> bool:
+    return node.stat is not None and node.stat.ephemeral_owner == session
