@@ -66,6 +66,13 @@ async def test_shared_count_follows_other_writers(
             await eventually(lambda: at_version(count, lambda v: v < 0))
             with pytest.raises(NoNodeError):
                 count.value  # noqa: B018
+            with pytest.raises(NoNodeError):
+                await count.add(1)
+            # Made again: an add that loses to the new node adds to it, though the cache
+            # may not show the new node yet.
+            await other.client.create("/c/n", b"\x00\x00\x00\x07")
+            await theirs.add(1)
+            assert await count.add(1) == 9
 
 
 async def test_concurrent_adds_lose_nothing(

@@ -87,13 +87,16 @@ class SharedCount(Service):
     # --- reading -----------------------------------------------------------------------------
 
     def _node(self) -> tuple[int, bytes]:
-        """(version, data): the newer of the cache's node and our own last write (-1: none)."""
+        """(version, data): the newer of the cache's node and what our writes saw (-1: none).
+
+        Ours is newer when the watch has not told of our own write yet, or when
+        the cache is behind a re-creation of the node that a lost write saw.
+        """
         node, mine = self._cache.current, self._mine
+        if mine is not None and (node is None or _newer(mine.stat, node.stat)):
+            node = mine
         if node is None:
             return (-1, b"")
-        same = mine is not None and mine.stat.czxid == node.stat.czxid
-        if same and mine is not None and mine.stat.version > node.stat.version:
-            node = mine  # the watch has not told us of our own write yet
         return node.stat.version, node.data
 
     @property
@@ -167,6 +170,7 @@ class SharedCount(Service):
         seen = Node(data, written) if written is not None else node
         mine = self._mine
         if seen is None:
+            self._mine = None  # the node is gone: nothing our writes saw holds any more
             return
         if (
             mine is None
@@ -209,3 +213,8 @@ class SharedCount(Service):
 def shared_count(coord: Coordinator, path: str, *, initial: int = 0) -> SharedCount:
     """A `SharedCount` at `path`, to use as ``async with``; created with `initial` if missing."""
     return SharedCount(coord, path, initial=initial)
+
+
+def _newer(a: Stat, b: Stat) -> bool:
+    """Whether `a` is a later state than `b`: a later creation, or a later version of it."""
+    return a.czxid > b.czxid or (a.czxid == b.czxid and a.version > b.version)
