@@ -1,4 +1,4 @@
-"""Writing a new job: one create, idempotent for a given job id, with one deadline.
+"""Writing a new job: one create (one transaction for a given id), idempotent, one deadline.
 
 A job submitted with its own id is created only if it has no result yet
 and is not pending at another priority: one transaction creates the job and

@@ -282,14 +282,18 @@ class Scheduler:
         until then (status SCHEDULED); it is stored durably and survives an
         assigner's failover.  `priority` (an int, default 0, within
         +-1,000,000): among due jobs a higher one is assigned first; within
-        one priority, jobs run in about the order submitted.  Everything is checked before anything is
-        written: `ValueError`/`TypeError` naming the argument for an unknown
-        `name`, a `payload` that fails validation or is over the 1 MB node
-        limit, a bad `job_id`, a negative, NaN or infinite `delay`, a naive
-        `run_at`, or both.  Submitting an id that is pending or done with the
-        same name, payload and priority writes nothing and returns the id;
-        with another name, payload or priority it raises `JobConflict`.  An id still running makes
-        the assigner drop the second copy once the first has finished.
+        one priority, jobs run in about the order submitted.
+
+        Everything is checked before anything is written: `ValueError` or
+        `TypeError` naming the argument for an unknown `name`, a `payload`
+        that fails validation or is over the 1 MB node limit, a bad `job_id`,
+        a negative, NaN or infinite `delay`, a naive `run_at`, or both.
+        Submitting an id that is pending or done with the same name, payload
+        and priority writes nothing and returns the id; with another name,
+        payload or priority it raises `JobConflict`.  An id still running
+        makes the assigner drop the second copy once the first has finished.
+        A submit with its own `job_id` costs one listing of the bucket names
+        more than one without (to look for the id at other priorities).
         Raises `ConnectionLostError` once the request timeout has passed
         without the job written (one deadline across retries and reconnect
         waits; the cause is chained): the job may have been queued all the
