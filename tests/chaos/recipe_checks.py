@@ -435,13 +435,14 @@ def _barriers(camp: _Campaign, f: RecipeFindings, members: int, timeout: float) 
         for proc, out in sorted(ev["bout"].items(), key=lambda x: x[1]):
             began = ev["bleave"].get(proc, ev["bin"].get(proc, out))
             held, excused = _held(camp, ev, proc, began, out, lost, timeout)
-            if _covers(held, began, out):
-                shown = ", ".join(f"{p}.{i} [{a:.3f}, {b:.3f}]" for (p, i), a, b in held)
+            there = _covering(held, began, out)
+            if there is not None and not _watched_another(camp, ev, proc, there, began, out):
+                (p, i), a, b = there
                 f.barriers_early_leave.append(
                     f"round {k}: {proc[0]}.{proc[1]} left at {out:.3f} (leaving since "
-                    f"{began:.3f}) while a node was there throughout: {shown}"
+                    f"{began:.3f}) while a node was there throughout: {p}.{i} [{a:.3f}, {b:.3f}]"
                 )
-            elif excused and _covers(excused, began, out):
+            elif excused and _covering(excused, began, out) is not None:
                 f.barrier_leave_excused += 1
 
 
@@ -480,14 +481,42 @@ def _held(
     return held, excused
 
 
-def _covers(spans: list[tuple[Proc, float, float]], a: float, b: float) -> bool:
-    """Whether one of `spans` covers all of ``[a, b]``.
+def _covering(
+    spans: list[tuple[Proc, float, float]], a: float, b: float
+) -> tuple[Proc, float, float] | None:
+    """One of `spans` that covers all of ``[a, b]``, if any.
 
     One node, not several in turn: a leaver that saw the lowest node go and
     then only a node that arrived late (through ``ready``, while the others
     were leaving) may return, as Curator's ``leave()`` does.
     """
-    return any(t0 <= a and b <= t1 for _, t0, t1 in spans)
+    return next((s for s in spans if s[1] <= a and b <= s[2]), None)
+
+
+def _watched_another(
+    camp: _Campaign,
+    ev: dict[str, dict[Proc, float]],
+    leaver: Proc,
+    there: tuple[Proc, float, float],
+    began: float,
+    out: float,
+) -> bool:
+    """Whether some third node may have existed during the leave (then leaving is allowed).
+
+    Curator's ``leave()`` (and ours): a leaver that is not the lowest deletes
+    its node and waits for the lowest to go; it then lists again and returns
+    if one node is left, whoever's.  So it may return while one other node is
+    still there, provided a third one (the lowest it waited on) went during
+    its wait.  A third node may exist from its participant's join until its
+    ``leave()`` returned (or its process died).
+    """
+    for other, joined in ev["bjoin"].items():
+        if other in (leaver, there[0]):
+            continue
+        end = min(ev["bout"].get(other, math.inf), camp.deaths.get(other, math.inf))
+        if joined <= out and end >= began:
+            return True
+    return False
 
 
 def _session_ends(camp: _Campaign) -> dict[Proc, list[float]]:

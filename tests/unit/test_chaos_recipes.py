@@ -285,3 +285,25 @@ def test_a_leaver_may_return_when_the_last_node_it_saw_go_was_followed_by_a_late
         )
     )
     assert report.recipes.barriers_early_leave == [], report.format()
+
+
+def test_a_leaver_may_return_while_one_node_is_left_once_the_lowest_it_waited_on_went() -> None:
+    # Seed 161: p2 deleted its node and waited on the lowest (p1); p1 went, p2 listed
+    # again and saw only p3's node: Curator's leave() returns then, and so does ours.
+    events = [
+        ("bjoin", 1.0, "p1.0"),
+        ("bjoin", 1.1, "p2.0"),
+        ("bjoin", 1.2, "p3.0"),
+        ("bin", 1.6, "p1.0"),
+        ("bin", 1.6, "p2.0"),
+        ("bin", 1.6, "p3.0"),
+        ("bleave", 2.0, "p2.0"),
+        ("bleave", 2.05, "p1.0"),
+        ("bout", 2.1, "p1.0"),
+        ("bout", 2.15, "p2.0"),
+        ("bleave", 2.5, "p3.0"),
+    ]
+    assert check(barrier(*events)).recipes.barriers_early_leave == []
+    # Without a third node to wait on, p3's node there throughout holds p2 back.
+    alone = [e for e in events if e[2] != "p1.0"]
+    assert len(check(barrier(*alone)).recipes.barriers_early_leave) == 1
