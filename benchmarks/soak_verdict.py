@@ -12,29 +12,51 @@
 - `token_disorder`: by start time, a term's fencing token must be larger than
   every earlier term's, or equal to the largest for the same holder (a latch
   or a task re-granted on the same node after SUSPENDED).
+- `double_windows` / `double_firings`: a `once_per` window with more than
+  one successful run, a cron job's scheduled time whose function began more
+  than once.
+- `missing_firings`: a cron job's scheduled time that never began, unless a
+  fault excuses it (see there).
+- `recoveries` / `recovery_targets`: the absolute limits per fault (see
+  `Limits`): the faulted session connected again, every latch election led
+  again, the watches back at their level, and memory per fault.
 - `verdict`: one `Target` per goal of the soak, each pass or fail.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = (
     "GROWTH_LIMIT",
+    "Fault",
+    "Firing",
     "Jobs",
+    "Limits",
     "Overlap",
+    "Recovery",
     "Sample",
     "Target",
     "Term",
+    "WindowRun",
+    "double_firings",
+    "double_windows",
+    "format_recoveries",
     "format_samples",
     "format_verdict",
     "growth",
+    "missing_firings",
     "overlaps",
+    "per_fault",
     "percentiles",
+    "recipe_targets",
+    "recoveries",
+    "recovery_targets",
     "token_disorder",
     "verdict",
 )
@@ -107,6 +129,89 @@ class Target:
     ok: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One fault the soak injected into one session's connection (run's clock, seconds)."""
+
+    session: int
+    kind: str  # cut, pause (shorter than the session timeout) or expire (longer)
+    start: float
+    end: float
+
+
+@dataclass(frozen=True, slots=True)
+class WindowRun:
+    """One `once_per` run: `window` is the window's start (wall clock, epoch seconds)."""
+
+    resource: str
+    holder: str
+    window: float
+    ok: bool  # the run was recorded (the block exited without an error): the window is closed
+    start: float
+
+
+@dataclass(frozen=True, slots=True)
+class Firing:
+    """A cron job's function began: `scheduled` on the run's clock (seconds), `at` when it began."""
+
+    job: str
+    holder: str
+    scheduled: float
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The absolute limits per fault, derived from the session timeout `timeout` (T).
+
+    - the faulted session is CONNECTED or RECONNECTED again, counted from the
+      end of the fault (the network back), within T after a cut or a pause
+      shorter than T, and (a new session) within 2 T after a pause beyond T;
+    - every latch election has a leader again within 4 T: no latch path goes
+      without a leader for longer than that, counted from the fault's start
+      (or from the gap's start, if later) for every leaderless gap that begins
+      before the fault's end plus 4 T;
+    - the client watches are back within `watch_tolerance` of their level
+      (the median after the warm-up) at a sample within `watch_intervals`
+      sampling intervals after the fault's end;
+    - RSS grows less than `rss_kib` KiB and the interpreter's allocated
+      blocks less than `blocks` blocks per fault after the warm-up (the
+      trend over the samples, divided by the faults in its span), once at
+      least `min_faults` faults make the division meaningful.
+    """
+
+    timeout: float
+    interval: float
+    watch_intervals: int = 3
+    watch_tolerance: float = 0.05
+    rss_kib: float = 64.0
+    blocks: float = 200.0
+    min_faults: int = 20
+
+    def reconnect(self, kind: str) -> float:
+        """The bound on the time from a fault's end until the session is usable again."""
+        return 2 * self.timeout if kind == "expire" else self.timeout
+
+    @property
+    def leaderless(self) -> float:
+        return 4 * self.timeout
+
+    @property
+    def watches(self) -> float:
+        return self.watch_intervals * self.interval
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """How the run recovered from one fault; None: not measurable (the run ended first)."""
+
+    fault: Fault
+    reconnect: float | None  # s from the fault's end until usable (0: it never left); inf: never
+    leaderless: float  # the longest leaderless gap of one latch path around the fault (s)
+    leaderless_path: str | None
+    watches_back: float | None  # s from the fault's end to a sample with the watches back; inf
+
+
 def percentiles(values: Sequence[float]) -> tuple[float, float] | None:
     """(p50, p99) of `values` (nearest rank), or None if there are none."""
     if not values:
@@ -127,6 +232,19 @@ def growth(points: Sequence[tuple[float, float]]) -> float | None:
     outage (a session's watches gone until it reconnects) do not tilt it.
     None with fewer than two points, or when the trend starts at zero or below.
     """
+    trend = _trend(points)
+    if trend is None:
+        return None
+    slope, intercept = trend
+    first, last = points[0][0], points[-1][0]
+    base = intercept + slope * first
+    if base <= 0:
+        return None
+    return slope * (last - first) / base
+
+
+def _trend(points: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    """Theil-Sen's (slope, intercept) of `points`, None with fewer than two distinct times."""
     slopes = [
         (v2 - v1) / (t2 - t1)
         for i, (t1, v1) in enumerate(points)
@@ -136,12 +254,18 @@ def growth(points: Sequence[tuple[float, float]]) -> float | None:
     if not slopes:
         return None
     slope = statistics.median(slopes)
-    intercept = statistics.median(v - slope * t for t, v in points)
-    first, last = points[0][0], points[-1][0]
-    base = intercept + slope * first
-    if base <= 0:
+    return slope, statistics.median(v - slope * t for t, v in points)
+
+
+def per_fault(points: Sequence[tuple[float, float]], faults: int) -> float | None:
+    """How much the trend of `points` (as in `growth`) rises over their span, per fault.
+
+    None with fewer than two points or no fault.
+    """
+    trend = _trend(points)
+    if trend is None or faults <= 0:
         return None
-    return slope * (last - first) / base
+    return trend[0] * (points[-1][0] - points[0][0]) / faults
 
 
 def overlaps(
@@ -187,6 +311,241 @@ def token_disorder(terms: Iterable[Term]) -> list[tuple[Term, Term]]:
             elif term.token < top.token or term.holder != top.holder:
                 found.append((top, term))
     return found
+
+
+def double_windows(runs: Iterable[WindowRun]) -> list[tuple[str, float, int]]:
+    """(resource, window, runs) for every `once_per` window with more than one successful run."""
+    counts = Counter((r.resource, r.window) for r in runs if r.ok)
+    return sorted((res, window, n) for (res, window), n in counts.items() if n > 1)
+
+
+def _slot(seconds: float) -> int:
+    """A scheduled time as an integer key (milliseconds), immune to float noise."""
+    return round(seconds * 1000)
+
+
+def double_firings(firings: Iterable[Firing]) -> list[tuple[str, float, int]]:
+    """(job, scheduled time, starts) for every cron scheduled time whose function began twice."""
+    counts = Counter((f.job, _slot(f.scheduled)) for f in firings)
+    return sorted((job, at / 1000, n) for (job, at), n in counts.items() if n > 1)
+
+
+def missing_firings(
+    firings: Iterable[Firing],
+    every: float,
+    until: float,
+    faults: Sequence[Fault],
+    after: float,
+    per_fault: int = 2,
+) -> tuple[list[tuple[str, float]], int]:
+    """Cron scheduled times that never began and no fault excuses; and how many were excused.
+
+    Each job's times run every `every` s from its first firing to `until`
+    (the run's clock); each of them must have begun at least once.  A fault
+    in `faults` (those on sessions that carry a cron worker) excuses at most
+    `per_fault` missing times of each job scheduled from 1 s before its start
+    to `after` s after its end: a firing claimed by its leader and cut off
+    before its function began is recorded interrupted and not run again, and
+    one fault can do that twice to a job (when its leader loses the job, and
+    when the job moves back to the worker once it returns).  A job that stops
+    firing for longer is not excused.
+    """
+    by_job: dict[str, set[int]] = defaultdict(set)
+    first: dict[str, float] = {}
+    for f in firings:
+        first[f.job] = min(first.get(f.job, math.inf), f.scheduled)
+    for f in firings:
+        by_job[f.job].add(round((f.scheduled - first[f.job]) / every))
+    missing: list[tuple[str, float]] = []
+    excused = 0
+    for job in sorted(by_job):
+        used: Counter[int] = Counter()
+        k = 0
+        while (at := first[job] + k * every) <= until:
+            if k not in by_job[job]:
+                for i, fault in enumerate(faults):
+                    if fault.start - 1.0 <= at <= fault.end + after and used[i] < per_fault:
+                        used[i] += 1
+                        excused += 1
+                        break
+                else:
+                    missing.append((job, at))
+            k += 1
+    return missing, excused
+
+
+READY = ("CONNECTED", "RECONNECTED")
+DOWN = ("SUSPENDED", "LOST")
+
+
+def _reconnect(
+    fault: Fault, events: Sequence[tuple[float, str]], bound: float, stop: float
+) -> float | None:
+    """Seconds from `fault`'s end until its session was usable again (see `recoveries`)."""
+    downs = [t for t, state in events if state in DOWN and fault.start <= t <= fault.end + 1.0]
+    if not downs:
+        return 0.0
+    back = next((t for t, state in events if state in READY and t > downs[0]), None)
+    if back is not None:
+        return max(0.0, back - fault.end)
+    return None if stop - fault.end < bound else math.inf
+
+
+def _gaps(terms: Sequence[Term], stop: float) -> list[tuple[float, float]]:
+    """When `terms` (of one resource) left it without a holder, from its first term to `stop`."""
+    ordered = sorted(terms, key=lambda t: t.start)
+    out: list[tuple[float, float]] = []
+    covered = ordered[0].end
+    for term in ordered[1:]:
+        if term.start > covered:
+            out.append((covered, term.start))
+        covered = max(covered, term.end)
+    if covered < stop:
+        out.append((covered, stop))
+    return out
+
+
+def recoveries(
+    faults: Sequence[Fault],
+    states: Mapping[int, Sequence[tuple[float, str]]],
+    leader_terms: Iterable[Term],
+    samples: Sequence[Sample],
+    warmup: float,
+    stop: float,
+    limits: Limits,
+) -> list[Recovery]:
+    """How the run recovered from each fault, measured against `limits`' definitions.
+
+    `states` gives, per session, its connection states (CONNECTED, SUSPENDED,
+    RECONNECTED, LOST) with the times they arrived; `leader_terms` are the
+    latch terms (one resource per election); `stop` is when the load stopped.
+    - reconnect: 0 if no SUSPENDED or LOST arrived from the fault's start to
+      1 s after its end (the session never left); else the time from the
+      fault's end to the first CONNECTED or RECONNECTED after that SUSPENDED;
+    - leaderless: the longest time one election went without a leader, for
+      every gap that overlaps the fault's start to its end plus 4 T, counted
+      from the fault's start or the gap's start, whichever is later;
+    - watches back: from the fault's end to the first sample whose client
+      watches are within the tolerance of their level (the median of the
+      samples after `warmup`); None for faults that end in the warm-up.
+    """
+    by_path: dict[str, list[Term]] = defaultdict(list)
+    for term in leader_terms:
+        by_path[term.resource].append(term)
+    gaps = {path: _gaps(ts, stop) for path, ts in by_path.items()}
+    ends = {path: [g[1] for g in gs] for path, gs in gaps.items()}
+    after = [s for s in samples if s.t >= warmup]
+    level = statistics.median(s.client_watches for s in after) if after else None
+    out: list[Recovery] = []
+    for fault in faults:
+        reconnect = _reconnect(
+            fault, states.get(fault.session, ()), limits.reconnect(fault.kind), stop
+        )
+        worst, worst_path = 0.0, None
+        horizon = fault.end + limits.leaderless
+        for path in sorted(gaps):
+            path_gaps = gaps[path]
+            for g0, g1 in path_gaps[bisect.bisect_right(ends[path], fault.start) :]:
+                if g0 >= horizon:
+                    break
+                length = g1 - max(g0, fault.start)
+                if length > worst:
+                    worst, worst_path = length, path
+        back: float | None = None
+        if level is not None and fault.end >= warmup:
+            tolerance = limits.watch_tolerance * level
+            later = [s for s in after if s.t >= fault.end]
+            found = next((s for s in later if abs(s.client_watches - level) <= tolerance), None)
+            if found is not None:
+                back = found.t - fault.end
+            elif later and later[-1].t >= fault.end + limits.watches:
+                back = math.inf
+        out.append(Recovery(fault, reconnect, worst, worst_path, back))
+    return out
+
+
+def _s(value: float) -> str:
+    return "never" if math.isinf(value) else f"{value:.2f} s"
+
+
+def _worst(values: Sequence[float]) -> str:
+    """'worst (p99)' of `values`."""
+    pair = percentiles(values)
+    if pair is None:
+        return "none"
+    return f"{_s(max(values))} (p99 {_s(pair[1])})"
+
+
+def recovery_targets(
+    recs: Sequence[Recovery], samples: Sequence[Sample], warmup: float, limits: Limits
+) -> list[Target]:
+    """The absolute limits per fault (`Limits`), each with its worst value and p99."""
+    out: list[Target] = []
+    for kind, name in (
+        ("cut", "reconnect after a cut"),
+        ("pause", "reconnect after a pause < T"),
+        ("expire", "new session after an expiry"),
+    ):
+        values = [r.reconnect for r in recs if r.fault.kind == kind and r.reconnect is not None]
+        bound = limits.reconnect(kind)
+        out.append(Target(name, _worst(values), f"<= {bound:g} s", max(values, default=0) <= bound))
+    lengths = [r.leaderless for r in recs]
+    bound = limits.leaderless
+    out.append(
+        Target(
+            "latch leaderless per fault",
+            _worst(lengths),
+            f"<= {bound:g} s",
+            max(lengths, default=0) <= bound,
+        )
+    )
+    backs = [r.watches_back for r in recs if r.watches_back is not None]
+    bound = limits.watches
+    out.append(
+        Target(
+            "watches back after a fault",
+            _worst(backs),
+            f"<= {bound:g} s",
+            max(backs, default=0) <= bound,
+        )
+    )
+    after = [s for s in samples if s.t >= warmup]
+    counted = [r for r in recs if after and after[0].t <= r.fault.start < after[-1].t]
+    for name, get, bound, unit in (
+        ("RSS per fault", lambda s: float(s.rss_kib), limits.rss_kib, "KiB"),
+        ("heap blocks per fault", lambda s: float(s.blocks), limits.blocks, "blocks"),
+    ):
+        if len(counted) < limits.min_faults:
+            value, ok = f"n/a ({len(counted)} faults)", True
+        else:
+            rise = per_fault([(s.t, get(s)) for s in after], len(counted))
+            ok = rise is not None and rise < bound
+            value = "n/a" if rise is None else f"{rise:+.1f} {unit}"
+        out.append(Target(name, value, f"< {bound:g}", ok))
+    return out
+
+
+def recipe_targets(
+    runs: Sequence[WindowRun],
+    firings: Sequence[Firing],
+    *,
+    every: float,
+    until: float,
+    cron_faults: Sequence[Fault],
+    after: float,
+) -> list[Target]:
+    """No `once_per` window run twice, no cron time begun twice, every cron time begun once."""
+    doubled = double_windows(runs)
+    windows = len({(r.resource, r.window) for r in runs if r.ok})
+    out = [
+        Target("once_per windows run twice", f"{len(doubled)} of {windows}", "0", not doubled),
+    ]
+    twice = double_firings(firings)
+    out.append(Target("cron times begun twice", f"{len(twice)} of {len(firings)}", "0", not twice))
+    missing, excused = missing_firings(firings, every, until, cron_faults, after)
+    note = f" ({excused} excused)" if excused else ""
+    out.append(Target("cron times never begun", f"{len(missing)}{note}", "0", not missing))
+    return out
 
 
 def _pct(value: float | None) -> str:
@@ -262,9 +621,51 @@ def format_samples(samples: Sequence[Sample], header: bool = True) -> str:
 
 
 def format_verdict(targets: Sequence[Target]) -> str:
-    lines = [f"{'target':<30} {'value':>22} {'limit':>8}  result"]
+    lines = [f"{'target':<30} {'value':>30} {'limit':>8}  result"]
     for t in targets:
-        lines.append(f"{t.name:<30} {t.value:>22} {t.limit:>8}  {'pass' if t.ok else 'FAIL'}")
+        lines.append(f"{t.name:<30} {t.value:>30} {t.limit:>8}  {'pass' if t.ok else 'FAIL'}")
     passed = all(t.ok for t in targets)
     lines.append(f"verdict: {'PASS' if passed else 'FAIL'}")
+    return "\n".join(lines)
+
+
+def format_recoveries(recs: Sequence[Recovery], limits: Limits) -> str:
+    """Per kind of fault: how many, and the worst and p99 of each recovery figure; then the
+    faults that exceeded a limit."""
+
+    def col(values: Sequence[float]) -> str:
+        pair = percentiles(values)
+        if pair is None:
+            return "-"
+        worst = max(values)
+        return f"{'never' if math.isinf(worst) else f'{worst:.2f}'}/{pair[1]:.2f}"
+
+    lines = [
+        "recovery per fault, worst/p99 in s (reconnect: from the fault's end; leaderless: "
+        "the longest latch gap; watches: until a sample at their level)",
+        f"{'fault':<8} {'count':>5} {'reconnect':>12} {'leaderless':>12} {'watches':>12}",
+    ]
+    for kind in ("cut", "pause", "expire", "all"):
+        mine = [r for r in recs if kind in ("all", r.fault.kind)]
+        if not mine:
+            continue
+        lines.append(
+            f"{kind:<8} {len(mine):5d} "
+            f"{col([r.reconnect for r in mine if r.reconnect is not None]):>12} "
+            f"{col([r.leaderless for r in mine]):>12} "
+            f"{col([r.watches_back for r in mine if r.watches_back is not None]):>12}"
+        )
+    for r in recs:
+        f = r.fault
+        over = []
+        if r.reconnect is not None and r.reconnect > limits.reconnect(f.kind):
+            over.append(f"reconnect {_s(r.reconnect)}")
+        if r.leaderless > limits.leaderless:
+            over.append(f"{r.leaderless_path} leaderless {_s(r.leaderless)}")
+        if r.watches_back is not None and r.watches_back > limits.watches:
+            over.append(f"watches back after {_s(r.watches_back)}")
+        if over:
+            lines.append(
+                f"OVER LIMIT: {f.kind} s{f.session} {f.start:.1f}-{f.end:.1f}: " + ", ".join(over)
+            )
     return "\n".join(lines)
