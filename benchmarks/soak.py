@@ -40,7 +40,7 @@ unless the earlier holder's SUSPENDED arrived during its term and it ended
 within `grace` of it; fencing tokens in order; no once_per window run twice,
 no cron time begun twice, every cron time begun (unless a fault excuses it:
 `soak_verdict.missing_firings`); the absolute limits per fault
-(`soak_verdict.Limits`: reconnection, leaderless latches, watches back,
+(`soak_limits.Limits`: reconnection, leaderless latches, watches back,
 memory per fault); no exception that is not a `CoordError`.  Exits 1 if a
 target fails.
 
@@ -73,6 +73,7 @@ import anyio.to_thread
 import aiocoord
 from aiocoord.testing import FaultProxy, ZooKeeperServer
 
+from .soak_limits import Limits, Recovery, format_recoveries, recoveries, recovery_targets
 from .soak_load import (
     CRON_EVERY,
     cron_worker,
@@ -90,22 +91,17 @@ from .soak_load import (
 )
 from .soak_record import LogCounter, Recorder, take_sample
 from .soak_verdict import (
-    Limits,
-    Recovery,
     Sample,
     Target,
     Term,
     double_firings,
     double_windows,
-    format_recoveries,
     format_samples,
     format_verdict,
     growth,
     missing_firings,
     overlaps,
     recipe_targets,
-    recoveries,
-    recovery_targets,
     token_disorder,
     verdict,
 )

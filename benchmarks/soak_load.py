@@ -164,10 +164,11 @@ async def mutex_contender(
     async def once() -> None:
         try:
             async with mutex(coord, path, participant_id=owner) as held:
-                async with rec.term(path, owner, session, held.token):
-                    rec.store.write(path, held.token)
+                token = -1 if held.token is None else held.token  # -1: out of order, reported
+                async with rec.term(path, owner, session, token):
+                    rec.store.write(path, token)
                     await anyio.sleep(rng.uniform(*LOCK_HOLD))
-                    rec.store.write(path, held.token)
+                    rec.store.write(path, token)
         except LockLost:
             pass
         await anyio.sleep(rng.uniform(*LOCK_PAUSE))

@@ -6,28 +6,30 @@ from dataclasses import replace
 
 import pytest
 
+from benchmarks.soak_limits import (
+    Limits,
+    Recovery,
+    format_recoveries,
+    per_fault,
+    recoveries,
+    recovery_targets,
+)
 from benchmarks.soak_verdict import (
     Fault,
     Firing,
     Jobs,
-    Limits,
-    Recovery,
     Sample,
     Term,
     WindowRun,
     double_firings,
     double_windows,
-    format_recoveries,
     format_samples,
     format_verdict,
     growth,
     missing_firings,
     overlaps,
-    per_fault,
     percentiles,
     recipe_targets,
-    recoveries,
-    recovery_targets,
     token_disorder,
     verdict,
 )
