@@ -188,13 +188,25 @@ class Outcome:
 
 
 async def soak(
-    config: SoakConfig, server: ZooKeeperServer, echo: Callable[[str], None] = print
+    config: SoakConfig,
+    server: ZooKeeperServer,
+    echo: Callable[[str], None] = print,
+    keep: Path | None = None,
 ) -> Outcome:
-    """Run the soak against `server`; each sample is passed to `echo` as a table line."""
+    """Run the soak against `server`; each sample is passed to `echo` as a table line.
+
+    With `keep` (an existing directory), the records (terms, once_per runs,
+    cron firings, connection states) are written there and kept, instead of
+    in a temporary directory.
+    """
     cfg = config
     proxies = [FaultProxy(*server.address).start() for _ in range(cfg.sessions)]
     try:
-        with tempfile.TemporaryDirectory(prefix="aiocoord-soak-") as tmp, LogCounter() as log:
+        with (
+            tempfile.TemporaryDirectory(prefix="aiocoord-soak-") as scratch,
+            LogCounter() as log,
+        ):
+            tmp = scratch if keep is None else str(keep)
             async with AsyncExitStack() as stack:
 
                 async def connect(hosts: str) -> aiocoord.Coordinator:
@@ -209,6 +221,7 @@ async def soak(
                 await _load(outcome, server, proxies, coords, direct, echo)
             outcome.terms = rec.terms()
             runs, firings = rec.window_runs(), rec.firings()
+            rec.save_states()
             rec.close()
     finally:
         for proxy in proxies:
@@ -384,6 +397,7 @@ def report(outcome: Outcome) -> str:
         f"jobs: {rec.jobs.submitted} submitted, {rec.jobs.done} done, {rec.jobs.failed} failed, "
         f"{rec.jobs.wrong} wrong, {len(rec.jobs.lost)} lost",
         f"once_per windows run: {outcome.windows}; cron firings begun: {outcome.firings}; "
+        f"cron outcomes written: {_counts(rec.cron_outcomes)} (missed: times given up)",
         f"fenced store: {rec.store.accepted} writes accepted, {rec.store.refused} refused "
         "(a stale token)",
         f"expected errors: {_counts(rec.counts)}",
@@ -424,6 +438,7 @@ def figures(outcome: Outcome) -> dict[str, Any]:
         "jobs": asdict(rec.jobs),
         "windows": outcome.windows,
         "firings": outcome.firings,
+        "cron_outcomes": dict(rec.cron_outcomes),
         "store": {"accepted": rec.store.accepted, "refused": rec.store.refused},
         "recoveries": [
             {
@@ -443,14 +458,20 @@ def figures(outcome: Outcome) -> dict[str, Any]:
 
 
 def run(
-    config: SoakConfig, *, loop: str = "uvloop", echo: Callable[[str], None] = print
+    config: SoakConfig,
+    *,
+    loop: str = "uvloop",
+    echo: Callable[[str], None] = print,
+    keep: Path | None = None,
 ) -> Outcome:
     """Start a server (fsync off, as in the other benchmarks), soak it, stop it."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
     with ZooKeeperServer(extra_config={"forceSync": "no"}) as server:
 
         async def bounded() -> Outcome:
             with anyio.fail_after(config.seconds + config.drain + SETUP_ALLOWANCE):
-                return await soak(config, server, echo)
+                return await soak(config, server, echo, keep)
 
         main_fn: Callable[[], Awaitable[Outcome]] = bounded
         return anyio.run(
@@ -473,10 +494,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=value, help=help)
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="keep the records (terms, runs, firings, states) in this directory",
+    )
     args = parser.parse_args(argv)
     loop, json_path = args.__dict__.pop("loop"), args.__dict__.pop("json")
+    keep = args.__dict__.pop("keep")
     config = SoakConfig(**vars(args))
-    outcome = run(config, loop=loop, echo=lambda line: print(line, flush=True))
+    outcome = run(config, loop=loop, echo=lambda line: print(line, flush=True), keep=keep)
     print()
     print(report(outcome), flush=True)
     if json_path is not None:

@@ -35,7 +35,9 @@ class Limits:
 
     - the faulted session is CONNECTED or RECONNECTED again, counted from the
       end of the fault (the network back), within T after a cut or a pause
-      shorter than T, and (a new session) within 2 T after a pause beyond T;
+      that lasted T or less, and (a new session) within 2 T after a pause
+      that lasted longer (planned as an expiry, or a shorter pause that a
+      starved process ended late: its length as measured decides);
     - every latch election has a leader again within 4 T: no latch path goes
       without a leader for longer than that, counted from the fault's start
       (or from the gap's start, if later) for every leaderless gap that begins
@@ -57,9 +59,15 @@ class Limits:
     blocks: float = 200.0
     min_faults: int = 20
 
-    def reconnect(self, kind: str) -> float:
-        """The bound on the time from a fault's end until the session is usable again."""
-        return 2 * self.timeout if kind == "expire" else self.timeout
+    def category(self, fault: Fault) -> str:
+        """cut, short (a pause of T or less) or long (a pause beyond T), by its measured length."""
+        if fault.kind == "cut":
+            return "cut"
+        return "long" if fault.end - fault.start > self.timeout else "short"
+
+    def reconnect(self, fault: Fault) -> float:
+        """The bound on the time from `fault`'s end until its session is usable again."""
+        return 2 * self.timeout if self.category(fault) == "long" else self.timeout
 
     @property
     def leaderless(self) -> float:
@@ -156,9 +164,7 @@ def recoveries(
     level = statistics.median(s.client_watches for s in after) if after else None
     out: list[Recovery] = []
     for fault in faults:
-        reconnect = _reconnect(
-            fault, states.get(fault.session, ()), limits.reconnect(fault.kind), stop
-        )
+        reconnect = _reconnect(fault, states.get(fault.session, ()), limits.reconnect(fault), stop)
         worst, worst_path = 0.0, None
         horizon = fault.end + limits.leaderless
         for path in sorted(gaps):
@@ -199,13 +205,16 @@ def recovery_targets(
 ) -> list[Target]:
     """The absolute limits per fault (`Limits`), each with its worst value and p99."""
     out: list[Target] = []
-    for kind, name in (
-        ("cut", "reconnect after a cut"),
-        ("pause", "reconnect after a pause < T"),
-        ("expire", "new session after an expiry"),
+    for kind, name, bound in (
+        ("cut", "reconnect after a cut", limits.timeout),
+        ("short", "reconnect after a pause <= T", limits.timeout),
+        ("long", "reconnect after a pause > T", 2 * limits.timeout),
     ):
-        values = [r.reconnect for r in recs if r.fault.kind == kind and r.reconnect is not None]
-        bound = limits.reconnect(kind)
+        values = [
+            r.reconnect
+            for r in recs
+            if limits.category(r.fault) == kind and r.reconnect is not None
+        ]
         out.append(Target(name, _worst(values), f"<= {bound:g} s", max(values, default=0) <= bound))
     lengths = [r.leaderless for r in recs]
     bound = limits.leaderless
@@ -257,11 +266,12 @@ def format_recoveries(recs: Sequence[Recovery], limits: Limits) -> str:
 
     lines = [
         "recovery per fault, worst/p99 in s (reconnect: from the fault's end; leaderless: "
-        "the longest latch gap; watches: until a sample at their level)",
+        "the longest latch gap; watches: until a sample at their level); short: a pause "
+        "of T or less, long: a pause beyond T, as measured",
         f"{'fault':<8} {'count':>5} {'reconnect':>12} {'leaderless':>12} {'watches':>12}",
     ]
-    for kind in ("cut", "pause", "expire", "all"):
-        mine = [r for r in recs if kind in ("all", r.fault.kind)]
+    for kind in ("cut", "short", "long", "all"):
+        mine = [r for r in recs if kind in ("all", limits.category(r.fault))]
         if not mine:
             continue
         lines.append(
@@ -273,7 +283,7 @@ def format_recoveries(recs: Sequence[Recovery], limits: Limits) -> str:
     for r in recs:
         f = r.fault
         over = []
-        if r.reconnect is not None and r.reconnect > limits.reconnect(f.kind):
+        if r.reconnect is not None and r.reconnect > limits.reconnect(f):
             over.append(f"reconnect {_s(r.reconnect)}")
         if r.leaderless > limits.leaderless:
             over.append(f"{r.leaderless_path} leaderless {_s(r.leaderless)}")

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 import anyio
 import anyio.abc
@@ -59,6 +59,7 @@ from aiocoord import (
     once_per,
     task_leadership,
 )
+from aiocoord.recipes.cron import FiringOutcome
 from aiocoord.testing import FaultProxy
 
 from .soak_record import Fault, Recorder
@@ -232,6 +233,8 @@ async def cron_worker(
     Each firing is recorded when its function begins (with its scheduled
     time), is a term of ``cron:<job>`` with ``firing.token``, and writes
     through the fenced store with that token as it begins and before it ends.
+    The outcomes the worker writes (ok, failed, interrupted, missed) are
+    counted by status (missed ones by the times given up).
     """
     generation = 0
 
@@ -249,9 +252,15 @@ async def cron_worker(
                 await anyio.sleep(rng.uniform(*CRON_HOLD))
                 rec.store.write(resource, firing.token)
 
+        async def count(outcomes: AsyncIterator[FiringOutcome]) -> None:
+            async for outcome in outcomes:
+                rec.cron_outcomes[outcome.status] += outcome.count
+
         for k in range(jobs):
             cron.job(every=CRON_EVERY, name=f"j{k}")(fire)
-        async with cron:
+        outcomes = cron.outcomes()  # subscribed now, before anything fires
+        async with cron, anyio.create_task_group() as tg:
+            tg.start_soon(count, outcomes)
             await anyio.sleep_forever()
 
     await forever(rec, "cron", once)

@@ -75,6 +75,7 @@ class Recorder:
         self.suspended: dict[int, list[float]] = defaultdict(list)
         self.states: dict[int, list[tuple[float, str]]] = defaultdict(list)
         self.store = FencedStore()
+        self.cron_outcomes: Counter[str] = Counter()  # outcomes the cron workers wrote, by status
         self.stopped: float | None = None  # when the load stopped
         self.faults: list[Fault] = []
         self.counts: Counter[str] = Counter()  # expected conditions: CoordErrors and the like
@@ -144,6 +145,13 @@ class Recorder:
                 job, holder, scheduled, at = line.rstrip("\n").split("\t")
                 out.append(Firing(job, holder, float(scheduled), float(at)))
         return out
+
+    def save_states(self) -> None:
+        """Write every session's connection states next to the terms (session, time, state)."""
+        with self._path.with_name("states.tsv").open("w", encoding="utf-8") as f:
+            for session, events in sorted(self.states.items()):
+                for at, state in events:
+                    f.write(f"{session}\t{at!r}\t{state}\n")
 
     def close(self) -> None:
         self._file.close()
