@@ -245,6 +245,8 @@ async def soak(
         until=cfg.seconds - CRON_TAIL,
         cron_faults=[f for f in rec.faults if f.session in cron_sessions],
         after=limits.leaderless,
+        jobs=[f"j{k}" for k in range(cfg.cron_jobs)] if cfg.cron_workers else (),
+        since=cfg.warmup_s,
     )
     outcome.windows = len({(r.resource, r.window) for r in runs if r.ok})
     outcome.firings = len(firings)
@@ -255,6 +257,8 @@ async def soak(
         cfg.seconds - CRON_TAIL,
         [f for f in rec.faults if f.session in cron_sessions],
         limits.leaderless,
+        jobs=[f"j{k}" for k in range(cfg.cron_jobs)] if cfg.cron_workers else (),
+        since=cfg.warmup_s,
     )[0]
     stop = cfg.seconds if rec.stopped is None else rec.stopped
     latches = [t for t in outcome.terms if _kind(t) == "latch"]

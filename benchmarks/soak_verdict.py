@@ -267,11 +267,14 @@ def missing_firings(
     faults: Sequence[Fault],
     after: float,
     per_fault: int = 2,
+    jobs: Iterable[str] = (),
+    since: float = 0.0,
 ) -> tuple[list[tuple[str, float]], int]:
     """Cron scheduled times that never began and no fault excuses; and how many were excused.
 
     Each job's times run every `every` s from its first firing to `until`
-    (the run's clock); each of them must have begun at least once.  A fault
+    (the run's clock); each of them must have begun at least once.  A job
+    of `jobs` that never fired misses every time from `since` to `until`.  A fault
     in `faults` (those on sessions that carry a cron worker) excuses at most
     `per_fault` missing times of each job scheduled from 1 s before its start
     to `after` s after its end: a firing claimed by its leader and cut off
@@ -282,10 +285,15 @@ def missing_firings(
     """
     by_job: dict[str, set[int]] = defaultdict(set)
     first: dict[str, float] = {}
+    firings = list(firings)
     for f in firings:
         first[f.job] = min(first.get(f.job, math.inf), f.scheduled)
     for f in firings:
         by_job[f.job].add(round((f.scheduled - first[f.job]) / every))
+    for job in jobs:
+        if job not in first:
+            first[job] = since
+            by_job[job] = set()
     missing: list[tuple[str, float]] = []
     excused = 0
     for job in sorted(by_job):
@@ -312,6 +320,8 @@ def recipe_targets(
     until: float,
     cron_faults: Sequence[Fault],
     after: float,
+    jobs: Iterable[str] = (),
+    since: float = 0.0,
 ) -> list[Target]:
     """No `once_per` window run twice, no cron time begun twice, every cron time begun once."""
     doubled = double_windows(runs)
@@ -321,7 +331,9 @@ def recipe_targets(
     ]
     twice = double_firings(firings)
     out.append(Target("cron times begun twice", f"{len(twice)} of {len(firings)}", "0", not twice))
-    missing, excused = missing_firings(firings, every, until, cron_faults, after)
+    missing, excused = missing_firings(
+        firings, every, until, cron_faults, after, jobs=jobs, since=since
+    )
     note = f" ({excused} excused)" if excused else ""
     out.append(Target("cron times never begun", f"{len(missing)}{note}", "0", not missing))
     return out

@@ -215,6 +215,9 @@ def test_missing_firings_and_their_excuse() -> None:
     assert missing_firings(gap, 1.0, 40.0, [Fault(3, "cut", 60.0, 61.0)], after=20.0)[1] == 0
     # Times after `until` are not checked.
     assert missing_firings(gap, 1.0, 19.0, [], after=20.0) == ([], 0)
+    # A job that never fired misses every time from `since` on (no firing is no excuse).
+    missing, _ = missing_firings(every, 1.0, 40.0, [], after=20.0, jobs=["j0", "j1"], since=35.0)
+    assert missing == [("j1", float(t)) for t in range(35, 41)]
 
 
 def test_recoveries_within_the_limits() -> None:
@@ -321,3 +324,8 @@ def test_recipe_targets() -> None:
     assert failed(runs * 2, firings) == {"once_per windows run twice"}
     assert failed(runs, [*firings, firings[3]]) == {"cron times begun twice"}
     assert failed(runs, firings[:5] + firings[6:]) == {"cron times never begun"}
+    assert failed(runs, []) == set()  # no job expected
+    quiet = recipe_targets(
+        runs, [], every=1.0, until=30.0, cron_faults=[], after=20.0, jobs=["j0"], since=10.0
+    )
+    assert {t.name for t in quiet if not t.ok} == {"cron times never begun"}
