@@ -5,8 +5,14 @@ coordinators (default 10), each behind a `FaultProxy` of its own:
 
 - 500 leader latches: `latch_paths` (50) elections with one participant per
   session; a leader holds its term 2-20 s, then leaves and joins again;
-- 20 CAS locks, each contended by `contenders` (3) holders on different
-  sessions, held 20-200 ms at a time;
+- 20 CAS locks and `mutexes` (5) queued mutexes, each contended by
+  `contenders` (3) holders on different sessions, held 20-200 ms at a time
+  (a mutex holder writes through a fenced store with its token);
+- `once_paths` (5) `once_per` jobs on a 1 s window, each called every
+  0.1-0.3 s by `contenders` (3) callers on different sessions;
+- `cron_workers` (3) `Cron` workers sharing `cron_jobs` (5) jobs that fire
+  every second, each firing writing through the fenced store with
+  ``firing.token``;
 - task leadership over 200 tasks by `task_workers` (4) workers; in every
   sampling interval one of them leaves and joins again under a new id
   (between two samples, so that each sample sees them all);
@@ -29,14 +35,20 @@ faults and the submissions, waits (at most `drain` s) for the open jobs, and
 checks the targets: after the warm-up (the longest of 10 % of the run, two
 intervals, and the rehearsal plus four session timeouts) RSS, watches, tasks
 and fds grow less than 5 % (`soak_verdict.growth`); no job lost; no two
-terms of one latch, lock or task overlap, unless the earlier holder's
-SUSPENDED arrived during its term and it ended within `grace` of it; fencing
-tokens in order; no exception that is not a `CoordError`.  Exits 1 if a
+terms of one latch, lock, mutex, once_per job, task or cron job overlap,
+unless the earlier holder's SUSPENDED arrived during its term and it ended
+within `grace` of it; fencing tokens in order; no once_per window run twice,
+no cron time begun twice, every cron time begun (unless a fault excuses it:
+`soak_verdict.missing_firings`); the absolute limits per fault
+(`soak_limits.Limits`: reconnection, leaderless latches, watches back,
+memory per fault); no exception that is not a `CoordError`.  Exits 1 if a
 target fails.
 
     python -m benchmarks.soak [--seconds 600] [--interval 10] [--sessions 10]
         [--latch-paths 50] [--locks 20] [--contenders 3] [--tasks 200] [--task-workers 4]
+        [--mutexes 5] [--once-paths 5] [--cron-workers 3] [--cron-jobs 5]
         [--job-rate 100] [--job-workers 3] [--fault-every 10] [--seed 1]
+        [--rss-kib-per-fault 64] [--blocks-per-fault 200] [--watch-intervals 3]
         [--loop uvloop|asyncio] [--json FILE]
 """
 
@@ -61,13 +73,18 @@ import anyio.to_thread
 import aiocoord
 from aiocoord.testing import FaultProxy, ZooKeeperServer
 
+from .soak_limits import Limits, Recovery, format_recoveries, recoveries, recovery_targets
 from .soak_load import (
+    CRON_EVERY,
+    cron_worker,
     follow,
     inject_faults,
     job_worker,
     latch_participant,
     lock_contender,
     make_scheduler,
+    mutex_contender,
+    once_caller,
     probe,
     submit_jobs,
     task_worker,
@@ -77,10 +94,14 @@ from .soak_verdict import (
     Sample,
     Target,
     Term,
+    double_firings,
+    double_windows,
     format_samples,
     format_verdict,
     growth,
+    missing_firings,
     overlaps,
+    recipe_targets,
     token_disorder,
     verdict,
 )
@@ -88,6 +109,7 @@ from .soak_verdict import (
 __all__ = ("Outcome", "SoakConfig", "figures", "main", "report", "run", "soak")
 
 ROOT = "/soak"
+CRON_TAIL = 10.0  # cron times later than this before the end are not checked for liveness
 SETUP_ALLOWANCE = 120.0  # connecting, and stopping everything at the end
 
 
@@ -102,6 +124,10 @@ class SoakConfig:
     contenders: int = 3
     tasks: int = 200
     task_workers: int = 4
+    mutexes: int = 5
+    once_paths: int = 5
+    cron_workers: int = 3
+    cron_jobs: int = 5
     job_rate: float = 100.0
     job_workers: int = 3
     session_timeout: float = 5.0
@@ -112,6 +138,9 @@ class SoakConfig:
     result_ttl: float = 30.0
     drain: float = 60.0
     grace: float = 1.0
+    rss_kib_per_fault: float = 64.0
+    blocks_per_fault: float = 200.0
+    watch_intervals: int = 3
     seed: int = 1
 
     @property
@@ -122,6 +151,21 @@ class SoakConfig:
         rehearsal = self.rehearse + 4 * self.session_timeout if self.rehearse > 0 else 0.0
         return max(0.1 * self.seconds, 2 * self.interval, rehearsal)
 
+    @property
+    def limits(self) -> Limits:
+        """The absolute limits per fault, from the session timeout and the interval."""
+        return Limits(
+            self.session_timeout,
+            self.interval,
+            watch_intervals=self.watch_intervals,
+            rss_kib=self.rss_kib_per_fault,
+            blocks=self.blocks_per_fault,
+        )
+
+    def cron_session(self, slot: int) -> int:
+        """The session cron worker `slot` runs on."""
+        return (3 + 3 * slot) % self.sessions
+
 
 @dataclass(slots=True)
 class Outcome:
@@ -130,6 +174,11 @@ class Outcome:
     log: LogCounter
     terms: list[Term] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
+    recoveries: list[Recovery] = field(default_factory=list)
+    windows: int = 0  # once_per windows run (recorded)
+    firings: int = 0  # cron firings begun
+    doubled: list[tuple[str, float, int]] = field(default_factory=list)  # windows, cron times
+    missing: list[tuple[str, float]] = field(default_factory=list)  # cron times never begun
     targets: list[Target] = field(default_factory=list)
     load: list[tuple[float, float, float]] = field(default_factory=list)  # at start, at end
 
@@ -139,13 +188,25 @@ class Outcome:
 
 
 async def soak(
-    config: SoakConfig, server: ZooKeeperServer, echo: Callable[[str], None] = print
+    config: SoakConfig,
+    server: ZooKeeperServer,
+    echo: Callable[[str], None] = print,
+    keep: Path | None = None,
 ) -> Outcome:
-    """Run the soak against `server`; each sample is passed to `echo` as a table line."""
+    """Run the soak against `server`; each sample is passed to `echo` as a table line.
+
+    With `keep` (an existing directory), the records (terms, once_per runs,
+    cron firings, connection states) are written there and kept, instead of
+    in a temporary directory.
+    """
     cfg = config
     proxies = [FaultProxy(*server.address).start() for _ in range(cfg.sessions)]
     try:
-        with tempfile.TemporaryDirectory(prefix="aiocoord-soak-") as tmp, LogCounter() as log:
+        with (
+            tempfile.TemporaryDirectory(prefix="aiocoord-soak-") as scratch,
+            LogCounter() as log,
+        ):
+            tmp = scratch if keep is None else str(keep)
             async with AsyncExitStack() as stack:
 
                 async def connect(hosts: str) -> aiocoord.Coordinator:
@@ -159,6 +220,8 @@ async def soak(
                 outcome = Outcome(cfg, rec, log, load=[os.getloadavg()])
                 await _load(outcome, server, proxies, coords, direct, echo)
             outcome.terms = rec.terms()
+            runs, firings = rec.window_runs(), rec.firings()
+            rec.save_states()
             rec.close()
     finally:
         for proxy in proxies:
@@ -173,6 +236,36 @@ async def soak(
         sum(rec.errors.values()),
         grace=cfg.grace,
     )
+    cron_sessions = {cfg.cron_session(k) for k in range(cfg.cron_workers)}
+    limits = cfg.limits
+    outcome.targets += recipe_targets(
+        runs,
+        firings,
+        every=CRON_EVERY,
+        until=cfg.seconds - CRON_TAIL,
+        cron_faults=[f for f in rec.faults if f.session in cron_sessions],
+        after=limits.leaderless,
+        jobs=[f"j{k}" for k in range(cfg.cron_jobs)] if cfg.cron_workers else (),
+        since=cfg.warmup_s,
+    )
+    outcome.windows = len({(r.resource, r.window) for r in runs if r.ok})
+    outcome.firings = len(firings)
+    outcome.doubled = [*double_windows(runs), *double_firings(firings)]
+    outcome.missing = missing_firings(
+        firings,
+        CRON_EVERY,
+        cfg.seconds - CRON_TAIL,
+        [f for f in rec.faults if f.session in cron_sessions],
+        limits.leaderless,
+        jobs=[f"j{k}" for k in range(cfg.cron_jobs)] if cfg.cron_workers else (),
+        since=cfg.warmup_s,
+    )[0]
+    stop = cfg.seconds if rec.stopped is None else rec.stopped
+    latches = [t for t in outcome.terms if _kind(t) == "latch"]
+    outcome.recoveries = recoveries(
+        rec.faults, rec.states, latches, outcome.samples, cfg.warmup_s, stop, limits
+    )
+    outcome.targets += recovery_targets(outcome.recoveries, outcome.samples, cfg.warmup_s, limits)
     return outcome
 
 
@@ -222,6 +315,7 @@ async def _load(
                 faults.cancel()
                 drain.deadline = anyio.current_time() + cfg.drain
         outcome.load.append(os.getloadavg())
+        rec.stopped = rec.now()
         tg.cancel_scope.cancel()
 
 
@@ -244,6 +338,21 @@ def _start_roles(
             i = (lock * cfg.contenders + k) % n
             path = f"{ROOT}/lock/{lock}"
             tg.start_soon(lock_contender, coords[i], rec, own_rng(), path, f"s{i}.c{k}", i)
+    for m in range(cfg.mutexes):
+        for k in range(cfg.contenders):
+            i = (m * cfg.contenders + k + 1) % n
+            path = f"{ROOT}/mutex/{m}"
+            tg.start_soon(mutex_contender, coords[i], rec, own_rng(), path, f"s{i}.m{k}", i)
+    for w in range(cfg.once_paths):
+        for k in range(cfg.contenders):
+            i = (w * cfg.contenders + k + 2) % n
+            path = f"{ROOT}/once/{w}"
+            tg.start_soon(once_caller, coords[i], rec, own_rng(), path, f"s{i}.o{k}", i)
+    for slot in range(cfg.cron_workers):
+        i = cfg.cron_session(slot)
+        tg.start_soon(
+            cron_worker, coords[i], rec, own_rng(), f"{ROOT}/cron", cfg.cron_jobs, slot, i
+        )
     tasks = [f"t{k}" for k in range(cfg.tasks)]
     for slot in range(cfg.task_workers):
         i = (2 + 3 * slot) % n
@@ -255,8 +364,10 @@ def _start_roles(
 
 
 def _kind(term: Term) -> str:
-    """latch, lock or task."""
-    return term.resource.split("/")[2] if term.resource.startswith(ROOT) else "task"
+    """latch, lock, mutex, once, task or cron."""
+    if term.resource.startswith(ROOT):
+        return term.resource.split("/")[2]
+    return term.resource.split(":")[0]
 
 
 def _counts(counter: Counter[str], top: int = 8) -> str:
@@ -275,7 +386,9 @@ def report(outcome: Outcome) -> str:
     lines = [
         f"soak: {cfg.seconds:.0f} s, {cfg.sessions} sessions, "
         f"{cfg.latch_paths * cfg.sessions} latches ({cfg.latch_paths} paths x {cfg.sessions}), "
-        f"{cfg.locks} CAS locks x {cfg.contenders} contenders, {cfg.tasks} tasks over "
+        f"{cfg.locks} CAS locks and {cfg.mutexes} mutexes x {cfg.contenders} contenders, "
+        f"{cfg.once_paths} once_per x {cfg.contenders} callers, {cfg.cron_jobs} cron jobs "
+        f"every {CRON_EVERY:g} s over {cfg.cron_workers} workers, {cfg.tasks} tasks over "
         f"{cfg.task_workers} workers joining and leaving, {cfg.job_rate:g} jobs/s over "
         f"{cfg.job_workers} workers; session timeout {cfg.session_timeout:g} s; seed {cfg.seed}",
         f"load average (1/5/15 min) at start -> at end: {load}",
@@ -287,6 +400,10 @@ def report(outcome: Outcome) -> str:
         + ", ".join(f"{f.kind} s{f.session} {f.start:.0f}-{f.end:.0f}" for f in rec.faults),
         f"jobs: {rec.jobs.submitted} submitted, {rec.jobs.done} done, {rec.jobs.failed} failed, "
         f"{rec.jobs.wrong} wrong, {len(rec.jobs.lost)} lost",
+        f"once_per windows run: {outcome.windows}; cron firings begun: {outcome.firings}; "
+        f"cron outcomes written: {_counts(rec.cron_outcomes)} (missed: times given up)",
+        f"fenced store: {rec.store.accepted} writes accepted, {rec.store.refused} refused "
+        "(a stale token)",
         f"expected errors: {_counts(rec.counts)}",
         f"library log: {_counts(logged, 5)}",
         f"growth: the trend (Theil-Sen) over the samples from t={cfg.warmup_s:.0f} s on; "
@@ -300,10 +417,15 @@ def report(outcome: Outcome) -> str:
         lines.append(f"OVERLAP {o.length:.3f} s: {o.first} and {o.second}")
     for first, second in token_disorder(outcome.terms)[:10]:
         lines.append(f"TOKEN ORDER: {first} then {second}")
+    for resource, at, n in outcome.doubled[:10]:
+        lines.append(f"RUN TWICE: {resource} at {at:.3f}: {n} times")
+    for job, at in outcome.missing[:10]:
+        lines.append(f"NEVER BEGUN: cron job {job} at t={at:.1f} s")
     if rec.errors:
         lines.append(f"UNEXPECTED ERRORS: {_counts(rec.errors)}")
     lines += [f"\n{tb}" for tb in rec.tracebacks[:3]]
     lines += [f"\nlibrary ERROR: {text}" for text in outcome.log.first_errors[:3]]
+    lines += ["", format_recoveries(outcome.recoveries, cfg.limits)]
     lines += ["", format_verdict(outcome.targets)]
     return "\n".join(lines)
 
@@ -318,6 +440,20 @@ def figures(outcome: Outcome) -> dict[str, Any]:
         "terms": dict(Counter(_kind(t) for t in outcome.terms)),
         "faults": dict(Counter(f.kind for f in rec.faults)),
         "jobs": asdict(rec.jobs),
+        "windows": outcome.windows,
+        "firings": outcome.firings,
+        "cron_outcomes": dict(rec.cron_outcomes),
+        "store": {"accepted": rec.store.accepted, "refused": rec.store.refused},
+        "recoveries": [
+            {
+                **asdict(r.fault),
+                "reconnect": r.reconnect,
+                "leaderless": r.leaderless,
+                "leaderless_path": r.leaderless_path,
+                "watches_back": r.watches_back,
+            }
+            for r in outcome.recoveries
+        ],
         "expected_errors": dict(rec.counts),
         "errors": dict(rec.errors),
         "targets": [asdict(t) for t in outcome.targets],
@@ -326,14 +462,20 @@ def figures(outcome: Outcome) -> dict[str, Any]:
 
 
 def run(
-    config: SoakConfig, *, loop: str = "uvloop", echo: Callable[[str], None] = print
+    config: SoakConfig,
+    *,
+    loop: str = "uvloop",
+    echo: Callable[[str], None] = print,
+    keep: Path | None = None,
 ) -> Outcome:
     """Start a server (fsync off, as in the other benchmarks), soak it, stop it."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
     with ZooKeeperServer(extra_config={"forceSync": "no"}) as server:
 
         async def bounded() -> Outcome:
             with anyio.fail_after(config.seconds + config.drain + SETUP_ALLOWANCE):
-                return await soak(config, server, echo)
+                return await soak(config, server, echo, keep)
 
         main_fn: Callable[[], Awaitable[Outcome]] = bounded
         return anyio.run(
@@ -356,10 +498,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=value, help=help)
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="keep the records (terms, runs, firings, states) in this directory",
+    )
     args = parser.parse_args(argv)
     loop, json_path = args.__dict__.pop("loop"), args.__dict__.pop("json")
+    keep = args.__dict__.pop("keep")
     config = SoakConfig(**vars(args))
-    outcome = run(config, loop=loop, echo=lambda line: print(line, flush=True))
+    outcome = run(config, loop=loop, echo=lambda line: print(line, flush=True), keep=keep)
     print()
     print(report(outcome), flush=True)
     if json_path is not None:

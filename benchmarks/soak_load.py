@@ -5,6 +5,14 @@ Each role loops until cancelled and uses only the public API:
 - `latch_participant`: joins a leader latch, and once it leads holds the term
   for a while, then leaves the latch and joins again at the back;
 - `lock_contender`: takes a contended `cas_lock`, holds it briefly, lets go;
+- `mutex_contender`: the same with the queued `mutex`, writing through the
+  fenced store with its token when its term begins and before it ends;
+- `once_caller`: calls `once_per` on a 1 s window every 0.1-0.3 s; each run
+  it gets is recorded with its window, and whether it was recorded (closed
+  the window);
+- `cron_worker`: a `Cron` worker running `cron_jobs` jobs every second; each
+  firing is recorded with its scheduled time and writes through the fenced
+  store with ``firing.token``;
 - `task_worker`: a task-leadership worker that leads its share of the tasks,
   leaves once in a while (between two samples) and joins again under a new id;
 - `job_worker` / `submit_jobs`: the scheduler's workers, and a client that
@@ -26,7 +34,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 import anyio
 import anyio.abc
@@ -38,6 +46,8 @@ from aiocoord import (
     ConnectionLostError,
     ConnectionState,
     CoordError,
+    Cron,
+    Firing,
     JobFailed,
     LeadershipLost,
     LockLost,
@@ -45,13 +55,17 @@ from aiocoord import (
     Worker,
     cas_lock,
     leader_latch,
+    mutex,
+    once_per,
     task_leadership,
 )
+from aiocoord.recipes.cron import FiringOutcome
 from aiocoord.testing import FaultProxy
 
 from .soak_record import Fault, Recorder
 
 __all__ = (
+    "cron_worker",
     "forever",
     "follow",
     "inject_faults",
@@ -59,6 +73,8 @@ __all__ = (
     "latch_participant",
     "lock_contender",
     "make_scheduler",
+    "mutex_contender",
+    "once_caller",
     "probe",
     "submit_jobs",
     "task_worker",
@@ -68,6 +84,13 @@ LATCH_HOLD = (2.0, 20.0)  # a latch leader holds its term this long, then leaves
 LOCK_HOLD = (0.02, 0.2)
 LOCK_PAUSE = (0.0, 0.3)  # between a release and the next try
 LOCK_LEASE = 5.0
+ONCE_INTERVAL = 1.0  # a once_per window (s)
+ONCE_PAUSE = (0.1, 0.3)  # between two calls of once_per
+ONCE_HOLD = (0.05, 0.2)
+ONCE_LEASE = 5.0
+CRON_EVERY = 1.0  # every cron job fires every second
+CRON_HOLD = (0.05, 0.3)
+CRON_GRACE = 60.0  # a time late by less than this still runs, late; a later one is given up
 JOB_CAPACITY = 64
 PROBE_EVERY = 0.1
 SUSPENDED = (ConnectionState.SUSPENDED, ConnectionState.LOST)
@@ -127,6 +150,120 @@ async def lock_contender(
         await anyio.sleep(rng.uniform(*LOCK_PAUSE))
 
     await forever(rec, "lock", once)
+
+
+async def mutex_contender(
+    coord: aiocoord.Coordinator,
+    rec: Recorder,
+    rng: random.Random,
+    path: str,
+    owner: str,
+    session: int,
+) -> None:
+    """Take the queued `mutex` at `path`, hold it briefly writing through the fenced store."""
+
+    async def once() -> None:
+        try:
+            async with mutex(coord, path, participant_id=owner) as held:
+                token = -1 if held.token is None else held.token  # -1: out of order, reported
+                async with rec.term(path, owner, session, token):
+                    rec.store.write(path, token)
+                    await anyio.sleep(rng.uniform(*LOCK_HOLD))
+                    rec.store.write(path, token)
+        except LockLost:
+            pass
+        await anyio.sleep(rng.uniform(*LOCK_PAUSE))
+
+    await forever(rec, "mutex", once)
+
+
+async def once_caller(
+    coord: aiocoord.Coordinator,
+    rec: Recorder,
+    rng: random.Random,
+    path: str,
+    owner: str,
+    session: int,
+) -> None:
+    """Call `once_per` at `path` again and again; record every run it gets, with its window.
+
+    A run counts as recorded (``ok``) when the block exited without an error:
+    then its release wrote the run and closed the window.  Its body is a term
+    of `path` too, with the slot's token.
+    """
+
+    async def once() -> None:
+        began: float | None = None
+        window = 0.0
+        ok = False
+        try:
+            async with once_per(coord, path, ONCE_INTERVAL, owner=owner, lease=ONCE_LEASE) as slot:
+                if slot.acquired:
+                    window = slot.window.timestamp()
+                    token = -1 if slot.token is None else slot.token
+                    async with rec.term(path, owner, session, token):
+                        began = rec.now()
+                        await anyio.sleep(rng.uniform(*ONCE_HOLD))
+            ok = True
+        finally:
+            if began is not None:
+                rec.window_run(path, owner, window, ok, began)
+        await anyio.sleep(rng.uniform(*ONCE_PAUSE))
+
+    async def guarded() -> None:
+        try:
+            await once()
+        except LockLost:
+            await anyio.sleep(rng.uniform(*ONCE_PAUSE))
+
+    await forever(rec, "once_per", guarded)
+
+
+async def cron_worker(
+    coord: aiocoord.Coordinator,
+    rec: Recorder,
+    rng: random.Random,
+    root: str,
+    jobs: int,
+    slot: int,
+    session: int,
+) -> None:
+    """A `Cron` worker with `jobs` jobs firing every second (each worker runs its share).
+
+    Each firing is recorded when its function begins (with its scheduled
+    time), is a term of ``cron:<job>`` with ``firing.token``, and writes
+    through the fenced store with that token as it begins and before it ends.
+    The outcomes the worker writes (ok, failed, interrupted, missed) are
+    counted by status (missed ones by the times given up).
+    """
+    generation = 0
+
+    async def once() -> None:
+        nonlocal generation
+        generation += 1
+        worker = Worker(version="1.0.0", id=f"c{slot}-{generation}")
+        cron = Cron(coord, root, worker=worker, grace=CRON_GRACE, settle=0.5)
+
+        async def fire(firing: Firing) -> None:
+            resource = f"cron:{firing.job}"
+            async with rec.term(resource, worker.id, session, firing.token):
+                rec.firing(firing.job, worker.id, firing.scheduled_at.timestamp())
+                rec.store.write(resource, firing.token)
+                await anyio.sleep(rng.uniform(*CRON_HOLD))
+                rec.store.write(resource, firing.token)
+
+        async def count(outcomes: AsyncIterator[FiringOutcome]) -> None:
+            async for outcome in outcomes:
+                rec.cron_outcomes[outcome.status] += outcome.count
+
+        for k in range(jobs):
+            cron.job(every=CRON_EVERY, name=f"j{k}")(fire)
+        outcomes = cron.outcomes()  # subscribed now, before anything fires
+        async with cron, anyio.create_task_group() as tg:
+            tg.start_soon(count, outcomes)
+            await anyio.sleep_forever()
+
+    await forever(rec, "cron", once)
 
 
 async def task_worker(
@@ -312,12 +449,14 @@ async def _fault(
 
 
 async def follow(coord: aiocoord.Coordinator, rec: Recorder, session: int) -> None:
-    """Record when `session`'s SUSPENDED and LOST arrive."""
+    """Record `session`'s connection states as they arrive (SUSPENDED and LOST also apart)."""
 
     async def once() -> None:
         async for event in coord.connection_events():
+            now = rec.now()
+            rec.states[session].append((now, event.state.value))
             if event.state in SUSPENDED:
-                rec.suspended[session].append(rec.now())
+                rec.suspended[session].append(now)
         await anyio.sleep_forever()  # the coordinator closed: the run is ending
 
     await forever(rec, "follow", once)

@@ -19,7 +19,6 @@ import traceback
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -29,19 +28,35 @@ import anyio.to_thread
 import aiocoord
 from aiocoord.testing import four_letter_word
 
-from .soak_verdict import Jobs, Sample, Term, percentiles
+from .soak_verdict import Fault, Firing, Jobs, Sample, Term, WindowRun, percentiles
 
-__all__ = ("Fault", "LogCounter", "Recorder", "take_sample")
+__all__ = ("Fault", "FencedStore", "LogCounter", "Recorder", "take_sample")
 
 KEPT_TRACEBACKS = 10
 
 
-@dataclass(frozen=True, slots=True)
-class Fault:
-    session: int
-    kind: str  # cut, pause (shorter than the session timeout) or expire (longer)
-    start: float
-    end: float
+class FencedStore:
+    """What a holder writes to, standing in for a database: it refuses a stale fencing token.
+
+    A write to `resource` is accepted when its token is at least the highest
+    accepted so far for that resource.  Only the highest token per resource
+    and two counts are kept.
+    """
+
+    def __init__(self) -> None:
+        self._high: dict[str, int] = {}
+        self.accepted = 0
+        self.refused = 0
+
+    def write(self, resource: str, token: int) -> bool:
+        """Write to `resource` with `token`; False (counted) when a larger token wrote first."""
+        high = self._high.get(resource)
+        if high is not None and token < high:
+            self.refused += 1
+            return False
+        self._high[resource] = token
+        self.accepted += 1
+        return True
 
 
 class Recorder:
@@ -49,10 +64,19 @@ class Recorder:
 
     def __init__(self, path: Path) -> None:
         self._t0 = time.monotonic()
+        self.wall0 = time.time() - self.now()  # wall clock - run's clock
         self._path = path
         self._file = path.open("w", encoding="utf-8")
+        self._runs_path = path.with_name("windows.tsv")
+        self._runs = self._runs_path.open("w", encoding="utf-8")
+        self._firings_path = path.with_name("firings.tsv")
+        self._firings = self._firings_path.open("w", encoding="utf-8")
         self.terms_begun = 0
         self.suspended: dict[int, list[float]] = defaultdict(list)
+        self.states: dict[int, list[tuple[float, str]]] = defaultdict(list)
+        self.store = FencedStore()
+        self.cron_outcomes: Counter[str] = Counter()  # outcomes the cron workers wrote, by status
+        self.stopped: float | None = None  # when the load stopped
         self.faults: list[Fault] = []
         self.counts: Counter[str] = Counter()  # expected conditions: CoordErrors and the like
         self.errors: Counter[str] = Counter()  # unexpected exceptions, by role and type
@@ -95,8 +119,44 @@ class Recorder:
                 )
         return out
 
+    def window_run(self, resource: str, holder: str, window: float, ok: bool, start: float) -> None:
+        """A `once_per` run of `window` (epoch seconds) that began at `start`; `ok`: recorded."""
+        self._runs.write(f"{resource}\t{holder}\t{window!r}\t{int(ok)}\t{start!r}\n")
+
+    def window_runs(self) -> list[WindowRun]:
+        self._runs.flush()
+        out = []
+        with self._runs_path.open(encoding="utf-8") as f:
+            for line in f:
+                resource, holder, window, ok, start = line.rstrip("\n").split("\t")
+                out.append(WindowRun(resource, holder, float(window), ok == "1", float(start)))
+        return out
+
+    def firing(self, job: str, holder: str, scheduled_wall: float) -> None:
+        """A cron job's function began now, for the time `scheduled_wall` (epoch seconds)."""
+        scheduled = scheduled_wall - self.wall0
+        self._firings.write(f"{job}\t{holder}\t{scheduled!r}\t{self.now()!r}\n")
+
+    def firings(self) -> list[Firing]:
+        self._firings.flush()
+        out = []
+        with self._firings_path.open(encoding="utf-8") as f:
+            for line in f:
+                job, holder, scheduled, at = line.rstrip("\n").split("\t")
+                out.append(Firing(job, holder, float(scheduled), float(at)))
+        return out
+
+    def save_states(self) -> None:
+        """Write every session's connection states next to the terms (session, time, state)."""
+        with self._path.with_name("states.tsv").open("w", encoding="utf-8") as f:
+            for session, events in sorted(self.states.items()):
+                for at, state in events:
+                    f.write(f"{session}\t{at!r}\t{state}\n")
+
     def close(self) -> None:
         self._file.close()
+        self._runs.close()
+        self._firings.close()
 
     def error(self, role: str, exc: BaseException) -> None:
         """An exception that is not a `CoordError`: a defect."""

@@ -12,6 +12,13 @@
 - `token_disorder`: by start time, a term's fencing token must be larger than
   every earlier term's, or equal to the largest for the same holder (a latch
   or a task re-granted on the same node after SUSPENDED).
+- `double_windows` / `double_firings`: a `once_per` window with more than
+  one successful run, a cron job's scheduled time whose function began more
+  than once.
+- `missing_firings`: a cron job's scheduled time that never began, unless a
+  fault excuses it (see there).
+- `recipe_targets`: the three above as targets.  (The absolute limits per
+  fault are in `soak_limits`.)
 - `verdict`: one `Target` per goal of the soak, each pass or fail.
 """
 
@@ -19,23 +26,31 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = (
     "GROWTH_LIMIT",
+    "Fault",
+    "Firing",
     "Jobs",
     "Overlap",
     "Sample",
     "Target",
     "Term",
+    "WindowRun",
+    "double_firings",
+    "double_windows",
     "format_samples",
     "format_verdict",
     "growth",
+    "missing_firings",
     "overlaps",
     "percentiles",
+    "recipe_targets",
     "token_disorder",
+    "trend",
     "verdict",
 )
 
@@ -107,6 +122,37 @@ class Target:
     ok: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One fault the soak injected into one session's connection (run's clock, seconds)."""
+
+    session: int
+    kind: str  # cut, pause (shorter than the session timeout) or expire (longer)
+    start: float
+    end: float
+
+
+@dataclass(frozen=True, slots=True)
+class WindowRun:
+    """One `once_per` run: `window` is the window's start (wall clock, epoch seconds)."""
+
+    resource: str
+    holder: str
+    window: float
+    ok: bool  # the run was recorded (the block exited without an error): the window is closed
+    start: float
+
+
+@dataclass(frozen=True, slots=True)
+class Firing:
+    """A cron job's function began: `scheduled` on the run's clock (seconds), `at` when it began."""
+
+    job: str
+    holder: str
+    scheduled: float
+    at: float
+
+
 def percentiles(values: Sequence[float]) -> tuple[float, float] | None:
     """(p50, p99) of `values` (nearest rank), or None if there are none."""
     if not values:
@@ -127,6 +173,19 @@ def growth(points: Sequence[tuple[float, float]]) -> float | None:
     outage (a session's watches gone until it reconnects) do not tilt it.
     None with fewer than two points, or when the trend starts at zero or below.
     """
+    line = trend(points)
+    if line is None:
+        return None
+    slope, intercept = line
+    first, last = points[0][0], points[-1][0]
+    base = intercept + slope * first
+    if base <= 0:
+        return None
+    return slope * (last - first) / base
+
+
+def trend(points: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    """Theil-Sen's (slope, intercept) of `points`, None with fewer than two distinct times."""
     slopes = [
         (v2 - v1) / (t2 - t1)
         for i, (t1, v1) in enumerate(points)
@@ -136,12 +195,7 @@ def growth(points: Sequence[tuple[float, float]]) -> float | None:
     if not slopes:
         return None
     slope = statistics.median(slopes)
-    intercept = statistics.median(v - slope * t for t, v in points)
-    first, last = points[0][0], points[-1][0]
-    base = intercept + slope * first
-    if base <= 0:
-        return None
-    return slope * (last - first) / base
+    return slope, statistics.median(v - slope * t for t, v in points)
 
 
 def overlaps(
@@ -187,6 +241,102 @@ def token_disorder(terms: Iterable[Term]) -> list[tuple[Term, Term]]:
             elif term.token < top.token or term.holder != top.holder:
                 found.append((top, term))
     return found
+
+
+def double_windows(runs: Iterable[WindowRun]) -> list[tuple[str, float, int]]:
+    """(resource, window, runs) for every `once_per` window with more than one successful run."""
+    counts = Counter((r.resource, r.window) for r in runs if r.ok)
+    return sorted((res, window, n) for (res, window), n in counts.items() if n > 1)
+
+
+def _slot(seconds: float) -> int:
+    """A scheduled time as an integer key (milliseconds), immune to float noise."""
+    return round(seconds * 1000)
+
+
+def double_firings(firings: Iterable[Firing]) -> list[tuple[str, float, int]]:
+    """(job, scheduled time, starts) for every cron scheduled time whose function began twice."""
+    counts = Counter((f.job, _slot(f.scheduled)) for f in firings)
+    return sorted((job, at / 1000, n) for (job, at), n in counts.items() if n > 1)
+
+
+def missing_firings(
+    firings: Iterable[Firing],
+    every: float,
+    until: float,
+    faults: Sequence[Fault],
+    after: float,
+    per_fault: int = 2,
+    jobs: Iterable[str] = (),
+    since: float = 0.0,
+) -> tuple[list[tuple[str, float]], int]:
+    """Cron scheduled times that never began and no fault excuses; and how many were excused.
+
+    Each job's times run every `every` s from its first firing to `until`
+    (the run's clock); each of them must have begun at least once.  A job
+    of `jobs` that never fired misses every time from `since` to `until`.  A fault
+    in `faults` (those on sessions that carry a cron worker) excuses at most
+    `per_fault` missing times of each job scheduled from 1 s before its start
+    to `after` s after its end: a firing claimed by its leader and cut off
+    before its function began is recorded interrupted and not run again, and
+    one fault can do that twice to a job (when its leader loses the job, and
+    when the job moves back to the worker once it returns).  A job that stops
+    firing for longer is not excused.
+    """
+    by_job: dict[str, set[int]] = defaultdict(set)
+    first: dict[str, float] = {}
+    firings = list(firings)
+    for f in firings:
+        first[f.job] = min(first.get(f.job, math.inf), f.scheduled)
+    for f in firings:
+        by_job[f.job].add(round((f.scheduled - first[f.job]) / every))
+    for job in jobs:
+        if job not in first:
+            first[job] = since
+            by_job[job] = set()
+    missing: list[tuple[str, float]] = []
+    excused = 0
+    for job in sorted(by_job):
+        used: Counter[int] = Counter()
+        k = 0
+        while (at := first[job] + k * every) <= until:
+            if k not in by_job[job]:
+                for i, fault in enumerate(faults):
+                    if fault.start - 1.0 <= at <= fault.end + after and used[i] < per_fault:
+                        used[i] += 1
+                        excused += 1
+                        break
+                else:
+                    missing.append((job, at))
+            k += 1
+    return missing, excused
+
+
+def recipe_targets(
+    runs: Sequence[WindowRun],
+    firings: Sequence[Firing],
+    *,
+    every: float,
+    until: float,
+    cron_faults: Sequence[Fault],
+    after: float,
+    jobs: Iterable[str] = (),
+    since: float = 0.0,
+) -> list[Target]:
+    """No `once_per` window run twice, no cron time begun twice, every cron time begun once."""
+    doubled = double_windows(runs)
+    windows = len({(r.resource, r.window) for r in runs if r.ok})
+    out = [
+        Target("once_per windows run twice", f"{len(doubled)} of {windows}", "0", not doubled),
+    ]
+    twice = double_firings(firings)
+    out.append(Target("cron times begun twice", f"{len(twice)} of {len(firings)}", "0", not twice))
+    missing, excused = missing_firings(
+        firings, every, until, cron_faults, after, jobs=jobs, since=since
+    )
+    note = f" ({excused} excused)" if excused else ""
+    out.append(Target("cron times never begun", f"{len(missing)}{note}", "0", not missing))
+    return out
 
 
 def _pct(value: float | None) -> str:
@@ -262,9 +412,9 @@ def format_samples(samples: Sequence[Sample], header: bool = True) -> str:
 
 
 def format_verdict(targets: Sequence[Target]) -> str:
-    lines = [f"{'target':<30} {'value':>22} {'limit':>8}  result"]
+    lines = [f"{'target':<30} {'value':>30} {'limit':>8}  result"]
     for t in targets:
-        lines.append(f"{t.name:<30} {t.value:>22} {t.limit:>8}  {'pass' if t.ok else 'FAIL'}")
+        lines.append(f"{t.name:<30} {t.value:>30} {t.limit:>8}  {'pass' if t.ok else 'FAIL'}")
     passed = all(t.ok for t in targets)
     lines.append(f"verdict: {'PASS' if passed else 'FAIL'}")
     return "\n".join(lines)

@@ -1,18 +1,35 @@
-"""The soak's verdict on synthetic figures: growth, overlapping terms, token order, targets."""
+"""The soak's verdict on synthetic figures: growth, overlaps, token order, recipes, per-fault limits."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from benchmarks.soak_limits import (
+    Limits,
+    Recovery,
+    format_recoveries,
+    per_fault,
+    recoveries,
+    recovery_targets,
+)
 from benchmarks.soak_verdict import (
+    Fault,
+    Firing,
     Jobs,
     Sample,
     Term,
+    WindowRun,
+    double_firings,
+    double_windows,
     format_samples,
     format_verdict,
     growth,
+    missing_firings,
     overlaps,
     percentiles,
+    recipe_targets,
     token_disorder,
     verdict,
 )
@@ -152,3 +169,163 @@ def test_sample_table() -> None:
     assert first.split()[:5] == ["10", "78.1", "500", "90", "3000"]
     assert "1000/1000" in first and "60.0/250" in first
     assert len(format_samples([sample(10.0)], header=False).splitlines()) == 1
+
+
+LIMITS = Limits(timeout=5.0, interval=10.0)
+
+
+def states(*events: tuple[float, str]) -> dict[int, list[tuple[float, str]]]:
+    return {1: list(events)}
+
+
+def latch_terms(*spans: tuple[float, float]) -> list[Term]:
+    return [
+        term("/soak/latch/0", f"s{k}", a, b, k + 1, session=k) for k, (a, b) in enumerate(spans)
+    ]
+
+
+def test_double_windows_and_firings() -> None:
+    runs = [
+        WindowRun("/soak/once/0", "a", 100.0, True, 1.0),
+        WindowRun("/soak/once/0", "b", 100.0, False, 1.5),  # failed to record: may run again
+        WindowRun("/soak/once/0", "c", 100.0, True, 2.0),
+        WindowRun("/soak/once/1", "a", 100.0, True, 1.0),
+        WindowRun("/soak/once/0", "a", 101.0, True, 3.0),
+    ]
+    assert double_windows(runs) == [("/soak/once/0", 100.0, 2)]
+    assert double_windows(runs[:2] + runs[3:]) == []
+    firings = [Firing("j0", "c0", 10.0, 10.1), Firing("j1", "c1", 10.0, 10.2)]
+    assert double_firings(firings) == []
+    assert double_firings([*firings, Firing("j0", "c2", 10.0000001, 17.0)]) == [("j0", 10.0, 2)]
+
+
+def test_missing_firings_and_their_excuse() -> None:
+    every = [Firing("j0", "c0", float(t), float(t)) for t in range(10, 41)]
+    assert missing_firings(every, 1.0, 40.0, [], after=20.0) == ([], 0)
+    gap = [f for f in every if f.scheduled not in (20.0, 21.0, 30.0)]
+    # With no fault, each missing time fails.
+    assert missing_firings(gap, 1.0, 40.0, [], after=20.0) == (
+        [("j0", 20.0), ("j0", 21.0), ("j0", 30.0)],
+        0,
+    )
+    # A fault excuses at most two times of the job near it: the third fails.
+    fault = Fault(3, "cut", 19.5, 19.6)
+    assert missing_firings(gap, 1.0, 40.0, [fault], after=20.0) == ([("j0", 30.0)], 2)
+    # Far from the fault, nothing is excused.
+    assert missing_firings(gap, 1.0, 40.0, [Fault(3, "cut", 60.0, 61.0)], after=20.0)[1] == 0
+    # Times after `until` are not checked.
+    assert missing_firings(gap, 1.0, 19.0, [], after=20.0) == ([], 0)
+    # A job that never fired misses every time from `since` on (no firing is no excuse).
+    missing, _ = missing_firings(every, 1.0, 40.0, [], after=20.0, jobs=["j0", "j1"], since=35.0)
+    assert missing == [("j1", float(t)) for t in range(35, 41)]
+
+
+def test_recoveries_within_the_limits() -> None:
+    faults = [
+        Fault(1, "cut", 20.0, 20.1),
+        Fault(1, "pause", 40.0, 41.0),
+        Fault(1, "expire", 60.0, 67.0),
+    ]
+    events = states(
+        (20.15, "SUSPENDED"),
+        (20.9, "RECONNECTED"),
+        # the pause stayed under the client's timer: no SUSPENDED
+        (63.0, "SUSPENDED"),
+        (67.5, "LOST"),
+        (68.0, "RECONNECTED"),
+    )
+    leaders = latch_terms((0.0, 20.1), (20.9, 60.0), (65.2, 100.0))
+    samples = [sample(float(t)) for t in range(10, 101, 10)]
+    recs = recoveries(faults, events, leaders, samples, 10.0, 100.0, LIMITS)
+    assert [r.reconnect for r in recs] == pytest.approx([0.8, 0.0, 1.0])
+    # The pause is charged with the gap the expiry after it caused: it began within 4 T of it.
+    assert [r.leaderless for r in recs] == pytest.approx([0.8, 5.2, 5.2])
+    assert recs[2].leaderless_path == "/soak/latch/0"
+    assert [r.watches_back for r in recs] == pytest.approx([10.0 - 0.1, 9.0, 3.0])
+    targets = recovery_targets(recs, samples, 10.0, LIMITS)
+    assert all(t.ok for t in targets), format_verdict(targets)
+    text = format_recoveries(recs, LIMITS)
+    assert "long" in text and "OVER LIMIT" not in text
+
+
+def test_recovery_fails_each_limit() -> None:
+    samples = [sample(float(t)) for t in range(10, 201, 10)]
+
+    def failed(
+        fault: Fault,
+        events: list[tuple[float, str]],
+        leaders: list[Term] | None = None,
+        run: list[Sample] | None = None,
+    ) -> set[str]:
+        leaders = leaders if leaders is not None else latch_terms((0.0, 200.0))
+        run = run or samples
+        recs = recoveries([fault], states(*events), leaders, run, 10.0, 200.0, LIMITS)
+        return {t.name for t in recovery_targets(recs, run, 10.0, LIMITS) if not t.ok}
+
+    ok = [(50.1, "SUSPENDED"), (50.5, "RECONNECTED")]
+    assert failed(Fault(1, "cut", 50.0, 50.05), ok) == set()
+    slow = [(50.1, "SUSPENDED"), (56.0, "RECONNECTED")]  # 5.95 s after the cut > T
+    assert failed(Fault(1, "cut", 50.0, 50.05), slow) == {"reconnect after a cut"}
+    never = [(50.1, "SUSPENDED")]
+    assert failed(Fault(1, "pause", 50.0, 52.0), never) == {"reconnect after a pause <= T"}
+    late = [(53.0, "SUSPENDED"), (57.0, "LOST"), (68.0, "CONNECTED")]  # 11 s after > 2 T
+    assert failed(Fault(1, "expire", 50.0, 57.0), late) == {"reconnect after a pause > T"}
+    # A pause planned short that lasted beyond T (the process was starved) gets 2 T, as
+    # measured; 9 s after it is within that, 11 s is not.
+    slow_pause = [(53.0, "SUSPENDED"), (57.0, "LOST"), (66.0, "CONNECTED")]
+    assert failed(Fault(1, "pause", 50.0, 57.0), slow_pause) == set()
+    assert failed(Fault(1, "pause", 50.0, 57.0), late) == {"reconnect after a pause > T"}
+    leaderless = latch_terms((0.0, 50.0), (71.0, 200.0))  # 21 s > 4 T
+    assert failed(Fault(1, "cut", 50.0, 50.05), ok, leaders=leaderless) == {
+        "latch leaderless per fault"
+    }
+    # A gap that begins long after the fault is another fault's business.
+    later = latch_terms((0.0, 75.0), (100.0, 200.0))
+    assert failed(Fault(1, "cut", 50.0, 50.05), ok, leaders=later) == set()
+    dip = [sample(float(t), watches=600 if 50 < t < 100 else 1000) for t in range(10, 201, 10)]
+    assert failed(Fault(1, "cut", 50.0, 50.05), ok, run=dip) == {"watches back after a fault"}
+
+
+def test_memory_per_fault() -> None:
+    limits = Limits(timeout=5.0, interval=10.0, min_faults=20)
+    faults = [Fault(k % 10, "cut", 15.0 + 10 * k, 15.1 + 10 * k) for k in range(58)]
+    recs = [Recovery(f, 0.0, 0.0, None, 0.0) for f in faults]
+
+    def failed(run: list[Sample]) -> set[str]:
+        return {t.name for t in recovery_targets(recs, run, 10.0, limits) if not t.ok}
+
+    flat = [sample(float(t)) for t in range(10, 601, 10)]
+    assert failed(flat) == set()
+    # 100 KiB more RSS per fault (one every 10 s): over the 64 KiB limit.
+    leaking = [sample(float(t), rss=80_000 + 10 * t) for t in range(10, 601, 10)]
+    assert failed(leaking) == {"RSS per fault"}
+    blocks = [replace(s, blocks=500_000 + 30 * int(s.t)) for s in flat]  # 300 blocks per fault
+    assert failed(blocks) == {"heap blocks per fault"}
+    # Too few faults to divide by: not judged.
+    few = {
+        t.name: t.value
+        for t in recovery_targets(recs[:5], leaking, 10.0, limits)
+        if "per" in t.name
+    }
+    assert few["RSS per fault"].startswith("n/a")
+    assert per_fault([(0.0, 0.0), (100.0, 1000.0)], 10) == pytest.approx(100.0)
+    assert per_fault([(0.0, 0.0)], 10) is None
+
+
+def test_recipe_targets() -> None:
+    runs = [WindowRun("/soak/once/0", "a", 100.0, True, 1.0)]
+    firings = [Firing("j0", "c0", float(t), float(t)) for t in range(10, 31)]
+
+    def failed(r: list[WindowRun], f: list[Firing]) -> set[str]:
+        targets = recipe_targets(r, f, every=1.0, until=30.0, cron_faults=[], after=20.0)
+        return {t.name for t in targets if not t.ok}
+
+    assert failed(runs, firings) == set()
+    assert failed(runs * 2, firings) == {"once_per windows run twice"}
+    assert failed(runs, [*firings, firings[3]]) == {"cron times begun twice"}
+    assert failed(runs, firings[:5] + firings[6:]) == {"cron times never begun"}
+    assert failed(runs, []) == set()  # no job expected
+    quiet = recipe_targets(
+        runs, [], every=1.0, until=30.0, cron_faults=[], after=20.0, jobs=["j0"], since=10.0
+    )
+    assert {t.name for t in quiet if not t.ok} == {"cron times never begun"}
