@@ -31,7 +31,7 @@ import heapq
 import logging
 import math
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 
 import anyio
 
@@ -44,7 +44,7 @@ from ..errors import (
 )
 from ..session import Coordinator
 from ..zk.types import CheckOp, CreateOp, DeleteOp, EventType, WatchedEvent
-from ._lookup import bucketed
+from ._lookup import at_once, bucketed
 from ._records import JobsLayout, decode_job
 
 __all__ = ("GRACE", "Claimer")
@@ -240,13 +240,15 @@ class Claimer:
         client, layout = self._client, self._layout
         held: set[str] = set()
 
-        async def list_queue(worker: str) -> None:
-            with contextlib.suppress(NoNodeError):
-                held.update(await client.children(layout.queue(worker)))
+        def list_queue(worker: str) -> Callable[[], Awaitable[None]]:
+            async def read() -> None:
+                with contextlib.suppress(NoNodeError):
+                    held.update(await client.children(layout.queue(worker)))
 
-        async with anyio.create_task_group() as tg:
-            for worker in await client.children(layout.assignments):
-                tg.start_soon(list_queue, worker)
+            return read
+
+        # An error alone, not in an exception group: the caller catches a lost connection.
+        await at_once(list_queue(w) for w in await client.children(layout.assignments))
         return held
 
     async def _claim(self, job_id: str, held: set[str]) -> None:

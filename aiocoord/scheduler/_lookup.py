@@ -29,7 +29,16 @@ from ._layout import bucket_of, job_bucket_priority
 from ._records import JobsLayout, decode_job, decode_result
 from ._status import JobInfo, JobStatus, assigned_info, pending_info, result_info
 
-__all__ = ("Found", "assignments_of", "bucketed", "find_pending", "info_of", "list_jobs", "locate")
+__all__ = (
+    "at_once",
+    "Found",
+    "assignments_of",
+    "bucketed",
+    "find_pending",
+    "info_of",
+    "list_jobs",
+    "locate",
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +59,7 @@ class Found:
     worker: str | None = None
 
 
-async def _at_once(calls: Iterable[Callable[[], Awaitable[None]]]) -> None:
+async def at_once(calls: Iterable[Callable[[], Awaitable[None]]]) -> None:
     """Await `calls` concurrently; the first `CoordError` cancels the rest and is raised alone.
 
     Alone, not in an exception group: a caller's ``except ConnectionLostError``
@@ -129,9 +138,10 @@ async def bucketed(client: ZkClient, parent: str) -> dict[str, str]:
         async with limiter:
             await bucket(name)
 
-    async with anyio.create_task_group() as tg:
-        for name in await _children(client, parent):
-            tg.start_soon(limited, name)
+    def one(name: str) -> Callable[[], Awaitable[None]]:
+        return lambda: limited(name)
+
+    await at_once(one(name) for name in await _children(client, parent))
     return out
 
 
@@ -147,7 +157,7 @@ async def assignments_of(client: ZkClient, layout: JobsLayout, job_id: str) -> l
 
         return read
 
-    await _at_once(look(w) for w in await _children(client, layout.assignments))
+    await at_once(look(w) for w in await _children(client, layout.assignments))
     return hits
 
 
@@ -175,7 +185,7 @@ async def _where(
 
             return read
 
-        await _at_once(queue(w) for w in await _children(client, layout.assignments))
+        await at_once(queue(w) for w in await _children(client, layout.assignments))
         for worker, ids in sorted(queues.items()):
             for job_id in ids:
                 found[job_id] = ("assigned", layout.assignment(worker, job_id), worker)
@@ -220,7 +230,7 @@ async def list_jobs(
     for start in range(0, len(ids), _BATCH):
         batch = ids[start : start + _BATCH]
         nodes: dict[str, Found | None] = {}
-        await _at_once(_read(client, places[i], i, nodes) for i in batch)
+        await at_once(_read(client, places[i], i, nodes) for i in batch)
         now = time.time()
         for job_id in batch:
             found = nodes.get(job_id)
