@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import socket
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -103,8 +104,12 @@ def run_dashboard(args: argparse.Namespace) -> int:
                 "(Ctrl-C to stop)",
                 flush=True,
             )
-            await uvicorn.Server(config).serve(sockets=[listener])
-        return 0
+            server = uvicorn.Server(config)
+            await server.serve(sockets=[listener])
+        # uvicorn raises a caught Ctrl-C again once it has stopped, but the event loop's
+        # own handler may turn that into a cancellation this task outlives: say so here.
+        caught: list[int] = getattr(server, "_captured_signals", [])
+        return 130 if signal.SIGINT in caught else 0
 
     from .. import connect
     from ._run import run_async

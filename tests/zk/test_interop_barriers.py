@@ -135,4 +135,6 @@ async def test_barriers_shared_with_curator(
                 await javas[1].send("leave")
             await javas[0].expect("LEFT")
             await javas[1].expect("LEFT")
-            assert await coords[0].client.children(DOUBLE) == []
+            # Nothing left; the parent itself may be gone (a container the server reaps).
+            with suppress(aiocoord.NoNodeError):
+                assert await coords[0].client.children(DOUBLE) == []
