@@ -229,9 +229,9 @@ async def test_a_worker_whose_assigner_join_times_out_stands_again(
     first join here fails that way; the worker must stand again and assign.
     """
     from aiocoord import ConnectionLostError
+    from aiocoord.recipes.leader_latch import leader_selector as real
     from aiocoord.scheduler import _worker
 
-    real = _worker.leader_selector
     calls = 0
 
     class _Timeout:
