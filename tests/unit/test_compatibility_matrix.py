@@ -7,9 +7,11 @@ row says what to use instead; every recipe of kazoo's client, and every
 feature the matrix promises to cover, has a row.
 
 The claim scanner reads the package's docstrings and comments, README.md and
-every other page of docs/, one sentence (a table row, a list item) at a time.
-A sentence *claims interop* when it names a peer (Java, Curator, kazoo, aiozk,
-tooz, ZooKeeper's own recipes) and says that something is shared with it
+every other page of docs/, one sentence at a time (a table row, a run of
+comment lines, is one; headings and code blocks are left out).  A sentence
+*claims interop* when it names a peer (Java, Curator, kazoo, aiozk, tooz,
+ZooKeeper's own recipes; a table row also its section heading's) and says
+that something is shared with it
 ("share", "the same layout", "compatible", "interoperate", "take part",
 "together", "each other", ...), not negated ("do not share").  Such a sentence
 passes only when every matrix row it names (a row's class names, counted for
