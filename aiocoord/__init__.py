@@ -175,6 +175,7 @@ __all__ = (
     "ServiceInstance",
     "ServiceProvider",
     # Shared values and barriers on Curator's layouts.
+    # (SharedCount, DistributedAtomicLong, DistributedBarrier, DistributedDoubleBarrier)
     "SharedCount",
     "shared_count",
     "AtomicLong",

@@ -1,4 +1,4 @@
-"""Leader latch: one leader among the participants of a path, Curator-compatible.
+"""Leader latch: one leader among the participants of a path, on Curator's ``LeaderLatch`` layout.
 
 Each participant creates one EPHEMERAL_SEQUENTIAL node under the latch path; the
 first node in election order leads, every other one watches only the node just

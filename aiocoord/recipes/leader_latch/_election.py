@@ -4,7 +4,8 @@ Nothing here awaits or talks to ZooKeeper.  The decision is the queue's
 (`recipes/_queue`, shared with the mutex) with its `first` rule: the first
 node in election order leads.
 
-Two layouts share one parent with the Java recipes they copy:
+Two layouts, each able to share one parent with the Java recipe it copies
+(Curator's ``LeaderLatch``, ZooKeeper's ``LeaderElectionSupport``):
 
 - ``curator``: Apache Curator's LeaderLatch, the queue's ``LATCH`` names:
   ``_c_<uuid>-latch-<seq>``, sorted by the text after the *last* ``latch-``.

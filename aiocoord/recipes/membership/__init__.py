@@ -1,7 +1,9 @@
 """Membership: a node kept while a block runs, groups of members, service discovery.
 
-Curator's ``PersistentNode``, ``GroupMember`` and curator-x-discovery, on
-their node layouts, so Java services take part::
+Curator's ``PersistentNode``, ``GroupMember`` and curator-x-discovery's
+``ServiceDiscovery``.  A Java ``GroupMember`` on the same path takes part in
+the group; docs/compatibility.md says which of the others are tested against
+their Java peer (discovery is not yet)::
 
     async with aiocoord.persistent_node(coord, "/registry/pod-1", data=b"...") as node:
         await node.set_data(b"...")    # created again after a lost session

@@ -4,8 +4,9 @@ curator-x-discovery's ``ServiceDiscovery``.  Node layout, Curator's:
 ``<base>/<service name>/<instance id>`` holds the instance's JSON (see
 `ServiceInstance`; ``JsonInstanceSerializer``'s exact form), ephemeral for a
 ``DYNAMIC`` instance, persistent for ``STATIC`` and ``PERMANENT``; the
-parents are containers.  Java services using curator-x-discovery on the same
-base find Python instances and the other way round.
+parents are containers.  No test runs a Java curator-x-discovery against it
+yet (Debian ships no curator-x-discovery jar), so docs/compatibility.md marks
+it as its own layout: do not count on a mixed fleet.
 
 Each registration is a `PersistentNode`: it comes back by itself after a
 lost session (Curator re-registers on RECONNECTED), and `update()` is kept

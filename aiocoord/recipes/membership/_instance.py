@@ -5,9 +5,9 @@ their declaration order, compactly: ``name``, ``id``, ``address``, ``port``,
 ``sslPort``, ``payload``, ``registrationTimeUTC``, ``serviceType``,
 ``uriSpec``, ``enabled``.  The payload carries Jackson's class id
 (``@JsonTypeInfo(use=CLASS)``): an object payload is written with
-``"@class": "java.util.LinkedHashMap"`` first, so that a Java
-``JsonInstanceSerializer<Map>`` reads it; strings, numbers and booleans go as
-they are.  A `UriSpec` is ``{"parts": [{"value": ..., "variable": ...}]}``;
+``"@class": "java.util.LinkedHashMap"`` first, as Jackson writes a ``Map``
+payload (meant for a Java ``JsonInstanceSerializer<Map>``, not yet tested
+against one); strings, numbers and booleans go as they are.  A `UriSpec` is ``{"parts": [{"value": ..., "variable": ...}]}``;
 here it is its template string (``"{scheme}://{address}:{port}"``).
 
 Reading is lenient where Jackson's defaults are (a missing property takes

@@ -1,6 +1,7 @@
 """`Semaphore`: at most `max_leases` holders, on Curator's ``InterProcessSemaphoreV2``.
 
-Node layout (Curator's; Java processes with the same `max_leases` share the leases)::
+Node layout (Curator's; Java ``InterProcessSemaphoreV2`` processes with the same
+`max_leases` share the leases)::
 
     <path>/locks/_c_<uuid4>-lock-<seq>     a mutex (the queue's LOCK) guarding the leases
     <path>/leases/_c_<uuid4>-lease-<seq>   one node per lease; data: participant id (UTF-8)

@@ -6,7 +6,8 @@ Curator's: under `path`, one ephemeral child per participant (its
 `members` children were seen, a persistent ``ready`` child that lets every
 participant in (and later ones at once).  Leaving deletes one's child and
 waits until no participant child is left, then deletes ``ready``; Java
-participants on the same path enter and leave with Python ones.
+``DistributedDoubleBarrier`` participants on the same path enter and leave
+with Python ones.
 
 The children are followed by a `TreeCache` of depth 1 (one persistent
 recursive watch) for as long as the barrier is held.
