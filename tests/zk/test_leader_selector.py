@@ -411,6 +411,28 @@ async def test_one_sessions_shared_listing_is_sorted_for_each_layout(
         assert got["selector"] == got["first"] == SELECTOR.sort(names)
 
 
+async def test_inspect_shows_a_selectors_election_as_the_mutex_it_is(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """``aiocoord inspect`` and the dashboard knew a selector by its ``-latch-`` nodes; its
+    nodes are the mutex's now: it is shown as a mutex whose holder is the leader."""
+    from aiocoord.inspection import inspect_path
+
+    running: list[str] = []
+    path = "/inspected"
+    with anyio.fail_after(30):
+        async with (
+            coordinators(zk_server, 2, zk_chroot) as (c1, c2),
+            leader_selector(c1, path, held(running, "a"), participant_id="a"),
+            leader_selector(c2, path, held(running, "b"), participant_id="b"),
+        ):
+            await eventually(lambda: _queued(c1, path, 2))
+            await eventually(lambda: _true(len(running) == 1))
+            info = await inspect_path(c1, path)
+            assert (info["kind"], info["holder"]) == ("mutex", running[0])
+            assert sorted(c["id"] for c in info["contenders"]) == ["a", "b"]
+
+
 async def _queued(coord: Coordinator, path: str, n: int) -> bool:
     try:
         return len(await coord.client.children(path)) == n
