@@ -41,17 +41,6 @@ SHARED, OWN, NONE = "shares paths", "same meaning, own layout", "not supported"
 STATUSES = (SHARED, OWN, NONE)
 PEERS = ("curator", "kazoo", "aiozk", "tooz", "zookeeper")
 
-# The selector's move onto Curator LeaderSelector's layout (issue 35, item 1) rewrites
-# these three, whose sentences still say a Java LeaderSelector shares our election;
-# until it lands they may say so of that one row, and of nothing else.
-ALLOWED: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("aiocoord/recipes/leader_latch/_selector.py", "curator-leaderselector"),
-        ("aiocoord/recipes/_queue/_table.py", "curator-leaderselector"),
-        ("docs/leader-latch.md", "curator-leaderselector"),
-    }
-)
-
 # Every feature the matrix must cover (issues 35 and 38): per peer, names found in a row's first cell.
 REQUIRED: dict[str, str] = {
     "curator": "LeaderLatch LeaderSelector InterProcessMutex InterProcessReadWriteLock "
@@ -381,24 +370,12 @@ def verdict(sentence: Sentence, rows: Iterable[Row]) -> str | None:
         and any(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) for name in row.names)
     ]
     links = [row for a in _LINK.findall(text) if a for row in rows if row.anchor == a]
-    unshared = {
-        row.anchor
-        for row in named + links
-        if row.status != SHARED and (sentence.where, row.anchor) not in ALLOWED
-    }
+    unshared = {row.anchor for row in named + links if row.status != SHARED}
     if unshared:
         return f"claims sharing for {', '.join(sorted(unshared))}, not marked shares paths"
-    if not named and not links and not _LINK.search(text) and not _allowed_only(sentence, rows):
+    if not named and not links and not _LINK.search(text):
         return "claims sharing with a peer but names no row the matrix marks shared (or link it)"
     return None
-
-
-def _allowed_only(sentence: Sentence, rows: list[Row]) -> bool:
-    """An allow-listed file's sentence about its allowed row, named by any of the row's names."""
-    return any(
-        (sentence.where, row.anchor) in ALLOWED and any(n in sentence.text for n in row.names)
-        for row in rows
-    )
 
 
 def tree_sentences() -> Iterator[Sentence]:
@@ -420,7 +397,7 @@ def test_no_docstring_comment_or_page_claims_more_than_the_matrix(rows: list[Row
 
 
 def test_the_scanner_fails_on_a_planted_false_claim(rows: list[Row]) -> None:
-    planted = '''"""A Java ``LeaderSelector`` and ours on one path share one election."""
+    planted = '''"""Java ``ServiceDiscovery`` clients and ours on one path share one registry."""
 
 # kazoo's ``Lock`` and `mutex()` on one path share the lock, so a mixed fleet works.
 def f() -> None:
@@ -428,16 +405,12 @@ def f() -> None:
 '''
     found = {s.line: verdict(s, rows) for s in python_sentences("aiocoord/planted.py", planted)}
     assert sorted(found) == [1, 3, 5] and all(found.values()), found
-    assert "curator-leaderselector" in str(found[1]) and "kazoo-lock" in str(found[3])
+    assert "curator-servicediscovery" in str(found[1]) and "kazoo-lock" in str(found[3])
     page = (
-        "Java `LeaderSelector`s and ours share one election.\n\n"
+        "Java `ServiceDiscovery` clients and ours on one path share one registry.\n\n"
         "| kazoo `Counter` | `shared_count` | the same 4-byte node |\n"
     )
     assert all(verdict(s, rows) for s in markdown_sentences("docs/planted.md", page))
-    # The allow-list is for its own file only.
-    moved = [Sentence("docs/leader-latch.md", 1, "A Java `LeaderSelector` shares our election.")]
-    assert verdict(moved[0], rows) is None
-    assert verdict(Sentence("docs/mutex.md", 1, moved[0].text), rows) is not None
 
 
 def test_the_scanner_passes_true_claims_and_denials(rows: list[Row]) -> None:
