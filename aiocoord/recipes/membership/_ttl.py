@@ -123,7 +123,7 @@ class PersistentTtlNode(Service):
         self._touch_path = join(self._node.path, TOUCH)
         self._touch_data = b""
         self._delete = False
-        self._refused = False  # logged once, for a server that stops taking TTL nodes
+        self._refused = False  # a refused touch was logged (once, until one succeeds)
         self._life = Lifecycle(f"persistent ttl node {path}", self._setup, stopped=self._stopped)
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -177,7 +177,8 @@ class PersistentTtlNode(Service):
                 await self._touch_through()
             except CoordinatorClosedError:
                 return
-            except ConfigError as exc:
+            except (ConfigError, ZooKeeperError) as exc:
+                # A server that stopped taking TTL nodes, an ACL that refuses us: tried again.
                 if not self._refused:
                     self._refused = True
                     log.warning("persistent ttl node %s: %s", self._node.path, exc)
