@@ -60,11 +60,13 @@ if TYPE_CHECKING:
     from .recipes.leader_latch import leader_selector as leader_selector
     from .recipes.membership import GroupMember as GroupMember
     from .recipes.membership import PersistentNode as PersistentNode
+    from .recipes.membership import PersistentTtlNode as PersistentTtlNode
     from .recipes.membership import ServiceDiscovery as ServiceDiscovery
     from .recipes.membership import ServiceInstance as ServiceInstance
     from .recipes.membership import ServiceProvider as ServiceProvider
     from .recipes.membership import group_member as group_member
     from .recipes.membership import persistent_node as persistent_node
+    from .recipes.membership import persistent_ttl_node as persistent_ttl_node
     from .recipes.membership import service_discovery as service_discovery
     from .recipes.mutex import Lease as Lease
     from .recipes.mutex import Mutex as Mutex
@@ -168,6 +170,8 @@ __all__ = (
     # Membership: a node kept while a block runs, groups, service discovery.
     "PersistentNode",
     "persistent_node",
+    "PersistentTtlNode",
+    "persistent_ttl_node",
     "GroupMember",
     "group_member",
     "ServiceDiscovery",
@@ -262,11 +266,13 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "recipes.membership": (
         "GroupMember",
         "PersistentNode",
+        "PersistentTtlNode",
         "ServiceDiscovery",
         "ServiceInstance",
         "ServiceProvider",
         "group_member",
         "persistent_node",
+        "persistent_ttl_node",
         "service_discovery",
     ),
     "recipes.mutex": (

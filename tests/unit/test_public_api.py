@@ -26,6 +26,8 @@ VALUES = ["shared_count", "SharedCount", "atomic_long", "AtomicLong", "Barrier",
 MEMBERSHIP = [
     "persistent_node",
     "PersistentNode",
+    "persistent_ttl_node",
+    "PersistentTtlNode",
     "group_member",
     "GroupMember",
     "service_discovery",
