@@ -422,5 +422,5 @@ def test_the_scanner_passes_true_claims_and_denials(rows: list[Row]) -> None:
         "Java's `String.compareTo` orders the names.",
     ):
         assert verdict(Sentence("docs/x.md", 1, text), rows) is None, text
-    linked = "Java services share it ([matrix](compatibility.md#curator-persistentttlnode))."
+    linked = "Java services share it ([matrix](compatibility.md#curator-servicediscovery))."
     assert verdict(Sentence("docs/x.md", 1, linked), rows) is not None
