@@ -40,6 +40,7 @@ from ._locks import MutexRight as MutexRight
 from ._locks import ReadWriteLockRight as ReadWriteLockRight
 from ._locks import SemaphoreRight as SemaphoreRight
 from ._locks import SlotHeld as SlotHeld
+from ._locks import SlotRight as SlotRight
 from ._scheduler import BlockingJobWorker as BlockingJobWorker
 from ._scheduler import BlockingScheduler as BlockingScheduler
 from ._services import BlockingNodeCache as BlockingNodeCache
@@ -56,6 +57,7 @@ __all__ = (
     "SemaphoreRight",
     "ReadWriteLockRight",
     "SlotHeld",
+    "SlotRight",
     "BlockingLeaderLatch",
     "BlockingNodeCache",
     "BlockingTreeCache",

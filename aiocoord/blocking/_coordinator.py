@@ -11,7 +11,7 @@ import anyio
 
 from .._checks import check_timeout
 from ..recipes.cache import DEFAULT_MAX_NODES, NodeCache, TreeCache
-from ..recipes.cas_lock import CasLock, Slot
+from ..recipes.cas_lock import CasLock
 from ..recipes.leader_latch import LeaderLatch
 from ..recipes.membership import PersistentNode, ServiceDiscovery
 from ..recipes.mutex import Mutex, ReadWriteLock, Semaphore
@@ -21,7 +21,15 @@ from ..zk import AclProvider, CreateMode
 from ..zk.states import ConnectionState
 from ._held import Right
 from ._leader import BlockingLeaderLatch
-from ._locks import Claims, MutexRight, ReadWriteLockRight, SemaphoreRight, cas_right, slot_right
+from ._locks import (
+    Claims,
+    MutexRight,
+    ReadWriteLockRight,
+    SemaphoreRight,
+    SlotRight,
+    cas_right,
+    slot_right,
+)
 from ._loop import Loop, LoopKind, refuse_inside_event_loop
 from ._scheduler import BlockingScheduler
 from ._services import (
@@ -220,7 +228,7 @@ class BlockingCoordinator:
         owner: str | None = None,
         lease: float = 60.0,
         skew: float | None = None,
-    ) -> Right[Slot]:
+    ) -> SlotRight:
         """At most one run per schedule slot across the fleet: ``with coord.once_per(...) as slot``.
 
         Entering never waits: check ``slot.acquired``; a body that returns

@@ -152,7 +152,11 @@ class Holding(Generic[T]):
 
     def enter(self) -> Held[T]:
         """Start the holder and wait until the right is held; raise what entering raised."""
-        self._loop.spawn(self._run, what=self._what)
+        try:
+            self._loop.spawn(self._run, what=self._what)
+        except BaseException:
+            self._end()
+            raise
         try:
             return self._entered.result()
         except BaseException:
@@ -206,8 +210,9 @@ class Holding(Generic[T]):
     def _stop(self) -> None:
         """In the loop: leave the block if it is entered, else stop entering it."""
         self._stopping = True
-        if self._release is not None:
-            self._release.set()
+        if self._held is not None:
+            if self._release is not None:
+                self._release.set()
         elif self._scope is not None:
             self._scope.cancel()
 

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..errors import LockLost
 from ..recipes.cas_lock import CasLock, Slot, once_per
@@ -32,6 +32,7 @@ __all__ = (
     "ReadWriteLockRight",
     "SemaphoreRight",
     "SlotHeld",
+    "SlotRight",
     "cas_right",
     "slot_right",
 )
@@ -208,14 +209,14 @@ def slot_right(
     owner: str | None,
     lease: float,
     skew: float | None,
-) -> Right[Slot]:
+) -> SlotRight:
     """``with coord.once_per(path, interval) as held`` (see `aiocoord.once_per`)."""
 
     def build() -> AbstractAsyncContextManager[Slot]:
         return once_per(coord, path, interval, owner=owner, lease=lease, skew=skew)
 
     loop.call(build, what="once_per")  # checks the arguments (nothing runs until entered)
-    return Right(
+    return SlotRight(
         loop,
         build,
         path=path,
@@ -224,6 +225,16 @@ def slot_right(
         held=SlotHeld,
         what="once_per slot",
     )
+
+
+class SlotRight(Right[Slot]):
+    """``with coord.once_per(path, interval) as slot``: a `Right` whose holds are `SlotHeld`."""
+
+    def acquire(self) -> SlotHeld:
+        return cast(SlotHeld, super().acquire())
+
+    def __enter__(self) -> SlotHeld:
+        return cast(SlotHeld, super().__enter__())
 
 
 class SlotHeld(Held[Slot]):

@@ -19,7 +19,7 @@ import anyio
 from ..recipes.cache import NodeCache, TreeCache
 from ..recipes.membership import PersistentNode, ServiceDiscovery, ServiceInstance
 from ..zk import Node, Stat
-from ._loop import Loop
+from ._loop import Loop, refuse_inside_event_loop
 
 __all__ = (
     "BlockingNodeCache",
@@ -57,6 +57,7 @@ class Started(Generic[S]):
 
     def start(self) -> None:
         """Start the async service; blocks until it is ready (see the async ``start()``)."""
+        refuse_inside_event_loop(f"{self._what} start()")
         if self._started:
             raise RuntimeError(f"{self._what} {self.value!r} was started already")
         self._started = True
