@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from types import TracebackType
@@ -117,12 +118,14 @@ class BlockingCoordinator:
 
         self._loop.call(wait, what="wait_connected()")
 
-    def run(self, func: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """Run the coroutine function `func(*args)` in the loop; block for its result.
+    def run(self, func: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """Run the coroutine function ``func(*args, **kwargs)`` in the loop; block for its result.
 
         The escape hatch to the whole async API: ``coord.run(coord.coordinator.client.get, "/a")``.
+        Raises what it raises.
         """
-        return self._loop.call(func, *args, what=getattr(func, "__qualname__", "run()"))
+        what = getattr(func, "__qualname__", "run()")
+        return self._loop.call(functools.partial(func, *args, **kwargs), what=what)
 
     # --- locks -------------------------------------------------------------------------------
 
