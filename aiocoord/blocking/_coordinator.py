@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
@@ -101,8 +102,8 @@ class BlockingCoordinator:
         return self._loop.closed or self._coord.closed
 
     @property
-    def loop_thread(self) -> Any:
-        """The thread the event loop runs in (a ``threading.Thread``)."""
+    def loop_thread(self) -> threading.Thread:
+        """The thread the event loop runs in (joined by `close`)."""
         return self._loop.thread
 
     def wait_connected(self, timeout: float | None = None) -> None:

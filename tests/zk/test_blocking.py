@@ -119,6 +119,21 @@ def test_a_thread_asking_again_for_its_own_lock_is_refused(
     assert not other.is_alive()
 
 
+def test_a_right_may_be_released_by_another_thread(coord: blocking.BlockingCoordinator) -> None:
+    lock = coord.mutex("/locks/handed")
+    held = lock.acquire()
+    releaser = threading.Thread(target=held.release)
+    releaser.start()
+    releaser.join(BOUND)
+    assert not held.lost.is_set()  # given up, not lost
+    with pytest.raises(RuntimeError, match="already released"):
+        held.release()
+    with lock.acquire() as again:  # free again; a Held is a context manager of its own
+        again.check()
+    with pytest.raises(RuntimeError, match="did not enter"):
+        lock.__exit__(None, None, None)
+
+
 def test_mutex_timeout_raises_lock_not_acquired(coord: blocking.BlockingCoordinator) -> None:
     with coord.mutex("/locks/t"):
         seen: list[BaseException] = []
