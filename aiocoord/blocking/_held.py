@@ -170,7 +170,8 @@ class Holding(Generic[T]):
         """Leave the async block (with the body's exception `exc`) and wait until it is left.
 
         Returns True if the async exit swallowed `exc`; raises what the exit
-        raised unless it is `exc` itself (the body's exception then goes on).
+        raised, except that the body's own exception wins over an aiocoord
+        error (a loss, a release not confirmed), as it does in the async API.
         """
         with self._leaving:
             if self._left:
@@ -188,8 +189,8 @@ class Holding(Generic[T]):
             exc.__traceback__, exc.__context__ = saved
             if error is None:
                 return True
-            if error is exc:
-                return False
+            if error is exc or isinstance(error, CoordError):
+                return False  # the loss, if any, is in `held.lost`
         if error is not None:
             raise error
         return False

@@ -221,6 +221,16 @@ def test_a_lost_session_sets_lost_and_check_raises(
     with coord.mutex("/locks/expiring", timeout=BOUND) as again:
         again.check()
 
+    def failing_body() -> None:
+        with coord.mutex("/locks/expiring", timeout=BOUND) as held:
+            assert anyio.run(expire_session, coord)
+            assert held.lost.wait(BOUND)
+            raise ValueError("the body's own error")
+
+    coord.wait_connected(timeout=BOUND)
+    with pytest.raises(ValueError, match="own error"):
+        failing_body()  # the body's exception wins over the loss, as in the async API
+
 
 # --- the CAS lock and once_per --------------------------------------------------------------
 
