@@ -35,7 +35,7 @@ from typing import Generic, TypeVar
 import anyio
 
 from ..errors import CoordError, CoordinatorClosedError
-from ._loop import Loop
+from ._loop import Loop, wait_done, wait_event
 
 __all__ = ("Held", "Holding", "LossError")
 
@@ -158,6 +158,7 @@ class Holding(Generic[T]):
             self._end()
             raise
         try:
+            wait_done(self._entered)
             return self._entered.result()
         except BaseException:
             # An interrupted wait (KeyboardInterrupt) must not leave the holder to take the
@@ -181,7 +182,7 @@ class Holding(Generic[T]):
         self._body_error = exc
         if not self._finished.is_set():
             self._loop.call_soon(self._stop)
-        self._finished.wait()
+        wait_event(self._finished)  # interrupted, the holder still leaves the block
         self._end()
         error, self._error = self._error, None
         if exc is not None and saved is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import CancelledError, Future
+from concurrent.futures import CancelledError, Future, wait
 from contextlib import AbstractContextManager, suppress
 from typing import Any, Literal, Protocol, TypeVar, overload
 
@@ -24,7 +24,15 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ..errors import BlockingInEventLoopError, CoordinatorClosedError
 
-__all__ = ("Loop", "LoopKind", "Service", "Stoppable", "refuse_inside_event_loop")
+__all__ = (
+    "Loop",
+    "LoopKind",
+    "Service",
+    "Stoppable",
+    "refuse_inside_event_loop",
+    "wait_done",
+    "wait_event",
+)
 
 T = TypeVar("T")
 
@@ -43,6 +51,29 @@ class Service(Protocol):
     """An async part with ``aclose()`` (a latch, a cache, a worker, the coordinator)."""
 
     async def aclose(self) -> None: ...
+
+
+# How often a wait in the main thread wakes up to let a pending Ctrl-C (KeyboardInterrupt)
+# through: a signal's handler runs only between bytecodes, never inside a lock's wait.
+_POLL = 0.1
+
+
+def wait_done(future: Future[Any]) -> None:
+    """Block until `future` is done; in the main thread, interruptible by Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        wait([future])
+        return
+    while not future.done():
+        wait([future], timeout=_POLL)
+
+
+def wait_event(event: threading.Event) -> None:
+    """Block until `event` is set; in the main thread, interruptible by Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        event.wait()
+        return
+    while not event.wait(_POLL):
+        pass
 
 
 def _running_event_loop() -> bool:
@@ -143,12 +174,18 @@ class Loop:
         """Run `func(*args)` in the loop (awaited if it returns an awaitable) and return its result.
 
         Blocks the calling thread until it is done; the exception it raised is
-        raised here.  `BlockingInEventLoopError` from a thread that runs an
+        raised here.  Interrupted (Ctrl-C in the main thread), it cancels the
+        call in the loop and lets the KeyboardInterrupt through.  `BlockingInEventLoopError` from a thread that runs an
         event loop; `CoordinatorClosedError` after `close`, or if the call was
         cancelled by it.
         """
         what = what or getattr(func, "__qualname__", "a call")
         future: Future[Any] = self.spawn(func, *args, what=what)
+        try:
+            wait_done(future)
+        except BaseException:
+            future.cancel()  # interrupted (Ctrl-C): the call is cancelled in the loop too
+            raise
         try:
             return future.result()
         except CancelledError:

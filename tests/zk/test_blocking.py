@@ -7,6 +7,7 @@ the façade's own ``timeout=``) under the plugin's 120 s ceiling.
 
 from __future__ import annotations
 
+import _thread
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -132,6 +133,47 @@ def test_a_right_may_be_released_by_another_thread(coord: blocking.BlockingCoord
         again.check()
     with pytest.raises(RuntimeError, match="did not enter"):
         lock.__exit__(None, None, None)
+
+
+def test_an_interrupted_wait_withdraws(coord: blocking.BlockingCoordinator) -> None:
+    """Ctrl-C (KeyboardInterrupt) while a thread waits for a lock leaves no waiter behind."""
+    assert threading.current_thread() is threading.main_thread()
+    lock = coord.mutex("/locks/interrupted")
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            holding.set()
+            release.wait(BOUND)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(BOUND)
+    with coord.tree_cache("/locks") as queue:
+
+        def interrupt_once_queued() -> None:
+            queue.wait_for(lambda nodes: len(_queue(nodes)) == 2, timeout=BOUND)
+            _thread.interrupt_main()
+
+        interrupter = threading.Thread(target=interrupt_once_queued)
+        interrupter.start()
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            lock.acquire()  # waits behind the holder until interrupted
+        interrupter.join(BOUND)
+        # At once, not when the holder lets go (after BOUND): a wait in the main thread
+        # lets a pending Ctrl-C through.
+        assert time.monotonic() - start < BOUND / 2
+        # The interrupted acquisition withdrew: only the holder's node is left.
+        queue.wait_for(lambda nodes: len(_queue(nodes)) == 1, timeout=BOUND)
+    release.set()
+    holder.join(BOUND)
+    with coord.mutex("/locks/interrupted", timeout=BOUND):  # free: nobody took it for nothing
+        pass
+
+
+def _queue(nodes: dict[str, Any]) -> list[str]:
+    return [p for p in nodes if p.startswith("/locks/interrupted/")]
 
 
 def test_mutex_timeout_raises_lock_not_acquired(coord: blocking.BlockingCoordinator) -> None:
