@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from aiocoord import BlockingInEventLoopError, CoordError, CoordinatorClosedError
@@ -19,7 +20,7 @@ def test_a_loop_runs_calls_in_its_thread_and_close_joins_it() -> None:
     assert loop.call(threading.current_thread) is loop.thread
 
     async def add(a: int, b: int) -> int:
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         return a + b
 
     assert loop.call(add, 1, 2) == 3
