@@ -34,13 +34,13 @@ from ..errors import BlockingInEventLoopError as BlockingInEventLoopError
 from ._coordinator import BlockingCoordinator as BlockingCoordinator
 from ._coordinator import connect as connect
 from ._held import Held as Held
-from ._held import Right as Right
 from ._leader import BlockingLeaderLatch as BlockingLeaderLatch
 from ._locks import MutexRight as MutexRight
 from ._locks import ReadWriteLockRight as ReadWriteLockRight
 from ._locks import SemaphoreRight as SemaphoreRight
 from ._locks import SlotHeld as SlotHeld
 from ._locks import SlotRight as SlotRight
+from ._right import Right as Right
 from ._scheduler import BlockingJobWorker as BlockingJobWorker
 from ._scheduler import BlockingScheduler as BlockingScheduler
 from ._services import BlockingNodeCache as BlockingNodeCache

@@ -14,8 +14,8 @@ from contextlib import asynccontextmanager
 from .._checks import check_timeout
 from ..errors import LeadershipLost
 from ..recipes.leader_latch import LeaderLatch, LeadershipTerm, Participant
-from ._held import Right
 from ._loop import Loop
+from ._right import Right
 from ._services import Started
 
 __all__ = ("BlockingLeaderLatch",)

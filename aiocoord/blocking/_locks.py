@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, cast
 from ..errors import LockLost
 from ..recipes.cas_lock import CasLock, Slot, once_per
 from ..recipes.mutex import Lease, Mutex, MutexParticipant, ReadLock, ReadWriteLock, Semaphore
-from ._held import Held, Right
+from ._held import Held
 from ._loop import Loop
+from ._right import Right
 
 if TYPE_CHECKING:
     from ..session import Coordinator
