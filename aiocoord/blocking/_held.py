@@ -35,7 +35,7 @@ from typing import Generic, TypeVar
 import anyio
 
 from ..errors import CoordError, CoordinatorClosedError
-from ._loop import Loop, wait_done, wait_event
+from ._loop import Loop, refuse_inside_event_loop, wait_done, wait_event
 
 __all__ = ("Held", "Holding", "LossError")
 
@@ -174,6 +174,7 @@ class Holding(Generic[T]):
         raised, except that the body's own exception wins over an aiocoord
         error (a loss, a release not confirmed), as it does in the async API.
         """
+        refuse_inside_event_loop(f"leaving {self._what} {self._path}")
         with self._leaving:
             if self._left:
                 raise RuntimeError(f"{self._what} {self._path} was already released")

@@ -85,12 +85,15 @@ class BlockingScheduler:
         )
 
         def decorate(handler: F) -> F:
+            job: Callable[..., Any]
             if inspect.iscoroutinefunction(handler):
-                register(handler)
+                job = handler
             elif callable(handler):
-                register(_in_thread(handler))
+                job = _in_thread(handler)
             else:
                 raise TypeError(f"job {name!r}: the handler must be a function")
+            # In the loop, where a worker reads the handlers.
+            self._loop.call(register, job, what="job()")
             return handler
 
         return decorate
