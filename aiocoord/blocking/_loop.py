@@ -57,6 +57,10 @@ class Service(Protocol):
 # through: a signal's handler runs only between bytecodes, never inside a lock's wait.
 _POLL = 0.1
 
+# How long closing waits for each of anyio's worker threads of the loop to end (they are
+# idle by then, told to stop).
+_WORKER_JOIN = 5.0
+
 
 def wait_done(future: Future[Any]) -> None:
     """Block until `future` is done; in the main thread, interruptible by Ctrl-C."""
@@ -119,6 +123,7 @@ class Loop:
         self._holdings: set[Stoppable] = set()
         self._services: dict[int, Service] = {}
         self._thread: threading.Thread = self.call(threading.current_thread, what="starting")
+        self._event_loop = self.call(asyncio.get_running_loop, what="starting")
 
     # --- what runs here ----------------------------------------------------------------------
 
@@ -235,3 +240,8 @@ class Loop:
             portal.call(portal.stop, True)
         self._cm.__exit__(None, None, None)
         self._thread.join()
+        # anyio's worker threads (plain-function job handlers run in them) are told to stop
+        # when the loop ends, but not waited for: wait, so that closing leaves no thread.
+        for thread in threading.enumerate():
+            if getattr(thread, "loop", None) is self._event_loop:
+                thread.join(_WORKER_JOIN)

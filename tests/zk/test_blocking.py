@@ -411,6 +411,7 @@ def test_persistent_node_and_discovery(coord: blocking.BlockingCoordinator) -> N
 def test_scheduler_submit_and_result_against_a_worker(
     connect: Callable[..., blocking.BlockingCoordinator],
 ) -> None:
+    before = set(threading.enumerate())
     workers, clients = connect(), connect()
     ran_in: list[str] = []
     served = workers.scheduler("/app/jobs")
@@ -451,6 +452,10 @@ def test_scheduler_submit_and_result_against_a_worker(
             sched.result(later, timeout=BOUND)
         with pytest.raises(TimeoutError):
             sched.result(sched.submit("sum", {"a": 0, "b": 0}, delay=3600), timeout=0.2)
+    workers.close()
+    clients.close()
+    # Closing joined the loop threads and the worker thread the plain function ran in.
+    assert set(threading.enumerate()) - before == set()
 
 
 # --- refusals, bad arguments, closing -------------------------------------------------------
