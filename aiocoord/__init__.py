@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .errors import AuthFailedError as AuthFailedError
 from .errors import BadVersionError as BadVersionError
+from .errors import BlockingInEventLoopError as BlockingInEventLoopError
 from .errors import CacheOverflowError as CacheOverflowError
 from .errors import ConfigError as ConfigError
 from .errors import ConnectionLostError as ConnectionLostError
@@ -213,6 +214,7 @@ __all__ = (
     "ReplyTooLargeError",
     "AuthFailedError",
     "CoordinatorClosedError",
+    "BlockingInEventLoopError",
     "SubscriberLagged",
     "CacheOverflowError",
     "ZooKeeperError",
@@ -344,6 +346,9 @@ _LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in nam
 
 # The subpackages a plain `import aiocoord` used to load: still reachable as attributes.
 _SUBMODULES = frozenset({"recipes", "scheduler", "session", "settings", "zk"})
+# The blocking façade for threaded code (`from aiocoord import blocking`): its event-loop
+# thread and anyio's portal load only when it is named.
+_SUBMODULES |= {"blocking"}
 
 
 # Hidden from type checkers, which see every name through the imports above: a

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = (
     "AuthFailedError",
     "BadVersionError",
+    "BlockingInEventLoopError",
     "CacheOverflowError",
     "ConfigError",
     "ConnectionLostError",
@@ -54,6 +55,16 @@ class ConfigError(CoordError, ValueError):
 
 class CoordinatorClosedError(CoordError):
     """The coordinator was closed (or not entered yet); open a new one with `connect()`."""
+
+
+class BlockingInEventLoopError(CoordError, RuntimeError):
+    """A call of `aiocoord.blocking` was made from a thread that runs an event loop.
+
+    A blocking call there would stop that loop until it returned (and, from
+    the façade's own loop thread, never return).  In async code use the async
+    API (``async with aiocoord.connect(...)``, ``async with aiocoord.mutex(...)``)
+    instead, or move the call to a thread: ``await anyio.to_thread.run_sync(...)``.
+    """
 
 
 class ConnectionLostError(CoordError):

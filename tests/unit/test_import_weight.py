@@ -27,6 +27,7 @@ HEAVY = (
     "aiocoord.metrics",
     "aiocoord.cli",
     "aiocoord.inspection",
+    "aiocoord.blocking",
     "aiocoord.testing",
     "aiocoord.recipes",
     "aiocoord.session",
@@ -105,6 +106,17 @@ def test_every_public_name_resolves_in_a_fresh_interpreter() -> None:
         "assert aiocoord.zk.ZkClient is aiocoord.ZkClient\n"
     )
     assert "aiocoord.scheduler" in _loaded_after(code)
+
+
+def test_the_blocking_facade_loads_when_named() -> None:
+    """`from aiocoord import blocking` and `aiocoord.blocking` both work, and load anyio's portal."""
+    loaded = _loaded_after(
+        "import aiocoord\n"
+        "from aiocoord import blocking\n"
+        "assert aiocoord.blocking is blocking and blocking.connect is not None\n"
+        "assert blocking.BlockingInEventLoopError is aiocoord.BlockingInEventLoopError\n"
+    )
+    assert "aiocoord.blocking" in loaded and "anyio.from_thread" in loaded
 
 
 def test_unknown_name_is_an_attribute_error() -> None:

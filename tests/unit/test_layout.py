@@ -61,6 +61,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("aiocoord.scheduler",),  # elects its assigner with a leader latch
     ("aiocoord.inspection", "aiocoord.metrics"),
     ("aiocoord.integrations",),
+    ("aiocoord.blocking",),  # the session and the recipes from threaded code, through a portal
     ("aiocoord",),  # the public face re-exports the library; nothing in it imports the face
     # The tools: a real ZooKeeper server, test servers and faults, the command.
     ("aiocoord.server",),
