@@ -358,7 +358,7 @@ class Scheduler:
                     if stat is None:
                         event = await watch.wait()
                         if event.type is EventType.SESSION_LOST:
-                            await self._coord.wait_connected()
+                            await self._coord.client.session.wait_connected()
                             continue
                 finally:
                     # Given up, or the result was already there: the watch is not needed.
@@ -371,7 +371,7 @@ class Scheduler:
             except CoordinatorClosedError:
                 raise
             except ConnectionLostError:
-                await self._coord.wait_connected()
+                await self._coord.client.session.wait_connected()
                 continue
             return self._outcome(job_id, path, node.data)
 

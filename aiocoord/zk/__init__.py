@@ -19,6 +19,7 @@ from ._watches import Watch as Watch
 from ._watches import WatchKind as WatchKind
 from .client import ZkClient as ZkClient
 from .client import protected_name as protected_name
+from .port import SessionPort as SessionPort
 from .states import ConnectionEvent as ConnectionEvent
 from .states import ConnectionState as ConnectionState
 from .types import ACL as ACL
@@ -85,6 +86,7 @@ __all__ = (
     "OpResult",
     "PersistentWatch",
     "SetDataOp",
+    "SessionPort",
     "SetDataResult",
     "Stat",
     "Watch",

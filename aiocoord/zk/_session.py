@@ -12,9 +12,9 @@ auth replayed and every watch restored (`_priming`) before any queued request is
 It is the one owner of the session's state (connection state, ids, timers,
 watches, the current connection).  Its owner (the `Coordinator`) runs and
 closes it; `ZkClient` sends the typed requests on it through a `Sender`; the
-recipes reach what they need of it (state following, chores, deadlines, the
-wait for a connection) as ``client._session``, never through public client
-attributes.
+recipes reach what they may use of it (state following, chores, deadlines, the
+wait for a connection, the session id) as ``client.session``, typed as
+`port.SessionPort`.
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ class TreeCache(Service):
         client = self._client
         async with client.watch(self._path, recursive=self._state.max_depth != 0) as pwatch:
             pwatch.set_callback(self._on_watch)
-            stop = client._session.follow_states(self._on_state, self._on_close)
+            stop = client.session.follow_states(self._on_state, self._on_close)
             try:
                 await self._keep(task_status)
             finally:

@@ -145,7 +145,7 @@ class Lease:
         connected = state in USABLE or (
             not self._lose_on_suspend and state not in (None, ConnectionState.LOST)
         )
-        sid = self._coord.session_id
+        sid = self._coord.client.session.session_id
         return may_take(owner=hold.node.owner, session_id=sid, connected=connected, node_gone=False)
 
     async def release(self) -> None:
@@ -307,7 +307,7 @@ class Semaphore:
                 node = lease.node
                 if node is None:
                     node = await lease.create("lease-", self._data)
-                if not self._ours(inner) or node.owner != self._coord.session_id:
+                if not self._ours(inner) or node.owner != self._coord.client.session.session_id:
                     return None
                 names, watch = await self._client.children_watch(self._leases)
                 try:
@@ -337,7 +337,7 @@ class Semaphore:
 
     def _ours(self, inner: Waiter) -> bool:
         node = inner.node
-        return node is not None and node.owner == self._coord.session_id
+        return node is not None and node.owner == self._coord.client.session.session_id
 
     # --- async with --------------------------------------------------------------------------
 
@@ -394,7 +394,7 @@ class Semaphore:
         ]
 
     def _check_open(self) -> None:
-        if self._coord.state is None or self._coord.closed:
+        if self._coord.state is None or self._coord.client.session.closed:
             raise CoordinatorClosedError(
                 f"the coordinator of semaphore {self._path} is not open: "
                 "use `async with aiocoord.connect(...)` first"

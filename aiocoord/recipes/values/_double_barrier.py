@@ -146,7 +146,7 @@ class DoubleBarrier(Service):
             )
         except NodeExistsError:
             stat = await self._coord.client.exists(self._node)
-            if stat is not None and stat.ephemeral_owner != self._coord.session_id:
+            if stat is not None and stat.ephemeral_owner != self._coord.client.session.session_id:
                 raise ConfigError(
                     "participant_id", f"{self._node} is held by another session"
                 ) from None
@@ -198,7 +198,7 @@ class DoubleBarrier(Service):
         cache, self._cache = self._cache, None
         with anyio.CancelScope(shield=True):
             with (
-                anyio.move_on_after(self._coord.client._session.timing.request_timeout),
+                anyio.move_on_after(self._coord.client.session.timing.request_timeout),
                 suppress(ConnectionLostError),  # an ephemeral node goes with its session anyway
             ):
                 await self._delete(self._node)

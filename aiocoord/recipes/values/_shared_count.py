@@ -74,7 +74,7 @@ class SharedCount(Service):
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
         client = self._coord.client
         while True:
-            await client._session.wait_connected()
+            await client.session.wait_connected()
             try:
                 await client.create(self._path, self._initial, make_parents=True)
             except NodeExistsError:
