@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .._checks import check_seconds
+from .._checks import check_int, check_seconds
 
 __all__ = (
     "DEFAULT_BACKOFF",
@@ -31,14 +31,6 @@ MAX_DELIVERIES = 1000
 MAX_CONCURRENCY = 10_000
 _EPOCH = 0.0
 _LAST = 253370764800.0  # 9998-12-31: inside what a record's timestamp may hold
-
-
-def _count(what: str, value: object, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{what} must be from {lo} to {hi}, not {value!r}")
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +103,7 @@ class JobOptions:
             if timeout is None
             else check_seconds("timeout", timeout, positive=True, most=MAX_SECONDS)
         )
-        count = _count("retries", retries, 0, 1000)
+        count = check_int("retries", retries, least=0, most=1000)
         if not isinstance(backoff, Backoff):
             raise TypeError(f"backoff must be an aiocoord.Backoff, not {type(backoff).__name__}")
         kinds: Any = (retry_on,) if isinstance(retry_on, type) else retry_on
@@ -121,9 +113,11 @@ class JobOptions:
             raise TypeError(
                 f"retry_on must be an exception class or a tuple of them, not {retry_on!r}"
             )
-        deliveries = _count("max_deliveries", max_deliveries, 1, MAX_DELIVERIES)
+        deliveries = check_int("max_deliveries", max_deliveries, least=1, most=MAX_DELIVERIES)
         cap = (
-            None if concurrency is None else _count("concurrency", concurrency, 1, MAX_CONCURRENCY)
+            None
+            if concurrency is None
+            else check_int("concurrency", concurrency, least=1, most=MAX_CONCURRENCY)
         )
         return cls(seconds, count, backoff, kinds, deliveries, cap)
 

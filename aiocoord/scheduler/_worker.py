@@ -39,11 +39,9 @@ from collections.abc import Mapping
 import anyio
 import anyio.abc
 
-from .._checks import check_seconds
+from .._checks import check_int, check_seconds
 from .._lifecycle import Lifecycle, Service
-from .._records import show
 from ..errors import (
-    ConfigError,
     ConnectionLostError,
     CoordError,
     CoordinatorClosedError,
@@ -101,21 +99,11 @@ class JobWorker(Service):
         worker_id: str | None,
         drain_timeout: float,
     ) -> None:
-        if (
-            not isinstance(capacity, int)
-            or isinstance(capacity, bool)
-            or not 1 <= capacity <= MAX_CAPACITY  # what a worker record holds
-        ):
-            raise ConfigError(
-                "capacity", f"must be an int from 1 to {MAX_CAPACITY}, not {show(capacity)}"
-            )
+        check_int("capacity", capacity, least=1, most=MAX_CAPACITY)  # what a worker record holds
         drain_timeout = check_seconds("drain_timeout", drain_timeout, most=math.inf)
         if worker_id is None:
             worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        try:
-            self._base = check_job_name(worker_id)
-        except ValueError as exc:
-            raise ConfigError("worker_id", str(exc).replace("name ", "", 1)) from None
+        self._base = check_job_name(worker_id, "worker_id")
         self._coord = coord
         self._client = coord.client
         self._layout = layout

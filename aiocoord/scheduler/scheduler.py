@@ -65,7 +65,7 @@ from typing import Any, TypeVar
 
 import pydantic
 
-from .._checks import check_coordinator, check_root, check_seconds
+from .._checks import check_coordinator, check_int, check_root, check_seconds
 from ..errors import (
     ConfigError,
     ConnectionLostError,
@@ -467,10 +467,8 @@ class Scheduler:
         """
         if status is not None and not isinstance(status, JobStatus):
             raise TypeError(f"status must be a JobStatus, not {type(status).__name__}")
-        if limit is not None and (
-            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
-        ):
-            raise ValueError(f"limit must be a positive int, not {limit!r}")
+        if limit is not None:
+            check_int("limit", limit, least=1)
         if after is not None:
             try:
                 after = check_job_id(after)

@@ -31,7 +31,7 @@ from typing import Final
 import anyio
 import anyio.abc
 
-from ..._checks import check_bytes, check_coordinator
+from ..._checks import check_bytes, check_coordinator, check_int
 from ..._lifecycle import Lifecycle, Phase, Service
 from ...errors import (
     BadVersionError,
@@ -100,8 +100,7 @@ class PersistentNode(Service):
             shown = ", ".join(f"CreateMode.{m.name}" for m in MODES)
             raise ConfigError("mode", f"must be one of {shown}, not {mode!r}")
         if mode is CreateMode.PERSISTENT_WITH_TTL:
-            if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
-                raise ConfigError("ttl", f"must be a positive number of milliseconds, not {ttl!r}")
+            check_int("ttl", ttl, least=1)  # milliseconds
         elif ttl is not None:
             raise ConfigError("ttl", f"is only for CreateMode.PERSISTENT_WITH_TTL, not {mode.name}")
         self._path = validate_path(path)

@@ -42,10 +42,9 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from ..._checks import check_coordinator, check_timeout
+from ..._checks import check_coordinator, check_int, check_timeout
 from ..._records import load_text
 from ...errors import (
-    ConfigError,
     ConnectionLostError,
     CoordinatorClosedError,
     InvalidPathError,
@@ -203,10 +202,7 @@ class Semaphore:
         validate_path(path)
         if path == "/":
             raise InvalidPathError(path, "a semaphore needs a node of its own, not the root")
-        if isinstance(max_leases, bool) or not isinstance(max_leases, int):
-            raise TypeError(f"max_leases must be an int, not {type(max_leases).__name__}")
-        if max_leases < 1:
-            raise ConfigError("max_leases", f"must be at least 1, not {max_leases}")
+        check_int("max_leases", max_leases, least=1)
         if not isinstance(lose_on_suspend, bool):
             raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
         self._coord = coord

@@ -28,12 +28,12 @@ import time
 from types import TracebackType
 from typing import Self
 
-from ..._checks import check_coordinator
+from ..._checks import check_coordinator, check_int
 from ...errors import NodeExistsError, NoNodeError
 from ...session import Coordinator
 from ...zk.paths import validate_path
 from ._backoff import Backoff
-from ._codec import INT64, check_int, decode, encode
+from ._codec import INT64, decode, encode
 
 __all__ = ("AtomicLong", "atomic_long")
 
@@ -68,8 +68,8 @@ class AtomicLong:
 
     async def try_set(self, expected: int, value: int) -> bool:
         """Set `value` if the counter is `expected` now; whether it was (one compare-and-set)."""
-        check_int(expected, "expected")
-        raw = encode(check_int(value, "value"), INT64)
+        check_int("expected", expected)
+        raw = encode(check_int("value", value), INT64)
         version, current = await self._read()
         if current != expected:
             return False
@@ -81,7 +81,7 @@ class AtomicLong:
 
     async def set(self, value: int) -> None:
         """Set `value` whatever the counter was (Curator's ``forceSet``)."""
-        raw = encode(check_int(value, "value"), INT64)
+        raw = encode(check_int("value", value), INT64)
         self._known = None
         try:
             await self._coord.client.set(self._path, raw)
@@ -97,7 +97,7 @@ class AtomicLong:
         Raises `ConnectionLostError` (the last attempt's outcome unknown),
         `NodeDataError`, and `ConfigError` if the sum leaves the 64-bit range.
         """
-        check_int(delta, "delta")
+        check_int("delta", delta)
         # The state our last write left: if nobody wrote since, one round trip does it.
         version, current = self._known if self._known is not None else await self._read()
         self._known = None  # unknown until this call ends (a lost connection leaves it so)

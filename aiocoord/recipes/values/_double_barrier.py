@@ -30,7 +30,7 @@ from typing import Final, cast
 
 import anyio
 
-from ..._checks import check_coordinator, check_timeout
+from ..._checks import check_coordinator, check_int, check_timeout
 from ..._lifecycle import Service
 from ...errors import (
     ConfigError,
@@ -65,11 +65,7 @@ class DoubleBarrier(Service):
     ) -> None:
         self._coord = check_coordinator(coord)
         self._path = validate_path(path)
-        if isinstance(members, bool) or not isinstance(members, int):
-            raise TypeError(f"members must be an int, not {type(members).__name__}")
-        if members < 1:
-            raise ConfigError("members", f"must be at least 1, not {members}")
-        self._members = members
+        self._members = check_int("members", members, least=1)
         if participant_id is None:
             participant_id = str(uuid.uuid4())
         if not isinstance(participant_id, str):

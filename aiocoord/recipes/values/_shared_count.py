@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator
 
 import anyio.abc
 
-from ..._checks import check_coordinator
+from ..._checks import check_coordinator, check_int
 from ..._lifecycle import Lifecycle, Service
 from ...errors import ConnectionLostError, NodeDataError, NodeExistsError, NoNodeError
 from ...session import Coordinator
@@ -36,7 +36,7 @@ from ...zk import Node, Stat
 from ...zk.paths import validate_path
 from ..cache import NodeCache, node_cache
 from ._backoff import Backoff
-from ._codec import INT32, check_int, decode, encode
+from ._codec import INT32, decode, encode
 
 __all__ = ("SharedCount", "shared_count")
 
@@ -55,7 +55,7 @@ class SharedCount(Service):
     def __init__(self, coord: Coordinator, path: str, *, initial: int = 0) -> None:
         self._coord = check_coordinator(coord)
         self._path = validate_path(path)
-        self._initial = encode(check_int(initial, "initial"), INT32, "initial")
+        self._initial = encode(check_int("initial", initial), INT32, "initial")
         self._cache: NodeCache = node_cache(coord, path)
         self._mine: Node | None = None  # the node as our last write left it
         self._backoff = Backoff()
@@ -133,8 +133,8 @@ class SharedCount(Service):
         `NoNodeError` if the node is gone, `ConfigError` if `value` does not
         fit in 32 bits.
         """
-        data = encode(check_int(value, "value"), INT32)
-        check_int(version, "version")
+        data = encode(check_int("value", value), INT32)
+        check_int("version", version)
         stat, node, _ = await self._coord.client.set_and_get(self._path, data, version)
         self._learn(stat, data, node)
         return stat is not None
@@ -146,7 +146,7 @@ class SharedCount(Service):
         last attempt's outcome unknown), `NodeDataError`, `NoNodeError`, and
         `ConfigError` if the sum leaves the 32-bit range.
         """
-        check_int(delta, "delta")
+        check_int("delta", delta)
         version, data = self._node()
         while True:
             if version < 0:
