@@ -94,6 +94,7 @@ if TYPE_CHECKING:
     from .scheduler import JobWorker as JobWorker
     from .scheduler import LeastLoaded as LeastLoaded
     from .scheduler import RandomChoice as RandomChoice
+    from .scheduler import RetryBackoff as RetryBackoff
     from .scheduler import RoundRobin as RoundRobin
     from .scheduler import Scheduler as Scheduler
     from .scheduler import Strategy as Strategy
@@ -180,6 +181,7 @@ __all__ = (
     "JobInfo",
     "JobRequest",
     "Backoff",
+    "RetryBackoff",
     "Strategy",
     "RoundRobin",
     "RandomChoice",
@@ -272,6 +274,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     ),
     "scheduler": (
         "Backoff",
+        "RetryBackoff",
         "JobInfo",
         "JobRequest",
         "JobStatus",

@@ -84,7 +84,7 @@ from ._jobs import Handler, JobType
 from ._lookup import info_of, list_jobs, locate
 from ._ops import Retention
 from ._payload import PayloadShape
-from ._policy import DEFAULT_BACKOFF, MAX_SECONDS, Backoff, JobOptions
+from ._policy import DEFAULT_BACKOFF, MAX_SECONDS, JobOptions, RetryBackoff
 from ._records import (
     JobsLayout,
     check_job_id,
@@ -193,7 +193,7 @@ class Scheduler:
         *,
         timeout: float | None = None,
         retries: int = 0,
-        backoff: Backoff = DEFAULT_BACKOFF,
+        backoff: RetryBackoff = DEFAULT_BACKOFF,
         retry_on: type[Exception] | tuple[type[Exception], ...] = (Exception,),
         max_deliveries: int = 5,
         concurrency: int | None = None,

@@ -39,8 +39,14 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset({})
 # ``aiocoord.recipes`` is the recipes' shared modules (``_tenure``, ``_sequential``).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("aiocoord.errors",),
-    # Base helpers, each needing only the errors.
-    ("aiocoord._broadcast", "aiocoord._lifecycle", "aiocoord._paths", "aiocoord._settings_env"),
+    # Base helpers, each needing only the errors (the backoff: nothing of ours).
+    (
+        "aiocoord._backoff",
+        "aiocoord._broadcast",
+        "aiocoord._lifecycle",
+        "aiocoord._paths",
+        "aiocoord._settings_env",
+    ),
     ("aiocoord.settings",),
     ("aiocoord.zk",),
     # The record codec: node data is bounded by ZooKeeper's packet limit (zk.client.MAX_DATA).

@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator
 
 import anyio.abc
 
+from ..._backoff import Backoff
 from ..._checks import check_coordinator, check_int
 from ..._lifecycle import Lifecycle, Service
 from ...errors import ConnectionLostError, NodeDataError, NodeExistsError, NoNodeError
@@ -35,10 +36,11 @@ from ...session import Coordinator
 from ...zk import Node, Stat
 from ...zk.paths import validate_path
 from ..cache import NodeCache, node_cache
-from ._backoff import Backoff
 from ._codec import INT32, decode, encode
 
 __all__ = ("SharedCount", "shared_count")
+
+_LONGEST_WAIT = 0.05  # seconds after a lost compare-and-set: past this the counter would idle
 
 log = logging.getLogger("aiocoord.recipes.values")
 
@@ -58,7 +60,7 @@ class SharedCount(Service):
         self._initial = encode(check_int("initial", initial), INT32, "initial")
         self._cache: NodeCache = node_cache(coord, path)
         self._mine: Node | None = None  # the node as our last write left it
-        self._backoff = Backoff()
+        self._backoff = Backoff(0.0, _LONGEST_WAIT, limit=6)  # `first` from each round trip
         self.retries = 0
         """Compare-and-set attempts `add()` lost to another writer so far."""
         self._life = Lifecycle(f"shared count {path}", self._setup, stopped=self._cache.aclose)
@@ -157,10 +159,11 @@ class SharedCount(Service):
             stat, node, _ = await self._coord.client.set_and_get(self._path, raw, version)
             self._learn(stat, raw, node)
             if stat is not None:
-                self._backoff.won()
+                self._backoff.ease()
                 return new
             self.retries += 1
-            await self._backoff.lost(time.monotonic() - began)
+            # Up to 4, 8, 16, ... round trips of the lost attempt, as Ethernet backs off.
+            await self._backoff.failed(first=4 * (time.monotonic() - began))
             # What beat us (kept by `_learn`) or what the watch read while we waited,
             # whichever is newer: retrying on the older one would lose again for certain.
             version, data = self._node() if node is not None else (-1, b"")
