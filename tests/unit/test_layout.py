@@ -666,3 +666,60 @@ def test_the_attribute_check_catches_a_back_door(tmp_path: Path) -> None:
         ("aiocoord.recipes.mutex._hold", "client._session"),
         ("aiocoord.recipes.cas_lock._lock", "hold._slot"),
     }
+
+
+# The library's own parts: inside them the session's id, the wait for a connection and
+# whether it closed come from the session port (``coord.client.session``), one route per
+# need; the Coordinator's properties of the same names are the applications' (and the
+# command's and the test tools') view.
+LIBRARY_PARTS = ("aiocoord.recipes", "aiocoord.scheduler", "aiocoord.integrations")
+PORT_FACTS = frozenset({"session_id", "wait_connected", "closed"})
+
+
+def coordinator_routes(package: Path = PACKAGE) -> set[tuple[str, str]]:
+    """Each ``coord.session_id`` (``wait_connected``, ``closed``) read in the library's parts.
+
+    A receiver is taken for a coordinator when its last name is ``coord`` or
+    ``_coord`` (``coord``, ``self._coord``, ``lock.coord``), as the library names them.
+    """
+    found: set[tuple[str, str]] = set()
+    for name, path in _modules(package).items():
+        if not any(name == part or name.startswith(part + ".") for part in LIBRARY_PARTS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.Attribute) or node.attr not in PORT_FACTS:
+                continue
+            value = node.value
+            last = value.id if isinstance(value, ast.Name) else getattr(value, "attr", "")
+            if last in ("coord", "_coord"):
+                found.add((name, ast.unparse(node)))
+    return found
+
+
+def test_the_library_reads_the_session_through_its_port() -> None:
+    found = sorted(coordinator_routes())
+    assert not found, "use coord.client.session for these:\n" + "\n".join(
+        f"  {module}: {expression}" for module, expression in found
+    )
+
+
+def test_the_route_check_catches_a_second_route(tmp_path: Path) -> None:
+    """The check itself can fail: a recipe asking the Coordinator for its session id."""
+    package = _package(
+        tmp_path,
+        {
+            "recipes/__init__.py": "",
+            "recipes/mutex/__init__.py": "",
+            "recipes/mutex/_mutex.py": (
+                "async def f(self, coord, event):\n"
+                "    await coord.wait_connected()\n"
+                "    return self._coord.session_id, event.session_id, coord.client.session.closed\n"
+            ),
+            "cli/__init__.py": "",
+            "cli/demo.py": "def f(coord):\n    return coord.session_id\n",  # a user's view
+        },
+    )
+    assert coordinator_routes(package) == {
+        ("aiocoord.recipes.mutex._mutex", "coord.wait_connected"),
+        ("aiocoord.recipes.mutex._mutex", "self._coord.session_id"),
+    }
