@@ -120,10 +120,10 @@ def check_node_name(
     """
     if not isinstance(value, str):
         raise ConfigError(name, f"must be a str, not {type(value).__name__}")
-    if not value or "/" in value:
-        raise ConfigError(name, f"{value!r} must be a non-empty node name without '/'")
     if pattern is not None and not pattern.fullmatch(value):
         raise ConfigError(name, f"{value!r} is not valid: {rule}")
+    if not value or "/" in value:
+        raise ConfigError(name, f"{value!r} must be a non-empty node name without '/'")
     try:
         validate_path("/" + value, allow_reserved=True)
     except InvalidPathError as exc:

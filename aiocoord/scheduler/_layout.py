@@ -65,9 +65,9 @@ def dumps(value: object) -> bytes:
     return dump(value, ensure_ascii=False)
 
 
-def check_job_id(job_id: object) -> str:
+def check_job_id(job_id: object, field: str = "job_id") -> str:
     """A job id is a node name: 1-200 of ``[A-Za-z0-9_.:@=+-]``, not starting with punctuation."""
-    return check_node_name("job_id", job_id, pattern=_NAME_RE, rule=_NAME_RULE)
+    return check_node_name(field, job_id, pattern=_NAME_RE, rule=_NAME_RULE)
 
 
 def check_job_name(name: object, field: str = "name") -> str:

@@ -470,10 +470,7 @@ class Scheduler:
         if limit is not None:
             check_int("limit", limit, least=1)
         if after is not None:
-            try:
-                after = check_job_id(after)
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"after: {exc}") from None
+            after = check_job_id(after, "after")
         return list_jobs(self._client, self._layout, status=status, limit=limit, after=after)
 
     def __repr__(self) -> str:

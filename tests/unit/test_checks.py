@@ -154,6 +154,8 @@ def test_a_pattern_narrows_the_names() -> None:
     assert check_node_name("job_id", "abc", pattern=pattern, rule="letters") == "abc"
     with pytest.raises(ConfigError, match=r"^job_id: 'a1' is not valid: letters$"):
         check_node_name("job_id", "a1", pattern=pattern, rule="letters")
+    with pytest.raises(ConfigError, match=r"^job_id: 'a/b' is not valid: letters$"):
+        check_node_name("job_id", "a/b", pattern=pattern, rule="letters")  # the rule says why
 
 
 def test_a_group_member_id_with_a_control_character_is_refused_by_name() -> None:
