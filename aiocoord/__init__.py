@@ -78,12 +78,10 @@ if TYPE_CHECKING:
     from .recipes.mutex import mutex as mutex
     from .recipes.mutex import revoke as revoke
     from .recipes.mutex import semaphore as semaphore
-    from .recipes.task_leadership import MavenVersion as MavenVersion
     from .recipes.task_leadership import TaskChange as TaskChange
     from .recipes.task_leadership import TaskLeadership as TaskLeadership
     from .recipes.task_leadership import TaskTerm as TaskTerm
     from .recipes.task_leadership import Worker as Worker
-    from .recipes.task_leadership import maven_version_key as maven_version_key
     from .recipes.task_leadership import task_leadership as task_leadership
     from .recipes.values import AtomicLong as AtomicLong
     from .recipes.values import Barrier as Barrier
@@ -99,6 +97,7 @@ if TYPE_CHECKING:
     from .scheduler import JobWorker as JobWorker
     from .scheduler import LeastLoaded as LeastLoaded
     from .scheduler import RandomChoice as RandomChoice
+    from .scheduler import RetryBackoff as RetryBackoff
     from .scheduler import RoundRobin as RoundRobin
     from .scheduler import Scheduler as Scheduler
     from .scheduler import Strategy as Strategy
@@ -108,15 +107,8 @@ if TYPE_CHECKING:
     from .session import Coordinator as Coordinator
     from .session import connect as connect
     from .settings import Settings as Settings
-    from .zk import CheckOp as CheckOp
-    from .zk import CreateMode as CreateMode
-    from .zk import CreateOp as CreateOp
-    from .zk import DeleteOp as DeleteOp
-    from .zk import EventType as EventType
     from .zk import Node as Node
-    from .zk import SetDataOp as SetDataOp
     from .zk import Stat as Stat
-    from .zk import WatchedEvent as WatchedEvent
     from .zk import ZkClient as ZkClient
 
 __version__ = "0.1.0"
@@ -195,6 +187,7 @@ __all__ = (
     "JobInfo",
     "JobRequest",
     "Backoff",
+    "RetryBackoff",
     "Strategy",
     "RoundRobin",
     "RandomChoice",
@@ -231,22 +224,6 @@ __all__ = (
     "JobFailed",
     "JobCancelled",
     "JobConflict",
-)
-
-# Kept importable from the top level for code written against earlier releases,
-# but not part of `__all__`: implementation details whose home is a submodule
-# (`aiocoord.zk` for the request and watch types, `aiocoord.recipes.task_leadership`
-# for Maven's version order).
-_ALIASES = (
-    "CheckOp",
-    "CreateMode",
-    "CreateOp",
-    "DeleteOp",
-    "SetDataOp",
-    "EventType",
-    "WatchedEvent",
-    "MavenVersion",
-    "maven_version_key",
 )
 
 # Where each name outside `errors` lives.  `import aiocoord` loads only the errors;
@@ -298,16 +275,15 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "shared_count",
     ),
     "recipes.task_leadership": (
-        "MavenVersion",
         "TaskChange",
         "TaskLeadership",
         "TaskTerm",
         "Worker",
-        "maven_version_key",
         "task_leadership",
     ),
     "scheduler": (
         "Backoff",
+        "RetryBackoff",
         "JobInfo",
         "JobRequest",
         "JobStatus",
@@ -323,14 +299,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "settings": ("Settings",),
     "zk": (
         "Node",
-        "CheckOp",
-        "CreateMode",
-        "CreateOp",
-        "DeleteOp",
-        "EventType",
-        "SetDataOp",
         "Stat",
-        "WatchedEvent",
         "ZkClient",
     ),
     "recipes.cache": (
@@ -369,4 +338,4 @@ if not TYPE_CHECKING:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__) | set(_ALIASES))
+    return sorted(set(globals()) | set(__all__))

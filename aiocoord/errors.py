@@ -44,8 +44,12 @@ class CoordError(Exception):
     """Base class of every error aiocoord raises."""
 
 
-class ConfigError(CoordError, ValueError):
-    """A setting or argument is invalid; `field` names it.  Fix the value and retry."""
+class ConfigError(CoordError, ValueError, TypeError):
+    """A setting or argument is invalid; `field` names it.  Fix the value and retry.
+
+    Both a `ValueError` and a `TypeError`, so that ``except`` of either
+    builtin catches it, whether the value was out of range or of the wrong type.
+    """
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")

@@ -180,7 +180,7 @@ class Coordination(Service):
         known = {path: anyio.Event() for path in self.latches}
         for path, latch in self.latches.items():
             tg.start_soon(self.leaders.follow, latch, known[path])
-        with anyio.move_on_after(self.coord.client._session.timing.request_timeout):
+        with anyio.move_on_after(self.coord.client.session.timing.request_timeout):
             for event in known.values():
                 await event.wait()
         if self.cron is not None:  # left first: its firings end before the latches go
@@ -282,7 +282,7 @@ class Coordination(Service):
             log.info("leader task %s not started: this process is shutting down", task.path)
             self._retired.set()
             await anyio.sleep_forever()
-        await run_while_leader(task, term, wants_term, self.coord.session_id)
+        await run_while_leader(task, term, wants_term, self.coord.client.session.session_id)
 
     # --- tracked holds ----------------------------------------------------------------------------
 
@@ -368,7 +368,7 @@ class Coordination(Service):
     def health(self) -> dict[str, Any]:
         """Liveness and readiness, from memory (no request); the session id with `status_detail`."""
         stuck = self.stuck()
-        sid = self.coord.session_id
+        sid = self.coord.client.session.session_id
         out: dict[str, Any] = {
             "live": not stuck,
             "ready": self.ready,

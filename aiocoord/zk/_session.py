@@ -12,9 +12,9 @@ auth replayed and every watch restored (`_priming`) before any queued request is
 It is the one owner of the session's state (connection state, ids, timers,
 watches, the current connection).  Its owner (the `Coordinator`) runs and
 closes it; `ZkClient` sends the typed requests on it through a `Sender`; the
-recipes reach what they need of it (state following, chores, deadlines, the
-wait for a connection) as ``client._session``, never through public client
-attributes.
+recipes reach what they may use of it (state following, chores, deadlines, the
+wait for a connection, the session id) as ``client.session``, typed as
+`port.SessionPort`.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import anyio
 import anyio.abc
 import sniffio
 
+from .._backoff import Backoff
 from .._broadcast import Broadcast
 from ..errors import (
     AuthFailedError,
@@ -92,6 +93,8 @@ class ZkSession:
             random.shuffle(self._addresses)
         self._next_host = 0
         self._retry_log = RetryLog()  # one line per outage, not one per attempt
+        # One step per failed round over every host: 0.1 s doubling, eight steps at most.
+        self._reconnects = Backoff(0.1, 1.0, limit=8)
         self._foreign: set[tuple[str, int]] = set()  # hosts that answered, but not as ZooKeeper
         self._machine = ConnectionMachine()
         self.watches = WatchRegistry()  # every live watch, restored after a reconnect
@@ -204,12 +207,13 @@ class ZkSession:
         while not self._closing and self._fatal is None:
             if await self._attempt():
                 failures = 0
+                self._reconnects.reset()
                 continue
             # Whatever phase it failed in (connect, handshake, "expired", priming, a
             # connection that ended at once), back off once every host has been tried.
             failures += 1
             if failures % len(self._addresses) == 0 and not self._closing:
-                await anyio.sleep(self._backoff(failures // len(self._addresses)))
+                await anyio.sleep(self._backoff())
 
     async def _attempt(self) -> bool:
         """Connect to the next host and serve it; True if stable (no backoff before the next)."""
@@ -269,10 +273,10 @@ class ZkSession:
             return False
         return await self._serve(conn, new_session=attempt_id == 0)
 
-    def _backoff(self, rounds: int) -> float:
+    def _backoff(self) -> float:
         # Jittered, so that a fleet cut off together does not come back together.
-        bound = self.timing.backoff_bound(rounds, session_alive=bool(self._session_id))
-        return random.uniform(0, bound)
+        cap = self.timing.reconnect_cap(session_alive=bool(self._session_id))
+        return self._reconnects.delay(most=cap)
 
     async def _serve(self, conn: Connection, *, new_session: bool) -> bool:
         """Prime and serve `conn` until it ends; True if it was up for `timing.stable_after`."""

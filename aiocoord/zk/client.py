@@ -1,7 +1,8 @@
 """`ZkClient`: the low-level ZooKeeper client the recipes (and users) call.
 
 Typed ZooKeeper requests over one session (`ZkSession`, which it holds, not
-is, and does not show: its owner runs it, the recipes reach it privately):
+is: its owner runs it; the recipes reach what they may use of it through
+`session`, typed as `port.SessionPort`):
 create (persistent, ephemeral, sequential, container, TTL; Curator-style
 protected creates), get/set/delete with versions, children, exists, multi
 with per-operation results, one-shot watches as awaitables and persistent
@@ -48,6 +49,7 @@ from .types import ACL, Created, CreateMode, CreateOp, Node, Op, Stat
 
 if TYPE_CHECKING:
     from ._session import ZkSession
+    from .port import SessionPort
 
 __all__ = (
     "MAX_DATA",
@@ -71,6 +73,15 @@ class ZkClient:
     def __init__(self, session: ZkSession) -> None:
         self._session = session  # run and closed by its owner, the Coordinator
         self._sender = Sender(session)
+
+    @property
+    def session(self) -> SessionPort:
+        """The session this client sends on, as aiocoord's recipes may use it (`SessionPort`).
+
+        For the library's own recipes, scheduler and integrations; an
+        application reads the connection state and session id on the `Coordinator`.
+        """
+        return self._session
 
     # --- create ----------------------------------------------------------------------------
 

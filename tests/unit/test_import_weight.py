@@ -143,5 +143,5 @@ def test_lazy_table_matches_what_type_checkers_see() -> None:
     lazy: dict[str, str] = aiocoord._LAZY
     assert lazy == seen
     eager = {n for n in aiocoord.__all__ if getattr(aiocoord, n).__module__ == "aiocoord.errors"}
-    assert set(aiocoord.__all__) | set(aiocoord._ALIASES) == eager | set(lazy)
+    assert set(aiocoord.__all__) == eager | set(lazy)
     assert not eager & set(lazy)

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 import aiocoord
-from aiocoord import ConfigError, Coordinator, CreateMode, LeadershipTerm
+from aiocoord import ConfigError, Coordinator, LeadershipTerm
 from aiocoord.recipes.leader_latch import (
     ElectionEvent,
     ElectionState,
@@ -24,6 +24,7 @@ from aiocoord.recipes.leader_latch import (
 from aiocoord.recipes.leader_latch._election import CURATOR, SELECTOR
 from aiocoord.recipes.leader_latch._nodes import SharedPath
 from aiocoord.testing import ZooKeeperServer, expire_session
+from aiocoord.zk import CreateMode
 from tests.helpers import eventually
 
 E = ElectionState

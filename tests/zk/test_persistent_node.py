@@ -8,15 +8,9 @@ import anyio
 import pytest
 
 import aiocoord
-from aiocoord import (
-    ConfigError,
-    ConnectionState,
-    CreateMode,
-    InvalidPathError,
-    NoNodeError,
-    persistent_node,
-)
+from aiocoord import ConfigError, ConnectionState, InvalidPathError, NoNodeError, persistent_node
 from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session, four_letter_word
+from aiocoord.zk import CreateMode
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.anyio

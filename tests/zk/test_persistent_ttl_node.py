@@ -20,9 +20,10 @@ import anyio
 import pytest
 
 import aiocoord
-from aiocoord import ConfigError, CreateMode, InvalidPathError, NoNodeError, persistent_ttl_node
+from aiocoord import ConfigError, InvalidPathError, NoNodeError, persistent_ttl_node
 from aiocoord.recipes.membership._ttl import MAX_TTL, default_data
 from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session
+from aiocoord.zk import CreateMode
 from tests.helpers import created_kinds, eventually
 
 pytestmark = pytest.mark.anyio

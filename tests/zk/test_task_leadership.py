@@ -23,14 +23,7 @@ import pytest
 from packaging.version import Version
 
 import aiocoord
-from aiocoord import (
-    ConfigError,
-    ConnectionState,
-    CreateMode,
-    LeadershipLost,
-    NodeDataError,
-    NoNodeError,
-)
+from aiocoord import ConfigError, ConnectionState, LeadershipLost, NodeDataError, NoNodeError
 from aiocoord.recipes.task_leadership import (
     TaskChange,
     TaskLeadership,
@@ -49,6 +42,7 @@ from aiocoord.recipes.task_leadership._records import decode_worker, encode_work
 from aiocoord.recipes.task_leadership._versions import maven_version_key
 from aiocoord.recipes.task_leadership._writes import WriteBatcher
 from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session
+from aiocoord.zk import CreateMode
 from tests.helpers import eventually, recording
 
 TASKS = [f"task-{i:02d}" for i in range(30)]

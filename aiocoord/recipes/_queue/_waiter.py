@@ -81,7 +81,7 @@ class Waiter(OurNode):
         True: ours may go; False: out of time; None: start a pass again.
         """
         node = self.node
-        if node is None or node.owner != self.coord.session_id:
+        if node is None or node.owner != self.coord.client.session.session_id:
             if node is not None:  # an earlier session's: the server may not have expired it yet
                 await self.delete()
             node = await self._create()
@@ -89,7 +89,7 @@ class Waiter(OurNode):
             names = await self.client.children(self.path)
             while True:
                 order = Ordering(names, self.names)
-                sid = self.coord.session_id
+                sid = self.coord.client.session.session_id
                 move = decide(order, node.name, self.rule, owner=node.owner, session_id=sid)
                 if isinstance(move, Granted):
                     return True if self._grantable(node) else await self._until_usable(deadline)
@@ -174,7 +174,7 @@ def grantable(coord: Coordinator, node: CreatedNode) -> bool:
     Synchronous, so that nothing changes between this check and taking the right.
     """
     connected = coord.state in USABLE
-    sid = coord.session_id
+    sid = coord.client.session.session_id
     return may_take(owner=node.owner, session_id=sid, connected=connected, node_gone=False)
 
 
@@ -189,7 +189,7 @@ async def fired_by(watch: Watch, deadline: float | None) -> bool:
 async def connected_by(coord: Coordinator, deadline: float | None) -> bool:
     """Wait until `coord` is connected; False if `deadline` (anyio's clock) passed first."""
     with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
-        await coord.wait_connected()
+        await coord.client.session.wait_connected()
         await anyio.lowlevel.checkpoint()  # never a busy loop, whatever the requests do
         return True
     return False

@@ -148,7 +148,7 @@ async def _release_after(
     error: CoordError | None = None
     # After a loss the release is only a courtesy (the lease frees the lock anyway),
     # so it gets one request deadline; a normal release gets two.
-    timing = lock.coord.client._session.timing
+    timing = lock.coord.client.session.timing
     limit = timing.request_timeout if lost else timing.retry_window
     with anyio.CancelScope(shield=True), anyio.move_on_after(limit) as scope:
         try:
@@ -169,7 +169,7 @@ async def _release_after(
 async def _watch_session(lock: Lease, lost: Callable[[str], None]) -> None:
     """LOST (or a new session) ends the hold; SUSPENDED is only logged (the lease holds)."""
     coord = lock.coord
-    if coord.session_id != lock.session:
+    if coord.client.session.session_id != lock.session:
         lost("session lost")  # between the acquiring write and this subscription
     async for event in coord.connection_events():
         if event.state is ConnectionState.LOST or (
@@ -206,7 +206,7 @@ async def _keep(lock: Lease, lost: Callable[..., None]) -> None:
                 lost(f"renewal failed: {exc}")
             if retry:
                 try:
-                    await lock.coord.wait_connected()
+                    await lock.coord.client.session.wait_connected()
                 except CoordError as exc:
                     lost(str(exc))
 

@@ -142,18 +142,18 @@ class Campaign:
         """
         offer = self.offer
         client = self.client
-        deadline = client._session.deadline()
+        deadline = client.session.deadline()
         with anyio.CancelScope(deadline=deadline.at):
             while True:
                 try:
-                    await client._session.wait_connected()
+                    await client.session.wait_connected()
                     await self._join(offer)
                     break
                 except (ConnectionLostError, TimeoutError):
                     await anyio.lowlevel.checkpoint()  # connection trouble: try again
         if offer.node is None:
-            client._session.ensure_open()
-            raise client._session.unreachable(deadline, f"leader latch {self.path}: could not join")
+            client.session.ensure_open()
+            raise client.session.unreachable(deadline, f"leader latch {self.path}: could not join")
         task_status.started()
         await self._campaign(offer)
 
@@ -162,7 +162,7 @@ class Campaign:
         while not self.closing:
             wake = self._wake.event()
             try:
-                await self.coord.wait_connected()
+                await self.coord.client.session.wait_connected()
                 if self.coord.state is ConnectionState.READ_ONLY:
                     await wake.wait()  # no quorum: nothing to decide until the state changes
                     continue
@@ -187,7 +187,7 @@ class Campaign:
     async def _step(self, offer: Candidacy, wake: asyncio.Event) -> None:
         """One pass: a live node of this session, a listing, then act and wait on it."""
         node = offer.node
-        if node is None or node.owner != self.coord.session_id:
+        if node is None or node.owner != self.coord.client.session.session_id:
             if node is not None:
                 self.host.lose("session lost")
                 await self._write(offer.delete())  # an earlier session's
@@ -208,7 +208,7 @@ class Campaign:
             self._node_lost(offer)
             return
         while order is not None:
-            sid = self.coord.session_id
+            sid = self.coord.client.session.session_id
             move = decide(order, node.name, first, owner=node.owner, session_id=sid)
             if isinstance(move, Granted):
                 await self._lead(node, own, wake)
@@ -296,7 +296,7 @@ class Campaign:
         if wake.is_set() or self.closing:
             return False
         connected = self.coord.state in USABLE
-        sid = self.coord.session_id
+        sid = self.coord.client.session.session_id
         if not may_take(owner=node.owner, session_id=sid, connected=connected, node_gone=own.fired):
             return False
         self._following = None
@@ -335,7 +335,7 @@ class Campaign:
     ) -> None:
         """The listing sent by `_predecessor_gone` came back: lead now if we are first."""
         order = early.order = Ordering(names, self.layout)
-        sid = self.coord.session_id
+        sid = self.coord.client.session.session_id
         if isinstance(decide(order, node.name, first, owner=node.owner, session_id=sid), Granted):
             self._grant(node, own, wake)
 

@@ -182,7 +182,7 @@ class LeaderLatch(Service):
             self._elect, self._lose, self._publish, self._signal, lambda: self.node, self._held
         )
         self._campaign = Campaign(host, self._coord, self._offer, self._layout, tg)
-        self._unfollow = self._client._session.follow_states(self._on_connection, self._on_closed)
+        self._unfollow = self._client.session.follow_states(self._on_connection, self._on_closed)
         await tg.start(self._campaign.run)
 
     async def aclose(self) -> None:
@@ -270,7 +270,7 @@ class LeaderLatch(Service):
                 raise CoordinatorClosedError(
                     f"leader latch {self._path} is not open: use `async with leader_latch(...)`"
                 )
-            if self._coord.closed:
+            if self._coord.client.session.closed:
                 raise CoordinatorClosedError(f"the coordinator of leader latch {self._path} closed")
             if self._term is not None:
                 return self._term

@@ -193,7 +193,7 @@ class Candidacy(OurNode):
         if node is None:
             return
         try:
-            if self.layout.protected or node.owner == self.client._session.session_id:
+            if self.layout.protected or node.owner == self.client.session.session_id:
                 await self.client.delete(node.path)
             else:
                 stat = await self.client.exists(node.path)
@@ -212,7 +212,7 @@ class Candidacy(OurNode):
         """
         node = self.node
         if node is None or not (
-            self.layout.protected or node.owner == self.client._session.session_id
+            self.layout.protected or node.owner == self.client.session.session_id
         ):
             return None
         try:

@@ -23,6 +23,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ..._checks import check_int
 from ..._records import (
     FLAG,
     INT64,
@@ -87,8 +88,8 @@ class ServiceInstance:
             raise TypeError(f"address must be a str or None, not {type(self.address).__name__}")
         for name in ("port", "ssl_port"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise TypeError(f"{name} must be an int or None, not {type(value).__name__}")
+            if value is not None:
+                check_int(name, value)
         if self.service_type not in _READ_TYPES:
             raise ConfigError(
                 "service_type", f"must be one of {SERVICE_TYPES}, not {self.service_type!r}"

@@ -168,7 +168,7 @@ class PersistentNode(Service):
         self._on_written.fire()
 
     def _timeout(self) -> float:
-        return self._coord.client._session.timing.request_timeout
+        return self._coord.client.session.timing.request_timeout
 
     async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         ready: Callable[[], None] | None = task_status.started
@@ -191,7 +191,7 @@ class PersistentNode(Service):
                     tg.start_soon(self._forward, cache)
                     ready = await self._keep(cache, ready)
                     tg.cancel_scope.cancel()
-                if self._coord.closed:
+                if self._coord.client.session.closed:
                     if ready is not None:
                         raise CoordinatorClosedError(
                             f"the coordinator closed before {path} was made"
@@ -203,7 +203,7 @@ class PersistentNode(Service):
 
     def _send_create(self) -> tuple[SentMulti, int, int] | None:
         """Write the create now, without waiting (None: no connection; the keeper creates)."""
-        session = self._coord.session_id
+        session = self._coord.client.session.session_id
         if session is None:
             return None
         self._sent_in(session)
@@ -247,8 +247,8 @@ class PersistentNode(Service):
         """Create the protected sequential node; its real path."""
         client = self._coord.client
         while True:
-            await client._session.wait_connected()
-            self._sent_in(self._coord.session_id)
+            await client.session.wait_connected()
+            self._sent_in(self._coord.client.session.session_id)
             try:
                 created = await client.create_protected(
                     self._path, self._data, mode=self._mode, make_parents=True
@@ -274,7 +274,7 @@ class PersistentNode(Service):
                     # A node we just made may not have reached the cache yet: ours all the same.
                     await self._delete(cache.current, force=cache.current is None and self._made)
                 return ready
-            if self._coord.closed:
+            if self._coord.client.session.closed:
                 return ready
             node = cache.current
             if not cache.stale:
@@ -311,12 +311,16 @@ class PersistentNode(Service):
     def _ours(self, node: Node) -> bool:
         if not self._mode.ephemeral:
             return True
-        return node.stat.ephemeral_owner == self._coord.session_id
+        return node.stat.ephemeral_owner == self._coord.client.session.session_id
 
     def _left_behind(self, node: Node) -> bool:
         """Whether `node` is ephemeral, of an earlier session of ours in which we created it."""
         owner = node.stat.ephemeral_owner
-        return self._mode.ephemeral and owner != self._coord.session_id and owner in self._sessions
+        return (
+            self._mode.ephemeral
+            and owner != self._coord.client.session.session_id
+            and owner in self._sessions
+        )
 
     def _sent_in(self, session: int | None) -> None:
         """A create is about to go in `session`: a node that session owns there is ours."""
@@ -335,7 +339,7 @@ class PersistentNode(Service):
 
     async def _create(self) -> None:
         wanted = self._wanted
-        self._sent_in(self._coord.session_id)
+        self._sent_in(self._coord.client.session.session_id)
         try:
             created = await self._coord.client.create(
                 self._path, self._data, mode=self._mode, make_parents=True

@@ -158,7 +158,7 @@ class PersistentTtlNode(Service):
     async def _stopped(self) -> None:
         """Delete ``touch``, then the container, if asked (this hook runs shielded)."""
         if self._delete:
-            with anyio.move_on_after(self._coord.client._session.timing.request_timeout):
+            with anyio.move_on_after(self._coord.client.session.timing.request_timeout):
                 try:
                     await self._coord.client.delete(self._touch_path)
                 except (NoNodeError, ConnectionLostError, CoordinatorClosedError) as exc:
@@ -188,14 +188,14 @@ class PersistentTtlNode(Service):
     async def _touch_through(self) -> None:
         """Write ``touch`` once, through lost connections (each time waiting for the next)."""
         while True:
-            if self._coord.closed:
+            if self._coord.client.session.closed:
                 raise CoordinatorClosedError(f"the coordinator closed: {self._touch_path}")
             try:
                 await self._touch()
                 return
             except ConnectionLostError as exc:
                 log.debug("persistent ttl node %s: touch failed: %s", self._touch_path, exc)
-                await self._coord.wait_connected()
+                await self._coord.client.session.wait_connected()
 
     async def _touch(self) -> None:
         """Set ``touch``, or create it when missing (Curator's ``create().orSetData()``)."""

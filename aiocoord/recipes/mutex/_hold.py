@@ -78,7 +78,7 @@ class Hold:
                 if lost is not None:
                     self.end(lost)
 
-        self._unfollow = client._session.follow_states(
+        self._unfollow = client.session.follow_states(
             on_event, lambda: self.end("coordinator closed")
         )
 

@@ -172,7 +172,7 @@ class Mutex:
         connected = state in USABLE or (
             not self._lose_on_suspend and state not in (None, ConnectionState.LOST)
         )
-        sid = self._coord.session_id
+        sid = self._coord.client.session.session_id
         return may_take(owner=hold.node.owner, session_id=sid, connected=connected, node_gone=False)
 
     def __repr__(self) -> str:
@@ -352,7 +352,7 @@ class Mutex:
     # --- helpers -----------------------------------------------------------------------------
 
     def _check_open(self) -> None:
-        if self._coord.state is None or self._coord.closed:
+        if self._coord.state is None or self._coord.client.session.closed:
             raise CoordinatorClosedError(
                 f"the coordinator of {self._recipe} {self._path} is not open: "
                 "use `async with aiocoord.connect(...)` first"

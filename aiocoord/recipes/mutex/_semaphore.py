@@ -43,10 +43,9 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from ..._checks import check_coordinator, check_timeout
+from ..._checks import check_coordinator, check_int, check_timeout
 from ..._records import load_text
 from ...errors import (
-    ConfigError,
     ConnectionLostError,
     CoordinatorClosedError,
     InvalidPathError,
@@ -146,7 +145,7 @@ class Lease:
         connected = state in USABLE or (
             not self._lose_on_suspend and state not in (None, ConnectionState.LOST)
         )
-        sid = self._coord.session_id
+        sid = self._coord.client.session.session_id
         return may_take(owner=hold.node.owner, session_id=sid, connected=connected, node_gone=False)
 
     async def release(self) -> None:
@@ -204,10 +203,7 @@ class Semaphore:
         validate_path(path)
         if path == "/":
             raise InvalidPathError(path, "a semaphore needs a node of its own, not the root")
-        if isinstance(max_leases, bool) or not isinstance(max_leases, int):
-            raise TypeError(f"max_leases must be an int, not {type(max_leases).__name__}")
-        if max_leases < 1:
-            raise ConfigError("max_leases", f"must be at least 1, not {max_leases}")
+        check_int("max_leases", max_leases, least=1)
         if not isinstance(lose_on_suspend, bool):
             raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
         self._coord = coord
@@ -308,7 +304,7 @@ class Semaphore:
                 node = lease.node
                 if node is None:
                     node = await lease.create("lease-", self._data)
-                if not self._ours(inner) or node.owner != self._coord.session_id:
+                if not self._ours(inner) or node.owner != self._coord.client.session.session_id:
                     return None
                 names, watch = await self._client.children_watch(self._leases)
                 try:
@@ -338,7 +334,7 @@ class Semaphore:
 
     def _ours(self, inner: Waiter) -> bool:
         node = inner.node
-        return node is not None and node.owner == self._coord.session_id
+        return node is not None and node.owner == self._coord.client.session.session_id
 
     # --- async with --------------------------------------------------------------------------
 
@@ -395,7 +391,7 @@ class Semaphore:
         ]
 
     def _check_open(self) -> None:
-        if self._coord.state is None or self._coord.closed:
+        if self._coord.state is None or self._coord.client.session.closed:
             raise CoordinatorClosedError(
                 f"the coordinator of semaphore {self._path} is not open: "
                 "use `async with aiocoord.connect(...)` first"

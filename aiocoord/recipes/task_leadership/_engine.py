@@ -146,7 +146,7 @@ class TaskEngine:
 
     @property
     def session_id(self) -> int | None:
-        return self.coord.session_id
+        return self.coord.client.session.session_id
 
     @property
     def registered(self) -> int | None:
@@ -155,7 +155,7 @@ class TaskEngine:
         return stat.ephemeral_owner if stat is not None else None
 
     def usable(self) -> bool:
-        session = self.coord.session_id
+        session = self.coord.client.session.session_id
         return (
             session is not None
             and self.usable_in == session
@@ -202,7 +202,7 @@ class TaskEngine:
         """
         self._tg = tg
         client = self.client
-        deadline = client._session.deadline()
+        deadline = client.session.deadline()
         self._node = PersistentNode(
             self.coord, self.my_path, data=self._record, on_change=self._on_registration
         )
@@ -213,8 +213,8 @@ class TaskEngine:
             await self._node.start()
             await tg.start(self._control)
         if scope.cancelled_caught:
-            client._session.ensure_open()
-            raise client._session.unreachable(
+            client.session.ensure_open()
+            raise client.session.unreachable(
                 deadline, f"task leadership of {self.root}: could not register"
             )
         for slot in self.slots.values():
@@ -264,7 +264,7 @@ class TaskEngine:
                 self.revoke_all("session lost")
             elif self._lose_on_suspend:
                 self.revoke_all("suspended")  # READ_ONLY too: no write can succeed
-        session = self.coord.session_id
+        session = self.coord.client.session.session_id
         for slot in self.slots.values():
             if state is ConnectionState.LOST or event.new_session:
                 slot.forget_session(session)
@@ -283,7 +283,7 @@ class TaskEngine:
         started = False
         while True:
             changed = self._conn_changed.event()
-            session = self.coord.session_id
+            session = self.coord.client.session.session_id
             if self.coord.state in _CONNECTED and session is not None:
                 try:
                     if self.registered == session:
@@ -401,10 +401,12 @@ class TaskEngine:
         except NoNodeError:
             taken = set()
         if usable_in is not None:
-            if self.coord.session_id != usable_in or (changed is not None and changed.is_set()):
+            if self.coord.client.session.session_id != usable_in or (
+                changed is not None and changed.is_set()
+            ):
                 return
             self.usable_in = usable_in
-        session = self.coord.session_id
+        session = self.coord.client.session.session_id
         for task, slot in self.slots.items():
             slot.look_again(session, taken=task in taken, seen=seen.get(task))
         self.feed.publish((None, None))
@@ -461,4 +463,4 @@ class TaskEngine:
             try:
                 return await read_leader(self.client, join(self.leaders_path, task))
             except ConnectionLostError:
-                await self.coord.wait_connected()
+                await self.coord.client.session.wait_connected()
