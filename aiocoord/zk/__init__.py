@@ -13,6 +13,8 @@ import warnings
 from typing import TYPE_CHECKING
 
 from ._acl import AclProvider as AclProvider
+from ._config import EnsembleConfig as EnsembleConfig
+from ._config import EnsembleServer as EnsembleServer
 from ._session import ZkSession as ZkSession
 from ._watches import PersistentWatch as PersistentWatch
 from ._watches import Watch as Watch
@@ -78,6 +80,8 @@ __all__ = (
     "Created",
     "DeleteOp",
     "DeleteResult",
+    "EnsembleConfig",
+    "EnsembleServer",
     "ErrorResult",
     "EventType",
     "Node",

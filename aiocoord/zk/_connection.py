@@ -15,6 +15,7 @@ instead of three, and task wake-ups are most of a round trip's CPU time.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import ssl
 import struct
@@ -27,7 +28,7 @@ import anyio
 import anyio.lowlevel
 
 from ..errors import ConnectionLostError, ProtocolError, ReplyTooLargeError, SessionExpiredError
-from . import _wire
+from . import _hosts, _wire
 from ._framing import MAX_PACKET, FrameProtocol, NotZooKeeper
 from ._replies import ConnectAnswer, reply_header
 from ._timing import SessionTiming
@@ -137,10 +138,11 @@ class Connection:
         protocol = FrameProtocol(loop, max_packet)
         try:
             with anyio.fail_after(timeout):
-                await loop.create_connection(
-                    lambda: protocol,
+                protocol = await _connect_any(
+                    loop,
                     host,
                     port,
+                    max_packet,
                     ssl=ssl_context,
                     server_hostname=(tls_hostname or host) if ssl_context is not None else None,
                 )
@@ -396,6 +398,47 @@ async def wait_reply(pending: _Pending) -> tuple[int, int, bytes]:
         raise pending.error
     zxid, err = pending.header
     return err, zxid, pending.body
+
+
+async def _connect_any(
+    loop: asyncio.AbstractEventLoop,
+    host: str,
+    port: int,
+    max_packet: int,
+    *,
+    ssl: ssl.SSLContext | None,
+    server_hostname: str | None,
+) -> FrameProtocol:
+    """Connect to the first of `host`'s addresses (resolved now) that accepts.
+
+    Raises `socket.gaierror` when the name does not resolve; when every address
+    fails, the first refusal if all refused, else the first other error.
+    """
+    errors: list[OSError] = []
+    for ip in await _hosts.resolve(host, port):
+        protocol = FrameProtocol(loop, max_packet)
+        try:
+            await loop.create_connection(
+                functools.partial(_same, protocol),
+                ip,
+                port,
+                ssl=ssl,
+                server_hostname=server_hostname,
+            )
+        except OSError as exc:
+            _abort(protocol)
+            errors.append(exc)
+            continue
+        except BaseException:
+            _abort(protocol)
+            raise
+        return protocol
+    other = [e for e in errors if not isinstance(e, ConnectionRefusedError)]
+    raise (other or errors)[0]
+
+
+def _same(protocol: FrameProtocol) -> FrameProtocol:
+    return protocol
 
 
 def _abort(protocol: FrameProtocol) -> None:
