@@ -238,7 +238,10 @@ class Connection:
             return
         if not self._pending:
             raise ProtocolError(f"a reply (xid {xid}) with no request waiting")
-        pending = self._pending.popleft()
+        if xid == _wire.AUTH_XID and self._pending[0].xid != xid:
+            pending = self._take_auth()
+        else:
+            pending = self._pending.popleft()
         pending.header = (zxid, err)
         pending.body = body
         try:
@@ -257,6 +260,18 @@ class Connection:
             pending.on_reply(err, zxid, body)
         if not pending.done.done():  # done already if its waiter was cancelled
             pending.done.set_result(None)
+
+    def _take_auth(self) -> _Pending:
+        """The oldest auth request waiting: ZooKeeper answers auth at once, not in its pipeline.
+
+        Its reply may overtake the replies of requests sent before it (the Java
+        client keeps auth packets out of its pending queue for this reason).
+        """
+        for i, pending in enumerate(self._pending):
+            if pending.xid == _wire.AUTH_XID:
+                del self._pending[i]
+                return pending
+        raise ProtocolError(f"an auth reply (xid {_wire.AUTH_XID}) with no auth request waiting")
 
     def _oversized(self, xid: int, zxid: int, size: int) -> None:
         """A reply too long to read (skipped by the protocol): only its request fails.
@@ -372,8 +387,9 @@ class Connection:
         on_reply: Callable[[int, int, bytes], None] | None = None,
         parse: Callable[[bytes], object] | None = None,
     ) -> _Pending:
-        """Frame and `queue` a request object (under the next xid unless given)."""
-        xid = self.next_xid() if xid is None else xid
+        """Frame and `queue` a request object (under the next xid unless given; auth's own for auth)."""
+        if xid is None:
+            xid = _wire.AUTH_XID if request.opcode is OpCode.AUTH else self.next_xid()
         packet = _wire.request_packet(xid, request)
         return self.queue(packet, xid, request.opcode, on_reply, parse)
 
