@@ -9,6 +9,7 @@ reconfig run on the shared standalone server.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import anyio
@@ -17,6 +18,8 @@ import pytest
 
 import aiocoord
 from aiocoord import ConfigError, ConnectionState, NoAuthError, ReconfigDisabledError
+from aiocoord.cli import main
+from aiocoord.server import free_ports
 from aiocoord.settings import parse_hosts
 from aiocoord.testing import ZooKeeperEnsemble, ZooKeeperServer
 from aiocoord.zk import EnsembleServer
@@ -204,3 +207,45 @@ async def test_bad_reconfig_arguments_name_the_argument(
             with pytest.raises(ConfigError) as info:
                 await coord.client.reconfig(**kwargs)  # type: ignore[arg-type]
             assert info.value.field == field
+
+
+def test_cli_zk_ensemble_shows_members_and_roles(
+    ensemble: ZooKeeperEnsemble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``aiocoord zk ensemble``: the config's members with their srvr modes."""
+    assert main(["zk", "ensemble", "--hosts", ensemble.connect_string, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    roles = dict(zip((m.myid for m in ensemble.members), ensemble.roles(), strict=True))
+    assert [m["id"] for m in info["members"]] == sorted(roles)
+    assert {m["id"]: m["mode"] for m in info["members"]} == roles
+    assert sorted(roles.values()).count("leader") == 1
+    assert {m["role"] for m in info["members"]} == {"participant"}
+    assert main(["zk", "ensemble", "--hosts", ensemble.connect_string]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"ensemble config version {info['version']} (")
+    assert lines[1].split() == ["id", "role", "mode", "client", "quorum"]
+    leader = next(m for m in info["members"] if m["mode"] == "leader")
+    assert any(
+        line.split()[:4] == [str(leader["id"]), "participant", "leader", leader["client"]]
+        for line in lines[2:]
+    )
+
+
+def test_cli_zk_ensemble_on_a_standalone_server(
+    zk_server: ZooKeeperServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["zk", "ensemble", "--hosts", zk_server.connect_string, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info == {
+        "version": None,
+        "members": [
+            {"id": None, "role": None, "client": zk_server.connect_string, "mode": "standalone"}
+        ],
+    }
+
+
+def test_cli_zk_ensemble_unreachable_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    [port] = free_ports(1)
+    assert main(["zk", "ensemble", "--hosts", f"127.0.0.1:{port}", "--timeout", "1"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"aiocoord zk: cannot reach ZooKeeper at 127.0.0.1:{port} within 1s")
