@@ -15,7 +15,7 @@ import asyncio
 import ipaddress
 import random
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 __all__ = ("HostList", "format_hosts", "resolve")
 
@@ -38,7 +38,7 @@ class HostList:
     def __len__(self) -> int:
         return len(self._order)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[tuple[str, int]]:
         return iter(self._order)
 
     def next(self) -> tuple[str, int]:

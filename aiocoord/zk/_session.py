@@ -24,9 +24,9 @@ import logging
 import math
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -118,7 +118,7 @@ class ZkSession:
         self._run_scope: anyio.CancelScope | None = None
         self._chores = Chores()  # cleanup that outlives its caller, in the loop's task group
         # Tasks that run as long as the loop does (the client's ensemble tracker).
-        self.background: list[Callable[[], Awaitable[None]]] = []
+        self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []
         self._started = False
         self._started_at = 0.0
         self._ssl = settings.ssl_context()

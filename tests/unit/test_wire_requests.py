@@ -104,7 +104,7 @@ def test_reconfig_is_zookeepers_reconfig_request() -> None:
     """ReconfigRequest: three strings (null when not given) and the config version, opcode 16."""
     req = _wire.reconfig_request("server.4=h:1:2:participant;h:3", None, None, -1)
     spec = b"server.4=h:1:2:participant;h:3"
-    assert req.opcode == OpCode.RECONFIG == 16
+    assert req.opcode is OpCode.RECONFIG and int(OpCode.RECONFIG) == 16
     assert req.body == struct.pack("!i", len(spec)) + spec + struct.pack("!iiq", -1, -1, -1)
     assert _wire.reconfig_request(None, "1,2", None, 0x100000000).body == (
         struct.pack("!i", -1) + struct.pack("!i", 3) + b"1,2" + struct.pack("!iq", -1, 1 << 32)
