@@ -142,6 +142,9 @@ class ZooKeeperEnsemble:
     ``with ZooKeeperEnsemble() as zk:`` starts all members, waits until they
     have elected a leader, and on exit stops them and removes the directory.
     Members are addressed by index in ``members`` (0-based) or by handle.
+    ``reconfig=True`` allows dynamic reconfiguration (see the module
+    docstring): ``super_auth`` is then the super user's digest credentials,
+    ``add_member()`` starts a joiner and ``drop_member()`` stops one removed.
     """
 
     def __init__(
