@@ -337,6 +337,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         session_log.addFilter(_no_retry_lines)
     try:
+        return _run_command(args)
+    finally:
+        session_log.removeFilter(_no_retry_lines)  # a caller in this process logs as before
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """Run the parsed command; a `UserError` or `CoordError` is one line on stderr."""
+    try:
         code: int = args.func(args)
     except KeyboardInterrupt:
         return 130

@@ -42,6 +42,7 @@ __all__ = (
     "EnsembleConfig",
     "EnsembleServer",
     "follow_ensemble",
+    "followed_hosts",
     "get_config",
     "parse_config",
     "reconfig",
@@ -244,6 +245,25 @@ def _decode(node: Node) -> EnsembleConfig:
         return parse_config(node.data)
     except ValueError as exc:
         raise NodeDataError(CONFIG_NODE, str(exc)) from None
+
+
+def followed_hosts(
+    config: EnsembleConfig, current: Sequence[tuple[str, int]], first_version: int | None
+) -> list[tuple[str, int]] | None:
+    """The host list `config` asks a follower for, or None to keep `current`.
+
+    A config that names no client address (a standalone server's, or lines
+    without ``;port``) asks nothing.  The first config read (`first_version`
+    None) is followed only when it shares an address with `current`: a client
+    that reaches the servers by other names (through a NAT, a container's
+    published port) keeps its own list until a reconfig changes the config.
+    """
+    addresses = config.client_addresses
+    if not addresses:
+        return None
+    if first_version is None or config.version == first_version:
+        return addresses if set(addresses) & set(current) else None
+    return addresses
 
 
 # --- the requests --------------------------------------------------------------------------

@@ -543,10 +543,14 @@ class ZkClient:
     async def _follow_ensemble(self) -> None:
         """Curator's EnsembleTracker: the config's client addresses become the host list."""
         session = self._session
+        first: list[int] = []  # the version read first, once read
 
         def apply(config: EnsembleConfig) -> None:
-            addresses = config.client_addresses
-            if addresses:  # a standalone server's empty config names no member
+            addresses = _config.followed_hosts(
+                config, session.hosts.given, first[0] if first else None
+            )
+            first[:] = first or [config.version]
+            if addresses is not None:
                 session.set_hosts(addresses, f"ensemble config version 0x{config.version:x}")
 
         await _config.follow_ensemble(lambda: self.get_config(watch=True), session, apply)

@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from aiocoord.zk import EnsembleConfig, EnsembleServer
-from aiocoord.zk._config import parse_config
+from aiocoord.zk._config import followed_hosts, parse_config
 from aiocoord.zk._hosts import HostList, format_hosts
 from aiocoord.zk._retry_log import member_fault
 
@@ -80,3 +80,15 @@ def test_only_a_refusal_or_a_name_without_address_is_the_members_fault() -> None
     assert member_fault(failed(socket.gaierror(-2, "unknown"))) == "does not resolve"
     assert member_fault(failed(TimeoutError())) is None
     assert member_fault(failed(ConnectionResetError())) is None
+
+
+def test_the_first_config_is_followed_only_where_it_shares_a_member() -> None:
+    config = parse_config(CONFIG)
+    members = config.client_addresses
+    assert followed_hosts(config, [("zk2", 2181)], None) == members
+    # Reached by other names (a published port): kept until a reconfig changes the config.
+    assert followed_hosts(config, [("localhost", 2181)], None) is None
+    assert followed_hosts(config, [("localhost", 2181)], config.version) is None
+    assert followed_hosts(config, [("localhost", 2181)], config.version - 1) == members
+    assert followed_hosts(parse_config(b"server.1=h:1:2"), members, None) is None
+    assert followed_hosts(EnsembleConfig(0), members, 5) is None

@@ -10,6 +10,7 @@ reconfig run on the shared standalone server.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 
 import anyio
@@ -249,3 +250,5 @@ def test_cli_zk_ensemble_unreachable_is_one_line(capsys: pytest.CaptureFixture[s
     assert main(["zk", "ensemble", "--hosts", f"127.0.0.1:{port}", "--timeout", "1"]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"aiocoord zk: cannot reach ZooKeeper at 127.0.0.1:{port} within 1s")
+    # The command hid its connect-retry lines; the process's logging is as it was after it.
+    assert logging.getLogger("aiocoord.session").filters == []
