@@ -31,6 +31,7 @@ from .errors import NodeExistsError as NodeExistsError
 from .errors import NoNodeError as NoNodeError
 from .errors import NotEmptyError as NotEmptyError
 from .errors import ProtocolError as ProtocolError
+from .errors import ReconfigDisabledError as ReconfigDisabledError
 from .errors import ReplyTooLargeError as ReplyTooLargeError
 from .errors import SessionExpiredError as SessionExpiredError
 from .errors import SubscriberLagged as SubscriberLagged
@@ -204,6 +205,7 @@ __all__ = (
     "ConnectionLostError",
     "SessionExpiredError",
     "ProtocolError",
+    "ReconfigDisabledError",
     "ReplyTooLargeError",
     "AuthFailedError",
     "CoordinatorClosedError",

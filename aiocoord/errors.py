@@ -32,6 +32,7 @@ __all__ = (
     "NotEmptyError",
     "NotReadOnlyError",
     "ProtocolError",
+    "ReconfigDisabledError",
     "ReplyTooLargeError",
     "SessionExpiredError",
     "SubscriberLagged",
@@ -176,6 +177,24 @@ class NotReadOnlyError(ZooKeeperError):
     """A write was sent while connected to a read-only server."""
 
     code = -119
+
+
+class ReconfigDisabledError(ZooKeeperError):
+    """The ensemble refuses dynamic reconfiguration: ``reconfigEnabled`` is false on its servers.
+
+    Raised by `ZkClient.reconfig`.  Set ``reconfigEnabled=true`` (and
+    ``standaloneEnabled=false``) in every member's zoo.cfg, or change the
+    membership the static way (edit every zoo.cfg and restart the members).
+    """
+
+    code = -123
+
+    def __init__(self, message: str = "", *, path: str | None = None) -> None:
+        super().__init__(
+            message
+            or "dynamic reconfiguration is disabled on the ensemble (reconfigEnabled=false)",
+            path=path,
+        )
 
 
 class TransactionFailed(ZooKeeperError):

@@ -10,6 +10,8 @@ and shows its state; it is not a user API, and its timers are private.
 from __future__ import annotations
 
 from ._acl import AclProvider as AclProvider
+from ._config import EnsembleConfig as EnsembleConfig
+from ._config import EnsembleServer as EnsembleServer
 from ._session import ZkSession as ZkSession
 from ._watches import PersistentWatch as PersistentWatch
 from ._watches import Watch as Watch
@@ -57,6 +59,8 @@ __all__ = (
     "Created",
     "DeleteOp",
     "DeleteResult",
+    "EnsembleConfig",
+    "EnsembleServer",
     "ErrorResult",
     "EventType",
     "Node",
