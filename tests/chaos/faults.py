@@ -16,7 +16,7 @@ Two lanes run side by side, each one fault at a time:
 
 Most participant faults are aimed (``aim``): at whichever participant holds
 a resource when the fault starts (the latch's leader, the CAS lock's or the
-mutex's holder, a task's leader, the scheduler's assigner, a worker running
+mutex's holder, the selector's leader, a task's leader, the scheduler's assigner, a worker running
 a job, the cron job's leader), so that the faults that can break safety hit
 the holders instead of being left to chance.  The orchestrator finds the
 holder from the participants' logs and logs whom it hit; with no holder, the
@@ -51,6 +51,7 @@ AIMS: dict[str, float] = {
     "latch": 2.0,
     "lock": 2.0,
     "mutex": 2.0,
+    "selector": 1.5,
     "task": 1.0,
     "assigner": 1.5,
     "job": 1.0,

@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # Whose holders a mutant's campaign aims its faults at (see tests.chaos.faults.AIMS).
 AIMS: dict[str, tuple[str, ...]] = {
-    "none": ("latch", "lock", "mutex", "assigner", "job", "cron"),
+    "none": ("latch", "lock", "mutex", "selector", "assigner", "job", "cron"),
     "latch_no_cancel": ("latch",),
     "mutex_no_wait": ("mutex",),
     "cron_no_cas": ("cron",),
