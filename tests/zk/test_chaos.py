@@ -710,8 +710,8 @@ def test_default_campaign() -> None:
     # something, once_per windows ran and some were owed.
     assert sum(report.faults.values()) >= min(10, seconds / 4)
     assert len(report.faults) >= 5, report.faults
-    roles = ("latch", "lock", "mutex", "selector", "once", "task", "assigner", "cron", "sem")
-    roles += ("read", "write")
+    roles = ["latch", "lock", "mutex", "selector", "once", "task", "assigner", "cron", "sem"]
+    roles += ["read", "write"]
     assert all(report.terms[role] > 0 for role in roles), report.terms
     assert report.windows_run > seconds / 2 and report.owed_windows > 0
     assert report.jobs_submitted > seconds and report.jobs_run >= report.jobs_submitted
