@@ -23,7 +23,7 @@ from aiocoord.scheduler import Scheduler
 from aiocoord.testing import FaultProxy, ZooKeeperServer
 from tests.chaos.campaign import CampaignConfig, run_campaign
 from tests.chaos.checker import Report, check
-from tests.chaos.faults import AIMS, ENSEMBLE_KINDS, PARTICIPANT_KINDS, plan
+from tests.chaos.faults import AIMS, ENSEMBLE_KINDS, PARTICIPANT_KINDS, plan, with_java
 from tests.chaos.records import Record, Writer, read_records
 from tests.chaos.roles import JOBS_ROOT, AssignerTerms, Context
 from tests.chaos.store import StoreClient
@@ -670,6 +670,22 @@ def test_fault_plan_is_a_function_of_the_seed() -> None:
     for lane in ("participant", "ensemble"):
         mine = [f for f in one if f.lane == lane]
         assert all(b.at >= a.at + a.hold for a, b in itertools.pairwise(mine))  # one at a time
+
+
+def test_java_participants_take_a_share_of_the_planned_targets() -> None:
+    planned = plan(11, 600, 4, session_timeout=3.0)
+    moved = with_java(planned, 4, 3, 11)
+    assert moved == with_java(planned, 4, 3, 11)  # a function of the seed
+    assert with_java(planned, 4, 0, 11) == planned
+    assert [(f.at, f.kind, f.hold, f.aim, f.lane) for f in moved] == [
+        (f.at, f.kind, f.hold, f.aim, f.lane) for f in planned
+    ]
+    java = [f for f in moved if f.lane == "participant" and f.target >= 4]
+    assert {f.target for f in java} == {4, 5, 6}
+    share = len(java) / sum(1 for f in moved if f.lane == "participant")
+    assert 0.3 < share < 0.55, share  # about 3 in 7
+    ensemble = [f for f in planned if f.lane == "ensemble"]
+    assert [f for f in moved if f.lane == "ensemble"] == ensemble
 
 
 def test_log_lines_survive_a_torn_write(tmp_path: Path) -> None:
