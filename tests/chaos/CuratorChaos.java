@@ -48,6 +48,7 @@ public final class CuratorChaos {
     static Store store;
     static CuratorFramework client;
     static Random rng;
+    static volatile boolean leaving = false; // SIGTERM: what fails from now on is the leave
 
     // --- the log ---------------------------------------------------------------------------
 
@@ -114,7 +115,8 @@ public final class CuratorChaos {
         String cls = e.getClass().getName();
         String msg = String.valueOf(e.getMessage());
         msg = msg.substring(0, Math.min(200, msg.length()));
-        if (cls.startsWith("org.apache.zookeeper.") || cls.startsWith("org.apache.curator.")) {
+        boolean ours = cls.startsWith("org.apache.zookeeper.") || cls.startsWith("org.apache.curator.");
+        if (ours || leaving) { // a closed client, an interrupted call: the leave, not a bug
             log.emit("coord_error", "role", where, "exc", e.getClass().getSimpleName(), "msg", msg);
         } else {
             log.emit("error", "role", where, "exc", cls + ": " + msg, "tb", Arrays.toString(e.getStackTrace()));
@@ -412,8 +414,8 @@ public final class CuratorChaos {
                     for (String child : c.getChildren().forPath(path)) {
                         Stat stat = new Stat();
                         byte[] data = c.getData().storingStatIn(stat).forPath(path + "/" + child);
-                        if (Arrays.equals(data, ourData)) {
-                            token = stat.getCzxid();
+                        if (Arrays.equals(data, ourData) && (token == null || stat.getCzxid() > token)) {
+                            token = stat.getCzxid(); // the newest: an old one may await deletion
                         }
                     }
                     if (token == null) {
@@ -541,6 +543,7 @@ public final class CuratorChaos {
         }
         Object done = new Object();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            leaving = true;
             try {
                 recipe.close();
                 client.close();
