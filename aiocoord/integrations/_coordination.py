@@ -3,8 +3,10 @@
 `Coordination` is framework-free (the FastAPI module only wires it into an
 app), so it can be driven and tested as plain anyio code.
 
-Leader tasks: for each ``{path: func}`` entry a `LeaderSelector` runs `func`
-while this process leads (inside the latch's ``leadership()``), so it is
+Leader tasks: for each ``{path: func}`` entry a `LeaderSelector` on the leader
+latch's nodes (``layout="latch"``: one election with the processes that list
+the path in `latches`) runs `func` while this process leads (inside the
+latch's ``leadership()``), so it is
 cancelled the moment leadership is lost (SUSPENDED by default, LOST, the node
 deleted) and started again when leadership comes back.  A `func` that returns
 keeps the leadership idle until it is lost; a `func` that raises is logged and
@@ -167,6 +169,7 @@ class Coordination(Service):
                     self._leader(task),
                     participant_id=self.participant_id,
                     lose_on_suspend=self._lose_on_suspend,
+                    layout="latch",  # one election with the `latches` of other processes
                 )
                 latch = (await stack.enter_async_context(selector)).latch
             self.latches[path] = latch

@@ -2,8 +2,9 @@
 
 `JobWorker` keeps one `WorkerSession` (registration, queue watch, job runs;
 see `_worker_session`) per ZooKeeper session, and a leader selector
-(`aiocoord.leader_selector`) on ``<root>/assigner`` whose leader runs the
-`Assigner`, one new term (reconciled afresh) per leadership.
+(`aiocoord.leader_selector`, on the leader latch's nodes: ``layout="latch"``)
+on ``<root>/assigner`` whose leader runs the `Assigner`, one new term
+(reconciled afresh) per leadership.
 
 Failure handling:
 
@@ -363,6 +364,7 @@ class JobWorker(Service):
                 participant_id=self._base,
                 backoff=0.1,
                 max_backoff=2.0,
+                layout="latch",  # the assigner election's nodes since it began (see scheduler.md)
             )
             joined = False
             try:

@@ -10,12 +10,17 @@ and the read/write lock are meant to (their rules are here already).
 Node layout (``<seq>`` is ZooKeeper's 10-digit sequence number)::
 
     <path>/                                  container, created as needed
-    <path>/_c_<uuid4>-latch-<seq>            leader latch / selector (LATCH)
-    <path>/_c_<uuid4>-lock-<seq>             mutex (LOCK)
+    <path>/_c_<uuid4>-latch-<seq>            leader latch (LATCH)
+    <path>/_c_<uuid4>-lock-<seq>             mutex, leader selector (LOCK)
     <path>/leases/_c_<uuid4>-lease-<seq>     semaphore V2 (LEASE), guarded by
     <path>/locks/_c_<uuid4>-lock-<seq>       a mutex, as Curator's
     <path>/_c_<uuid4>-__READ__<seq>          read lock  } READ_WRITE: one queue,
     <path>/_c_<uuid4>-__WRIT__<seq>          write lock }  sorted on both markers
+
+Curator's LeaderSelector is an InterProcessMutex at its path, so a selector's
+nodes are the mutex's, and a latch's are not: a latch and a selector on one
+path are two elections, in Curator as here (each sorts the other's nodes
+after its own).
 
 Each node's data is the participant id (UTF-8).  Children sort by the text
 after the *last* marker (``StandardLockInternalsDriver.fixForSorting``); a

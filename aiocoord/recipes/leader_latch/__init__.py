@@ -13,6 +13,12 @@ Node layout::
     <path>/_c_<uuid4>-latch-<seq>            curator layout, data: participant id (UTF-8)
     <path>/n_<seq>                           zookeeper layout, data: participant id
 
+The leader selector (``_selector``) is Curator's ``LeaderSelector``, which is
+an ``InterProcessMutex`` at the path: its curator layout is the mutex's
+``_c_<uuid4>-lock-<seq>`` nodes, another election than the latch's (Java
+``LeaderSelector`` processes take part in it; ``layout="latch"`` puts a
+selector in the latches' election instead).
+
 Failure handling (the queue's, see ``recipes/_queue``, plus the election's):
 
 - The protected create, or, in the zookeeper layout, this session's

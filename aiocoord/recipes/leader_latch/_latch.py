@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import overload
+from typing import ClassVar, overload
 
 import anyio
 import anyio.abc
@@ -23,9 +23,11 @@ from .._change_signal import ChangeSignal
 from .._queue import MAX_ID_BYTES, USABLE, CreatedNode, default_participant_id
 from ._campaign import Campaign, Host
 from ._election import (
+    LAYOUTS,
     CloseMode,
     ElectionEvent,
     ElectionState,
+    LatchLayout,
     LeadershipTerm,
     Participant,
     check_latch_arguments,
@@ -46,6 +48,14 @@ __all__ = (
 
 log = logging.getLogger("aiocoord.recipes.leader_latch")
 
+# The ends of a term that this participant chose (logged at INFO; any other is a loss, a
+# WARNING): leaving, a node ahead of ours (handed over), and the selector's hand-backs:
+# `lead` returned (released), `step_down`, `interrupt`, and `lead` raised (failed: the
+# error itself is logged at ERROR).
+GIVEN_BACK = frozenset(
+    {"closed", "handed over", "released", "stepped down", "interrupted", "failed"}
+)
+
 
 class LeaderLatch(Service):
     """A participant in the election at `path`; see the module docstring.
@@ -61,6 +71,8 @@ class LeaderLatch(Service):
     Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 
+    _layouts: ClassVar[Mapping[str, LatchLayout]] = LAYOUTS  # what `layout` may name
+
     def __init__(
         self,
         coord: Coordinator,
@@ -73,7 +85,7 @@ class LeaderLatch(Service):
     ) -> None:
         check_coordinator(coord)
         self._layout, self._id = check_latch_arguments(
-            path, participant_id, layout, lose_on_suspend, close_mode
+            path, participant_id, layout, lose_on_suspend, close_mode, self._layouts
         )
         self._close_mode = close_mode
         self._coord = coord
@@ -376,8 +388,9 @@ class LeaderLatch(Service):
 
     def _report_loss(self, term: LeadershipTerm, reason: str, *, publish: bool) -> None:
         """Tell the log, `changes()` readers and waiters that `term` ended (`_lose`)."""
-        # Leaving or handing over is routine; leadership taken away is for an operator to see.
-        level = logging.INFO if reason in ("closed", "handed over") else logging.WARNING
+        # Leaving, handing over or giving back is routine; leadership taken away is for an
+        # operator to see.
+        level = logging.INFO if reason in GIVEN_BACK else logging.WARNING
         log.log(level, "no longer leader of %s as %s: %s", self._path, self._id, reason)
         if publish:
             event = ElectionEvent(

@@ -33,12 +33,21 @@ __all__ = ("Candidacy", "SharedPath", "leader_of", "participants_of")
 
 
 class _ListingRound:
-    __slots__ = ("done", "names", "order")
+    __slots__ = ("done", "names", "orders")
 
     def __init__(self) -> None:
         self.done = anyio.Event()
         self.names: list[str] | None = None
-        self.order: Ordering | None = None  # sorted once, for every latch of the round
+        # Sorted once per layout, for every latch of the round (a selector's nodes are
+        # not a latch's: each sorts the listing its own way).
+        self.orders: dict[LatchLayout, Ordering] = {}
+
+    def order(self, layout: LatchLayout) -> Ordering:
+        assert self.names is not None
+        order = self.orders.get(layout)
+        if order is None:
+            order = self.orders[layout] = Ordering(self.names, layout)
+        return order
 
 
 class SharedPath:
@@ -105,9 +114,7 @@ class SharedPath:
         if joined is not None:
             await joined.done.wait()
             if joined.names is not None:
-                if joined.order is None:
-                    joined.order = Ordering(joined.names, layout)
-                return joined.order
+                return joined.order(layout)
             return Ordering(await self.client.children(self.path), layout)
         rnd = self._next = _ListingRound()
         try:
@@ -119,8 +126,7 @@ class SharedPath:
                 rnd.names = await self.client.children(self.path)
             finally:
                 idle.set()
-            rnd.order = Ordering(rnd.names, layout)
-            return rnd.order
+            return rnd.order(layout)
         finally:
             if self._next is rnd:
                 self._next = None
