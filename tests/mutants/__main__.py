@@ -49,6 +49,9 @@ AIMS: dict[str, tuple[str, ...]] = {
     "membership_no_recreate": ("latch", "lock", "mutex"),
     "counter_no_cas": ("latch", "lock", "mutex"),
     "barrier_enters_early": ("latch", "lock", "mutex"),
+    # Two leaders at once from the start: any fault will do, but the selector's holders
+    # change hands most (and with them who is paired with the Java selector).
+    "selector_latch_layout": ("selector",),
 }
 # The participant faults that can show a mutant's defect (default: every kind).  A CAS-lock
 # holder's own deadline matters only when it is cut off for longer than its lease while its
