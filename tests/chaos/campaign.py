@@ -661,7 +661,7 @@ def run_campaign(cfg: CampaignConfig) -> CampaignResult:
     directory = cfg.directory or Path(tempfile.mkdtemp(prefix="aiocoord-chaos-"))
     directory.mkdir(parents=True, exist_ok=True)
     if not cfg.java:
-        java = chaos_java.JavaBuild(None, "Java participants not asked for (java=False)")
+        java = chaos_java.JavaBuild(None, "Java participants not asked for: java=False (--no-java)")
     elif not java_roles_of(cfg):
         java = chaos_java.JavaBuild(None, None)  # none of their roles chosen: nothing to say
     else:

@@ -152,7 +152,10 @@ class Report:
 
     def _java_line(self) -> str:
         if not self.java:
-            return f"Java participants: none ({self.java_skipped or 'none of their roles chosen'})"
+            why = (self.java_skipped or "none of their roles chosen").removeprefix(
+                "Java participants "
+            )
+            return f"Java participants: none ({why})"
         java = sorted(k for k, n in self.java_terms.items() if n)
         return (
             "Java participants (Curator): "

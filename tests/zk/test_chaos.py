@@ -424,7 +424,7 @@ def test_without_javac_or_the_jars_the_campaign_says_it_skips_java(
     log = Log(java_skipped=build.skipped).start("p1")
     log.term("p1", 1.0, 9.0, 10)
     text = log.stop(9.0).check().format()
-    assert f"Java participants: none ({build.skipped})" in text
+    assert "Java participants: none (skipped: needs /usr/share/java/no-such-curator.jar" in text
     monkeypatch.setattr("shutil.which", lambda tool: None)
     assert java.prepare(tmp_path).skipped == (
         "Java participants skipped: java not on PATH: install a JDK (openjdk-17-jdk-headless)"
