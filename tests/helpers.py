@@ -119,26 +119,37 @@ JAVA_DIR = Path("/usr/share/java")
 JAVA_SOURCES = Path(__file__).parent / "interop"
 
 
-def compile_java(program: str, jars: list[str], out: Path) -> str:
-    """Compile ``interop/<program>.java`` into `out` against `jars` (in /usr/share/java);
-    its class path, or skip saying what is missing."""
+def java_missing(jars: list[str]) -> str | None:
+    """Why Java programs needing `jars` (in /usr/share/java) cannot be built here, or None."""
     for tool in ("java", "javac"):
         if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not on PATH: install a JDK (openjdk-17-jdk-headless)")
-    paths = [JAVA_DIR / name for name in jars]
-    missing = [str(jar) for jar in paths if not jar.exists()]
+            return f"{tool} not on PATH: install a JDK (openjdk-17-jdk-headless)"
+    missing = [str(JAVA_DIR / name) for name in jars if not (JAVA_DIR / name).exists()]
     if missing:
-        pytest.skip(
-            f"{program} needs {', '.join(missing)}: install libcurator-recipes-java and zookeeper"
-        )
-    classpath = ":".join(str(jar) for jar in paths)
+        return f"needs {', '.join(missing)}: install libcurator-recipes-java and zookeeper"
+    return None
+
+
+def build_java(program: str, jars: list[str], out: Path, sources: Path = JAVA_SOURCES) -> str:
+    """Compile ``<sources>/<program>.java`` into `out` against `jars` (in /usr/share/java);
+    its class path.  Raises `subprocess.CalledProcessError` if javac fails (see `java_missing`)."""
+    classpath = ":".join(str(JAVA_DIR / name) for name in jars)
     subprocess.run(
-        ["javac", "-d", str(out), "-cp", classpath, str(JAVA_SOURCES / f"{program}.java")],
+        ["javac", "-d", str(out), "-cp", classpath, str(sources / f"{program}.java")],
         check=True,
         capture_output=True,
         timeout=120,
     )
     return f"{classpath}:{out}"
+
+
+def compile_java(program: str, jars: list[str], out: Path) -> str:
+    """Compile ``interop/<program>.java`` into `out` against `jars` (in /usr/share/java);
+    its class path, or skip saying what is missing."""
+    missing = java_missing(jars)
+    if missing is not None:
+        pytest.skip(f"{program} {missing}" if missing.startswith("needs") else missing)
+    return build_java(program, jars, out)
 
 
 async def bucketed_ids(client: Any, parent: str) -> list[str]:
