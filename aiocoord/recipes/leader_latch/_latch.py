@@ -18,8 +18,9 @@ from ..._lifecycle import Lifecycle, Phase, Service
 from ...errors import CoordinatorClosedError
 from ...session import Coordinator
 from ...zk.client import ZkClient
-from ...zk.states import ConnectionEvent, ConnectionState
+from ...zk.states import ConnectionEvent
 from .._change_signal import ChangeSignal
+from .._loss import LossPolicy, LossWatch
 from .._queue import MAX_ID_BYTES, USABLE, CreatedNode, default_participant_id
 from ._campaign import Campaign, Host
 from ._election import (
@@ -92,7 +93,8 @@ class LeaderLatch(Service):
         self._client: ZkClient = coord.client
         self._path = path
         self._data = self._id.encode("utf-8")
-        self._lose_on_suspend = lose_on_suspend
+        self._policy = LossPolicy.of(lose_on_suspend)
+        self._loss: LossWatch | None = None  # the current term's loss rule
         self._offer: Candidacy | None = None
         self._campaign: Campaign | None = None
         self._term: LeadershipTerm | None = None
@@ -203,6 +205,7 @@ class LeaderLatch(Service):
             campaign.closing = True
             campaign.unwatch()
         term, self._term = self._term, None  # ends before the node goes: no two leaders overlap
+        self._loss = None
         if term is not None:
             term.tenure.end("closed")
         if self._offer is not None and (campaign is None or not campaign.writing):
@@ -356,11 +359,8 @@ class LeaderLatch(Service):
         self._signal()
 
     def _on_connection(self, event: ConnectionEvent) -> None:
-        if event.state in (ConnectionState.SUSPENDED, ConnectionState.READ_ONLY):
-            if self._lose_on_suspend:
-                self._lose("suspended")
-        elif event.state is ConnectionState.LOST:
-            self._lose("session lost")
+        if self._loss is not None:
+            self._loss.on_event(event)  # the one loss rule, for the current term
         if self._campaign is not None:
             self._campaign.poke()
         self._signal()  # `wait()` notes an outage it waits through
@@ -371,6 +371,7 @@ class LeaderLatch(Service):
         """The campaign found us first, on a node of this session: lead (once per term)."""
         if self._term is None and not self._closing and node.path not in self._released:
             self._term = LeadershipTerm(node.czxid, node.path, self._id, self._path)
+            self._loss = LossWatch(self._policy, node.owner, self._lose)
             log.info("leader of %s as %s (token 0x%x)", self._path, self._id, node.czxid)
             started = self._campaign.determining if self._campaign is not None else None
             event = ElectionEvent(
@@ -383,6 +384,7 @@ class LeaderLatch(Service):
         term, self._term = self._term, None
         if term is None:
             return
+        self._loss = None
         term.tenure.end(reason)
         self._report_loss(term, reason, publish=publish)
 

@@ -301,8 +301,7 @@ class Mutex:
         if self._revocable:
             self._revocation = Revocable(self._client, hold)
             await self._revocation.arm()
-        body = hold.tenure.body()
-        await body.__aenter__()
+        body = await hold.tenure.enter()
         self._body = body
         return self
 

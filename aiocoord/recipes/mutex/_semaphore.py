@@ -349,8 +349,7 @@ class Semaphore:
             raise LockNotAcquired(self._path)
         hold = lease._hold
         hold.keep(self._client, lose_on_suspend=self._lose_on_suspend)
-        body = hold.tenure.body()
-        await body.__aenter__()
+        body = await hold.tenure.enter()
         task = asyncio.current_task()
         assert task is not None
         self._held.setdefault(task, []).append((lease, body))
