@@ -10,16 +10,10 @@ callback that reports the state, before any task runs, so no request of the
 holder can succeed after the state that loses it.
 
 A recipe's `LossPolicy` says how SUSPENDED (and READ_ONLY: no write can
-succeed) is treated:
-
-======================  =====================================================
-policy                  the right ends on
-======================  =====================================================
-``STRICT``              SUSPENDED, READ_ONLY, LOST, a new session
-                        (``lose_on_suspend=True``, Curator's standard policy)
-``LOST_ONLY``           LOST, a new session (``lose_on_suspend=False``,
-                        Curator's ``SessionConnectionStateErrorPolicy``)
-======================  =====================================================
+succeed) is treated: ``STRICT`` (``lose_on_suspend=True``, Curator's standard
+policy) ends the right on SUSPENDED, READ_ONLY, LOST or a new session;
+``LOST_ONLY`` (``lose_on_suspend=False``, Curator's
+``SessionConnectionStateErrorPolicy``) on LOST or a new session only.
 
 A deadline policy (keep the right through SUSPENDED until a stated fraction
 of the session's provable life, then end it unless RECONNECTED on the same
@@ -51,6 +45,13 @@ class LossPolicy(enum.Enum):
     def of(cls, lose_on_suspend: bool) -> LossPolicy:
         """The policy a recipe's ``lose_on_suspend`` argument names."""
         return cls.STRICT if lose_on_suspend else cls.LOST_ONLY
+
+    def keeps(self, state: ConnectionState | None) -> bool:
+        """Whether a right held since before `state` (None: closed) may still be held in it
+        (the session is the owner's: the caller checks that)."""
+        if self is LossPolicy.STRICT:
+            return state in _CONNECTED
+        return state not in (None, ConnectionState.LOST)
 
 
 def loss_reason(

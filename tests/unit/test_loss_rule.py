@@ -86,3 +86,13 @@ def test_follow_calls_back_until_dropped_and_closing_ends_the_right() -> None:
     watch.drop()
     watch.drop()  # twice is fine
     assert listeners == []
+
+
+def test_keeps_says_which_states_a_held_right_lives_through() -> None:
+    assert [LossPolicy.STRICT.keeps(state) for state in S] == [
+        state in (S.CONNECTED, S.RECONNECTED) for state in S
+    ]
+    assert [LossPolicy.LOST_ONLY.keeps(state) for state in S] == [
+        state is not S.LOST for state in S
+    ]
+    assert not LossPolicy.STRICT.keeps(None) and not LossPolicy.LOST_ONLY.keeps(None)
