@@ -79,7 +79,6 @@ from __future__ import annotations
 
 from ._nodes import MAX_ID_BYTES as MAX_ID_BYTES
 from ._nodes import CreatedNode as CreatedNode
-from ._nodes import EarlyListing as EarlyListing
 from ._nodes import OurNode as OurNode
 from ._nodes import Ours as Ours
 from ._nodes import check_participant_id as check_participant_id

@@ -1,27 +1,19 @@
 """The one queue loop: our node's place in a queue, from its create to its delete.
 
-`Waiter` is Curator's ``LockInternals`` loop, for every queue recipe: join,
-list, `decide`, wait on the one node the rule names, list again from its
-watch's callback when it goes, decide again.  It runs two ways:
-
-- an acquisition (the mutex, the read/write lock, the semaphore):
-  `wait_turn` returns once the rule lets our node go; the caller holds the
-  right, then withdraws the node (`leave`).  The right is taken only on a
-  listing that the rule grants, in the waiting task, with no await after the
-  last check.
-- a participant (the leader latch, and the selector through it):
-  `participate` keeps a node of this session in the queue until cancelled,
-  and tells its `Host` what happens: joined, following, granted (`elect`),
-  lost, failed.  A participant also watches its own node, so a grant needs
-  no listing when the node just ahead was the only one: the grant is made by
-  the watch callback where the notification is read, and otherwise the
-  listing is sent and decided on by callbacks, before any task wakes (a
-  hand-off costs no task and no request beyond the notification and, when
-  more than one node was ahead, one listing).  Granted, it holds until its
-  node or a connection state changes (`poke`), then looks again: on the same
-  session it keeps its node, and is granted again if still first; a node of
-  an earlier session is deleted and it joins again at the tail, after
-  `Host.held` seconds (a requeue that waits).
+`Waiter` is Curator's ``LockInternals`` loop (see the package docstring), run
+two ways.  An acquisition (mutex, read/write lock, semaphore) calls
+`wait_turn`, which returns once the rule lets our node go, decided in the
+waiting task with no await after the last check; the caller holds the right
+and withdraws the node (`leave`).  A participant (the leader latch, and the
+selector through it) calls `participate`, which keeps a node of this session
+in the queue until cancelled and tells its `Host` what happens.  It also
+watches its own node, so the grant is made where the notification is read:
+at once when the node just ahead was the only one, else when the listing
+sent from that callback comes back (a hand-off costs no task and no request
+beyond the notification and, when more than one node was ahead, one
+listing).  Granted, it holds until its node or a connection state changes
+(`poke`), then looks again: same session, same node; a node of an earlier
+session is deleted and it joins again at the tail, after `Host.held` seconds.
 """
 
 from __future__ import annotations
@@ -378,12 +370,9 @@ class Waiter(OurNode):
 
         Synchronous, so that nothing changes between this check and taking the right.
         """
-        if self.closing or (wake is not None and wake.is_set()):
+        if self.closing or (wake is not None and wake.is_set()) or (own is not None and own.fired):
             return False
-        connected = self.coord.state in USABLE
-        sid = self.coord.session_id
-        gone = own is not None and own.fired
-        if not may_take(owner=node.owner, session_id=sid, connected=connected, node_gone=gone):
+        if not grantable(self.coord, node):
             return False
         self.predecessor = None
         if self.host is not None:
