@@ -6,8 +6,8 @@ task leadership, a CAS lock's hold) asks this module, and only this module,
 whether a connection state seen after the grant ends it.  `loss_reason` is
 the pure table; `LossWatch` applies it to one right, synchronously, from the
 session's state callback (``follow_states``): the right ends in the same
-callback that reports the state, before any task runs, so no request of the
-holder can succeed after the state that loses it.
+callback that reports the state, before any task (the holder's body
+included) runs again.
 
 A recipe's `LossPolicy` says how SUSPENDED (and READ_ONLY: no write can
 succeed) is treated: ``STRICT`` (``lose_on_suspend=True``, Curator's standard
