@@ -228,10 +228,6 @@ class OurNode:
         await self.withdraw(what)
 
 
-def _ignore(_names: list[str]) -> None:
-    pass
-
-
 class EarlyListing:
     """A listing sent from a watch callback, the moment the watched node's deletion is read.
 
@@ -246,9 +242,7 @@ class EarlyListing:
         self.result: Callable[[], Awaitable[list[str]]] | None = None
         self.order: Ordering | None = None
 
-    def send(
-        self, client: ZkClient, path: str, on_reply: Callable[[list[str]], None] = _ignore
-    ) -> None:
+    def send(self, client: ZkClient, path: str, on_reply: Callable[[list[str]], None]) -> None:
         """List `path`'s children now (no await); not connected: the task lists later."""
         with contextlib.suppress(CoordError):
             self.result = client.children_now(path, on_reply)

@@ -55,11 +55,10 @@ from ...errors import (
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join, validate_path
-from ...zk.states import ConnectionState
+from .._loss import LossPolicy
 from .._queue import (
     LEASE,
     LOCK,
-    USABLE,
     OurNode,
     Waiter,
     check_participant_id,
@@ -141,10 +140,7 @@ class Lease:
         hold = self._hold
         if self._released or hold.lost is not None:
             return False
-        state = self._coord.state
-        connected = state in USABLE or (
-            not self._lose_on_suspend and state not in (None, ConnectionState.LOST)
-        )
+        connected = LossPolicy.of(self._lose_on_suspend).keeps(self._coord.state)
         sid = self._coord.client.session.session_id
         return may_take(owner=hold.node.owner, session_id=sid, connected=connected, node_gone=False)
 
@@ -345,8 +341,7 @@ class Semaphore:
             raise LockNotAcquired(self._path)
         hold = lease._hold
         hold.keep(self._client, lose_on_suspend=self._lose_on_suspend)
-        body = hold.tenure.body()
-        await body.__aenter__()
+        body = await hold.tenure.enter()
         task = asyncio.current_task()
         assert task is not None
         self._held.setdefault(task, []).append((lease, body))

@@ -2,9 +2,11 @@
 
 These background tasks run in the recipe's task group:
 
-- the connection follower: SUSPENDED (by policy), READ_ONLY and LOST revoke
-  leadership at once, before any request could fail; LOST and a new session
-  turn our leader nodes into stale ones to delete;
+- the one loss rule (`_loss.LossWatch`), followed where the session reports
+  a state: SUSPENDED and READ_ONLY (by policy) and LOST revoke leadership
+  there, before any task runs;
+- the connection follower: LOST and a new session turn our leader nodes into
+  stale ones to delete;
 - the worker node, a `PersistentNode` (created on entering, again after a
   lost session or a deletion, its own node of an ended session replaced at
   once); it tells the control loop each time the node it holds changes;
@@ -48,6 +50,7 @@ from aiocoord.zk.paths import join
 from aiocoord.zk.states import ConnectionEvent, ConnectionState
 
 from .._change_signal import ChangeSignal
+from .._loss import LossPolicy, LossWatch
 from ..membership import PersistentNode
 from ._changes import ChangeFeed
 from ._choice import Prefer, VersionKey, assign
@@ -106,7 +109,6 @@ class TaskEngine:
         self._prefer: Prefer = prefer
         self._version_key = version_key
         self.settle = settle
-        self._lose_on_suspend = lose_on_suspend
         self.workers_path = join(root, "workers")
         self.leaders_path = join(root, "leaders")
         self.my_path = join(self.workers_path, worker.id)
@@ -133,6 +135,12 @@ class TaskEngine:
         self.feed = ChangeFeed(self.review_watch)
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = False
+        # The one loss rule, applied where the session reports a state (no task hop); the
+        # connection follower does the rest of what a state change means, a task later.
+        policy = LossPolicy.of(lose_on_suspend)
+        self._loss = LossWatch(
+            policy, None, self.revoke_all, closed="session lost", follow_owner=True
+        )
 
     # --- what a slot needs (`_slot.Engine`) ---------------------------------------------------
 
@@ -209,6 +217,7 @@ class TaskEngine:
         with anyio.CancelScope(deadline=deadline.at) as scope:
             await tg.start(self._leader_watch.run)  # first, so that no leader event is missed
             await tg.start(self.writes.run)
+            self._loss.follow(client.session.follow_states)
             tg.start_soon(self._follow_connection)
             await self._node.start()
             await tg.start(self._control)
@@ -237,6 +246,7 @@ class TaskEngine:
 
         Then nobody waits for a task's loop any longer (`add_task`, `remove_task`).
         """
+        self._loss.drop()
         try:
             await self._leave()
         finally:
@@ -259,11 +269,7 @@ class TaskEngine:
     def _on_connection(self, event: ConnectionEvent) -> None:
         state = event.state
         if state not in _CONNECTED:
-            self.usable_in = None
-            if state is ConnectionState.LOST:
-                self.revoke_all("session lost")
-            elif self._lose_on_suspend:
-                self.revoke_all("suspended")  # READ_ONLY too: no write can succeed
+            self.usable_in = None  # leadership itself was revoked where the state was reported
         session = self.coord.client.session.session_id
         for slot in self.slots.values():
             if state is ConnectionState.LOST or event.new_session:
