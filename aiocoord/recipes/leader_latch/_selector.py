@@ -50,6 +50,7 @@ from typing import Literal
 import anyio
 import anyio.abc
 
+from ..._backoff import Backoff
 from ..._checks import check_seconds
 from ..._lifecycle import Lifecycle, Phase, Service
 from ...errors import ConfigError, CoordinatorClosedError, LeadershipLost
@@ -207,7 +208,8 @@ class LeaderSelector(Service):
         await self.latch.aclose()
 
     async def _loop(self) -> None:
-        backoff = self._backoff
+        # The one backoff, without jitter: the waits a user configured, doubling.
+        backoff = Backoff(self._backoff, self._max_backoff, jitter=0.0)
         while True:
             try:
                 async with self.latch.leadership() as term:
@@ -229,14 +231,14 @@ class LeaderSelector(Service):
                     self._error = exc
                     await self._life.aclose()  # from our own task: only signals
                     return
+                wait = backoff.delay()
                 log.exception(
-                    "leader selector %s: lead failed; joining again in %.1f s", self.path, backoff
+                    "leader selector %s: lead failed; joining again in %.1f s", self.path, wait
                 )
-                after = backoff if self._requeue else math.inf
-                backoff = min(self._max_backoff, backoff * 2)
+                after = wait if self._requeue else math.inf
                 await self.latch._release("failed", rejoin_after=after)
                 continue
-            backoff = self._backoff
+            backoff.reset()
             await self.latch._release("released", rejoin_after=0.0 if self._requeue else math.inf)
 
     def __repr__(self) -> str:
