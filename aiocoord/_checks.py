@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import Literal
 
 from ._paths import validate_path
 from ._records import show
 from .errors import ConfigError, InvalidPathError
 from .session import Coordinator
 
-__all__ = ("check_bytes", "check_coordinator", "check_root", "check_seconds", "check_timeout")
+__all__ = (
+    "LAYOUTS",
+    "Layout",
+    "check_bytes",
+    "check_coordinator",
+    "check_layout",
+    "check_root",
+    "check_seconds",
+    "check_timeout",
+)
 
 _LARGEST = sys.float_info.max
 
@@ -70,3 +80,17 @@ def check_bytes(value: object, name: str = "data") -> bytes:
     if not isinstance(value, bytes | bytearray | memoryview):
         raise TypeError(f"{name} must be bytes, not {type(value).__name__}")
     return bytes(value)
+
+
+Layout = Literal["curator", "kazoo"]
+LAYOUTS: tuple[Layout, ...] = ("curator", "kazoo")
+
+
+def check_layout(value: object, name: str = "layout") -> Layout:
+    """A recipe's node layout: ``"curator"`` (Curator's, the default) or ``"kazoo"`` (kazoo
+    2.x's), else `ConfigError` naming `name`."""
+    if value == "curator" and isinstance(value, str):
+        return "curator"
+    if value == "kazoo" and isinstance(value, str):
+        return "kazoo"
+    raise ConfigError(name, f"must be 'curator' or 'kazoo', not {value!r}")

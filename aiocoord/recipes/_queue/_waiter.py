@@ -20,6 +20,7 @@ from ...session import Coordinator
 from ...zk import EventType, Watch, WatchedEvent
 from ...zk.paths import join
 from ...zk.states import ConnectionState
+from ._kazoo import KazooNames
 from ._nodes import CreatedNode, EarlyListing, OurNode
 from ._table import CuratorNames, Gone, Granted, Ordering, Rule, Wait, decide, may_take
 
@@ -31,8 +32,9 @@ USABLE: Final = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
 class Waiter(OurNode):
     """Our node under `path`, from its create to its delete, and the wait for our turn.
 
-    `names` is the recipe's Curator layout (our node is created as its first
-    marker unless `name` says otherwise), `rule` its "may I go" rule, `recipe`
+    `names` is the recipe's Curator layout, or a kazoo one (`KazooNames`: our
+    node named and found as kazoo does, see `OurNode`; our node is created as
+    its first marker unless `name` says otherwise), `rule` its "may I go" rule, `recipe`
     its name in log lines and errors.  `wait_turn` returns once the rule lets
     our node go (or False when the deadline passes first); the caller
     withdraws the node (`leave`) after a release, a timeout, an error or a
@@ -44,13 +46,13 @@ class Waiter(OurNode):
         coord: Coordinator,
         path: str,
         data: bytes,
-        names: CuratorNames,
+        names: CuratorNames | KazooNames,
         rule: Rule,
         *,
         recipe: str,
         name: str | None = None,
     ) -> None:
-        super().__init__(coord.client, path, recipe)
+        super().__init__(coord.client, path, recipe, kazoo=isinstance(names, KazooNames))
         self.coord = coord
         self.data = data
         self.names = names
