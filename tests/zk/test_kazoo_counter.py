@@ -95,6 +95,20 @@ async def test_the_value_as_kazoo_writes_and_reads_it(
                 shared_count(coord, path, layout="java")
 
 
+async def test_an_empty_node_made_by_kazoo_support_curator_reads_as_initial(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    path = f"{zk_chroot}/empty"
+    hosts = zk_server.connect_string
+    with anyio.fail_after(30), kazoo_client(hosts) as zk:
+        counter = zk.Counter(path, support_curator=True)
+        assert counter.value == 0  # kazoo made the node, without data
+        async with coordinator(hosts) as coord, shared_count(coord, path) as count:
+            assert count.value == 0
+            assert await count.add(1) == 1
+            assert counter.value == 1 and zk.get(path)[0] == b"\x00\x00\x00\x01"
+
+
 async def test_an_expired_session_between_increments_loses_none(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:

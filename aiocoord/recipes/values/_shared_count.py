@@ -15,9 +15,11 @@ row), so that contenders spread out rather than collide again.
 Failure handling: while SUSPENDED or LOST, `value` is the last one seen
 (`stale` says so) and writes raise `ConnectionLostError` (outcome unknown) or
 wait for the connection within the request timeout; after a reconnect the
-cache reads the node again and `changes()` goes on.  A node that holds
-anything but 4 bytes is not a count: `value` and the writes raise
-`NodeDataError`, and `changes()` skips it with a log line.
+cache reads the node again and `changes()` goes on.  A node without data
+reads as `initial` (kazoo's ``Counter(support_curator=True)`` makes one before
+its first write); a node that holds anything else but 4 bytes is not a
+count: `value` and the writes raise `NodeDataError`, and `changes()` skips it
+with a log line.
 
 ``layout="kazoo"``: kazoo 2.x's ``Counter(path)`` shares the count: the node
 holds ``repr(value)`` in ASCII (any size of int), a node without data reads
@@ -144,6 +146,10 @@ class SharedCount(Service):
         """The count in `data` as this layout reads it; `NodeDataError` if it is not one."""
         if self._layout == "kazoo":
             return decode_text(data, self._path, empty=self._empty)
+        if not data:
+            # kazoo's Counter(support_curator=True) makes the node without data before
+            # its first write, and reads that as its default: so do we, as `initial`.
+            return self._empty
         return decode(data, INT32, self._path)
 
     @property
