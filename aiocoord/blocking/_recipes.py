@@ -55,6 +55,7 @@ class Recipes:
         lose_on_suspend: bool = True,
         timeout: float | None = None,
         revocable: bool = False,
+        layout: str = "curator",
     ) -> MutexRight:
         """A mutex (Curator ``InterProcessMutex`` layout): ``with coord.mutex(path) as held``.
 
@@ -72,6 +73,7 @@ class Recipes:
                 lose_on_suspend=lose_on_suspend,
                 timeout=timeout,
                 revocable=revocable,
+                layout=layout,
             ),
         )
 
@@ -83,6 +85,7 @@ class Recipes:
         participant_id: str | None = None,
         lose_on_suspend: bool = True,
         timeout: float | None = None,
+        layout: str = "curator",
     ) -> SemaphoreRight:
         """At most `max_leases` holders: ``with coord.semaphore(path, max_leases=3) as held``."""
         c = self._coord
@@ -96,6 +99,7 @@ class Recipes:
                 participant_id=participant_id,
                 lose_on_suspend=lose_on_suspend,
                 timeout=timeout,
+                layout=layout,
             ),
         )
 
@@ -107,6 +111,7 @@ class Recipes:
         lose_on_suspend: bool = True,
         timeout: float | None = None,
         revocable: bool = False,
+        layout: str = "curator",
     ) -> ReadWriteLockRight:
         """A read/write lock: ``with rw.read() as held`` / ``with rw.write() as held``."""
         c = self._coord
@@ -120,6 +125,7 @@ class Recipes:
                 lose_on_suspend=lose_on_suspend,
                 timeout=timeout,
                 revocable=revocable,
+                layout=layout,
             ),
         )
 

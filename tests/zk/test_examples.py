@@ -61,6 +61,11 @@ EXPECTED: dict[str, list[str]] = {
         r"java instance: 10\.0\.0\.9:9090 \{'lang': 'java'\}",
         r"after pricing-1 stopped: \['pricing-0'\]",
     ],
+    "kazoo_service.py": [r"kazoo service: 15 lines appended by 3 threads\n"],
+    "kazoo_port.py": [
+        r"holders: \['aiocoord', 'kazoo'\]; holds: 30; ledger lines: 30\n",
+        r"two holders at once: 0\n",
+    ],
     "threaded_web.py": [
         r"POST /jobs/sum: 202\n",
         r"GET /jobs/<id>: 200 \{'result': 3\}",
