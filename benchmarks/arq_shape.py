@@ -17,7 +17,8 @@ Printed: jobs/s of each round for N = 2,000 and 20,000 jobs and the ratio;
 per job, the ZooKeeper server's requests (``mntr``'s packets received), its
 writes (transactions: the ``zxid`` advanced), its disk syncs and the watch
 notifications it sent (the sums of ``mntr``'s ``node_*_watch_count``: the
-watches, one-shot or persistent, each change reached), and Redis' commands; the CPU time each process spent per job (``/proc``); a steady run
+watches, one-shot or persistent, each change reached), and Redis' commands;
+the CPU time each process spent per job (``/proc``); a steady run
 (100 jobs/s, each awaited) with p50/p99 of submit -> result; and a backlog (50,000 jobs queued before the workers start), timed
 from the workers' start to the last result.
 
