@@ -15,8 +15,10 @@ queue (a new root; Redis flushed) and warms up with 200 jobs first.
 
 Printed: jobs/s of each round for N = 2,000 and 20,000 jobs and the ratio;
 per job, the ZooKeeper server's requests (``mntr``'s packets received), its
-writes (transactions: the ``zxid`` advanced) and its disk syncs, and Redis'
-commands; the CPU time each process spent per job (``/proc``); a steady run
+writes (transactions: the ``zxid`` advanced), its disk syncs and the watch
+notifications it sent (the sums of ``mntr``'s ``node_*_watch_count``: the
+watches, one-shot or persistent, each change reached), and Redis' commands;
+the CPU time each process spent per job (``/proc``); a steady run
 (100 jobs/s, each awaited) with p50/p99 of submit -> result; and a backlog (50,000 jobs queued before the workers start), timed
 from the workers' start to the last result.
 
@@ -196,6 +198,11 @@ class Servers:
             "requests": float(mntr["zk_packets_received"]),
             "fsyncs": float(mntr["zk_cnt_fsynctime"]),
             "writes": float(int(zxid.split()[-1], 16) & 0xFFFFFFFF),  # counter of this epoch
+            # Watches each change reached (one-shot and persistent): the notifications sent.
+            "notifications": sum(
+                float(mntr.get(f"zk_sum_node_{kind}_watch_count", 0))
+                for kind in ("created", "deleted", "changed", "children")
+            ),
         }
 
     def server_pid(self, system: str) -> int | None:
@@ -388,7 +395,8 @@ def report(r: dict[Any, Any], args: argparse.Namespace) -> dict[str, float]:
         f"process with {args.concurrency} submitters, {args.loop}; arq poll {args.poll}s"
     )
     print(f"{'jobs':>7} {'arq jobs/s':>18} {'aiocoord jobs/s':>18} {'ratio':>6} "
-          f"{'zk req/job':>10} {'zk wr/job':>9} {'fsync/job':>9} {'redis cmd/job':>13}")  # fmt: skip
+          f"{'zk req/job':>10} {'zk wr/job':>9} {'fsync/job':>9} {'notif/job':>9} "
+          f"{'redis cmd/job':>13}")  # fmt: skip
     sizes = sorted({jobs for (_, jobs) in r["rounds"]})
     for jobs in sizes:
         arq = [o["jobs_per_s"] for o in r["rounds"][("arq", jobs)]]
@@ -398,16 +406,18 @@ def report(r: dict[Any, Any], args: argparse.Namespace) -> dict[str, float]:
         req = statistics.median(o["requests_per_job"] for o in zk)
         wr = statistics.median(o["writes_per_job"] for o in zk)
         fs = statistics.median(o["fsyncs_per_job"] for o in zk)
+        nt = statistics.median(o["notifications_per_job"] for o in zk)
         cmd = statistics.median(o["commands_per_job"] for o in r["rounds"][("arq", jobs)])
         print(
             f"{jobs:>7} {' '.join(f'{v:.0f}' for v in arq):>18} "
             f"{' '.join(f'{v:.0f}' for v in ours):>18} {ratio:>5.2f}x "
-            f"{req:>10.2f} {wr:>9.2f} {fs:>9.3f} {cmd:>13.2f}"
+            f"{req:>10.2f} {wr:>9.2f} {fs:>9.3f} {nt:>9.2f} {cmd:>13.2f}"
         )
         figures.update({
             f"arq_{jobs}": statistics.median(arq), f"aiocoord_{jobs}": statistics.median(ours),
             f"ratio_{jobs}": ratio, f"requests_per_job_{jobs}": req,
             f"writes_per_job_{jobs}": wr, f"fsyncs_per_job_{jobs}": fs,
+            f"notifications_per_job_{jobs}": nt,
             f"redis_commands_per_job_{jobs}": cmd,
         })  # fmt: skip
     print("CPU ms per job by process (median of rounds; 'server': redis-server or ZooKeeper):")
@@ -436,7 +446,8 @@ def report(r: dict[Any, Any], args: argparse.Namespace) -> dict[str, float]:
             f"{bz['submit_s']:.1f} s), workers started, to the last result: arq "
             f"{ba['jobs_per_s']:.0f} jobs/s, aiocoord {bz['jobs_per_s']:.0f} jobs/s: "
             f"{bz['jobs_per_s'] / ba['jobs_per_s']:.2f}x; zk {bz['requests_per_job']:.2f} "
-            f"req/job, {bz['writes_per_job']:.2f} writes/job"
+            f"req/job, {bz['writes_per_job']:.2f} writes/job, "
+            f"{bz['notifications_per_job']:.2f} notifications/job"
         )
         figures.update({
             "backlog_arq": ba["jobs_per_s"], "backlog_aiocoord": bz["jobs_per_s"],
