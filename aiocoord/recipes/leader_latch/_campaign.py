@@ -387,7 +387,15 @@ class Campaign:
         watch.add_callback(
             lambda event: self._predecessor_gone(event, wait, early, node, own, wake)
         )
-        event = await self._until(watch, own, wake)
+        try:
+            event = await self._until(watch, own, wake)
+        finally:
+            if not watch.fired:
+                # A pass given up (a state changed, our node changed, leaving): its callback
+                # would keep the watch until the predecessor goes, and the next pass sets
+                # another on the same node, so a leader that stays would gather one per pass.
+                # Nothing is sent: the server keeps one watch per path, the next pass's.
+                self.client.forget_watch(watch)
         if event is None or event.type is not EventType.DELETED or self.closing:
             return None
         if wait.last:
