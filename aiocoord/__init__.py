@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .errors import AuthFailedError as AuthFailedError
 from .errors import BadVersionError as BadVersionError
+from .errors import BlockingInEventLoopError as BlockingInEventLoopError
 from .errors import CacheOverflowError as CacheOverflowError
 from .errors import ConfigError as ConfigError
 from .errors import ConnectionLostError as ConnectionLostError
@@ -30,6 +31,7 @@ from .errors import NodeExistsError as NodeExistsError
 from .errors import NoNodeError as NoNodeError
 from .errors import NotEmptyError as NotEmptyError
 from .errors import ProtocolError as ProtocolError
+from .errors import ReconfigDisabledError as ReconfigDisabledError
 from .errors import ReplyTooLargeError as ReplyTooLargeError
 from .errors import SessionExpiredError as SessionExpiredError
 from .errors import SubscriberLagged as SubscriberLagged
@@ -60,11 +62,13 @@ if TYPE_CHECKING:
     from .recipes.leader_latch import leader_selector as leader_selector
     from .recipes.membership import GroupMember as GroupMember
     from .recipes.membership import PersistentNode as PersistentNode
+    from .recipes.membership import PersistentTtlNode as PersistentTtlNode
     from .recipes.membership import ServiceDiscovery as ServiceDiscovery
     from .recipes.membership import ServiceInstance as ServiceInstance
     from .recipes.membership import ServiceProvider as ServiceProvider
     from .recipes.membership import group_member as group_member
     from .recipes.membership import persistent_node as persistent_node
+    from .recipes.membership import persistent_ttl_node as persistent_ttl_node
     from .recipes.membership import service_discovery as service_discovery
     from .recipes.mutex import Lease as Lease
     from .recipes.mutex import Mutex as Mutex
@@ -75,12 +79,10 @@ if TYPE_CHECKING:
     from .recipes.mutex import mutex as mutex
     from .recipes.mutex import revoke as revoke
     from .recipes.mutex import semaphore as semaphore
-    from .recipes.task_leadership import MavenVersion as MavenVersion
     from .recipes.task_leadership import TaskChange as TaskChange
     from .recipes.task_leadership import TaskLeadership as TaskLeadership
     from .recipes.task_leadership import TaskTerm as TaskTerm
     from .recipes.task_leadership import Worker as Worker
-    from .recipes.task_leadership import maven_version_key as maven_version_key
     from .recipes.task_leadership import task_leadership as task_leadership
     from .recipes.values import AtomicLong as AtomicLong
     from .recipes.values import Barrier as Barrier
@@ -96,6 +98,7 @@ if TYPE_CHECKING:
     from .scheduler import JobWorker as JobWorker
     from .scheduler import LeastLoaded as LeastLoaded
     from .scheduler import RandomChoice as RandomChoice
+    from .scheduler import RetryBackoff as RetryBackoff
     from .scheduler import RoundRobin as RoundRobin
     from .scheduler import Scheduler as Scheduler
     from .scheduler import Strategy as Strategy
@@ -105,15 +108,8 @@ if TYPE_CHECKING:
     from .session import Coordinator as Coordinator
     from .session import connect as connect
     from .settings import Settings as Settings
-    from .zk import CheckOp as CheckOp
-    from .zk import CreateMode as CreateMode
-    from .zk import CreateOp as CreateOp
-    from .zk import DeleteOp as DeleteOp
-    from .zk import EventType as EventType
     from .zk import Node as Node
-    from .zk import SetDataOp as SetDataOp
     from .zk import Stat as Stat
-    from .zk import WatchedEvent as WatchedEvent
     from .zk import ZkClient as ZkClient
 
 __version__ = "0.1.0"
@@ -168,6 +164,8 @@ __all__ = (
     # Membership: a node kept while a block runs, groups, service discovery.
     "PersistentNode",
     "persistent_node",
+    "PersistentTtlNode",
+    "persistent_ttl_node",
     "GroupMember",
     "group_member",
     "ServiceDiscovery",
@@ -175,6 +173,7 @@ __all__ = (
     "ServiceInstance",
     "ServiceProvider",
     # Shared values and barriers on Curator's layouts.
+    # (SharedCount, DistributedAtomicLong, DistributedBarrier, DistributedDoubleBarrier)
     "SharedCount",
     "shared_count",
     "AtomicLong",
@@ -189,6 +188,7 @@ __all__ = (
     "JobInfo",
     "JobRequest",
     "Backoff",
+    "RetryBackoff",
     "Strategy",
     "RoundRobin",
     "RandomChoice",
@@ -205,9 +205,11 @@ __all__ = (
     "ConnectionLostError",
     "SessionExpiredError",
     "ProtocolError",
+    "ReconfigDisabledError",
     "ReplyTooLargeError",
     "AuthFailedError",
     "CoordinatorClosedError",
+    "BlockingInEventLoopError",
     "SubscriberLagged",
     "CacheOverflowError",
     "ZooKeeperError",
@@ -224,22 +226,6 @@ __all__ = (
     "JobFailed",
     "JobCancelled",
     "JobConflict",
-)
-
-# Kept importable from the top level for code written against earlier releases,
-# but not part of `__all__`: implementation details whose home is a submodule
-# (`aiocoord.zk` for the request and watch types, `aiocoord.recipes.task_leadership`
-# for Maven's version order).
-_ALIASES = (
-    "CheckOp",
-    "CreateMode",
-    "CreateOp",
-    "DeleteOp",
-    "SetDataOp",
-    "EventType",
-    "WatchedEvent",
-    "MavenVersion",
-    "maven_version_key",
 )
 
 # Where each name outside `errors` lives.  `import aiocoord` loads only the errors;
@@ -261,11 +247,13 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "recipes.membership": (
         "GroupMember",
         "PersistentNode",
+        "PersistentTtlNode",
         "ServiceDiscovery",
         "ServiceInstance",
         "ServiceProvider",
         "group_member",
         "persistent_node",
+        "persistent_ttl_node",
         "service_discovery",
     ),
     "recipes.mutex": (
@@ -289,16 +277,15 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "shared_count",
     ),
     "recipes.task_leadership": (
-        "MavenVersion",
         "TaskChange",
         "TaskLeadership",
         "TaskTerm",
         "Worker",
-        "maven_version_key",
         "task_leadership",
     ),
     "scheduler": (
         "Backoff",
+        "RetryBackoff",
         "JobInfo",
         "JobRequest",
         "JobStatus",
@@ -314,14 +301,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "settings": ("Settings",),
     "zk": (
         "Node",
-        "CheckOp",
-        "CreateMode",
-        "CreateOp",
-        "DeleteOp",
-        "EventType",
-        "SetDataOp",
         "Stat",
-        "WatchedEvent",
         "ZkClient",
     ),
     "recipes.cache": (
@@ -337,6 +317,9 @@ _LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in nam
 
 # The subpackages a plain `import aiocoord` used to load: still reachable as attributes.
 _SUBMODULES = frozenset({"recipes", "scheduler", "session", "settings", "zk"})
+# The blocking façade for threaded code (`from aiocoord import blocking`): its event-loop
+# thread and anyio's portal load only when it is named.
+_SUBMODULES |= {"blocking"}
 
 
 # Hidden from type checkers, which see every name through the imports above: a
@@ -357,4 +340,4 @@ if not TYPE_CHECKING:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__) | set(_ALIASES))
+    return sorted(set(globals()) | set(__all__))

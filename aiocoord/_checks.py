@@ -1,20 +1,32 @@
 """The argument checks the recipes, the scheduler and the integrations share.
 
-Each error names the argument: `TypeError` for a value of the wrong type,
-`ConfigError` (a `ValueError`) for one out of range.
+Each error names the argument.  `check_int` and `check_node_name` raise
+`ConfigError` (a `ValueError` and a `TypeError`) whatever is wrong; the
+others raise `TypeError` for a value of the wrong type and `ConfigError` for
+one out of range.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import sys
 
 from ._paths import validate_path
 from ._records import show
 from .errors import ConfigError, InvalidPathError
 from .session import Coordinator
+from .zk.client import PROTECTED_PREFIX
 
-__all__ = ("check_bytes", "check_coordinator", "check_root", "check_seconds", "check_timeout")
+__all__ = (
+    "check_bytes",
+    "check_coordinator",
+    "check_int",
+    "check_node_name",
+    "check_root",
+    "check_seconds",
+    "check_timeout",
+)
 
 _LARGEST = sys.float_info.max
 
@@ -70,3 +82,52 @@ def check_bytes(value: object, name: str = "data") -> bytes:
     if not isinstance(value, bytes | bytearray | memoryview):
         raise TypeError(f"{name} must be bytes, not {type(value).__name__}")
     return bytes(value)
+
+
+def check_int(
+    name: str, value: object, *, least: int | None = None, most: int | None = None
+) -> int:
+    """`value` if it is an int (a bool is not) from `least` to `most`, else `ConfigError` naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(name, f"must be an int, not {type(value).__name__}")
+    if (least is not None and value < least) or (most is not None and value > most):
+        if most is None:
+            bound = f"at least {least}"
+        elif least is None:
+            bound = f"at most {most}"
+        else:
+            bound = f"from {least} to {most}"
+        raise ConfigError(name, f"must be {bound}, not {value}")
+    return value
+
+
+def check_node_name(
+    name: str,
+    value: object,
+    *,
+    protected: bool = True,
+    pattern: re.Pattern[str] | None = None,
+    rule: str = "",
+) -> str:
+    """`value` if it can name one ZooKeeper node, else `ConfigError` naming `name`.
+
+    A str, not empty, without ``/``, that makes a valid path under the root
+    (no ``.`` or ``..``, no control characters; ``zookeeper`` is fine below the
+    root).  With `protected` False, Curator's protected prefix ``_c_`` is refused
+    too (a group member's node would be mistaken for a protected create).  A
+    `pattern` narrows it further (a job's names): a name that does not match
+    it whole is refused, the message saying `rule`.
+    """
+    if not isinstance(value, str):
+        raise ConfigError(name, f"must be a str, not {type(value).__name__}")
+    if pattern is not None and not pattern.fullmatch(value):
+        raise ConfigError(name, f"{value!r} is not valid: {rule}")
+    if not value or "/" in value:
+        raise ConfigError(name, f"{value!r} must be a non-empty node name without '/'")
+    try:
+        validate_path("/" + value, allow_reserved=True)
+    except InvalidPathError as exc:
+        raise ConfigError(name, f"{value!r} cannot name a ZooKeeper node: {exc.reason}") from None
+    if not protected and value.startswith(PROTECTED_PREFIX):
+        raise ConfigError(name, f"{value!r} must not start with {PROTECTED_PREFIX!r}")
+    return value

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = (
     "AuthFailedError",
     "BadVersionError",
+    "BlockingInEventLoopError",
     "CacheOverflowError",
     "ConfigError",
     "ConnectionLostError",
@@ -31,6 +32,7 @@ __all__ = (
     "NotEmptyError",
     "NotReadOnlyError",
     "ProtocolError",
+    "ReconfigDisabledError",
     "ReplyTooLargeError",
     "SessionExpiredError",
     "SubscriberLagged",
@@ -43,8 +45,12 @@ class CoordError(Exception):
     """Base class of every error aiocoord raises."""
 
 
-class ConfigError(CoordError, ValueError):
-    """A setting or argument is invalid; `field` names it.  Fix the value and retry."""
+class ConfigError(CoordError, ValueError, TypeError):
+    """A setting or argument is invalid; `field` names it.  Fix the value and retry.
+
+    Both a `ValueError` and a `TypeError`, so that ``except`` of either
+    builtin catches it, whether the value was out of range or of the wrong type.
+    """
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
@@ -54,6 +60,16 @@ class ConfigError(CoordError, ValueError):
 
 class CoordinatorClosedError(CoordError):
     """The coordinator was closed (or not entered yet); open a new one with `connect()`."""
+
+
+class BlockingInEventLoopError(CoordError, RuntimeError):
+    """A call of `aiocoord.blocking` was made from a thread that runs an event loop.
+
+    A blocking call there would stop that loop until it returned (and, from
+    the façade's own loop thread, never return).  In async code use the async
+    API (``async with aiocoord.connect(...)``, ``async with aiocoord.mutex(...)``)
+    instead, or move the call to a thread: ``await anyio.to_thread.run_sync(...)``.
+    """
 
 
 class ConnectionLostError(CoordError):
@@ -161,6 +177,24 @@ class NotReadOnlyError(ZooKeeperError):
     """A write was sent while connected to a read-only server."""
 
     code = -119
+
+
+class ReconfigDisabledError(ZooKeeperError):
+    """The ensemble refuses dynamic reconfiguration: ``reconfigEnabled`` is false on its servers.
+
+    Raised by `ZkClient.reconfig`.  Set ``reconfigEnabled=true`` (and
+    ``standaloneEnabled=false``) in every member's zoo.cfg, or change the
+    membership the static way (edit every zoo.cfg and restart the members).
+    """
+
+    code = -123
+
+    def __init__(self, message: str = "", *, path: str | None = None) -> None:
+        super().__init__(
+            message
+            or "dynamic reconfiguration is disabled on the ensemble (reconfigEnabled=false)",
+            path=path,
+        )
 
 
 class TransactionFailed(ZooKeeperError):

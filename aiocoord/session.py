@@ -134,6 +134,30 @@ class Coordinator(Service):
     def closed(self) -> bool:
         return self._session.closed
 
+    @property
+    def hosts(self) -> str:
+        """The host list the next connection attempt uses (``h1:2181,h2:2181``, no chroot).
+
+        The settings' hosts at first; then what `set_hosts` gave, or the
+        ensemble's members as its config (``/zookeeper/config``) lists them
+        after a reconfig (``follow_ensemble``, on by default).
+        """
+        return self._session.host_list
+
+    async def set_hosts(self, hosts: str) -> None:
+        """Connect to `hosts` (``"h1:2181,h2:2181"``) from the next connection attempt on.
+
+        kazoo's ``set_hosts``: for a host list learned elsewhere (a service
+        registry, a new DNS record).  The current connection, if healthy, is
+        kept; names are resolved at each attempt.  A chroot may follow the
+        hosts only if it is this coordinator's own (it cannot change while the
+        session lives).  Does not block; raises `ConfigError` naming ``hosts``
+        for a bad host string, `CoordinatorClosedError` once closed.  A later
+        ensemble config change replaces the list again (unless
+        ``follow_ensemble=False``).
+        """
+        self._session.replace_hosts(hosts)
+
     async def wait_connected(self) -> None:
         """Return once CONNECTED, RECONNECTED or READ_ONLY; bound it with `anyio.fail_after`.
 

@@ -114,6 +114,8 @@ class Settings(BaseSettings):
     """Host name to verify instead of the one in `hosts`."""
     randomize_hosts: bool = True
     """Shuffle the host list once, so a fleet spreads over the ensemble (False: try them in order)."""
+    follow_ensemble: bool = True
+    """Follow the ensemble's config (``/zookeeper/config``): a member added or removed by reconfig is used from the next connection."""
     max_packet: int = 0xFFFFF + 16 * 1024
     """Longest reply read, in bytes (Java's ``jute.maxbuffer`` plus headers); a longer one fails its request only."""
     sasl_mechanism: Literal["DIGEST-MD5", "GSSAPI"] | None = None

@@ -70,7 +70,7 @@ async def populate(hosts: str, base: str, size: int) -> int:
         await client.create(base, DATA, make_parents=True)
         todo = [base + p for p in paths(size)]
         for start in range(0, len(todo), 200):
-            await client.multi([aiocoord.CreateOp(p, DATA) for p in todo[start : start + 200]])
+            await client.multi([aiocoord.zk.CreateOp(p, DATA) for p in todo[start : start + 200]])
         return len(todo) + 1
 
 

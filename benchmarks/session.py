@@ -65,7 +65,7 @@ async def _measure(get: Callable[[], Awaitable[Any]], seconds: float, concurrenc
 def bench_aiocoord(hosts: str, seconds: float, concurrency: int, uvloop: bool) -> Result:
     async def main() -> Result:
         async with aiocoord.connect(hosts, session_timeout=10) as coord:
-            await coord.client.ensure_path("/bench", mode=aiocoord.CreateMode.PERSISTENT)
+            await coord.client.ensure_path("/bench", mode=aiocoord.zk.CreateMode.PERSISTENT)
             await coord.client.set("/bench", b"x" * 100)
             return await _measure(lambda: coord.client.get("/bench"), seconds, concurrency)
 

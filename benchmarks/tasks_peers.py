@@ -26,7 +26,7 @@ import anyio
 import anyio.to_thread
 
 import aiocoord
-from aiocoord import CreateMode
+from aiocoord.zk import CreateMode
 
 from .tasks_runs import freeze_heap, join_all
 
@@ -103,12 +103,12 @@ async def _bare_old(hosts: str, chroot: str, paths: list[str], go: Any, out: Any
     """Hold `paths` as ephemerals; on `go`, delete them all in one multi (as one old worker does)."""
     async with aiocoord.connect(hosts, namespace=chroot, session_timeout=10.0) as coord:
         client = coord.client
-        await client.multi([aiocoord.CreateOp(p, b"", CreateMode.EPHEMERAL) for p in paths])
+        await client.multi([aiocoord.zk.CreateOp(p, b"", CreateMode.EPHEMERAL) for p in paths])
         freeze_heap()
         out.put(("bare ready", paths[0], None))
         await anyio.to_thread.run_sync(go.wait)
         sent = time.monotonic()
-        await client.multi([aiocoord.DeleteOp(p) for p in paths])
+        await client.multi([aiocoord.zk.DeleteOp(p) for p in paths])
         out.put(("bare deleted", paths[0], sent))
 
 
@@ -125,7 +125,7 @@ async def _bare_new(hosts: str, chroot: str, base: str, n: int, out: Any) -> Non
             batch = queue[:]
             queue.clear()
             sent = client.send_multi(
-                [aiocoord.CreateOp(p, b"", CreateMode.EPHEMERAL) for p in batch]
+                [aiocoord.zk.CreateOp(p, b"", CreateMode.EPHEMERAL) for p in batch]
             )
 
             def on_reply(reply: Any) -> None:
@@ -139,7 +139,7 @@ async def _bare_new(hosts: str, chroot: str, base: str, n: int, out: Any) -> Non
             sent.add_done_callback(on_reply)
 
         def on_event(event: Any) -> None:
-            if event.type is aiocoord.EventType.DELETED:
+            if event.type is aiocoord.zk.EventType.DELETED:
                 if not queue:
                     loop.call_soon(flush)
                 queue.append(event.path)

@@ -148,8 +148,8 @@ async def _observer(hosts: str, chroot: str, stop: Any, out: Any) -> None:
     """
     seen: list[tuple[str, str, float]] = []
 
-    def on_event(event: aiocoord.WatchedEvent) -> None:
-        if event.type in (aiocoord.EventType.DELETED, aiocoord.EventType.CREATED):
+    def on_event(event: aiocoord.zk.WatchedEvent) -> None:
+        if event.type in (aiocoord.zk.EventType.DELETED, aiocoord.zk.EventType.CREATED):
             seen.append((basename(event.path), event.type.name, time.monotonic()))
 
     async with (

@@ -65,7 +65,7 @@ async def main(settings: aiocoord.Settings) -> None:
         await java.client.create(
             f"{BASE}/inventory/inv-1",
             JAVA_INSTANCE,
-            mode=aiocoord.CreateMode.EPHEMERAL,
+            mode=aiocoord.zk.CreateMode.EPHEMERAL,
             make_parents=True,
         )
         async with asyncio.timeout(30), aiocoord.service_discovery(coord, BASE) as sd:

@@ -1,9 +1,11 @@
 """Small test helpers: record a coordinator's connection events, wait for one, list our tasks,
-take ZooKeeper away, compile the Java programs of the interop tests."""
+take ZooKeeper away, compile the Java programs of the interop tests, read a server's
+transaction log."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -117,26 +119,37 @@ JAVA_DIR = Path("/usr/share/java")
 JAVA_SOURCES = Path(__file__).parent / "interop"
 
 
-def compile_java(program: str, jars: list[str], out: Path) -> str:
-    """Compile ``interop/<program>.java`` into `out` against `jars` (in /usr/share/java);
-    its class path, or skip saying what is missing."""
+def java_missing(jars: list[str]) -> str | None:
+    """Why Java programs needing `jars` (in /usr/share/java) cannot be built here, or None."""
     for tool in ("java", "javac"):
         if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not on PATH: install a JDK (openjdk-17-jdk-headless)")
-    paths = [JAVA_DIR / name for name in jars]
-    missing = [str(jar) for jar in paths if not jar.exists()]
+            return f"{tool} not on PATH: install a JDK (openjdk-17-jdk-headless)"
+    missing = [str(JAVA_DIR / name) for name in jars if not (JAVA_DIR / name).exists()]
     if missing:
-        pytest.skip(
-            f"{program} needs {', '.join(missing)}: install libcurator-recipes-java and zookeeper"
-        )
-    classpath = ":".join(str(jar) for jar in paths)
+        return f"needs {', '.join(missing)}: install libcurator-recipes-java and zookeeper"
+    return None
+
+
+def build_java(program: str, jars: list[str], out: Path, sources: Path = JAVA_SOURCES) -> str:
+    """Compile ``<sources>/<program>.java`` into `out` against `jars` (in /usr/share/java);
+    its class path.  Raises `subprocess.CalledProcessError` if javac fails (see `java_missing`)."""
+    classpath = ":".join(str(JAVA_DIR / name) for name in jars)
     subprocess.run(
-        ["javac", "-d", str(out), "-cp", classpath, str(JAVA_SOURCES / f"{program}.java")],
+        ["javac", "-d", str(out), "-cp", classpath, str(sources / f"{program}.java")],
         check=True,
         capture_output=True,
         timeout=120,
     )
     return f"{classpath}:{out}"
+
+
+def compile_java(program: str, jars: list[str], out: Path) -> str:
+    """Compile ``interop/<program>.java`` into `out` against `jars` (in /usr/share/java);
+    its class path, or skip saying what is missing."""
+    missing = java_missing(jars)
+    if missing is not None:
+        pytest.skip(f"{program} {missing}" if missing.startswith("needs") else missing)
+    return build_java(program, jars, out)
 
 
 async def bucketed_ids(client: Any, parent: str) -> list[str]:
@@ -148,3 +161,30 @@ async def bucketed_ids(client: Any, parent: str) -> list[str]:
         return sorted(await bucketed(client, parent))
     except NoNodeError:
         return []
+
+
+_CREATE = re.compile(
+    rb"(create2|createContainer|createTtl|create)(?: |:....)(/[\x21-\x2b\x2d-\x7e]*)", re.S
+)
+_TXN_JARS = ["zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-nop.jar"]
+
+
+async def created_kinds(server: ZooKeeperServer) -> dict[str, str]:
+    """The kind of request that last created each path, read from `server`'s transaction log.
+
+    ``createContainer``, ``createTtl``, ``create2`` or ``create`` (a client
+    sees a container's or a TTL node's stat as a plain node's): ZooKeeper's
+    own ``TxnLogToolkit`` dumps the log, the creates inside a multi included.
+    Paths are the server's (the chroot included).
+    """
+    if shutil.which("java") is None:
+        pytest.skip("java not on PATH: install a JRE (openjdk-17-jre-headless)")
+    classpath = ":".join(str(JAVA_DIR / jar) for jar in _TXN_JARS)
+    kinds: dict[str, str] = {}
+    logs = (server.data_dir / "version-2").glob("log.*")
+    for log in sorted(logs, key=lambda log: int(log.suffix[1:], 16)):
+        tool = "org.apache.zookeeper.server.persistence.TxnLogToolkit"
+        done = await anyio.run_process(["java", "-cp", classpath, tool, "-d", str(log)])
+        for kind, path in _CREATE.findall(done.stdout):
+            kinds[path.decode()] = kind.decode()
+    return kinds

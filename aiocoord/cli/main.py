@@ -71,6 +71,10 @@ def _cmd_zk(args: argparse.Namespace) -> int:
     # No --dir: the user's one server, found from any working directory.
     directory = Path(args.dir) if args.dir is not None else None
     shown = directory if directory is not None else default_dir()
+    if args.action == "ensemble":
+        from .ensemble import run_ensemble
+
+        return run_ensemble(args)
     if args.action == "start":
         server, proc = start_server(directory, port=args.port, any_port=False)
         if proc is None:
@@ -232,13 +236,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     zk.add_argument(
         "action",
-        choices=("start", "stop", "status"),
+        choices=("start", "stop", "status", "ensemble"),
         help=(
             "start it in the background, stop it (exit 1: none ran), or say whether it "
-            "runs (exit 3: it does not)"
+            "runs (exit 3: it does not); 'ensemble' shows the members and roles of the "
+            "ZooKeeper at --hosts (default: AIOCOORD_HOSTS or the embedded one)"
         ),
     )
     zk.add_argument("--port", type=int, default=None, help="client port for 'start'")
+    zk.add_argument("--hosts", default=None, help="ZooKeeper hosts for 'ensemble'")
+    zk.add_argument("--timeout", type=float, default=5.0, help="connect timeout for 'ensemble'")
+    zk.add_argument("--json", action="store_true", help="print JSON for scripts ('ensemble')")
     zk.add_argument("--dir", default=None, help="the server's folder (default: the per-user one)")
     zk.set_defaults(func=_cmd_zk)
 
@@ -328,6 +336,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         session_log.removeFilter(_no_retry_lines)
     else:
         session_log.addFilter(_no_retry_lines)
+    try:
+        return _run_command(args)
+    finally:
+        session_log.removeFilter(_no_retry_lines)  # a caller in this process logs as before
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """Run the parsed command; a `UserError` or `CoordError` is one line on stderr."""
     try:
         code: int = args.func(args)
     except KeyboardInterrupt:

@@ -15,7 +15,9 @@ Recognised, in this order, at a node:
 - a job scheduler: children named ``jobs`` and ``assignments``;
 - a leader latch: every child is an election node (Curator ``_c_<uuid>-latch-<seq>``,
   or ZooKeeper's ``n_<seq>``);
-- a mutex: every child is a lock node (Curator ``_c_<uuid>-lock-<seq>``);
+- a mutex: every child is a lock node (Curator ``_c_<uuid>-lock-<seq>``); a leader
+  selector's election looks the same (Curator's ``LeaderSelector`` is a mutex at its
+  path, and so is ours): its holder is the leader;
 - a read/write lock: every child is a ``__READ__`` or ``__WRIT__`` node;
 - a semaphore: children named ``leases`` (and ``locks``), Curator's V2 layout;
 - otherwise a plain node, whose children are inspected the same way, down to

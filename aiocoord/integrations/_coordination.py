@@ -3,8 +3,10 @@
 `Coordination` is framework-free (the FastAPI module only wires it into an
 app), so it can be driven and tested as plain anyio code.
 
-Leader tasks: for each ``{path: func}`` entry a `LeaderSelector` runs `func`
-while this process leads (inside the latch's ``leadership()``), so it is
+Leader tasks: for each ``{path: func}`` entry a `LeaderSelector` on the leader
+latch's nodes (``layout="latch"``: one election with the processes that list
+the path in `latches`) runs `func` while this process leads (inside the
+latch's ``leadership()``), so it is
 cancelled the moment leadership is lost (SUSPENDED by default, LOST, the node
 deleted) and started again when leadership comes back.  A `func` that returns
 keeps the leadership idle until it is lost; a `func` that raises is logged and
@@ -167,6 +169,7 @@ class Coordination(Service):
                     self._leader(task),
                     participant_id=self.participant_id,
                     lose_on_suspend=self._lose_on_suspend,
+                    layout="latch",  # one election with the `latches` of other processes
                 )
                 latch = (await stack.enter_async_context(selector)).latch
             self.latches[path] = latch
@@ -177,7 +180,7 @@ class Coordination(Service):
         known = {path: anyio.Event() for path in self.latches}
         for path, latch in self.latches.items():
             tg.start_soon(self.leaders.follow, latch, known[path])
-        with anyio.move_on_after(self.coord.client._session.timing.request_timeout):
+        with anyio.move_on_after(self.coord.client.session.timing.request_timeout):
             for event in known.values():
                 await event.wait()
         if self.cron is not None:  # left first: its firings end before the latches go
@@ -279,7 +282,7 @@ class Coordination(Service):
             log.info("leader task %s not started: this process is shutting down", task.path)
             self._retired.set()
             await anyio.sleep_forever()
-        await run_while_leader(task, term, wants_term, self.coord.session_id)
+        await run_while_leader(task, term, wants_term, self.coord.client.session.session_id)
 
     # --- tracked holds ----------------------------------------------------------------------------
 
@@ -365,7 +368,7 @@ class Coordination(Service):
     def health(self) -> dict[str, Any]:
         """Liveness and readiness, from memory (no request); the session id with `status_detail`."""
         stuck = self.stuck()
-        sid = self.coord.session_id
+        sid = self.coord.client.session.session_id
         out: dict[str, Any] = {
             "live": not stuck,
             "ready": self.ready,

@@ -130,7 +130,7 @@ class DashboardFeed:
         client = self.coord.client
         while True:
             try:
-                await self.coord.wait_connected()
+                await self.coord.client.session.wait_connected()
                 async with client.watch(self.path, recursive=True) as watch:
                     self._dirty.set()  # read once the watch is in place: nothing falls between
                     async for _event in watch.events:
@@ -168,7 +168,7 @@ class DashboardFeed:
         except ConnectionLostError:
             # Again once connected, or in a second if the connection never dropped (slow server).
             with anyio.move_on_after(_RETRY):
-                await self.coord.wait_connected()
+                await self.coord.client.session.wait_connected()
             self._dirty.set()
             return
         except NoNodeError:
@@ -195,7 +195,7 @@ class DashboardFeed:
         published.set()
 
     def _build(self) -> Document:
-        sid = self.coord.session_id
+        sid = self.coord.client.session.session_id
         return {
             "seq": self._seq,
             "path": self.path,

@@ -52,7 +52,7 @@ async def tracked_lock(
     hold: Hold | None = None
     try:
         async with lock.hold(blocking=blocking):
-            hold = Hold(path, lock.owner, lock.token, coord.session_id)
+            hold = Hold(path, lock.owner, lock.token, coord.client.session.session_id)
             holds.append(hold)
             if metrics is not None:
                 metrics.observe_lock(path, "acquired")
@@ -89,7 +89,7 @@ async def tracked_once_per(
         if not slot.acquired:
             yield slot
             return
-        hold = Hold(path, owner, slot.token, coord.session_id)
+        hold = Hold(path, owner, slot.token, coord.client.session.session_id)
         holds.append(hold)
         try:
             yield slot

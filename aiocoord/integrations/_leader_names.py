@@ -86,7 +86,7 @@ class LeaderNames:
         """Read the leader and watch its node: what waits until that node goes (None: unread)."""
         client = self._coord.client
         try:
-            with anyio.fail_after(client._session.timing.request_timeout):
+            with anyio.fail_after(client.session.timing.request_timeout):
                 found = await latch.leader()
                 if found is None:
                     return None

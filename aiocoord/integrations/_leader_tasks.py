@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 
+from .._backoff import Backoff
 from .._checks import check_seconds
 from ..recipes.leader_latch import LeadershipTerm
 from ..zk.paths import validate_path
@@ -99,7 +100,7 @@ async def run_while_leader(
     ends, which cancels it (a failure is logged, counted and retried with a
     backoff of 1 s doubling to `MAX_BACKOFF`).
     """
-    backoff = 1.0
+    backoff = Backoff(1.0, MAX_BACKOFF, jitter=0.0)
     while True:
         task.running, task.session, task.token = True, session, term.token
         task.starts += 1
@@ -114,6 +115,5 @@ async def run_while_leader(
             break
         finally:
             task.running = False
-        await anyio.sleep(backoff)
-        backoff = min(MAX_BACKOFF, backoff * 2)
+        await backoff.failed()
     await anyio.sleep_forever()  # returned by itself: idle until the term ends

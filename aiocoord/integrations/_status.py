@@ -62,7 +62,7 @@ class Reported(Protocol):
 async def status_of(c: Reported, timeout: float, detail: bool) -> dict[str, Any]:
     """The status document of `c`; its ZooKeeper reads take at most `timeout` in all."""
     coord = c.coord
-    sid = coord.session_id
+    sid = coord.client.session.session_id
     session: dict[str, Any] = {
         "state": coord.state.value if coord.state else "CLOSED",
         "timeout": coord.session_timeout if sid else None,

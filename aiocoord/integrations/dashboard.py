@@ -47,6 +47,7 @@ import anyio
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from .._checks import check_int
 from ..session import Coordinator
 from ..zk.paths import validate_path
 from ._dashboard_feed import DashboardFeed
@@ -109,8 +110,7 @@ def dashboard_router(
     lifespan); a bad `path` or `depth` raises here.
     """
     validate_path(path, allow_reserved=True)
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-        raise ValueError(f"depth must be an int >= 0, not {depth!r}")
+    check_int("depth", depth, least=0)
     running: list[DashboardFeed] = []
 
     @asynccontextmanager

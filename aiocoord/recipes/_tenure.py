@@ -4,7 +4,9 @@ A tenure is one period during which a right is held: a leadership term of a
 latch, a task's term in task leadership, a hold of a CAS lock.  The recipe
 that holds the right creates the tenure when it gains it and calls
 `Tenure.end` with a reason the moment it is lost; user code runs as
-``async with tenure.body():``.  Every recipe gets the same guarantees:
+``async with tenure.body():`` (or, in a recipe's own ``__aenter__``, the body
+`Tenure.enter` returns).  Which connection state ends a right is decided by
+the one loss rule beside this module (`_loss`).  Every recipe gets the same guarantees:
 
 - The body runs in a cancel scope of its own.  `end()` cancels every body of
   the tenure; a body entered after the end is cancelled at its first
@@ -82,6 +84,18 @@ class Tenure:
         block's cancel scope has exited.
         """
         return Body(self)
+
+    async def enter(self) -> Body:
+        """Enter one body of this tenure by hand, for a recipe's own ``__aenter__``.
+
+        Returns the entered `Body`; the recipe's ``__aexit__`` hands the block's
+        outcome to its ``__aexit__``.  Does not block; if the tenure has already
+        ended, the body's scope is cancelled at once (the caller's block sees
+        the cancellation at its first checkpoint).
+        """
+        body = Body(self)
+        await body.__aenter__()
+        return body
 
     def end(self, reason: str, *, soon: bool = False) -> None:
         """The right is lost: cancel every body; they raise the loss error once out.

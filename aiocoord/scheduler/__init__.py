@@ -9,6 +9,7 @@ from ._jobs import Handler as Handler
 from ._payload import PayloadField as PayloadField
 from ._payload import PayloadShape as PayloadShape
 from ._policy import Backoff as Backoff
+from ._policy import RetryBackoff as RetryBackoff
 from ._status import JobInfo as JobInfo
 from ._status import JobStatus as JobStatus
 from ._strategies import JobRequest as JobRequest
@@ -36,6 +37,7 @@ __all__ = (
     "LeastLoaded",
     "PayloadField",
     "PayloadShape",
+    "RetryBackoff",
     "RandomChoice",
     "RoundRobin",
     "Scheduler",

@@ -119,7 +119,7 @@ async def watch_job(coord: Coordinator, layout: JobsLayout, job_id: str) -> Asyn
         except (CoordinatorClosedError, NoNodeError, NodeDataError):
             raise
         except ConnectionLostError:
-            await coord.wait_connected()
+            await coord.client.session.wait_connected()
 
 
 async def _until_moved(coord: Coordinator, layout: JobsLayout, job_id: str, found: Found) -> None:

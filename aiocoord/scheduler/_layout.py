@@ -27,6 +27,7 @@ import time
 import zlib
 from dataclasses import dataclass
 
+from .._checks import check_int, check_node_name
 from .._records import dump
 from ..zk.client import MAX_DATA
 from ..zk.paths import join
@@ -56,6 +57,7 @@ MAX_CAPACITY = 2**31 - 1
 BOOKKEEPING_ROOM = 2048
 """Bytes a job record is kept under its limit, for what is added as it runs (attempts, errors)."""
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@=+-]{0,199}")
+_NAME_RULE = "1-200 characters of letters, digits and '_.:@=+-', starting with a letter or digit"
 
 
 def dumps(value: object) -> bytes:
@@ -63,36 +65,19 @@ def dumps(value: object) -> bytes:
     return dump(value, ensure_ascii=False)
 
 
-def _check_name(kind: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{kind} must be a str, not {type(value).__name__}")
-    if not _NAME_RE.fullmatch(value):
-        raise ValueError(
-            f"{kind} {value!r} is not valid: 1-200 characters of letters, digits and "
-            "'_.:@=+-', starting with a letter or digit"
-        )
-    return value
-
-
-def check_job_id(job_id: object) -> str:
+def check_job_id(job_id: object, field: str = "job_id") -> str:
     """A job id is a node name: 1-200 of ``[A-Za-z0-9_.:@=+-]``, not starting with punctuation."""
-    return _check_name("job_id", job_id)
+    return check_node_name(field, job_id, pattern=_NAME_RE, rule=_NAME_RULE)
 
 
-def check_job_name(name: object) -> str:
-    """Job names follow the same rule as ids (they are written in worker records)."""
-    return _check_name("name", name)
+def check_job_name(name: object, field: str = "name") -> str:
+    """Job names follow the same rule as ids (they are written in worker records, as worker ids)."""
+    return check_node_name(field, name, pattern=_NAME_RE, rule=_NAME_RULE)
 
 
 def check_priority(priority: object) -> int:
     """A priority is an int within +-`MAX_PRIORITY` (higher runs first; 0 by default)."""
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise TypeError(f"priority must be an int, not {type(priority).__name__}")
-    if not -MAX_PRIORITY <= priority <= MAX_PRIORITY:
-        raise ValueError(
-            f"priority must be between {-MAX_PRIORITY} and {MAX_PRIORITY}, not {priority}"
-        )
-    return priority
+    return check_int("priority", priority, least=-MAX_PRIORITY, most=MAX_PRIORITY)
 
 
 def new_job_id() -> str:

@@ -94,7 +94,7 @@ async def retry_connection(coord: Coordinator, op: Callable[[], Awaitable[T]]) -
             return await op()
         except ConnectionLostError:
             await anyio.lowlevel.checkpoint()
-            await coord.wait_connected()
+            await coord.client.session.wait_connected()
 
 
 async def ensure_layout(client: ZkClient, layout: JobsLayout) -> None:

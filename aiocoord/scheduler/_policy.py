@@ -1,6 +1,6 @@
 """A job's run policy: timeout, retries with backoff, deliveries; and the checks of its numbers.
 
-Pure: no I/O.  `Backoff.delay` is the wait before retry number `n`
+Pure: no I/O.  `RetryBackoff.delay` is the wait before retry number `n`
 (exponential, capped, with jitter); `JobOptions` is what ``@sched.job(...)``
 was given, checked once at registration; `check_delay` and `check_run_at`
 turn a submit's ``delay=``/``run_at=`` into one wall-clock time.
@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .._checks import check_seconds
+from .._backoff import grown
+from .._checks import check_int, check_seconds
 
 __all__ = (
     "DEFAULT_BACKOFF",
     "DEFAULT_OPTIONS",
     "Backoff",
+    "RetryBackoff",
     "JobOptions",
     "check_delay",
     "check_run_at",
@@ -33,16 +35,8 @@ _EPOCH = 0.0
 _LAST = 253370764800.0  # 9998-12-31: inside what a record's timestamp may hold
 
 
-def _count(what: str, value: object, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{what} must be from {lo} to {hi}, not {value!r}")
-    return value
-
-
 @dataclass(frozen=True, slots=True)
-class Backoff:
+class RetryBackoff:
     """How long to wait before retrying a failed job: exponential, capped, with jitter.
 
     Retry ``n`` (1 for the first) waits ``min(maximum, initial * factor**(n-1))``
@@ -71,16 +65,16 @@ class Backoff:
 
     def ceiling(self, retry: int) -> float:
         """The wait before retry number `retry` (from 1) without jitter."""
-        try:
-            grown = self.initial * float(self.factor) ** max(0, retry - 1)
-        except OverflowError:  # far past any cap
-            grown = math.inf
-        return float(min(self.maximum, grown))
+        return grown(self.initial, retry - 1, self.maximum, factor=self.factor)
 
     def delay(self, retry: int, rand: Callable[[], float] = random.random) -> float:
         """The wait before retry number `retry` (from 1), jitter included."""
         ceiling = self.ceiling(retry)
         return ceiling * (1.0 - self.jitter * rand())
+
+
+Backoff = RetryBackoff
+"""The name design.md shows (``aiocoord.Backoff(initial=1.0, maximum=60.0)``): the same class."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +83,7 @@ class JobOptions:
 
     timeout: float | None = None
     retries: int = 0
-    backoff: Backoff = Backoff()
+    backoff: RetryBackoff = RetryBackoff()
     retry_on: tuple[type[BaseException], ...] = (Exception,)
     max_deliveries: int = 5
     concurrency: int | None = None  # runs of the name at once across the fleet (None: no cap)
@@ -111,9 +105,11 @@ class JobOptions:
             if timeout is None
             else check_seconds("timeout", timeout, positive=True, most=MAX_SECONDS)
         )
-        count = _count("retries", retries, 0, 1000)
-        if not isinstance(backoff, Backoff):
-            raise TypeError(f"backoff must be an aiocoord.Backoff, not {type(backoff).__name__}")
+        count = check_int("retries", retries, least=0, most=1000)
+        if not isinstance(backoff, RetryBackoff):
+            raise TypeError(
+                f"backoff must be an aiocoord.RetryBackoff, not {type(backoff).__name__}"
+            )
         kinds: Any = (retry_on,) if isinstance(retry_on, type) else retry_on
         if not isinstance(kinds, tuple) or not all(
             isinstance(k, type) and issubclass(k, Exception) for k in kinds
@@ -121,9 +117,11 @@ class JobOptions:
             raise TypeError(
                 f"retry_on must be an exception class or a tuple of them, not {retry_on!r}"
             )
-        deliveries = _count("max_deliveries", max_deliveries, 1, MAX_DELIVERIES)
+        deliveries = check_int("max_deliveries", max_deliveries, least=1, most=MAX_DELIVERIES)
         cap = (
-            None if concurrency is None else _count("concurrency", concurrency, 1, MAX_CONCURRENCY)
+            None
+            if concurrency is None
+            else check_int("concurrency", concurrency, least=1, most=MAX_CONCURRENCY)
         )
         return cls(seconds, count, backoff, kinds, deliveries, cap)
 
@@ -152,5 +150,5 @@ def check_run_at(run_at: object) -> float:
     return when
 
 
-DEFAULT_BACKOFF = Backoff()
+DEFAULT_BACKOFF = RetryBackoff()
 DEFAULT_OPTIONS = JobOptions()

@@ -45,7 +45,7 @@ async def acquire_slot(coord: Coordinator, layout: JobsLayout, name: str, cap: i
                 await client.ensure_path(parent, mode=CreateMode.PERSISTENT)
             continue
         except ConnectionLostError:
-            await coord.wait_connected()
+            await coord.client.session.wait_connected()
             continue
         for index in range(cap):
             if str(index) in taken:
@@ -57,7 +57,7 @@ async def acquire_slot(coord: Coordinator, layout: JobsLayout, name: str, cap: i
             except NodeExistsError:
                 continue
             except ConnectionLostError:
-                await coord.wait_connected()
+                await coord.client.session.wait_connected()
                 if await _holds(coord, path, token):
                     return path
             except BaseException:

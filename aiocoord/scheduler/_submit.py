@@ -166,7 +166,7 @@ async def write_job(
     """Create the job node; see the module docstring and `Scheduler.submit`."""
     path, result = layout.job(job_id, priority), layout.result(job_id)
     # One deadline for the whole submit: the writes, the reconnect waits and the retries.
-    deadline = client._session.deadline()
+    deadline = client.session.deadline()
     failure: ConnectionLostError | None = None
     others: list[str] = []
     with anyio.CancelScope(deadline=deadline.at):
@@ -207,9 +207,9 @@ async def write_job(
             except ConnectionLostError as exc:
                 failure = exc
                 careful = True  # the job may have been created and run meanwhile
-                await client._session.wait_connected()  # within the deadline around the loop
-    client._session.ensure_open()
-    error = client._session.unreachable(
+                await client.session.wait_connected()  # within the deadline around the loop
+    client.session.ensure_open()
+    error = client.session.unreachable(
         deadline, f"could not submit job {job_id} to {layout.root} (it may have been queued)"
     )
     raise error from (error.__cause__ or failure)

@@ -2,8 +2,9 @@
 
 `JobWorker` keeps one `WorkerSession` (registration, queue watch, job runs;
 see `_worker_session`) per ZooKeeper session, and a leader selector
-(`aiocoord.leader_selector`) on ``<root>/assigner`` whose leader runs the
-`Assigner`, one new term (reconciled afresh) per leadership.
+(`aiocoord.leader_selector`, on the leader latch's nodes: ``layout="latch"``)
+on ``<root>/assigner`` whose leader runs the `Assigner`, one new term
+(reconciled afresh) per leadership.
 
 Failure handling:
 
@@ -39,11 +40,9 @@ from collections.abc import Mapping
 import anyio
 import anyio.abc
 
-from .._checks import check_seconds
+from .._checks import check_int, check_seconds
 from .._lifecycle import Lifecycle, Service
-from .._records import show
 from ..errors import (
-    ConfigError,
     ConnectionLostError,
     CoordError,
     CoordinatorClosedError,
@@ -101,21 +100,11 @@ class JobWorker(Service):
         worker_id: str | None,
         drain_timeout: float,
     ) -> None:
-        if (
-            not isinstance(capacity, int)
-            or isinstance(capacity, bool)
-            or not 1 <= capacity <= MAX_CAPACITY  # what a worker record holds
-        ):
-            raise ConfigError(
-                "capacity", f"must be an int from 1 to {MAX_CAPACITY}, not {show(capacity)}"
-            )
+        check_int("capacity", capacity, least=1, most=MAX_CAPACITY)  # what a worker record holds
         drain_timeout = check_seconds("drain_timeout", drain_timeout, most=math.inf)
         if worker_id is None:
             worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        try:
-            self._base = check_job_name(worker_id)
-        except ValueError as exc:
-            raise ConfigError("worker_id", str(exc).replace("name ", "", 1)) from None
+        self._base = check_job_name(worker_id, "worker_id")
         self._coord = coord
         self._client = coord.client
         self._layout = layout
@@ -125,7 +114,7 @@ class JobWorker(Service):
         self.capacity = capacity
         self.drain_timeout = float(drain_timeout)
         self._slots = anyio.Semaphore(capacity)
-        self._session: WorkerSession | None = None
+        self._current: WorkerSession | None = None
         self._life = Lifecycle(
             f"job worker {self._base} of {layout.root}",
             self._run,
@@ -145,7 +134,7 @@ class JobWorker(Service):
     @property
     def id(self) -> str | None:
         """This worker's node name on the current session (None while not registered)."""
-        sess = self._session
+        sess = self._current
         return sess.worker if sess is not None and sess.registered else None
 
     @property
@@ -156,7 +145,7 @@ class JobWorker(Service):
     @property
     def running(self) -> int:
         """Jobs of the current session being run (or waiting for a free slot)."""
-        return len(self._session.running) if self._session is not None else 0
+        return len(self._current.running) if self._current is not None else 0
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -202,10 +191,10 @@ class JobWorker(Service):
         await self._leave()
 
     async def _drain(self) -> None:
-        sess = self._session
-        if sess is None or not sess.registered or self._coord.closed:
+        sess = self._current
+        if sess is None or not sess.registered or self._coord.client.session.closed:
             return
-        with anyio.move_on_after(self._client._session.timing.request_timeout):
+        with anyio.move_on_after(self._client.session.timing.request_timeout):
             try:
                 data = encode_worker(sess.record(draining=True))
                 await self._client.set(self._layout.worker(sess.worker), data)
@@ -232,18 +221,18 @@ class JobWorker(Service):
 
     async def _leave(self) -> None:
         """Stop the session's jobs, return the assignments left, delete our nodes."""
-        sess = self._session
+        sess = self._current
         if sess is None:
             return
         sess.scope.cancel()
         with anyio.move_on_after(self._coord.session_timeout):
             await sess.ended.wait()
-        if self._coord.closed or self._coord.session_id != sess.sid:
+        if self._coord.client.session.closed or self._coord.client.session.session_id != sess.sid:
             return  # the session is gone: its node went with it and the assigner reclaims
         # Also when the registration was not confirmed: its request may have reached the
         # server (the nodes are named after this session: any found are ours).
         queue, node = self._layout.queue(sess.worker), self._layout.worker(sess.worker)
-        with anyio.move_on_after(self._client._session.timing.retry_window):
+        with anyio.move_on_after(self._client.session.timing.retry_window):
             try:
                 for _ in range(3):
                     try:
@@ -275,7 +264,7 @@ class JobWorker(Service):
             if not started:
                 started = True
                 task_status.started()
-            sess = self._session
+            sess = self._current
             if sess is None:
                 continue
             if event.state is ConnectionState.LOST and event.session_id == sess.sid:
@@ -289,8 +278,8 @@ class JobWorker(Service):
                 sess.relist_soon()
         if not started:
             task_status.started()
-        if self._session is not None:  # the coordinator closed: nothing can be recorded now
-            self._session.scope.cancel()
+        if self._current is not None:  # the coordinator closed: nothing can be recorded now
+            self._current.scope.cancel()
 
     async def _serve(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """One registration per session, until the worker leaves."""
@@ -298,10 +287,10 @@ class JobWorker(Service):
         failures = 0
         while not self._closing:
             try:
-                await self._coord.wait_connected()
+                await self._coord.client.session.wait_connected()
             except CoordinatorClosedError:
                 break
-            sid = self._coord.session_id
+            sid = self._coord.client.session.session_id
             if sid is None:
                 await anyio.sleep(0.01)  # between a LOST and the next session
                 continue
@@ -318,7 +307,7 @@ class JobWorker(Service):
                 hooks=self._hooks,
                 may_claim=self._may_claim,
             )
-            self._session = sess
+            self._current = sess
             try:
                 with sess.scope:
                     await sess.serve(task_status if not started else None)
@@ -363,6 +352,7 @@ class JobWorker(Service):
                 participant_id=self._base,
                 backoff=0.1,
                 max_backoff=2.0,
+                layout="latch",  # the assigner election's nodes since it began (see scheduler.md)
             )
             joined = False
             try:
@@ -373,7 +363,7 @@ class JobWorker(Service):
                 log.info("worker %s: standing for the assigner again: %s", self._base, exc)
             pause = 0.1 if joined else min(pause * 2, 2.0)
             try:
-                await self._coord.wait_connected()
+                await self._coord.client.session.wait_connected()
             except CoordinatorClosedError:
                 return
             await anyio.sleep(pause)

@@ -162,8 +162,8 @@ class WorkerSession:
                     await client.create(node, ops[1].data, mode=CreateMode.EPHEMERAL)
                 break
             except ConnectionLostError:
-                await self._coord.wait_connected()
-                if self._coord.session_id != self.sid:
+                await self._coord.client.session.wait_connected()
+                if self._coord.client.session.session_id != self.sid:
                     raise
         self.registered = True
 

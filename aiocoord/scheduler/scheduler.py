@@ -65,7 +65,7 @@ from typing import Any, TypeVar
 
 import pydantic
 
-from .._checks import check_coordinator, check_root, check_seconds
+from .._checks import check_coordinator, check_int, check_root, check_seconds
 from ..errors import (
     ConfigError,
     ConnectionLostError,
@@ -84,7 +84,7 @@ from ._jobs import Handler, JobType
 from ._lookup import info_of, list_jobs, locate
 from ._ops import Retention
 from ._payload import PayloadShape
-from ._policy import DEFAULT_BACKOFF, MAX_SECONDS, Backoff, JobOptions
+from ._policy import DEFAULT_BACKOFF, MAX_SECONDS, JobOptions, RetryBackoff
 from ._records import (
     JobsLayout,
     check_job_id,
@@ -193,7 +193,7 @@ class Scheduler:
         *,
         timeout: float | None = None,
         retries: int = 0,
-        backoff: Backoff = DEFAULT_BACKOFF,
+        backoff: RetryBackoff = DEFAULT_BACKOFF,
         retry_on: type[Exception] | tuple[type[Exception], ...] = (Exception,),
         max_deliveries: int = 5,
         concurrency: int | None = None,
@@ -358,7 +358,7 @@ class Scheduler:
                     if stat is None:
                         event = await watch.wait()
                         if event.type is EventType.SESSION_LOST:
-                            await self._coord.wait_connected()
+                            await self._coord.client.session.wait_connected()
                             continue
                 finally:
                     # Given up, or the result was already there: the watch is not needed.
@@ -371,7 +371,7 @@ class Scheduler:
             except CoordinatorClosedError:
                 raise
             except ConnectionLostError:
-                await self._coord.wait_connected()
+                await self._coord.client.session.wait_connected()
                 continue
             return self._outcome(job_id, path, node.data)
 
@@ -467,15 +467,10 @@ class Scheduler:
         """
         if status is not None and not isinstance(status, JobStatus):
             raise TypeError(f"status must be a JobStatus, not {type(status).__name__}")
-        if limit is not None and (
-            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
-        ):
-            raise ValueError(f"limit must be a positive int, not {limit!r}")
+        if limit is not None:
+            check_int("limit", limit, least=1)
         if after is not None:
-            try:
-                after = check_job_id(after)
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"after: {exc}") from None
+            after = check_job_id(after, "after")
         return list_jobs(self._client, self._layout, status=status, limit=limit, after=after)
 
     def __repr__(self) -> str:

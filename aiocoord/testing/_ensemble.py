@@ -5,10 +5,21 @@ three free ports: client, peer (quorum) and leader election. The configuration
 is the standalone one plus ``initLimit``/``syncLimit`` and the ``server.N`` lines
 (zookeeper-notes 6.2). The ensemble is formed when exactly one running member
 says ``Mode: leader`` in ``srvr`` and every other running member ``follower``.
+
+With ``reconfig=True`` the members allow dynamic reconfiguration (ZooKeeper
+3.5+): ``reconfigEnabled=true``, ``standaloneEnabled=false``, a super user
+(``SUPER_AUTH``, for ``add_auth("digest", ...)``: reconfig needs one), and
+``server.N=host:peer:election:participant;host:client`` lines, which ZooKeeper
+moves into a dynamic config file that it then owns (a restart keeps it).
+``add_member()`` starts a joiner listed as an observer next to the current
+members (ZooKeeper's safe way to join); once a reconfig has made it a
+participant and removed another, ``drop_member()`` stops the one removed.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
 import os
 import time
@@ -27,11 +38,17 @@ from ..server import (
     remove_temp_dir,
 )
 
-__all__ = ("EnsembleMember", "ZooKeeperEnsemble")
+__all__ = ("SUPER_AUTH", "EnsembleMember", "ZooKeeperEnsemble")
 
 logger = logging.getLogger(__name__)
 
 _SERVING = ("leader", "follower")
+_JOINING = ("leader", "follower", "observer")
+
+SUPER_AUTH = "super:aiocoord-test"
+"""The digest credentials of a reconfig ensemble's super user (``user:password``)."""
+# DigestAuthenticationProvider.generateDigest("super:aiocoord-test"): base64(sha1(text)).
+_SUPER_DIGEST = "super:" + base64.b64encode(hashlib.sha1(SUPER_AUTH.encode()).digest()).decode()
 
 
 class EnsembleMember(ZooKeeperProcess):
@@ -70,6 +87,15 @@ class EnsembleMember(ZooKeeperProcess):
         self.myid = myid
         self.peer_port = peer_port
         self.election_port = election_port
+        self.joining = False  # listed as an observer until a reconfig adds it
+
+    @property
+    def spec(self) -> str:
+        """This member's ``server.N=`` line as a participant (for a reconfig's joining list)."""
+        return f"server.{self.myid}={self._server_line('participant')}"
+
+    def _server_line(self, role: str) -> str:
+        return f"{self.host}:{self.peer_port}:{self.election_port}:{role};{self.host}:{self.port}"
 
     @property
     def name(self) -> str:
@@ -80,16 +106,34 @@ class EnsembleMember(ZooKeeperProcess):
         # Ticks: 5 s to connect and sync with a new leader, 2 s of follower silence.
         cfg.setdefault("initLimit", str(max(10, 5000 // self.tick_time)))
         cfg.setdefault("syncLimit", str(max(5, 2000 // self.tick_time)))
+        if self._ensemble.reconfig:
+            cfg.update(
+                reconfigEnabled="true",
+                standaloneEnabled="false",
+                # Read from zoo.cfg as the system property zookeeper.<name>.
+                **{"DigestAuthenticationProvider.superDigest": _SUPER_DIGEST},
+            )
+            for key in ("clientPort", "clientPortAddress"):  # in the server lines instead
+                cfg.pop(key, None)
+            for m in self._ensemble.members:
+                role = "observer" if m.joining else "participant"
+                cfg[f"server.{m.myid}"] = m._server_line(role)
+            return cfg
         for m in self._ensemble.members:
             cfg[f"server.{m.myid}"] = f"{m.host}:{m.peer_port}:{m.election_port}"
         return cfg
 
     def _prepare(self) -> None:
-        super()._prepare()
+        if self._ensemble.reconfig and self.config_path.exists():
+            # ZooKeeper rewrote zoo.cfg to point at its dynamic config file: keep its view.
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            super()._prepare()
         (self.data_dir / "myid").write_text(f"{self.myid}\n")
 
     def _is_ready(self) -> bool:
-        return self.role() in _SERVING and probe_handshake(self.host, self.port, timeout=1.0)
+        serving = _JOINING if self.joining else _SERVING
+        return self.role() in serving and probe_handshake(self.host, self.port, timeout=1.0)
 
 
 class ZooKeeperEnsemble:
@@ -98,6 +142,9 @@ class ZooKeeperEnsemble:
     ``with ZooKeeperEnsemble() as zk:`` starts all members, waits until they
     have elected a leader, and on exit stops them and removes the directory.
     Members are addressed by index in ``members`` (0-based) or by handle.
+    ``reconfig=True`` allows dynamic reconfiguration (see the module
+    docstring): ``super_auth`` is then the super user's digest credentials,
+    ``add_member()`` starts a joiner and ``drop_member()`` stops one removed.
     """
 
     def __init__(
@@ -109,6 +156,7 @@ class ZooKeeperEnsemble:
         extra_config: dict[str, str] | None = None,
         jar_dir: str | os.PathLike[str] = DEFAULT_JAR_DIR,
         conf_dir: str | os.PathLike[str] = DEFAULT_CONF_DIR,
+        reconfig: bool = False,
     ) -> None:
         if size < 2:
             raise ValueError(f"size must be at least 2 (a single server is standalone): {size}")
@@ -120,7 +168,11 @@ class ZooKeeperEnsemble:
         self.extra_config = dict(extra_config or {})
         self.jar_dir = Path(jar_dir)
         self.conf_dir = Path(conf_dir)
+        self.reconfig = reconfig
+        self.super_auth = SUPER_AUTH if reconfig else None
+        """The super user's digest credentials (``user:password``) with ``reconfig``."""
         self.members: list[EnsembleMember] = []
+        self._dropped: list[EnsembleMember] = []
         self._assign_ports(size)
 
     def _assign_ports(self, size: int) -> None:
@@ -229,6 +281,51 @@ class ZooKeeperEnsemble:
                 return member
         raise LookupError(f"no member serves client port {port}")
 
+    def add_member(self, timeout: float = 60.0) -> EnsembleMember:
+        """Start one more member (``reconfig`` ensembles), listed as an observer; return it.
+
+        Its zoo.cfg names the current members as participants and itself as an
+        observer, so it syncs with the leader without changing the quorum;
+        it serves clients (as an observer) when this returns.  Make it a voter
+        with a reconfig that adds ``member.spec``.  Raises ``RuntimeError``
+        without ``reconfig``, ``TimeoutError`` if it does not serve in time.
+        """
+        if not self.reconfig:
+            raise RuntimeError("add_member() needs ZooKeeperEnsemble(reconfig=True)")
+        taken = {m.myid for m in self.members + self._dropped}
+        myid = max(taken) + 1
+        port, peer, election = free_ports(3)
+        member = EnsembleMember(
+            self,
+            myid,
+            self.directory / f"member-{myid}",
+            port=port,
+            peer_port=peer,
+            election_port=election,
+        )
+        member.joining = True
+        self.members.append(member)
+        try:
+            member.start(timeout)
+        except BaseException:
+            self.members.remove(member)
+            member.cleanup()
+            raise
+        member.joining = False  # what it will be once a reconfig adds it
+        return member
+
+    def drop_member(self, member: int | EnsembleMember) -> EnsembleMember:
+        """Stop a member removed from the ensemble by a reconfig, and forget it.
+
+        It leaves ``members`` (so ``connect_string``, ``wait_formed`` and the
+        quorum count follow the new membership); its folder goes at cleanup.
+        """
+        target = self.member(member)
+        target.stop()
+        self.members.remove(target)
+        self._dropped.append(target)
+        return target
+
     def kill(self, member: int | EnsembleMember) -> EnsembleMember:
         """SIGKILL one member; returns it so that it can be ``start``-ed again."""
         target = self.member(member)
@@ -245,7 +342,7 @@ class ZooKeeperEnsemble:
     def cleanup(self) -> None:
         """Stop every member and remove the directory if this object created it."""
         self.stop()
-        for member in self.members:
+        for member in self.members + self._dropped:
             member.cleanup()
         if self._own_dir:
             remove_temp_dir(self.directory)

@@ -3,22 +3,22 @@
 Only `_wire` imports aiozk (for its wire types).  `ZkClient` is the public
 client: the ZooKeeper requests and watches.  `ZkSession` is the one owner of
 the session's state, exported for the `Coordinator`, which runs and closes it
-and shows its state; it is not a user API.  Its timers (`SessionTiming`) are
-private; the old name still imports, with a `DeprecationWarning`.
+and shows its state; it is not a user API, and its timers are private.
+`SessionPort` is what the rest of aiocoord may use of it (``client.session``).
 """
 
 from __future__ import annotations
 
-import warnings
-from typing import TYPE_CHECKING
-
 from ._acl import AclProvider as AclProvider
+from ._config import EnsembleConfig as EnsembleConfig
+from ._config import EnsembleServer as EnsembleServer
 from ._session import ZkSession as ZkSession
 from ._watches import PersistentWatch as PersistentWatch
 from ._watches import Watch as Watch
 from ._watches import WatchKind as WatchKind
 from .client import ZkClient as ZkClient
 from .client import protected_name as protected_name
+from .port import SessionPort as SessionPort
 from .states import ConnectionEvent as ConnectionEvent
 from .states import ConnectionState as ConnectionState
 from .types import ACL as ACL
@@ -43,25 +43,6 @@ from .types import SetDataResult as SetDataResult
 from .types import Stat as Stat
 from .types import WatchedEvent as WatchedEvent
 
-if TYPE_CHECKING:
-    from ._timing import SessionTiming as SessionTiming
-else:
-
-    def __getattr__(name: str) -> object:
-        """`SessionTiming`, deprecated here: the session's timers are private."""
-        if name != "SessionTiming":
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        warnings.warn(
-            "aiocoord.zk.SessionTiming is private now; the Coordinator's session_timeout "
-            "is the negotiated timeout",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        from ._timing import SessionTiming
-
-        return SessionTiming
-
-
 __all__ = (
     "ACL",
     "AclProvider",
@@ -78,6 +59,8 @@ __all__ = (
     "Created",
     "DeleteOp",
     "DeleteResult",
+    "EnsembleConfig",
+    "EnsembleServer",
     "ErrorResult",
     "EventType",
     "Node",
@@ -85,6 +68,7 @@ __all__ = (
     "OpResult",
     "PersistentWatch",
     "SetDataOp",
+    "SessionPort",
     "SetDataResult",
     "Stat",
     "Watch",

@@ -65,7 +65,7 @@ def remove_watch(session: ZkSession, watch: Watch) -> None:
     """`ZkClient.remove_watch`: forget `watch` and ask the server to drop its side."""
     if watch.fired:
         return
-    server_path = session.server_path(watch.path)
+    server_path = _server_path(session, watch)
     if session.watches.discard(watch, server_path):
         _unwatch_on_server(session, server_path)
 
@@ -73,7 +73,12 @@ def remove_watch(session: ZkSession, watch: Watch) -> None:
 def forget_watch(session: ZkSession, watch: Watch) -> None:
     """`ZkClient.forget_watch`: forget `watch`, sending nothing."""
     if not watch.fired:
-        session.watches.discard(watch, session.server_path(watch.path))
+        session.watches.discard(watch, _server_path(session, watch))
+
+
+def _server_path(session: ZkSession, watch: Watch) -> str:
+    # The config watch is on /zookeeper/config itself, outside any chroot.
+    return watch.path if getattr(watch, "absolute", False) else session.server_path(watch.path)
 
 
 def _unwatch_on_server(session: ZkSession, server_path: str) -> None:

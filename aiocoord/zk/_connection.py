@@ -15,6 +15,7 @@ instead of three, and task wake-ups are most of a round trip's CPU time.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import ssl
 import struct
@@ -27,7 +28,7 @@ import anyio
 import anyio.lowlevel
 
 from ..errors import ConnectionLostError, ProtocolError, ReplyTooLargeError, SessionExpiredError
-from . import _wire
+from . import _hosts, _wire
 from ._framing import MAX_PACKET, FrameProtocol, NotZooKeeper
 from ._replies import ConnectAnswer, reply_header
 from ._timing import SessionTiming
@@ -137,10 +138,11 @@ class Connection:
         protocol = FrameProtocol(loop, max_packet)
         try:
             with anyio.fail_after(timeout):
-                await loop.create_connection(
-                    lambda: protocol,
+                protocol = await _connect_any(
+                    loop,
                     host,
                     port,
+                    max_packet,
                     ssl=ssl_context,
                     server_hostname=(tls_hostname or host) if ssl_context is not None else None,
                 )
@@ -236,7 +238,10 @@ class Connection:
             return
         if not self._pending:
             raise ProtocolError(f"a reply (xid {xid}) with no request waiting")
-        pending = self._pending.popleft()
+        if xid == _wire.AUTH_XID and self._pending[0].xid != xid:
+            pending = self._take_auth()
+        else:
+            pending = self._pending.popleft()
         pending.header = (zxid, err)
         pending.body = body
         try:
@@ -255,6 +260,18 @@ class Connection:
             pending.on_reply(err, zxid, body)
         if not pending.done.done():  # done already if its waiter was cancelled
             pending.done.set_result(None)
+
+    def _take_auth(self) -> _Pending:
+        """The oldest auth request waiting: ZooKeeper answers auth at once, not in its pipeline.
+
+        Its reply may overtake the replies of requests sent before it (the Java
+        client keeps auth packets out of its pending queue for this reason).
+        """
+        for i, pending in enumerate(self._pending):
+            if pending.xid == _wire.AUTH_XID:
+                del self._pending[i]
+                return pending
+        raise ProtocolError(f"an auth reply (xid {_wire.AUTH_XID}) with no auth request waiting")
 
     def _oversized(self, xid: int, zxid: int, size: int) -> None:
         """A reply too long to read (skipped by the protocol): only its request fails.
@@ -370,8 +387,9 @@ class Connection:
         on_reply: Callable[[int, int, bytes], None] | None = None,
         parse: Callable[[bytes], object] | None = None,
     ) -> _Pending:
-        """Frame and `queue` a request object (under the next xid unless given)."""
-        xid = self.next_xid() if xid is None else xid
+        """Frame and `queue` a request object (under the next xid unless given; auth's own for auth)."""
+        if xid is None:
+            xid = _wire.AUTH_XID if request.opcode is OpCode.AUTH else self.next_xid()
         packet = _wire.request_packet(xid, request)
         return self.queue(packet, xid, request.opcode, on_reply, parse)
 
@@ -396,6 +414,47 @@ async def wait_reply(pending: _Pending) -> tuple[int, int, bytes]:
         raise pending.error
     zxid, err = pending.header
     return err, zxid, pending.body
+
+
+async def _connect_any(
+    loop: asyncio.AbstractEventLoop,
+    host: str,
+    port: int,
+    max_packet: int,
+    *,
+    ssl: ssl.SSLContext | None,
+    server_hostname: str | None,
+) -> FrameProtocol:
+    """Connect to the first of `host`'s addresses (resolved now) that accepts.
+
+    Raises `socket.gaierror` when the name does not resolve; when every address
+    fails, the first refusal if all refused, else the first other error.
+    """
+    errors: list[OSError] = []
+    for ip in await _hosts.resolve(host, port):
+        protocol = FrameProtocol(loop, max_packet)
+        try:
+            await loop.create_connection(
+                functools.partial(_same, protocol),
+                ip,
+                port,
+                ssl=ssl,
+                server_hostname=server_hostname,
+            )
+        except OSError as exc:
+            _abort(protocol)
+            errors.append(exc)
+            continue
+        except BaseException:
+            _abort(protocol)
+            raise
+        return protocol
+    other = [e for e in errors if not isinstance(e, ConnectionRefusedError)]
+    raise (other or errors)[0]
+
+
+def _same(protocol: FrameProtocol) -> FrameProtocol:
+    return protocol
 
 
 def _abort(protocol: FrameProtocol) -> None:

@@ -17,6 +17,7 @@ _ERRORS: dict[int, type[errors.ZooKeeperError]] = {
         errors.NotEmptyError,
         errors.AuthFailedError,
         errors.NotReadOnlyError,
+        errors.ReconfigDisabledError,
     )
 }
 

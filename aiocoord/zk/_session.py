@@ -12,9 +12,9 @@ auth replayed and every watch restored (`_priming`) before any queued request is
 It is the one owner of the session's state (connection state, ids, timers,
 watches, the current connection).  Its owner (the `Coordinator`) runs and
 closes it; `ZkClient` sends the typed requests on it through a `Sender`; the
-recipes reach what they need of it (state following, chores, deadlines, the
-wait for a connection) as ``client._session``, never through public client
-attributes.
+recipes reach what they may use of it (state following, chores, deadlines, the
+wait for a connection, the session id) as ``client.session``, typed as
+`port.SessionPort`.
 """
 
 from __future__ import annotations
@@ -22,18 +22,20 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import random
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import sniffio
 
+from .._backoff import Backoff
 from .._broadcast import Broadcast
 from ..errors import (
     AuthFailedError,
+    ConfigError,
     ConnectionLostError,
     CoordError,
     CoordinatorClosedError,
@@ -45,6 +47,7 @@ from ._acl import AclChoice, AclProvider
 from ._chores import Chores
 from ._connection import Connection
 from ._framing import NotZooKeeper
+from ._hosts import HostList, format_hosts
 from ._priming import close_session, prime
 from ._replies import parse_watch_event
 from ._retry_log import RETRY_RECORD, RetryLog
@@ -87,11 +90,10 @@ class ZkSession:
     def __init__(self, settings: Settings, acl_provider: AclProvider | None = None) -> None:
         self.settings = settings
         self.chroot = settings.chroot
-        self._addresses = list(settings.addresses)
-        if settings.randomize_hosts:  # spread clients over the ensemble, as the Java client does
-            random.shuffle(self._addresses)
-        self._next_host = 0
+        self.hosts = HostList(settings.addresses, shuffle=settings.randomize_hosts)
         self._retry_log = RetryLog()  # one line per outage, not one per attempt
+        # One step per failed round over every host: 0.1 s doubling, eight steps at most.
+        self._reconnects = Backoff(0.1, 1.0, limit=8)
         self._foreign: set[tuple[str, int]] = set()  # hosts that answered, but not as ZooKeeper
         self._machine = ConnectionMachine()
         self.watches = WatchRegistry()  # every live watch, restored after a reconnect
@@ -103,7 +105,7 @@ class ZkSession:
         # The timers, for the timeout negotiated last (the requested one before).
         self.timing = SessionTiming(
             settings.session_timeout,
-            hosts=len(self._addresses),
+            hosts=len(self.hosts),
             lost_fraction=settings.session_lost_fraction,
             configured_request_timeout=settings.request_timeout,
         )
@@ -117,6 +119,8 @@ class ZkSession:
         self.last_error: BaseException | None = None
         self._run_scope: anyio.CancelScope | None = None
         self._chores = Chores()  # cleanup that outlives its caller, in the loop's task group
+        # Tasks that run as long as the loop does (the client's ensemble tracker).
+        self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []
         self._started = False
         self._started_at = 0.0
         self._ssl = settings.ssl_context()
@@ -181,6 +185,8 @@ class ZkSession:
             async with anyio.create_task_group() as tg:
                 self._chores.tg = tg
                 tg.start_soon(self._lost_watchdog)
+                for task in self.background:
+                    tg.start_soon(task)
                 task_status.started()
                 try:
                     await self._connect_loop()
@@ -204,17 +210,17 @@ class ZkSession:
         while not self._closing and self._fatal is None:
             if await self._attempt():
                 failures = 0
+                self._reconnects.reset()
                 continue
             # Whatever phase it failed in (connect, handshake, "expired", priming, a
             # connection that ended at once), back off once every host has been tried.
             failures += 1
-            if failures % len(self._addresses) == 0 and not self._closing:
-                await anyio.sleep(self._backoff(failures // len(self._addresses)))
+            if failures % len(self.hosts) == 0 and not self._closing:
+                await anyio.sleep(self._backoff())
 
     async def _attempt(self) -> bool:
         """Connect to the next host and serve it; True if stable (no backoff before the next)."""
-        address = self._addresses[self._next_host % len(self._addresses)]
-        self._next_host += 1
+        address = self.hosts.next()
         if address in self._foreign:
             return False  # not ZooKeeper: tried once, not again
         attempt_id, attempt_pw = self._session_id, self._password
@@ -243,7 +249,7 @@ class ZkSession:
         except NotZooKeeper as exc:
             self.last_error = exc
             self._foreign.add(address)
-            if self._foreign.issuperset(self._addresses):
+            if self._foreign.issuperset(self.hosts):
                 log.error(
                     "cannot connect: %s; no ZooKeeper host left to try",
                     exc,
@@ -258,10 +264,13 @@ class ZkSession:
         except ConnectionLostError as exc:
             self.last_error = exc
             self._retry_log.failed(
-                exc, first_session=self._machine.state is None, started_at=self._started_at
+                exc,
+                address=address,
+                first_session=self._machine.state is None,
+                started_at=self._started_at,
             )
             return False
-        self._retry_log.connected(address)
+        self._retry_log.connected(address, first_session=self._machine.state is None)
         if attempt_id and attempt_id != self._session_id:
             # The session was declared LOST while this attempt ran: end it on the
             # server rather than revive it, so its ephemerals go now.
@@ -269,10 +278,10 @@ class ZkSession:
             return False
         return await self._serve(conn, new_session=attempt_id == 0)
 
-    def _backoff(self, rounds: int) -> float:
+    def _backoff(self) -> float:
         # Jittered, so that a fleet cut off together does not come back together.
-        bound = self.timing.backoff_bound(rounds, session_alive=bool(self._session_id))
-        return random.uniform(0, bound)
+        cap = self.timing.reconnect_cap(session_alive=bool(self._session_id))
+        return self._reconnects.delay(most=cap)
 
     async def _serve(self, conn: Connection, *, new_session: bool) -> bool:
         """Prime and serve `conn` until it ends; True if it was up for `timing.stable_after`."""
@@ -365,6 +374,45 @@ class ZkSession:
             namespace=namespace,
             acl=self.acls.for_path,
         )
+
+    # --- the host list ---------------------------------------------------------------------
+
+    @property
+    def host_list(self) -> str:
+        """The hosts the next attempt may use, as a host string (their given order)."""
+        return format_hosts(self.hosts.given)
+
+    def replace_hosts(self, hosts: str) -> None:
+        """`Coordinator.set_hosts`: validate `hosts` (`ConfigError` naming it) and use them."""
+        from ..settings import parse_hosts
+
+        if self._closing or self._closed:
+            raise CoordinatorClosedError("the coordinator is closed")
+        try:
+            addresses, chroot = parse_hosts(hosts)
+        except ValueError as exc:
+            raise ConfigError("hosts", str(exc)) from None
+        if chroot is not None and chroot != self.chroot:
+            raise ConfigError(
+                "hosts",
+                f"the chroot {chroot!r} is not this session's ({self.chroot!r}): "
+                "it cannot change while the session lives; open a new coordinator",
+            )
+        self.set_hosts(addresses, "set_hosts")
+
+    def set_hosts(self, addresses: list[tuple[str, int]], why: str) -> bool:
+        """Connect to `addresses` from the next attempt on (the current connection stays).
+
+        Returns False if they are the hosts already in use.  `why` says where
+        the list came from, for the log line.
+        """
+        before = format_hosts(self.hosts.given)
+        if not self.hosts.replace(addresses):
+            return False
+        self._foreign &= set(self.hosts)  # a host that answered as not ZooKeeper stays out
+        self.timing = replace(self.timing, hosts=len(self.hosts))
+        log.info("host list now %s (%s; was %s)", format_hosts(self.hosts.given), why, before)
+        return True
 
     def remember_auth(self, scheme: str, credentials: bytes) -> None:
         """Send (`scheme`, `credentials`) on every later connection too (accepted by the server)."""

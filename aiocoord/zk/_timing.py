@@ -17,10 +17,12 @@ connect_attempt = max(0.25 s, T / max(3, hosts))
     The Java client's T / number of hosts per attempt, but never the whole
     session on one host: a server that accepts and never answers (3.8.0
     loading its database) must cost a fraction of the session, not all of it.
-backoff_bound(rounds) = min(cap, 0.05 s * 2^min(rounds, 8)); cap = 1/4 T, or 1 s without a session
-    Reconnect sleeps are jittered below this: short enough that a session
-    that may still live survives the reconnect (aiozk slept up to 60 s and
-    let sessions expire; kazoo's default did too).
+reconnect_cap = 1/4 T, or 1 s without a session
+    The longest reconnect sleep.  After each failed round over every host
+    the session sleeps a jittered share of 0.1 s doubling (eight steps at
+    most, 12.8 s: `aiocoord._backoff.Backoff`), never longer than this: short enough
+    that a session that may still live survives the reconnect (aiozk slept up
+    to 60 s and let sessions expire; kazoo's default did too).
 stable_after = 1/3 T
     A connection up this long (one ping interval) resets the reconnect
     backoff.  One that ends sooner (hung up after the handshake, failed
@@ -92,11 +94,9 @@ class SessionTiming:
     def stable_after(self) -> float:
         return self.session_timeout / 3
 
-    def backoff_bound(self, rounds: int, *, session_alive: bool) -> float:
-        """The longest reconnect sleep after `rounds` failed rounds over every host."""
-        cap = self.session_timeout / 4 if session_alive else 1.0
-        growth: float = 2 ** min(rounds, 8)
-        return min(cap, 0.05 * growth)
+    def reconnect_cap(self, *, session_alive: bool) -> float:
+        """The longest reconnect sleep, however many rounds over every host failed."""
+        return self.session_timeout / 4 if session_alive else 1.0
 
     @property
     def lost_after(self) -> float:

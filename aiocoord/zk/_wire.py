@@ -3,7 +3,7 @@
 Everything else in aiocoord sees typed values: `OpCode` and a `WireRequest`
 (opcode and serialized body) built by the small functions below.  Added to
 aiozk's types here: createContainer, createTTL, addWatch, setWatches2, whoAmI,
-getEphemerals and the SASL token exchange.  Replies are read by `_replies`, with bounds checks,
+getEphemerals and the SASL token exchange; reconfig is aiozk's own type.  Replies are read by `_replies`, with bounds checks,
 not by aiozk's parsers.
 """
 
@@ -60,6 +60,7 @@ class OpCode(enum.IntEnum):
     CHECK = 13
     MULTI = 14
     CREATE2 = 15
+    RECONFIG = 16
     REMOVE_WATCHES = 18
     CREATE_CONTAINER = 19
     CREATE_TTL = 21
@@ -263,6 +264,21 @@ def set_acl_request(path: str, acl: Sequence[ACL], version: int) -> WireRequest:
 def sasl_request(token: bytes) -> WireRequest:
     """One SASL token to the server (``GetSASLRequest``); the reply carries the next challenge."""
     return WireRequest(OpCode.SASL, _INT.pack(len(token)) + token)
+
+
+def reconfig_request(
+    joining: str | None, leaving: str | None, new_members: str | None, from_config: int
+) -> WireRequest:
+    """A reconfig (ZooKeeper 3.5+): comma-separated specs or ids; None is sent as null."""
+    return _render(
+        OpCode.RECONFIG,
+        proto.ReconfigRequest(
+            joining_servers=joining,
+            leaving_servers=leaving,
+            new_members=new_members,
+            current_config_id=from_config,
+        ),
+    )
 
 
 def close_request() -> WireRequest:

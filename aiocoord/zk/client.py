@@ -1,11 +1,13 @@
 """`ZkClient`: the low-level ZooKeeper client the recipes (and users) call.
 
 Typed ZooKeeper requests over one session (`ZkSession`, which it holds, not
-is, and does not show: its owner runs it, the recipes reach it privately):
+is: its owner runs it; the recipes reach what they may use of it through
+`session`, typed as `port.SessionPort`):
 create (persistent, ephemeral, sequential, container, TTL; Curator-style
 protected creates), get/set/delete with versions, children, exists, multi
 with per-operation results, one-shot watches as awaitables and persistent
-watches as async iterators, sync, whoAmI, getEphemerals, and the requests
+watches as async iterators, sync, whoAmI, getEphemerals, getConfig and
+reconfig, and the requests
 sent at once from synchronous code (`children_now`, `delete_now`).  Paths
 are validated on the way in and the chroot applied; reads are retried across
 a reconnect within one request deadline (waiting and retries included),
@@ -33,10 +35,11 @@ from ..errors import (
     NotEmptyError,
     ZooKeeperError,
 )
-from . import _errors, _replies, _wire
+from . import _config, _errors, _replies, _wire
 from ._acl import AclChoice
 from ._arguments import MAX_DATA, check_acl, check_data, check_mode, check_version
 from ._arming import arming, forget_watch, remove_watch
+from ._config import EnsembleConfig, EnsembleServer
 from ._multi import MultiResults, SentMulti, multi_packet, outcome, results_parser, validate_ops
 from ._protected import PROTECTED_PREFIX, create_protected, protected_name
 from ._sending import Sender
@@ -48,6 +51,7 @@ from .types import ACL, Created, CreateMode, CreateOp, Node, Op, Stat
 
 if TYPE_CHECKING:
     from ._session import ZkSession
+    from .port import SessionPort
 
 __all__ = (
     "MAX_DATA",
@@ -71,6 +75,17 @@ class ZkClient:
     def __init__(self, session: ZkSession) -> None:
         self._session = session  # run and closed by its owner, the Coordinator
         self._sender = Sender(session)
+        if session.settings.follow_ensemble:
+            session.background.append(self._follow_ensemble)
+
+    @property
+    def session(self) -> SessionPort:
+        """The session this client sends on, as aiocoord's recipes may use it (`SessionPort`).
+
+        For the library's own recipes, scheduler and integrations; an
+        application reads the connection state and session id on the `Coordinator`.
+        """
+        return self._session
 
     # --- create ----------------------------------------------------------------------------
 
@@ -495,6 +510,67 @@ class ZkClient:
         await self._sender.retrying(
             lambda deadline: self._sender.call(req, path=path, deadline=deadline)
         )
+
+    async def get_config(self, *, watch: bool = False) -> tuple[EnsembleConfig, Watch | None]:
+        """The ensemble's dynamic config (ZooKeeper 3.5+ ``/zookeeper/config``), and a watch on it.
+
+        Returns the config (members with ids, roles, quorum and client
+        addresses, and its version) and, with `watch`, a one-shot watch that
+        fires when a reconfig changes it (else None).  The node is read
+        outside any chroot, as the Java client's ``getConfig`` does; a
+        standalone server answers an empty config (version 0, no servers).
+        Retried across a reconnect like every read; `NodeDataError` if the
+        node holds what is not a config.
+        """
+        if not isinstance(watch, bool):
+            raise TypeError(f"watch must be a bool, not {type(watch).__name__}")
+        return await _config.get_config(self._sender, self._session, watch=watch)
+
+    async def reconfig(
+        self,
+        *,
+        joining: Sequence[str | EnsembleServer] | str | None = None,
+        leaving: Sequence[int | str] | int | str | None = None,
+        new_members: Sequence[str | EnsembleServer] | str | None = None,
+        from_config: int = -1,
+    ) -> EnsembleConfig:
+        """Change the ensemble's membership (ZooKeeper 3.5+ dynamic reconfig); returns the new config.
+
+        Incremental: `joining` adds or updates members (``server.N=host:peer:
+        election[:role][;[client host:]client port]`` lines, or `EnsembleServer`
+        values), `leaving` removes members by id.  Bulk: `new_members` is the
+        whole new membership.  `from_config` (a config's `version`) makes it
+        conditional: `BadVersionError` if the config changed since (-1: any).
+        Blocks until the leader has committed it (a write: not retried, so
+        `ConnectionLostError` leaves the outcome unknown; read `get_config`).
+        Raises `ReconfigDisabledError` when the servers do not allow it,
+        `NoAuthError` without the rights (a super user, or ``skipACL``), a
+        `ZooKeeperError` with code -13 when the new config would have no
+        quorum of synced members, -14 while another reconfig runs, and
+        `ConfigError` naming the argument for bad input.
+        """
+        return await _config.reconfig(
+            self._sender,
+            joining=joining,
+            leaving=leaving,
+            new_members=new_members,
+            from_config=from_config,
+        )
+
+    async def _follow_ensemble(self) -> None:
+        """Curator's EnsembleTracker: the config's client addresses become the host list."""
+        session = self._session
+        first: list[int] = []  # the version read first, once read
+
+        def apply(config: EnsembleConfig) -> None:
+            addresses = _config.followed_hosts(
+                config, session.hosts.given, first[0] if first else None
+            )
+            first[:] = first or [config.version]
+            if addresses is not None:
+                session.set_hosts(addresses, f"ensemble config version 0x{config.version:x}")
+
+        await _config.follow_ensemble(lambda: self.get_config(watch=True), session, apply)
 
     async def whoami(self) -> list[tuple[str, str]]:
         """The (scheme, id) pairs the server authenticated this session as."""

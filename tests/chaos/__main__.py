@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", default=None, help="participant fault kinds (comma-separated)")
     parser.add_argument("--dir", type=Path, default=None, help="where to write the logs")
     parser.add_argument("--keep", action="store_true", help="keep the logs even on success")
+    parser.add_argument(
+        "--no-java", action="store_true", help="without the Curator participants (tests.chaos.java)"
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the report")
     args = parser.parse_args(argv)
     cfg = CampaignConfig(
@@ -44,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         aims=tuple(args.aims.split(",")) if args.aims else None,
         kinds=tuple(args.kinds.split(",")) if args.kinds else None,
         echo=(lambda _: None) if args.quiet else print,
+        java=not args.no_java,
     )
     if args.roles:
         cfg.roles = args.roles

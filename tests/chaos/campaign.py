@@ -4,7 +4,9 @@
 of its own, the fenced store, and one `FaultProxy` per member per participant
 (so cutting or pausing a participant's network hits that participant only),
 then the participant processes (`participant`, alternately on asyncio and
-uvloop).  It runs the seeded fault plan (`faults.plan`) in two lanes of
+uvloop) and the Java participants (`java`: compiled first, one JVM per
+Curator recipe, ``j1``..; left out, saying why, without ``javac`` or the
+jars).  It runs the seeded fault plan (`faults.plan`) in two lanes of
 threads for `seconds` (an aimed fault hits the participant that holds its
 resource at that moment, read from the participants' logs as they grow:
 `Holders`), lets everything settle for `calm` seconds without
@@ -44,9 +46,10 @@ from aiocoord import NoNodeError
 from aiocoord.scheduler import Scheduler
 from aiocoord.testing import EnsembleMember, FaultProxy, ZooKeeperEnsemble, kill_session
 
+from . import java as chaos_java
 from . import roles as chaos_roles
 from .checker import Report, check
-from .faults import AIMED, Fault, plan
+from .faults import AIMED, Fault, plan, with_java
 from .records import Record, Writer, read_records
 from .roles import CRON_EVERY
 from .store import FencedStore
@@ -75,6 +78,9 @@ class CampaignConfig:
     aimed: float = AIMED  # the share of participant faults aimed at a holder
     aims: tuple[str, ...] | None = None  # at the holders of these (default: all, see faults.AIMS)
     kinds: tuple[str, ...] | None = None  # participant faults of these kinds only (default: all)
+    # Curator participants beside the Python ones (`java`), one JVM per role of
+    # java.JAVA_ROLES that `roles` has; skipped, saying why, without javac or the jars.
+    java: bool = True
 
 
 @dataclass(slots=True)
@@ -94,6 +100,7 @@ class _Slot:
     loop: str
     inc: int = 0
     version: str = "1.0"
+    java_role: str | None = None  # a Java participant (`java`) running this Curator recipe
     proc: subprocess.Popen[bytes] | None = None
     out: IO[bytes] | None = None
     expected_exit: bool = False  # we killed it, or told it to stop
@@ -120,7 +127,7 @@ class Holders:
         self.last: dict[str, Record] = {}  # aim -> the latest term (or job run) record
 
     def _read(self) -> None:
-        for path in sorted(self.dir.glob("p*.jsonl")):
+        for path in sorted([*self.dir.glob("p*.jsonl"), *self.dir.glob("j*.jsonl")]):
             with open(path, "rb") as f:
                 f.seek(self._offsets.get(path, 0))
                 data = self._tails.pop(path, b"") + f.read()
@@ -166,8 +173,15 @@ class Holders:
 
 
 class _Orchestrator:
-    def __init__(self, cfg: CampaignConfig, directory: Path, stack: contextlib.ExitStack) -> None:
+    def __init__(
+        self,
+        cfg: CampaignConfig,
+        directory: Path,
+        stack: contextlib.ExitStack,
+        java: chaos_java.JavaBuild,
+    ) -> None:
         self.cfg = cfg
+        self.java = java
         self.dir = directory
         self.stack = stack
         self.log = Writer(directory / "orchestrator.jsonl")
@@ -188,14 +202,19 @@ class _Orchestrator:
     def setup(self) -> None:
         self.ensemble.start()
         self.stack.enter_context(self.store)
-        for i in range(self.cfg.participants):
+        names = [f"p{i + 1}" for i in range(self.cfg.participants)]
+        java_roles = java_roles_of(self.cfg) if self.java.classpath else []
+        for i, name in enumerate([*names, *(f"j{k + 1}" for k in range(len(java_roles)))]):
             proxies = []
             for m in self.ensemble.members:
                 proxy = FaultProxy(m.host, m.port).start()
                 self.stack.callback(proxy.stop)
                 proxies.append(proxy)
-            loop = "uvloop" if i % 2 else "asyncio"
-            self.slots.append(_Slot(i, f"p{i + 1}", proxies, loop))
+            if i < len(names):
+                self.slots.append(_Slot(i, name, proxies, "uvloop" if i % 2 else "asyncio"))
+            else:
+                role = java_roles[i - len(names)]
+                self.slots.append(_Slot(i, name, proxies, "java", java_role=role))
         self.stack.callback(self._kill_all)
 
     def _save_server_logs(self) -> None:
@@ -206,13 +225,22 @@ class _Orchestrator:
 
     def spawn(self, slot: _Slot) -> None:
         host, port = self.store.address
-        args = [
-            sys.executable, "-m", "tests.chaos.participant",
-            "--name", slot.name, "--inc", str(slot.inc), "--hosts", slot.hosts,
-            "--store", f"{host}:{port}", "--log", str(self.dir / f"{slot.name}.jsonl"),
-            "--session-timeout", str(self.cfg.session_timeout), "--loop", slot.loop,
-            "--version", slot.version, "--seed", str(self.cfg.seed), "--roles", self.cfg.roles,
-        ]  # fmt: skip
+        if slot.java_role is not None:
+            assert self.java.classpath is not None
+            args = chaos_java.command(
+                self.java.classpath,
+                role=slot.java_role,
+                name=slot.name,
+                inc=slot.inc,
+                hosts=slot.hosts,
+                store=f"{host}:{port}",
+                log=self.dir / f"{slot.name}.jsonl",
+                session_timeout=self.cfg.session_timeout,
+                seed=self.cfg.seed,
+                namespace=chaos_roles.NAMESPACE,
+            )
+        else:
+            args = self._python_args(slot)
         if slot.out is None:
             slot.out = open(self.dir / f"{slot.name}.out", "ab")  # noqa: SIM115 - closed in _kill_all
         slot.proc = subprocess.Popen(
@@ -221,6 +249,16 @@ class _Orchestrator:
         )  # fmt: skip
         slot.expected_exit = False
         self.log.emit("proc", p=slot.name, inc=slot.inc, ev="spawn", pid=slot.proc.pid)
+
+    def _python_args(self, slot: _Slot) -> list[str]:
+        host, port = self.store.address
+        return [
+            sys.executable, "-m", "tests.chaos.participant",
+            "--name", slot.name, "--inc", str(slot.inc), "--hosts", slot.hosts,
+            "--store", f"{host}:{port}", "--log", str(self.dir / f"{slot.name}.jsonl"),
+            "--session-timeout", str(self.cfg.session_timeout), "--loop", slot.loop,
+            "--version", slot.version, "--seed", str(self.cfg.seed), "--roles", self.cfg.roles,
+        ]  # fmt: skip
 
     def _kill_all(self) -> None:
         for slot in self.slots:
@@ -254,7 +292,11 @@ class _Orchestrator:
             member_grace=MEMBER_GRACE,
             leader_resources=self._leader_resources(),
             jobs="jobs" in cfg.roles,
+            java={s.name: s.java_role for s in self.slots if s.java_role is not None},
+            java_skipped=self.java.skipped,
         )
+        if self.java.skipped:
+            self.cfg.echo(f"chaos: {self.java.skipped}")
         for slot in self.slots:
             self.spawn(slot)
         for slot in self.slots:
@@ -298,7 +340,7 @@ class _Orchestrator:
             out += [f"task:{t}" for t in chaos_roles.TASKS]
         if "jobs" in chosen:
             out.append("assigner")
-        out += [res for res in ("mutex", "cron") if res in chosen]
+        out += [res for res in ("mutex", "cron", "selector") if res in chosen]
         return out
 
     def _final_jobs(self) -> None:
@@ -599,6 +641,12 @@ class _Orchestrator:
                 yield path
 
 
+def java_roles_of(cfg: CampaignConfig) -> list[str]:
+    """The Java participants' roles a campaign of `cfg` runs (one JVM each, see `java`)."""
+    chosen = cfg.roles.split(",")
+    return [role for role in chaos_java.JAVA_ROLES if cfg.java and role in chosen]
+
+
 def digest_mismatches(directory: Path) -> int:
     """Lines of ZooKeeper's own data-tree digest check failing, in the members' saved logs."""
     count = 0
@@ -612,6 +660,13 @@ def run_campaign(cfg: CampaignConfig) -> CampaignResult:
     """Run one campaign (see the module docstring) and check it; the report says the verdict."""
     directory = cfg.directory or Path(tempfile.mkdtemp(prefix="aiocoord-chaos-"))
     directory.mkdir(parents=True, exist_ok=True)
+    if not cfg.java:
+        java = chaos_java.JavaBuild(None, "Java participants not asked for: java=False (--no-java)")
+    elif not java_roles_of(cfg):
+        java = chaos_java.JavaBuild(None, None)  # none of their roles chosen: nothing to say
+    else:
+        java = chaos_java.prepare(directory / "java")
+    java_count = len(java_roles_of(cfg)) if java.classpath else 0
     faults = plan(
         cfg.seed,
         cfg.seconds,
@@ -621,10 +676,11 @@ def run_campaign(cfg: CampaignConfig) -> CampaignResult:
         aims=cfg.aims,
         kinds=cfg.kinds,
     )
+    faults = with_java(faults, cfg.participants, java_count, cfg.seed)
     ok = False
     try:
         with contextlib.ExitStack() as stack:
-            orch = _Orchestrator(cfg, directory, stack)
+            orch = _Orchestrator(cfg, directory, stack, java)
             stack.callback(orch.stopping.set)  # first thing on the way out: lanes stop
             orch.setup()
             orch.run(faults)

@@ -88,6 +88,7 @@ accepted and refused, excused overlaps and the longest of them.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -104,6 +105,7 @@ CONTENDED_ROLES = (
     *LEADER_ROLES,
     "lock",
     "mutex",
+    "selector",
     "cron",
 )  # always wanted by someone: gaps are bounded
 STOP_SLACK = 0.05  # a stall may have begun one tick of the stall watcher before its t0
@@ -134,11 +136,14 @@ class _Campaign:
         self.deaths: dict[tuple[str, int], float] = {}
         self.stops: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
         self.starts: dict[tuple[str, int], float] = {}
+        self.java: set[tuple[str, int]] = set()  # Java participants (`java`): one recipe each
         self._processes()
 
     def _processes(self) -> None:
         for r in self.by_kind["start"]:
             self.starts.setdefault((r["p"], int(r["inc"])), float(r["t"]))
+            if r.get("lang") == "java":
+                self.java.add((r["p"], int(r["inc"])))
         open_stop: dict[tuple[str, int], float] = {}
         for r in self.by_kind["proc"]:
             key = (r["p"], int(r["inc"]))
@@ -285,6 +290,7 @@ def check(records: Iterable[Record], params: Params | None = None) -> Report:
     by_res: dict[str, list[Term]] = defaultdict(list)
     for t in terms:
         by_res[t.res].append(t)
+    _java(camp, by_res, report)
     for res, ts in sorted(by_res.items()):
         _overlaps(camp, res, ts, params, report)
         _token_order(camp, res, ts, params, report)
@@ -315,6 +321,18 @@ def _overlaps(camp: _Campaign, res: str, terms: list[Term], params: Params, repo
             explains = [a for a in rivals if _excuse(camp, a, b, params) is not None]
             _overlap(camp, res, (explains or rivals)[0], b, params, report)
         active.append(b)
+
+
+def _java(camp: _Campaign, by_res: dict[str, list[Term]], report: Report) -> None:
+    """The Java participants' figures: their terms by role, and the hand-overs between the
+    languages (a term whose predecessor on the resource was held by the other language)."""
+    report.java = dict(camp.config.get("java") or {})
+    report.java_skipped = camp.config.get("java_skipped")
+    for res, terms in by_res.items():
+        langs = [t.proc in camp.java for t in terms]
+        report.java_terms[res] += sum(langs)
+        if any(langs):
+            report.java_handovers[res] = sum(1 for a, b in itertools.pairwise(langs) if a != b)
 
 
 def _excuse(camp: _Campaign, a: Term, b: Term, params: Params) -> str | None:
@@ -436,6 +454,8 @@ def _someone_connected(camp: _Campaign, a: float, b: float) -> bool:
     for r in camp.by_kind["conn"]:
         conns[(r["p"], int(r["inc"]))].append(r)
     for key, start in camp.starts.items():
+        if key in camp.java:
+            continue  # it runs no once_per
         if start > a - 1.0 or camp.deaths.get(key, math.inf) < b:
             continue
         if any(s1 <= b and s2 >= a - 1.0 for s1, s2 in camp.stops[key]):
@@ -499,7 +519,7 @@ def _gaps_and_liveness(
             at = end - params.liveness_at
             if not any(t.start <= at < t.end for t in terms):
                 report.liveness.append(f"{res}: no leader {params.liveness_at} s before the end")
-    for res in ("lock", "mutex", "cron"):
+    for res in ("lock", "mutex", "selector", "cron"):
         if (
             calm is not None
             and res in by_res

@@ -16,12 +16,16 @@ Two lanes run side by side, each one fault at a time:
 
 Most participant faults are aimed (``aim``): at whichever participant holds
 a resource when the fault starts (the latch's leader, the CAS lock's or the
-mutex's holder, a task's leader, the scheduler's assigner, a worker running
+mutex's holder, the selector's leader, a task's leader, the scheduler's assigner, a worker running
 a job, the cron job's leader), so that the faults that can break safety hit
 the holders instead of being left to chance.  The orchestrator finds the
 holder from the participants' logs and logs whom it hit; with no holder, the
 planned `target` is hit.  Aims are drawn from a stream of their own, so a
 seed's kinds, times and targets do not depend on them.
+
+Java participants (`java`) are hit as the Python ones are: aimed faults hit
+them when they hold, and `with_java` moves their share of the planned targets
+to them (leaving a seed's kinds and times as they were).
 
 `plan` says what happens when (seconds from the start of the fault phase)
 and for how long; the orchestrator executes it (timing may slip: a member
@@ -31,9 +35,9 @@ takes seconds to start) and logs what it really did.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-__all__ = ("AIMED", "AIMS", "ENSEMBLE_KINDS", "PARTICIPANT_KINDS", "Fault", "plan")
+__all__ = ("AIMED", "AIMS", "ENSEMBLE_KINDS", "PARTICIPANT_KINDS", "Fault", "plan", "with_java")
 
 # Relative weights of the participant lane's kinds.
 PARTICIPANT_KINDS: dict[str, float] = {
@@ -51,6 +55,7 @@ AIMS: dict[str, float] = {
     "latch": 2.0,
     "lock": 2.0,
     "mutex": 2.0,
+    "selector": 1.5,
     "task": 1.0,
     "assigner": 1.5,
     "job": 1.0,
@@ -151,3 +156,22 @@ def plan(
         at += hold + erng.uniform(*ensemble_gap)
     faults.sort(key=lambda f: (f.at, f.lane))
     return faults
+
+
+def with_java(faults: list[Fault], participants: int, java: int, seed: int) -> list[Fault]:
+    """`faults` with a fair share of the participant lane's planned targets moved to `java`
+    Java participants (indices `participants` ..), drawn from a stream of their own.
+
+    Kinds, times, holds and aims stay as `plan` made them, so a seed plans the
+    same faults with or without Java participants; only whom an unaimed fault
+    (or an aimed one that finds no holder) hits changes.
+    """
+    if java <= 0:
+        return list(faults)
+    rng = random.Random(seed * 6151 + 5)
+    out = []
+    for f in faults:
+        if f.lane == "participant" and rng.random() < java / (participants + java):
+            f = replace(f, target=participants + rng.randrange(java))
+        out.append(f)
+    return out

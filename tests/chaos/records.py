@@ -12,10 +12,11 @@ Participant events (``p`` participant name, ``inc`` incarnation: one per OS
 process started for that name):
 
 - ``start``: ``os_pid``, ``wall`` (``time.time()`` at the same instant as ``t``),
-  ``loop`` (asyncio or uvloop), ``mutant`` (the deliberate defect applied, or null)
+  ``loop`` (asyncio or uvloop), ``mutant`` (the deliberate defect applied, or null);
+  a Java participant (`java`) has ``loop`` java, ``lang`` java and its ``role``
 - ``conn``: a connection state, ``state``, ``sid``, ``new`` (a new session)
-- ``term``: a term begins: ``id``, ``role`` (latch, lock, mutex, once, task,
-  assigner, cron), ``res`` (the resource it guards), ``tok`` (fencing token),
+- ``term``: a term begins: ``id``, ``role`` (latch, lock, mutex, selector, once,
+  task, assigner, cron), ``res`` (the resource it guards), ``tok`` (fencing token),
   for once_per also ``win`` (the window's start, wall clock), for cron
   ``win`` (the firing's scheduled time, wall clock)
 - ``end``: the term ``id`` ends: its body was cancelled (``why``: cancelled) or

@@ -76,6 +76,10 @@ class Report:
     faults: Counter[str] = field(default_factory=Counter)
     aimed: Counter[str] = field(default_factory=Counter)  # aim -> faults that hit its holder
     terms: Counter[str] = field(default_factory=Counter)
+    java: dict[str, str] = field(default_factory=dict)  # Java participant -> its role
+    java_skipped: str | None = None  # why there were none
+    java_terms: Counter[str] = field(default_factory=Counter)  # resource -> terms held in Java
+    java_handovers: Counter[str] = field(default_factory=Counter)  # resource -> language changes
     overlaps: list[Overlap] = field(default_factory=list)
     excused: list[Overlap] = field(default_factory=list)
     expiry_races: list[Overlap] = field(default_factory=list)
@@ -146,6 +150,22 @@ class Report:
     def ok(self) -> bool:
         return self.violations == 0
 
+    def _java_line(self) -> str:
+        if not self.java:
+            why = (self.java_skipped or "none of their roles chosen").removeprefix(
+                "Java participants "
+            )
+            return f"Java participants: none ({why})"
+        java = sorted(k for k, n in self.java_terms.items() if n)
+        return (
+            "Java participants (Curator): "
+            + ", ".join(f"{name} {role}" for name, role in sorted(self.java.items()))
+            + "; their terms: "
+            + (", ".join(f"{res} {self.java_terms[res]}" for res in java) or "none")
+            + "; hand-overs between the languages: "
+            + (", ".join(f"{res} {self.java_handovers[res]}" for res in java) or "none")
+        )
+
     def format(self) -> str:
         """The campaign's summary, as printed at the end of a run."""
         cfg = self.config
@@ -160,6 +180,7 @@ class Report:
             "terms: "
             + (", ".join(f"{k} {n}" for k, n in sorted(self.terms.items())) or "none")
             + f" (total {sum(self.terms.values())})",
+            self._java_line(),
             f"overlaps outside pauses: {len(self.overlaps)}"
             f"   (while a holder was frozen or woken < {self.wake_bound:.2f} s ago: "
             f"{len(self.excused)}, longest "

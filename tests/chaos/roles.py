@@ -8,6 +8,9 @@
   writing to resource ``lock``;
 - ``mutex``: the queued `mutex` on ``/mutex`` over and over, the same way,
   writing to resource ``mutex``;
+- ``selector``: a `leader_selector` (requeue) on ``/selector`` whose ``lead``
+  holds for as long as a mutex holder does, writing to resource ``selector``,
+  then returns (the next in line leads; this one joins again at the back);
 - ``once``: `once_per` on ``/once`` every 0.1–0.3 s; a run writes to
   resource ``once`` and is logged with its window;
 - ``tasks``: task leadership on ``/tasks`` for tasks t1..t3 (its version comes
@@ -91,6 +94,7 @@ from aiocoord import (
     double_barrier,
     group_member,
     leader_latch,
+    leader_selector,
     mutex,
     once_per,
     semaphore,
@@ -127,6 +131,7 @@ __all__ = (
     "ROLE_FUNCS",
     "RW",
     "SEM",
+    "SELECTOR",
     "SEM_LEASES",
     "SERVICE",
     "SERVICES",
@@ -140,6 +145,7 @@ NAMESPACE = "/chaos"
 LATCH = "/latch"
 LOCK = "/lock"
 MUTEX = "/mutex"
+SELECTOR = "/selector"
 CRON_ROOT = "/cron"
 CRON_EVERY = 1.0  # the cron job's interval (s)
 ONCE = "/once"
@@ -178,6 +184,7 @@ ROLES = (
     "latch",
     "lock",
     "mutex",
+    "selector",
     "once",
     "tasks",
     "cron",
@@ -322,6 +329,20 @@ async def mutex_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
         await anyio.sleep(rng.uniform(0.05, 0.4))
 
     await forever(ctx, "mutex", body)
+
+
+async def selector_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
+    rng = ctx.rng("selector")
+
+    async def lead(term: aiocoord.LeadershipTerm) -> None:
+        await ctx.hold("selector", "selector", term.token, rng, duration=hold_time(rng))
+
+    async def body() -> None:
+        pid = f"{ctx.name}.{ctx.inc}"
+        async with leader_selector(coord, SELECTOR, lead, participant_id=pid, requeue=True):
+            await anyio.sleep_forever()
+
+    await forever(ctx, "selector", body)
 
 
 async def cron_role(coord: aiocoord.Coordinator, ctx: Context) -> None:
@@ -741,6 +762,7 @@ ROLE_FUNCS: dict[str, Callable[[aiocoord.Coordinator, Context], Coroutine[Any, A
     "latch": latch_role,
     "lock": lock_role,
     "mutex": mutex_role,
+    "selector": selector_role,
     "cron": cron_role,
     "once": once_role,
     "tasks": tasks_role,

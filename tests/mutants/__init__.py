@@ -27,6 +27,8 @@ reader_ignores_writers  a reader waits for the writers ahead of it           ``R
 membership_no_recreate  a persistent node comes back after a lost session    ``PersistentNode._create``
 counter_no_cas          a counter's add is a CAS on the version it read      ``SharedCount.add``
 barrier_enters_early    nobody passes enter() before `members` are in        ``DoubleBarrier._full``
+selector_latch_layout   a selector is on Curator LeaderSelector's nodes      ``_SelectorLatch._layouts``
+                        (``-lock-``), one election with Java selectors
 ======================  ===================================================  ====================================
 """
 
@@ -232,6 +234,13 @@ def _barrier_enters_early(original: Any) -> Any:
     return _full
 
 
+def _selector_latch_layout(original: Any) -> Any:
+    """The selector's default layout is the latch's ``-latch-`` nodes again, not Curator
+    LeaderSelector's ``-lock-`` ones: a Java selector on the path sorts our nodes behind its
+    own and leads beside ours (caught by the campaign's Java selector)."""
+    return {**original, "curator": original["latch"]}
+
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -320,6 +329,15 @@ MUTANTS: dict[str, Mutant] = {
             (("aiocoord.recipes.values._double_barrier", "DoubleBarrier._full"),),
             ("tests/zk/test_barriers.py::test_double_barrier_in_together_out_together",),
             _barrier_enters_early,
+        ),
+        Mutant(
+            "selector_latch_layout",
+            "the selector is on the latch's -latch- nodes, not Curator LeaderSelector's -lock-",
+            (("aiocoord.recipes.leader_latch._selector", "_SelectorLatch._layouts"),),
+            (
+                "tests/zk/test_interop_selector.py::test_java_and_aiocoord_selectors_share_one_election",
+            ),
+            _selector_latch_layout,
         ),
     )
 }

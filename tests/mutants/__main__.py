@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # Whose holders a mutant's campaign aims its faults at (see tests.chaos.faults.AIMS).
 AIMS: dict[str, tuple[str, ...]] = {
-    "none": ("latch", "lock", "mutex", "assigner", "job", "cron"),
+    "none": ("latch", "lock", "mutex", "selector", "assigner", "job", "cron"),
     "latch_no_cancel": ("latch",),
     "mutex_no_wait": ("mutex",),
     "cron_no_cas": ("cron",),
@@ -49,6 +49,9 @@ AIMS: dict[str, tuple[str, ...]] = {
     "membership_no_recreate": ("latch", "lock", "mutex"),
     "counter_no_cas": ("latch", "lock", "mutex"),
     "barrier_enters_early": ("latch", "lock", "mutex"),
+    # Two leaders at once from the start: any fault will do, but the selector's holders
+    # change hands most (and with them who is paired with the Java selector).
+    "selector_latch_layout": ("selector",),
 }
 # The participant faults that can show a mutant's defect (default: every kind).  A CAS-lock
 # holder's own deadline matters only when it is cut off for longer than its lease while its

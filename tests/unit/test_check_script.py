@@ -62,3 +62,50 @@ def test_the_whole_check_still_runs_everything(tmp_path: Path) -> None:
         "wheel-smoke",
         "docs",
     ]
+
+
+def _setup_levels(tmp_path: Path, *args: str) -> tuple[list[str], str]:
+    """Run a copy of scripts/setup whose every tool is a stub; the tools it ran and the stamp."""
+    log = tmp_path / "calls.log"
+    log.touch()
+    (tmp_path / "scripts").mkdir(exist_ok=True)
+    shutil.copy(ROOT / "scripts" / "setup", tmp_path / "scripts" / "setup")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    bin_dir = tmp_path / "bin"
+    for tool in ("apt-get", "javac", "chromium", "chromedriver", "openssl", "nft"):
+        _stub(bin_dir / tool, log)
+    _stub(tmp_path / ".venv" / "bin" / "python", log)
+    done = subprocess.run(
+        ["bash", str(tmp_path / "scripts" / "setup"), *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    return log.read_text().splitlines(), (
+        tmp_path / ".venv" / ".aiocoord-install-stamp"
+    ).read_text()
+
+
+def test_the_demo_sets_up_its_runtime_only() -> None:
+    """The demo installed the whole developer toolchain (a JDK, Chromium, Kerberos, 127 packages)."""
+    lines = (ROOT / "scripts" / "demo").read_text().splitlines()
+    assert "./scripts/setup runtime" in lines
+
+
+def test_the_runtime_level_installs_the_package_without_extras(tmp_path: Path) -> None:
+    calls, stamp = _setup_levels(tmp_path, "runtime")
+    [pip] = [c for c in calls if c.startswith("python -m pip")]
+    assert pip.split()[-1] == "."
+    assert stamp.startswith("runtime ")
+
+
+def test_the_dev_level_installs_the_extras_and_serves_the_runtime_level(tmp_path: Path) -> None:
+    calls, stamp = _setup_levels(tmp_path)
+    [pip] = [c for c in calls if c.startswith("python -m pip")]
+    assert pip.split()[-1] == ".[dev,sasl]"
+    assert stamp.startswith("dev ")
+    again, _ = _setup_levels(tmp_path, "runtime")
+    assert not [c for c in again[len(calls) :] if c.startswith("python -m pip")]

@@ -1,14 +1,22 @@
-"""The shared argument checks: seconds and coordinators, each error naming the argument."""
+"""The shared argument checks: seconds, ints, node names, coordinators; each error names the argument."""
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import pytest
 
 from aiocoord import ConfigError, Coordinator, InvalidPathError, Settings
-from aiocoord._checks import check_coordinator, check_root, check_seconds, check_timeout
+from aiocoord._checks import (
+    check_coordinator,
+    check_int,
+    check_node_name,
+    check_root,
+    check_seconds,
+    check_timeout,
+)
 
 
 @pytest.mark.parametrize("value", [0, 0.0, 1, 2.5, 10**6])
@@ -86,3 +94,89 @@ def test_a_root_names_itself_in_the_reason() -> None:
     assert caught.value.path == "rel"
     with pytest.raises(InvalidPathError, match="base must be a str"):
         check_root(5, "base")
+
+
+def test_a_config_error_is_both_a_value_error_and_a_type_error() -> None:
+    """One error type for every bad argument of `check_int` and `check_node_name`."""
+    assert issubclass(ConfigError, ValueError) and issubclass(ConfigError, TypeError)
+
+
+@pytest.mark.parametrize("value", [True, False, 1.0, "1", None])
+def test_an_int_is_an_int_and_never_a_bool(value: Any) -> None:
+    with pytest.raises(ConfigError, match=r"^count: must be an int, not ") as caught:
+        check_int("count", value)
+    assert caught.value.field == "count"
+
+
+def test_an_int_out_of_its_bounds_names_them() -> None:
+    assert check_int("count", 5) == 5
+    assert check_int("count", 1, least=1, most=3) == 1
+    with pytest.raises(ConfigError, match=r"^count: must be at least 1, not 0$"):
+        check_int("count", 0, least=1)
+    with pytest.raises(ConfigError, match=r"^count: must be at most 3, not 4$"):
+        check_int("count", 4, most=3)
+    with pytest.raises(ConfigError, match=r"^count: must be from 1 to 3, not -2$"):
+        check_int("count", -2, least=1, most=3)
+
+
+@pytest.mark.parametrize("value", ["a", "job-1", "zookeeper", "_c_x", "ü", "a.b"])
+def test_a_node_name_is_one_valid_segment(value: str) -> None:
+    assert check_node_name("task", value) == value
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (5, "must be a str, not int"),
+        (None, "must be a str, not NoneType"),
+        ("", "must be a non-empty node name"),
+        ("a/b", "without '/'"),
+        (".", "cannot name a ZooKeeper node"),
+        ("..", "cannot name a ZooKeeper node"),
+        ("a\x00b", "cannot name a ZooKeeper node"),
+        ("a\x01", "cannot name a ZooKeeper node"),
+    ],
+)
+def test_a_bad_node_name_is_a_config_error_naming_the_argument(value: Any, says: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(says)) as caught:
+        check_node_name("task", value)
+    assert caught.value.field == "task" and str(caught.value).startswith("task: ")
+
+
+def test_the_protected_prefix_is_refused_where_asked() -> None:
+    assert check_node_name("member_id", "_c_x") == "_c_x"
+    with pytest.raises(ConfigError, match=r"^member_id: '_c_x' must not start with '_c_'$"):
+        check_node_name("member_id", "_c_x", protected=False)
+
+
+def test_a_pattern_narrows_the_names() -> None:
+    pattern = re.compile(r"[a-z]+")
+    assert check_node_name("job_id", "abc", pattern=pattern, rule="letters") == "abc"
+    with pytest.raises(ConfigError, match=r"^job_id: 'a1' is not valid: letters$"):
+        check_node_name("job_id", "a1", pattern=pattern, rule="letters")
+    with pytest.raises(ConfigError, match=r"^job_id: 'a/b' is not valid: letters$"):
+        check_node_name("job_id", "a/b", pattern=pattern, rule="letters")  # the rule says why
+
+
+def test_a_group_member_id_with_a_control_character_is_refused_by_name() -> None:
+    """Was accepted by the group's own checker and failed later as a path, naming no argument."""
+    from aiocoord.recipes.membership import GroupMember
+
+    coord = Coordinator(Settings(hosts="127.0.0.1:1"))  # never entered: nothing is sent
+    with pytest.raises(ConfigError, match=r"^member_id: "):
+        GroupMember(coord, "/group", member_id="pod\x01")
+
+
+def test_a_cron_job_may_be_named_zookeeper() -> None:
+    """Only the root's own child /zookeeper is reserved; a job's node below a root is not."""
+    from aiocoord import Cron, Worker
+
+    coord = Coordinator(Settings(hosts="127.0.0.1:1"))  # never entered: nothing is sent
+    cron = Cron(coord, "/cron", worker=Worker(version="1.0"))
+
+    @cron.job("* * * * *", name="zookeeper")
+    async def tick(firing: object) -> None:
+        pass
+
+    with pytest.raises(ConfigError, match="already registered"):
+        cron.job("* * * * *", name="zookeeper")(tick)

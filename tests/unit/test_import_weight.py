@@ -27,6 +27,7 @@ HEAVY = (
     "aiocoord.metrics",
     "aiocoord.cli",
     "aiocoord.inspection",
+    "aiocoord.blocking",
     "aiocoord.testing",
     "aiocoord.recipes",
     "aiocoord.session",
@@ -107,6 +108,17 @@ def test_every_public_name_resolves_in_a_fresh_interpreter() -> None:
     assert "aiocoord.scheduler" in _loaded_after(code)
 
 
+def test_the_blocking_facade_loads_when_named() -> None:
+    """`from aiocoord import blocking` and `aiocoord.blocking` both work, and load anyio's portal."""
+    loaded = _loaded_after(
+        "import aiocoord\n"
+        "from aiocoord import blocking\n"
+        "assert aiocoord.blocking is blocking and blocking.connect is not None\n"
+        "assert blocking.BlockingInEventLoopError is aiocoord.BlockingInEventLoopError\n"
+    )
+    assert "aiocoord.blocking" in loaded and "anyio.from_thread" in loaded
+
+
 def test_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="NoSuchName"):
         aiocoord.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
@@ -131,5 +143,5 @@ def test_lazy_table_matches_what_type_checkers_see() -> None:
     lazy: dict[str, str] = aiocoord._LAZY
     assert lazy == seen
     eager = {n for n in aiocoord.__all__ if getattr(aiocoord, n).__module__ == "aiocoord.errors"}
-    assert set(aiocoord.__all__) | set(aiocoord._ALIASES) == eager | set(lazy)
+    assert set(aiocoord.__all__) == eager | set(lazy)
     assert not eager & set(lazy)

@@ -13,6 +13,8 @@ Every module under ``aiocoord/`` is parsed with `ast` (imports under
    own layer.  Every unit found on disk must have a layer.
 3. No import cycle: no two modules import each other, directly or through
    other modules.
+4. No module reaches into another package's objects through their
+   underscored attributes (``client._session``); see `attribute_violations`.
 
 And a public module's private names (``_helper``) are its own.
 """
@@ -37,8 +39,14 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset({})
 # ``aiocoord.recipes`` is the recipes' shared modules (``_tenure``, ``_sequential``).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("aiocoord.errors",),
-    # Base helpers, each needing only the errors.
-    ("aiocoord._broadcast", "aiocoord._lifecycle", "aiocoord._paths", "aiocoord._settings_env"),
+    # Base helpers, each needing only the errors (the backoff: nothing of ours).
+    (
+        "aiocoord._backoff",
+        "aiocoord._broadcast",
+        "aiocoord._lifecycle",
+        "aiocoord._paths",
+        "aiocoord._settings_env",
+    ),
     ("aiocoord.settings",),
     ("aiocoord.zk",),
     # The record codec: node data is bounded by ZooKeeper's packet limit (zk.client.MAX_DATA).
@@ -61,6 +69,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("aiocoord.scheduler",),  # elects its assigner with a leader latch
     ("aiocoord.inspection", "aiocoord.metrics"),
     ("aiocoord.integrations",),
+    ("aiocoord.blocking",),  # the session and the recipes from threaded code, through a portal
     ("aiocoord",),  # the public face re-exports the library; nothing in it imports the face
     # The tools: a real ZooKeeper server, test servers and faults, the command.
     ("aiocoord.server",),
@@ -70,6 +79,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 # Import cycles allowed: none.  Each entry would be the modules of one cycle.
 ALLOWED_CYCLES: frozenset[frozenset[str]] = frozenset()
+# Underscored attributes read on another package's objects: none, ever (rule 4).
+# Each entry would be (module, attribute expression).
+ALLOWED_ATTRIBUTES: frozenset[tuple[str, str]] = frozenset()
+# The session's own units: they may use its underscored attributes.
+SESSION_UNITS = ("aiocoord.zk", "aiocoord.session")
+# Python documents these names of a NamedTuple as public (underscored only so as
+# not to clash with field names).
+NAMEDTUPLE_API = frozenset({"_asdict", "_field_defaults", "_fields", "_make", "_replace"})
 
 Graph = dict[str, set[str]]
 
@@ -490,4 +507,220 @@ def test_a_type_only_import_makes_a_cycle(tmp_path: Path) -> None:
     assert cycles(graph) == {
         frozenset({"aiocoord.low", "aiocoord.high"}),
         frozenset({"aiocoord.lazy", "aiocoord.late"}),
+    }
+
+
+# --- 4. underscored attributes ---------------------------------------------------------
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _defined_privates(tree: ast.AST) -> set[str]:
+    """The underscored names a module defines for its objects.
+
+    An attribute assigned on ``self`` or ``cls`` (``self._x = ...``, annotated
+    or not), a name assigned or annotated in a class body, a function or
+    class named so (a method, a helper), and an entry of ``__slots__``.
+    """
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+                if isinstance(stmt, ast.AnnAssign):
+                    targets = [stmt.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        found.add(target.id)
+                        slots = getattr(stmt, "value", None)
+                        if target.id == "__slots__" and isinstance(slots, (ast.Tuple, ast.List)):
+                            found.update(
+                                e.value
+                                for e in slots.elts
+                                if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                            )
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        for target in targets:
+            if isinstance(target, ast.Attribute) and _own(target.value):
+                found.add(target.attr)
+    return {name for name in found if _private(name)}
+
+
+def _own(value: ast.expr) -> bool:
+    """Whether `value` is the object of the class being defined: ``self``, ``cls``, ``super()``."""
+    if isinstance(value, ast.Name):
+        return value.id in ("self", "cls")
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "super"
+    )
+
+
+def _foreign_modules(tree: ast.AST) -> set[str]:
+    """The names bound by ``import x`` to a module outside aiocoord (``argparse``, say)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.partition(".")[0] != "aiocoord":
+                    found.add(alias.asname or alias.name.partition(".")[0])
+    return found
+
+
+def attribute_violations(package: Path = PACKAGE) -> set[tuple[str, str]]:
+    """Each read of an underscored attribute of another package's object: (module, expression).
+
+    A *package* here is a unit of the layer rule: a top-level module, a
+    top-level folder, or a recipe folder (`_unit`).  An object is *another
+    package's* when its class is defined in another unit.  Types are not known
+    to `ast`, so a name stands for its owners: ``x._name`` (one leading
+    underscore) in a module is fine when ``x`` is ``self``, ``cls`` or
+    ``super()``, or when ``_name`` is defined (see `_defined_privates`) by a
+    module of the reader's own unit, or is a NamedTuple's public API
+    (``_make``, ``_fields``, ...).  Anything else is a violation: ``_name``
+    belongs to another unit's objects.  A module outside aiocoord imported as
+    ``import argparse`` is no package of ours: its names (``argparse._SubParsersAction``,
+    which typeshed gives as the return type of ``add_subparsers``) are its own
+    business.  ``aiocoord.zk`` and ``aiocoord.session`` own the session and
+    are not checked; every other module is, and nothing is allowed.
+    """
+    modules = _modules(package)
+    trees = {
+        name: ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for name, path in modules.items()
+    }
+    defined: dict[str, set[str]] = {}
+    for name, tree in trees.items():
+        defined.setdefault(_unit(name, package), set()).update(_defined_privates(tree))
+    found: set[tuple[str, str]] = set()
+    for name, tree in trees.items():
+        unit = _unit(name, package)
+        if unit in SESSION_UNITS:
+            continue
+        foreign = _foreign_modules(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or not _private(node.attr):
+                continue
+            value = node.value
+            if _own(value) or node.attr in defined[unit] or node.attr in NAMEDTUPLE_API:
+                continue
+            if isinstance(value, ast.Name) and value.id in foreign:
+                continue
+            found.add((name, ast.unparse(node)))
+    return found
+
+
+def test_no_module_reads_another_packages_underscored_attributes() -> None:
+    found = attribute_violations()
+    new = sorted(found - ALLOWED_ATTRIBUTES)
+    assert not new, "underscored attributes of another package's objects:\n" + "\n".join(
+        f"  {module}: {expression}" for module, expression in new
+    )
+
+
+def test_the_attribute_allow_list_is_empty() -> None:
+    """What a package lends its neighbours it declares (``client.session``); no exceptions."""
+    assert not ALLOWED_ATTRIBUTES
+
+
+def test_the_attribute_check_catches_a_back_door(tmp_path: Path) -> None:
+    """The check itself can fail: a recipe reading ``client._session`` is caught."""
+    package = _package(
+        tmp_path,
+        {
+            "zk/__init__.py": "",
+            "zk/client.py": (
+                "class ZkClient:\n"
+                "    def __init__(self, s):\n"
+                "        self._session = s\n"
+                "    def _peer(self, other):\n"
+                "        return other._session\n"  # the session's own unit: fine
+            ),
+            "session.py": "def f(coord):\n    return coord._session\n",
+            "recipes/__init__.py": "",
+            "recipes/mutex/__init__.py": "",
+            "recipes/mutex/_hold.py": (
+                "import argparse\n"
+                "class Hold:\n"
+                "    __slots__ = ('_slot',)\n"
+                "    _kept: int\n"
+                "    def __init__(self, client):\n"
+                "        self._state = client._session.state\n"  # the back door
+                "        self._client = client\n"
+                "    def other(self, hold, lease):\n"
+                "        hold._slot, hold._kept, lease._dropped()\n"  # its own unit's names
+                "        return self._client, super()._x, argparse._SubParsersAction\n"
+            ),
+            "recipes/mutex/_lease.py": "class Lease:\n    def _dropped(self):\n        pass\n",
+            "recipes/cas_lock/__init__.py": "",
+            "recipes/cas_lock/_lock.py": "def f(hold):\n    return hold._slot\n",
+        },
+    )
+    assert attribute_violations(package) == {
+        ("aiocoord.recipes.mutex._hold", "client._session"),
+        ("aiocoord.recipes.cas_lock._lock", "hold._slot"),
+    }
+
+
+# The library's own parts: inside them the session's id, the wait for a connection and
+# whether it closed come from the session port (``coord.client.session``), one route per
+# need; the Coordinator's properties of the same names are the applications' (and the
+# command's and the test tools') view.
+LIBRARY_PARTS = ("aiocoord.recipes", "aiocoord.scheduler", "aiocoord.integrations")
+PORT_FACTS = frozenset({"session_id", "wait_connected", "closed"})
+
+
+def coordinator_routes(package: Path = PACKAGE) -> set[tuple[str, str]]:
+    """Each ``coord.session_id`` (``wait_connected``, ``closed``) read in the library's parts.
+
+    A receiver is taken for a coordinator when its last name is ``coord`` or
+    ``_coord`` (``coord``, ``self._coord``, ``lock.coord``), as the library names them.
+    """
+    found: set[tuple[str, str]] = set()
+    for name, path in _modules(package).items():
+        if not any(name == part or name.startswith(part + ".") for part in LIBRARY_PARTS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.Attribute) or node.attr not in PORT_FACTS:
+                continue
+            value = node.value
+            last = value.id if isinstance(value, ast.Name) else getattr(value, "attr", "")
+            if last in ("coord", "_coord"):
+                found.add((name, ast.unparse(node)))
+    return found
+
+
+def test_the_library_reads_the_session_through_its_port() -> None:
+    found = sorted(coordinator_routes())
+    assert not found, "use coord.client.session for these:\n" + "\n".join(
+        f"  {module}: {expression}" for module, expression in found
+    )
+
+
+def test_the_route_check_catches_a_second_route(tmp_path: Path) -> None:
+    """The check itself can fail: a recipe asking the Coordinator for its session id."""
+    package = _package(
+        tmp_path,
+        {
+            "recipes/__init__.py": "",
+            "recipes/mutex/__init__.py": "",
+            "recipes/mutex/_mutex.py": (
+                "async def f(self, coord, event):\n"
+                "    await coord.wait_connected()\n"
+                "    return self._coord.session_id, event.session_id, coord.client.session.closed\n"
+            ),
+            "cli/__init__.py": "",
+            "cli/demo.py": "def f(coord):\n    return coord.session_id\n",  # a user's view
+        },
+    )
+    assert coordinator_routes(package) == {
+        ("aiocoord.recipes.mutex._mutex", "coord.wait_connected"),
+        ("aiocoord.recipes.mutex._mutex", "self._coord.session_id"),
     }

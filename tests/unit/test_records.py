@@ -24,12 +24,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import aiocoord
-from aiocoord import ConfigError, NodeDataError, Worker, maven_version_key
+from aiocoord import ConfigError, NodeDataError, Worker
 from aiocoord import _records as records
 from aiocoord._records import MAX_DEPTH, RecordEncodeError, dump, load, load_record
 from aiocoord.recipes.cas_lock import _record as cas
 from aiocoord.recipes.leader_latch._nodes import _decode as decode_participant
 from aiocoord.recipes.task_leadership import _records as tasks
+from aiocoord.recipes.task_leadership import maven_version_key
 from aiocoord.scheduler import _records as sched
 from aiocoord.zk.client import MAX_DATA
 

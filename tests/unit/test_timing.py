@@ -13,6 +13,7 @@ import itertools
 import pytest
 
 from aiocoord import Settings
+from aiocoord._backoff import Backoff
 from aiocoord.zk import ZkSession
 from aiocoord.zk._timing import SessionTiming
 
@@ -68,19 +69,28 @@ def test_values_are_exactly_the_expressions_they_replace() -> None:
         )  # reads, writes, releases across a reconnect
         assert timing.protected_create_window == (configured or t) * 4
         assert timing.drain_bound == max(t, 1.0)  # task leadership's cleanup
-        for rounds in range(12):
-            for alive in (True, False):
-                cap = t / 4 if alive else 1.0
+        for alive in (True, False):
+            cap = t / 4 if alive else 1.0
+            assert timing.reconnect_cap(session_alive=alive) == cap
+            # The session's reconnects: one step per failed round over every host.
+            reconnects = Backoff(0.1, 1.0, limit=8)
+            for rounds in range(1, 12):
+                reconnects.delay(most=cap)
                 expected = min(cap, 0.05 * 2 ** min(rounds, 8))
-                assert timing.backoff_bound(rounds, session_alive=alive) == expected
+                assert reconnects.bound(most=cap) == pytest.approx(expected, rel=1e-12)
 
 
 def test_backoff_grows_then_stops_at_its_cap() -> None:
     timing = SessionTiming(10.0)
-    bounds = [timing.backoff_bound(r, session_alive=True) for r in range(1, 12)]
+    cap = timing.reconnect_cap(session_alive=True)
+    reconnects = Backoff(0.1, 1.0, limit=8)
+    bounds = []
+    for _ in range(11):
+        reconnects.delay(most=cap)
+        bounds.append(reconnects.bound(most=cap))
     assert bounds[:5] == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6])
     assert max(bounds) == 2.5  # a quarter of the session, while the session may live
-    assert timing.backoff_bound(20, session_alive=False) == 1.0  # no session: 1 s at most
+    assert timing.reconnect_cap(session_alive=False) == 1.0  # no session: 1 s at most
 
 
 def test_negotiating_keeps_the_policy_and_changes_only_the_timeout() -> None:
@@ -106,9 +116,9 @@ def test_a_session_starts_from_its_settings() -> None:
     assert timing.request_timeout == 3.0
 
 
-def test_the_old_timing_name_still_imports_from_aiocoord_zk_with_a_warning() -> None:
+def test_the_timers_are_private_to_aiocoord_zk() -> None:
+    """No release ever exported `SessionTiming`: it has no public name."""
     import aiocoord.zk
 
-    with pytest.warns(DeprecationWarning, match="SessionTiming"):
-        assert aiocoord.zk.SessionTiming is SessionTiming
+    assert not hasattr(aiocoord.zk, "SessionTiming")
     assert "SessionTiming" not in aiocoord.zk.__all__

@@ -100,6 +100,17 @@ def test_requests_aiozk_lacks_carry_their_opcodes() -> None:
     assert watches.body.startswith(struct.pack("!qi", 9, 1))
 
 
+def test_reconfig_is_zookeepers_reconfig_request() -> None:
+    """ReconfigRequest: three strings (null when not given) and the config version, opcode 16."""
+    req = _wire.reconfig_request("server.4=h:1:2:participant;h:3", None, None, -1)
+    spec = b"server.4=h:1:2:participant;h:3"
+    assert req.opcode is OpCode.RECONFIG and int(OpCode.RECONFIG) == 16
+    assert req.body == struct.pack("!i", len(spec)) + spec + struct.pack("!iiq", -1, -1, -1)
+    assert _wire.reconfig_request(None, "1,2", None, 0x100000000).body == (
+        struct.pack("!i", -1) + struct.pack("!i", 3) + b"1,2" + struct.pack("!iq", -1, 1 << 32)
+    )
+
+
 def test_opcodes_are_zookeepers() -> None:
     assert {op.name: int(op) for op in OpCode} == {
         "ERROR": -1,
@@ -117,6 +128,7 @@ def test_opcodes_are_zookeepers() -> None:
         "CHECK": 13,
         "MULTI": 14,
         "CREATE2": 15,
+        "RECONFIG": 16,
         "REMOVE_WATCHES": 18,
         "CREATE_CONTAINER": 19,
         "CREATE_TTL": 21,

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 import anyio
 
 import aiocoord
-from aiocoord import Coordinator, CreateMode, JobStatus, NoNodeError, Scheduler
+from aiocoord import Coordinator, JobStatus, NoNodeError, Scheduler
 from aiocoord.scheduler._ops import ensure_layout
 from aiocoord.scheduler._records import JobsLayout, WorkerRecord, encode_worker
 from aiocoord.testing import ZooKeeperServer
+from aiocoord.zk import CreateMode
 from tests.helpers import eventually
 
 ROOT = "/jobs"

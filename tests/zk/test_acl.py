@@ -7,6 +7,7 @@ import hashlib
 from collections.abc import Iterator, Sequence
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 import aiocoord
@@ -54,6 +55,28 @@ async def test_add_auth_at_runtime_is_replayed_on_reconnect(
             # The new connection logged in again: the node is still ours.
             assert ("digest", "alice") in await client.whoami()
             assert (await client.get("/mine")).data == b"x"
+
+
+async def test_add_auth_with_requests_in_flight_keeps_the_connection(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """ZooKeeper answers auth at once, ahead of reads still in its pipeline.
+
+    The reply overtook them and was taken for a reply out of order: the
+    connection dropped (SUSPENDED) and the auth was tried again.
+    """
+    with anyio.fail_after(30):
+        async with aiocoord.connect(zk_server.connect_string, namespace=zk_chroot) as coord:
+            client = coord.client
+            await client.create("/n", b"x" * 4096)
+            async with recording(coord) as rec, anyio.create_task_group() as tg:
+                for _ in range(3):
+                    for _ in range(50):
+                        tg.start_soon(client.get, "/n")
+                    tg.start_soon(client.add_auth, "digest", "alice:wonderland")
+                    await anyio.lowlevel.checkpoint()
+            assert rec.states == [ConnectionState.CONNECTED]
+            assert ("digest", "alice") in await client.whoami()
 
 
 async def test_refused_runtime_auth_is_auth_failed(coordinator: aiocoord.Coordinator) -> None:

@@ -30,16 +30,11 @@ from aiocoord import (
     ConnectionState,
     CoordError,
     Coordinator,
-    CreateMode,
-    CreateOp,
-    DeleteOp,
     InvalidPathError,
     JobFailed,
     LeaderLatch,
-    MavenVersion,
     NodeDataError,
     NoNodeError,
-    SetDataOp,
     Settings,
     TaskLeadership,
     Worker,
@@ -47,11 +42,11 @@ from aiocoord import (
     cas_lock,
     connect,
     leader_latch,
-    maven_version_key,
     once_per,
     task_leadership,
 )
 from aiocoord.errors import NoChildrenForEphemeralsError
+from aiocoord.recipes.task_leadership import MavenVersion, maven_version_key
 from aiocoord.scheduler import Scheduler
 from aiocoord.scheduler._records import (
     JobsLayout,
@@ -62,6 +57,7 @@ from aiocoord.scheduler._records import (
     room_for_data,
 )
 from aiocoord.testing import FaultProxy, GarbageListener, SilentListener, ZooKeeperServer
+from aiocoord.zk import CreateMode, CreateOp, DeleteOp, SetDataOp
 from aiocoord.zk.client import MAX_DATA
 from aiocoord.zk.paths import join
 from tests.helpers import recording

@@ -20,7 +20,14 @@ import anyio.lowlevel
 import pytest
 
 import aiocoord
-from aiocoord import ConfigError, ConnectionState, Coordinator, LockLost, LockNotAcquired
+from aiocoord import (
+    ConfigError,
+    ConnectionEvent,
+    ConnectionState,
+    Coordinator,
+    LockLost,
+    LockNotAcquired,
+)
 from aiocoord.errors import NodeDataError
 from aiocoord.recipes.cas_lock import CasLock, cas_lock, once_per
 from aiocoord.recipes.cas_lock._record import (
@@ -329,6 +336,34 @@ async def test_session_expiry_while_holding_cancels_the_body(
             rec = await record_of(b)
             assert rec is not None and not rec.held
             assert await CasLock(b, LOCK, owner="next", lease=5).try_acquire()
+
+
+@pytest.mark.anyio
+async def test_session_loss_ends_the_hold_where_the_state_is_reported(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """The one loss rule ends a CAS lock's hold in the session's state callback: a listener
+    that follows the states after the hold began already sees it lost, no task later."""
+    with anyio.fail_after(25):
+        async with sessions(zk_server, zk_chroot, 1) as (a,):
+            seen: list[tuple[ConnectionState, bool]] = []
+
+            async def hold() -> None:
+                async with cas_lock(a, LOCK, owner="holder", lease=30) as lock:
+
+                    def on_event(event: ConnectionEvent) -> None:
+                        seen.append((event.state, lock.held))
+
+                    unfollow = a.client._session.follow_states(on_event, lambda: None)
+                    try:
+                        assert await expire_session(a)
+                        await anyio.sleep_forever()
+                    finally:
+                        unfollow()
+
+            with pytest.raises(LockLost):
+                await hold()
+            assert (ConnectionState.LOST, False) in seen
 
 
 @pytest.mark.anyio

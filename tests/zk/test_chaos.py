@@ -23,7 +23,7 @@ from aiocoord.scheduler import Scheduler
 from aiocoord.testing import FaultProxy, ZooKeeperServer
 from tests.chaos.campaign import CampaignConfig, run_campaign
 from tests.chaos.checker import Report, check
-from tests.chaos.faults import AIMS, ENSEMBLE_KINDS, PARTICIPANT_KINDS, plan
+from tests.chaos.faults import AIMS, ENSEMBLE_KINDS, PARTICIPANT_KINDS, plan, with_java
 from tests.chaos.records import Record, Writer, read_records
 from tests.chaos.roles import JOBS_ROOT, AssignerTerms, Context
 from tests.chaos.store import StoreClient
@@ -370,6 +370,67 @@ def test_clean_campaign_has_no_violations() -> None:
     assert "seed 42" in text and "verdict: OK" in text
 
 
+def test_java_and_python_terms_are_judged_together() -> None:
+    """A Java participant's terms are checked with the Python ones: an overlap across the
+    languages is a violation, tokens must rise across them, and hand-overs are counted."""
+    java = {"j1": "selector", "j2": "mutex"}
+    log = Log(roles="selector,mutex", java=java).start("p1").start("p2")
+    for j in java:
+        log.add("start", 0.0, p=j, inc=0, wall=WALL, loop="java", lang="java", role=java[j])
+        log.add("conn", 0.01, p=j, inc=0, state="CONNECTED")
+    log.term("p1", 1.0, 2.0, 10, res="selector")
+    log.term("j1", 2.1, 3.0, 11, res="selector")
+    log.term("p2", 3.1, 4.0, 12, res="selector")
+    log.term("p2", 4.5, 9.0, 13, res="selector")
+    log.term("j2", 1.0, 3.0, 20, res="mutex")
+    log.term("p1", 4.3, 9.0, 21, res="mutex")
+    report = log.stop(9.0).check()
+    assert report.ok, report.format()
+    assert report.java_terms == {"selector": 1, "mutex": 1}
+    assert report.java_handovers == {"selector": 2, "mutex": 1}
+    line = "Java participants (Curator): j1 selector, j2 mutex; their terms: mutex 1, selector 1"
+    assert line in report.format()
+
+    log.term("j1", 5.0, 6.0, 14, res="selector")  # beside p2's term: a second leader
+    log.term("j2", 8.0, 8.5, 19, res="mutex")  # beside p1's term, and an older token
+    report = log.check()
+    assert sorted((o.res, o.second.split(".")[0]) for o in report.overlaps) == [
+        ("mutex", "j2"),
+        ("selector", "j1"),
+    ]
+    assert [res for res, _, _ in report.token_order] == ["mutex"]
+
+    # A Java participant runs no once_per: its connection owes no window.
+    log = Log(roles="once,mutex", java={"j1": "mutex"})
+    log.add("start", 0.0, p="j1", inc=0, wall=WALL, loop="java", lang="java", role="mutex")
+    log.add("conn", 0.01, p="j1", inc=0, state="CONNECTED")
+    log.term("j1", 1.0, 9.0, 20, res="mutex")
+    report = log.stop(9.0).check()
+    assert (report.owed_windows, report.missed_windows) == (0, [])
+
+
+def test_without_javac_or_the_jars_the_campaign_says_it_skips_java(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tests.chaos import java
+
+    monkeypatch.setattr(java, "JARS", [*java.JARS, "no-such-curator.jar"])
+    build = java.prepare(tmp_path)
+    assert build.classpath is None
+    assert build.skipped == (
+        "Java participants skipped: needs /usr/share/java/no-such-curator.jar: "
+        "install libcurator-recipes-java and zookeeper"
+    )
+    log = Log(java_skipped=build.skipped).start("p1")
+    log.term("p1", 1.0, 9.0, 10)
+    text = log.stop(9.0).check().format()
+    assert "Java participants: none (skipped: needs /usr/share/java/no-such-curator.jar" in text
+    monkeypatch.setattr("shutil.which", lambda tool: None)
+    assert java.prepare(tmp_path).skipped == (
+        "Java participants skipped: java not on PATH: install a JDK (openjdk-17-jdk-headless)"
+    )
+
+
 def test_overlap_outside_pauses_is_a_violation() -> None:
     log = Log().start("p1").start("p2")
     a = log.term("p1", 1.0, 5.0, 10)
@@ -611,6 +672,22 @@ def test_fault_plan_is_a_function_of_the_seed() -> None:
         assert all(b.at >= a.at + a.hold for a, b in itertools.pairwise(mine))  # one at a time
 
 
+def test_java_participants_take_a_share_of_the_planned_targets() -> None:
+    planned = plan(11, 600, 4, session_timeout=3.0)
+    moved = with_java(planned, 4, 3, 11)
+    assert moved == with_java(planned, 4, 3, 11)  # a function of the seed
+    assert with_java(planned, 4, 0, 11) == planned
+    assert [(f.at, f.kind, f.hold, f.aim, f.lane) for f in moved] == [
+        (f.at, f.kind, f.hold, f.aim, f.lane) for f in planned
+    ]
+    java = [f for f in moved if f.lane == "participant" and f.target >= 4]
+    assert {f.target for f in java} == {4, 5, 6}
+    share = len(java) / sum(1 for f in moved if f.lane == "participant")
+    assert 0.3 < share < 0.55, share  # about 3 in 7
+    ensemble = [f for f in planned if f.lane == "ensemble"]
+    assert [f for f in moved if f.lane == "ensemble"] == ensemble
+
+
 def test_log_lines_survive_a_torn_write(tmp_path: Path) -> None:
     writer = Writer(tmp_path / "a.jsonl", p="p1", inc=2)
     first = writer.emit("term", id="x", tok=5)
@@ -631,6 +708,10 @@ DEFAULT_SEED = 11  # its first 45 s plan every kind of fault
 def test_default_campaign() -> None:
     """Four processes, every recipe and the scheduler, every kind of fault: no violation.
 
+    Beside them, Curator's LeaderLatch, LeaderSelector and InterProcessMutex in a JVM each,
+    on the paths of the Python latch, selector and mutex (left out, saying why, without
+    javac or Debian's Curator jars): one election or lock per path across the languages.
+
     ``AIOCOORD_CHAOS_SECONDS`` / ``AIOCOORD_CHAOS_SEED`` lengthen or re-seed it;
     ``python -m tests.chaos`` runs longer campaigns (see tests/chaos/__init__.py).
     """
@@ -645,7 +726,8 @@ def test_default_campaign() -> None:
     # something, once_per windows ran and some were owed.
     assert sum(report.faults.values()) >= min(10, seconds / 4)
     assert len(report.faults) >= 5, report.faults
-    roles = ("latch", "lock", "mutex", "once", "task", "assigner", "cron", "sem", "read", "write")
+    roles = ["latch", "lock", "mutex", "selector", "once", "task", "assigner", "cron", "sem"]
+    roles += ["read", "write"]
     assert all(report.terms[role] > 0 for role in roles), report.terms
     assert report.windows_run > seconds / 2 and report.owed_windows > 0
     assert report.jobs_submitted > seconds and report.jobs_run >= report.jobs_submitted
@@ -653,3 +735,9 @@ def test_default_campaign() -> None:
     found = report.recipes  # membership views checked, increments acknowledged, barrier rounds
     assert found.member_listings > 0 and min(found.counter_acked.values(), default=0) > 0
     assert found.barrier_passes > 0 and len(found.counter_final) == 2, found.lines()
+    if report.java:  # every Java participant held terms, handed over to and from Python
+        assert sorted(report.java.values()) == ["latch", "mutex", "selector"], report.java
+        assert all(report.java_terms[res] > 0 for res in report.java.values()), report.java_terms
+        assert report.java_handovers["mutex"] > 0 and report.java_handovers["selector"] > 0
+    else:
+        assert report.java_skipped, "no Java participants, and no reason given"

@@ -77,7 +77,7 @@ def test_help_lists_the_commands_and_each_has_its_own(capsys: pytest.CaptureFixt
     assert "_demo-worker" not in text
     expected = {
         "demo": ["--workers", "--tasks", "--jobs", "SIGKILL", "verdict"],
-        "zk": ["{start,stop,status}", "--port", "--dir", "AIOCOORD_ZK_DIR", "per-user"],
+        "zk": ["{start,stop,status,ensemble}", "--port", "--dir", "AIOCOORD_ZK_DIR", "per-user"],
         "inspect": ["--json", "--hosts", "leader latch", "CAS lock", "scheduler"],
         "bench": ["--quick", "--hosts", "--root", "cas_lock", "leader_latch", "benchmarks/"],
         "acl": ["{get,set}", "--version", "scheme:id:perms", "cdrwa", "AIOCOORD_SASL_*"],

@@ -18,7 +18,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 import aiocoord
-from aiocoord import Coordinator, CreateMode, Cron, Firing, Worker
+from aiocoord import Coordinator, Cron, Firing, Worker
 from aiocoord.cli.inspect import render
 from aiocoord.inspection import inspect_path
 from aiocoord.metrics import Metrics
@@ -26,6 +26,7 @@ from aiocoord.recipes.cron import FiringOutcome, describe_cron, is_cron, read_cr
 from aiocoord.recipes.cron._record import JobRecord, encode
 from aiocoord.recipes.mutex import describe_mutex, is_mutex
 from aiocoord.testing import ZooKeeperServer
+from aiocoord.zk import CreateMode
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.anyio

@@ -10,9 +10,10 @@ import anyio
 import pytest
 
 import aiocoord
-from aiocoord import CreateMode, Cron, Firing, Worker
+from aiocoord import Cron, Firing, Worker
 from aiocoord.scheduler import Scheduler
 from aiocoord.testing import ZooKeeperServer
+from aiocoord.zk import CreateMode
 from tests.browser import Page, card, chromium, needs_chromium, serving, value
 
 fastapi = pytest.importorskip("fastapi", reason="the dashboard needs the fastapi extra")

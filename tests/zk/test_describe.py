@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 import aiocoord
-from aiocoord import Coordinator, CreateMode, NodeDataError
+from aiocoord import Coordinator, NodeDataError
 from aiocoord.recipes.cas_lock import CasLock, describe_lock, is_lock_record, lock_view, once_per
 from aiocoord.recipes.leader_latch import describe_latch, latch_layout
 from aiocoord.recipes.task_leadership import (
@@ -28,6 +28,7 @@ from aiocoord.recipes.task_leadership import (
 from aiocoord.scheduler import Scheduler, describe_scheduler, is_scheduler
 from aiocoord.scheduler._layout import JobsLayout
 from aiocoord.testing import ZooKeeperServer
+from aiocoord.zk import CreateMode
 
 pytestmark = pytest.mark.anyio
 

@@ -61,6 +61,13 @@ EXPECTED: dict[str, list[str]] = {
         r"java instance: 10\.0\.0\.9:9090 \{'lang': 'java'\}",
         r"after pricing-1 stopped: \['pricing-0'\]",
     ],
+    "threaded_web.py": [
+        r"POST /jobs/sum: 202\n",
+        r"GET /jobs/<id>: 200 \{'result': 3\}",
+        r"POST /jobs/sum with a bad payload: 422\n",
+        r"POST /ledger x8: \[200\]\n",
+        r"8 appends, one holder at a time; tokens increase down the ledger: True",
+    ],
     "fastapi_app.py": [
         r"cron tick on the leader",
         r"leader of /examples/api/cron-leader: pod-a; participants: 2\n",

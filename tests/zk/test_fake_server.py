@@ -15,9 +15,9 @@ import anyio
 import pytest
 
 import aiocoord
-from aiocoord import ConnectionState, CreateMode, CreateOp, DeleteOp, EventType, SetDataOp
+from aiocoord import ConnectionState
 from aiocoord.testing import Answer, FakeRequest, FakeZooKeeper, ZooKeeperServer
-from aiocoord.zk import Stat
+from aiocoord.zk import CreateMode, CreateOp, DeleteOp, EventType, SetDataOp, Stat
 from tests.helpers import recording
 
 pytestmark = pytest.mark.anyio

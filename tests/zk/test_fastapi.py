@@ -68,7 +68,7 @@ def make_app(ls: Lifespan) -> FastAPI:
         coord: Annotated[aiocoord.Coordinator, Depends(coordinator)],
     ) -> dict[str, Any]:
         created = await coord.client.create(
-            "/rebuilt-", b"", mode=aiocoord.CreateMode.PERSISTENT_SEQUENTIAL
+            "/rebuilt-", b"", mode=aiocoord.zk.CreateMode.PERSISTENT_SEQUENTIAL
         )
         return {"token": term.token, "node": created.path}
 

@@ -37,7 +37,7 @@ from aiocoord.testing import (
     kill_session,
     zookeeper_installed,
 )
-from aiocoord.testing.pytest_plugin import DEFAULT_TIMEOUT, _timeout_configured
+from aiocoord.testing.pytest_plugin import _timeout_configured, timeout_of
 
 
 @contextmanager
@@ -285,7 +285,7 @@ async def test_expire_session_needs_a_session(zk_server: ZooKeeperServer) -> Non
 
 @pytest.mark.anyio
 async def test_both_event_loops(anyio_backend: Any) -> None:
-    """The plugin's ``anyio_backend`` runs every async test on asyncio and on uvloop."""
+    """Opted in (``aiocoord_loops`` in pyproject.toml), every async test runs on asyncio and uvloop."""
     name, options = anyio_backend
     loop = asyncio.get_running_loop()
     assert name == "asyncio"
@@ -435,4 +435,4 @@ def test_default_timeout_ceiling(request: pytest.FixtureRequest) -> None:
         pytest.skip("a timeout is configured for this run")
     marker = request.node.get_closest_marker("timeout")
     assert marker is not None
-    assert marker.args == (DEFAULT_TIMEOUT,)
+    assert marker.args == (timeout_of(request.config),) == (120.0,)  # pyproject.toml opts in

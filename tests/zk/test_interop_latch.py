@@ -25,9 +25,10 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 import aiocoord
-from aiocoord import Coordinator, CreateMode
+from aiocoord import Coordinator
 from aiocoord.recipes.leader_latch import ElectionState, LeaderLatch, leader_latch
 from aiocoord.testing import ZooKeeperServer
+from aiocoord.zk import CreateMode
 from tests.helpers import compile_java, eventually
 
 pytestmark = pytest.mark.anyio

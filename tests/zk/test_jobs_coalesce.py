@@ -19,7 +19,7 @@ async def test_callers_of_one_step_share_one_transaction(
     with anyio.fail_after(20):
         async with aiocoord.connect(zk_server.connect_string, namespace=zk_chroot) as coord:
             client = coord.client
-            await client.ensure_path("/c", mode=aiocoord.CreateMode.PERSISTENT)
+            await client.ensure_path("/c", mode=aiocoord.zk.CreateMode.PERSISTENT)
             batch = Coalescer(client)
             told: dict[int, bool] = {}
 

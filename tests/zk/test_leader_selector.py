@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -20,7 +21,10 @@ from aiocoord.recipes.leader_latch import (
     leader_latch,
     leader_selector,
 )
+from aiocoord.recipes.leader_latch._election import CURATOR, SELECTOR
+from aiocoord.recipes.leader_latch._nodes import SharedPath
 from aiocoord.testing import ZooKeeperServer, expire_session
+from aiocoord.zk import CreateMode
 from tests.helpers import eventually
 
 E = ElectionState
@@ -288,6 +292,157 @@ def test_bad_arguments_are_refused_clearly() -> None:
     with pytest.raises(ConfigError) as info:
         LeaderLatch(coord, "/x", close_mode="loud")  # type: ignore[arg-type]
     assert info.value.field == "close_mode"
+    with pytest.raises(ConfigError, match="'curator' or 'latch' or 'zookeeper'") as info:
+        LeaderSelector(coord, "/x", lead, layout="lock")
+    assert info.value.field == "layout"
+    with pytest.raises(ConfigError, match="'curator' or 'zookeeper', not 'latch'") as info:
+        LeaderLatch(coord, "/x", layout="latch")
+    assert info.value.field == "layout"
+
+
+# --- the selector's layout: Curator LeaderSelector's, the mutex's nodes ------------------------
+
+LOCK_NODE = re.compile(
+    r"_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}"
+)
+
+
+def held(running: list[str], name: str) -> Callable[[LeadershipTerm], Awaitable[None]]:
+    """A `lead` that holds its term until cancelled, listed in `running` meanwhile."""
+
+    async def lead(term: LeadershipTerm) -> None:
+        running.append(name)
+        try:
+            await anyio.sleep_forever()
+        finally:
+            running.remove(name)
+
+    return lead
+
+
+async def test_the_selector_is_on_the_mutexs_nodes_apart_from_the_latches(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """Curator's LeaderSelector is an InterProcessMutex at the path: ``_c_<uuid>-lock-<seq>``
+    nodes, the id as data.  A mutex there holds the election; a latch there is another one
+    (Curator's LeaderLatch and LeaderSelector do not share a path, nor do ours): each sorts
+    its own nodes ahead of the other's, and both lead."""
+    running: list[str] = []
+    path = "/layout"
+    with anyio.fail_after(30):
+        async with coordinators(zk_server, 2, zk_chroot) as (c1, c2):
+            lock = aiocoord.Mutex(c1, path, participant_id="mutex")
+            assert await lock.acquire(timeout=10)
+            async with leader_selector(c2, path, held(running, "sel"), participant_id="sel") as sel:
+                await eventually(lambda: _queued(c1, path, 2))
+                await anyio.sleep(0.3)
+                assert running == []  # the mutex's holder leads the selector's election
+                names = await c1.client.children(path)
+                assert all(LOCK_NODE.fullmatch(n) for n in names), names
+                assert [p.id for p in await sel.latch.participants()] == ["mutex", "sel"]
+                await lock.release()
+                await eventually(lambda: _true(running == ["sel"]))
+                async with leader_latch(c1, path, participant_id="latch") as latch:
+                    assert await latch.wait(timeout=10)
+                    assert running == ["sel"] and sel.has_leadership
+                    # Each lists every node of the path (as Curator does), its own first.
+                    mine = [(p.id, p.is_leader) for p in await latch.participants()]
+                    theirs = [(p.id, p.is_leader) for p in await sel.latch.participants()]
+                    assert mine == [("latch", True), ("sel", False)]
+                    assert theirs == [("sel", True), ("latch", False)]
+
+
+async def test_a_selector_on_the_latch_layout_shares_the_latches_election(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """``layout="latch"``: one election with the latches (the scheduler's assigner, the
+    FastAPI lifespan's leader tasks beside its plain latches)."""
+    running: list[str] = []
+    path = "/shared-election"
+    with anyio.fail_after(30):
+        async with coordinators(zk_server, 2, zk_chroot) as (c1, c2):
+            async with leader_latch(c1, path, participant_id="latch") as latch:
+                assert await latch.wait(timeout=10)
+                async with leader_selector(
+                    c2, path, held(running, "sel"), participant_id="sel", layout="latch"
+                ) as sel:
+                    ids = [p.id for p in await sel.latch.participants()]
+                    assert ids == ["latch", "sel"]
+                    await anyio.sleep(0.3)
+                    assert running == [] and not sel.has_leadership
+                    assert await latch.step_down()
+                    await eventually(lambda: _true(running == ["sel"]))
+                    assert not latch.has_leadership
+                    assert all("-latch-" in n for n in await c1.client.children(path))
+
+
+async def test_one_sessions_shared_listing_is_sorted_for_each_layout(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """The latches and selectors of one session on one path share a listing; each must
+    get it in its own layout's order (a selector given the latches' order waits behind
+    a node that is not ahead of it in its election, or leads before one that is)."""
+    path = "/listing"
+    async with coordinators(zk_server, 1, zk_chroot) as (coord,):
+        client = coord.client
+        await client.ensure_path(path)
+        # In creation (sequence) order: the mutex's order; by name (no "latch-"): a, b.
+        for uid in ("bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb", "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"):
+            await client.create(
+                f"{path}/_c_{uid}-lock-", b"x", mode=CreateMode.EPHEMERAL_SEQUENTIAL
+            )
+        names = await client.children(path)
+        assert SELECTOR.sort(names) != CURATOR.sort(names)
+        shared = SharedPath.acquire(client, path)
+        got: dict[str, list[str]] = {}
+
+        async def order(key: str, layout: object) -> None:
+            got[key] = (await shared.ordered(layout)).names  # type: ignore[arg-type]
+
+        try:
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as tg:
+                    # The first lists; the next two gather for the following listing.
+                    tg.start_soon(order, "first", SELECTOR)
+                    tg.start_soon(order, "latch", CURATOR)
+                    tg.start_soon(order, "selector", SELECTOR)
+        finally:
+            shared.release()
+        assert got["latch"] == CURATOR.sort(names)
+        assert got["selector"] == got["first"] == SELECTOR.sort(names)
+
+
+async def test_inspect_shows_a_selectors_election_as_the_mutex_it_is(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """``aiocoord inspect`` and the dashboard knew a selector by its ``-latch-`` nodes; its
+    nodes are the mutex's now: it is shown as a mutex whose holder is the leader."""
+    from aiocoord.inspection import inspect_path
+
+    running: list[str] = []
+    path = "/inspected"
+    with anyio.fail_after(30):
+        async with (
+            coordinators(zk_server, 2, zk_chroot) as (c1, c2),
+            leader_selector(c1, path, held(running, "a"), participant_id="a"),
+            leader_selector(c2, path, held(running, "b"), participant_id="b"),
+        ):
+            await eventually(lambda: _queued(c1, path, 2))
+            await eventually(lambda: _true(len(running) == 1))
+            info = await inspect_path(c1, path)
+            assert (info["kind"], info["holder"]) == ("mutex", running[0])
+            assert sorted(c["id"] for c in info["contenders"]) == ["a", "b"]
+
+
+async def _queued(coord: Coordinator, path: str, n: int) -> bool:
+    try:
+        return len(await coord.client.children(path)) == n
+    except aiocoord.NoNodeError:
+        return False
+
+
+async def _true(value: bool) -> bool:
+    return value
 
 
 # --- the latch's Curator-parity API ----------------------------------------------------------

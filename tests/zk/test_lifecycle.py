@@ -148,7 +148,7 @@ async def app(
 @pytest.mark.asyncio
 async def test_fixture_coordinator(coord: aiocoord.Coordinator) -> None:
     with anyio.fail_after(10):
-        await coord.client.create("/eph", b"", mode=aiocoord.CreateMode.EPHEMERAL)
+        await coord.client.create("/eph", b"", mode=aiocoord.zk.CreateMode.EPHEMERAL)
         assert await ephemerals(coord) == ["/eph"]  # `leftovers` sees it gone
 
 
@@ -261,7 +261,7 @@ async def test_coordinator_left_from_another_task(
     with anyio.fail_after(20):
         coord = aiocoord.connect(zk_server.connect_string, namespace=zk_chroot)
         assert await in_task(coord.__aenter__) is coord
-        await coord.client.create("/eph", b"", mode=aiocoord.CreateMode.EPHEMERAL)
+        await coord.client.create("/eph", b"", mode=aiocoord.zk.CreateMode.EPHEMERAL)
         await in_task(leaving(coord))
         assert coord.closed and coord.state is None
         assert aiocoord_tasks() == set()

@@ -1,7 +1,9 @@
 """What an operator sees with default logging (WARNING): losses are WARNING, the rest INFO.
 
 Session LOST, leadership lost and a gone worker's jobs returned to the queue
-are WARNING; leadership gained, a reconnect and leaving on purpose are INFO.
+are WARNING; leadership gained, a reconnect and leaving on purpose are INFO,
+and so is a selector giving leadership back (`lead` returned, `interrupt`,
+`step_down`, `lead` raised, leaving).
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ import anyio
 import pytest
 
 import aiocoord
-from aiocoord import ConnectionState, LeaderLatch
+from aiocoord import ConnectionState, LeaderLatch, LeadershipTerm, leader_selector
 from aiocoord.recipes.leader_latch import ElectionState
 from aiocoord.scheduler import Scheduler
 from aiocoord.testing import ZooKeeperServer, expire_session
-from tests.helpers import recording
+from tests.helpers import eventually, recording
 
 pytestmark = pytest.mark.anyio
 
@@ -60,6 +62,61 @@ async def test_session_lost_and_leadership_lost_are_warnings_gains_and_reconnect
     assert levels(caplog, "connection RECONNECTED") == {"INFO"}
     assert levels(caplog, "no longer leader of /app/leader as pod-a: suspended") == {"WARNING"}
     assert levels(caplog, "no longer leader of /app/leader as pod-a: closed") == {"INFO"}
+
+
+async def test_a_selector_giving_leadership_back_is_info_and_a_loss_still_a_warning(
+    zk_server: ZooKeeperServer, zk_chroot: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every voluntary end of a selector's term once logged "no longer leader ...: released"
+    (or interrupted, stepped down, failed) at WARNING, as a loss is."""
+    caplog.set_level(logging.DEBUG, logger="aiocoord")
+    path, runs, running = "/app/selector", [0], anyio.Event()
+
+    async def lead(term: LeadershipTerm) -> None:
+        runs[0] += 1
+        if runs[0] == 2:
+            raise RuntimeError("a failing term")
+        if runs[0] >= 3:  # the first term returns; from the third on, each is held
+            running.set()
+            await anyio.sleep_forever()
+
+    async def ran(n: int) -> bool:
+        return runs[0] >= n
+
+    with anyio.fail_after(40):
+        async with aiocoord.connect(
+            zk_server.connect_string, namespace=zk_chroot, session_timeout=4.0
+        ) as coord:
+            async with leader_selector(
+                coord, path, lead, participant_id="pod-s", backoff=0.05
+            ) as sel:
+                await eventually(lambda: ran(3))  # returned (released), raised (failed), held
+                await running.wait()
+                running = anyio.Event()
+                assert await sel.interrupt()
+                await running.wait()  # requeued, leads again
+                running = anyio.Event()
+                assert await sel.latch.step_down()
+                await running.wait()
+            # Left while leading: closed.
+            voluntary = [r for r in caplog.records if r.levelno == logging.WARNING]
+            assert voluntary == [], [r.getMessage() for r in voluntary]
+            for reason in ("released", "failed", "interrupted", "stepped down", "closed"):
+                assert levels(caplog, f"no longer leader of {path} as pod-s: {reason}") == {"INFO"}
+
+            # A real loss still is a WARNING.
+            caplog.clear()
+            running = anyio.Event()
+            async with leader_selector(coord, path, lead, participant_id="pod-s") as sel:
+                await running.wait()
+                running = anyio.Event()
+                async with recording(coord) as rec:
+                    await expire_session(coord)
+                    await rec.wait_for(ConnectionState.RECONNECTED, timeout=15)
+                await running.wait()  # leads again on the new session
+    lost = levels(caplog, f"no longer leader of {path} as pod-s: suspended")
+    lost |= levels(caplog, f"no longer leader of {path} as pod-s: session lost")
+    assert lost == {"WARNING"}, [r.getMessage() for r in caplog.records]
 
 
 async def test_a_gone_workers_jobs_returned_to_the_queue_is_a_warning(

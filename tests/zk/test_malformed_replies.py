@@ -22,8 +22,9 @@ import anyio
 import pytest
 
 import aiocoord
-from aiocoord import ConnectionState, CreateOp, ProtocolError
+from aiocoord import ConnectionState, ProtocolError
 from aiocoord.testing import FakeRequest, FakeZooKeeper
+from aiocoord.zk import CreateOp
 from tests.helpers import recording
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
@@ -188,7 +189,7 @@ async def test_malformed_read_reply_is_read_again(
         async with served(Once(opcode, mutate)) as (coord, _zk):
             client = coord.client
             if call == "ephemerals":
-                await client.create("/e", mode=aiocoord.CreateMode.EPHEMERAL)
+                await client.create("/e", mode=aiocoord.zk.CreateMode.EPHEMERAL)
             calls: dict[str, Callable[[], Awaitable[object]]] = {
                 "get": lambda: client.get("/a"),
                 "exists": lambda: client.exists("/a"),

@@ -21,7 +21,6 @@ import aiocoord
 from aiocoord import (
     CasLock,
     Coordinator,
-    CreateMode,
     JobFailed,
     NodeDataError,
     Worker,
@@ -32,6 +31,7 @@ from aiocoord import (
 from aiocoord.scheduler import Scheduler
 from aiocoord.scheduler._layout import JobsLayout
 from aiocoord.testing import ZooKeeperServer
+from aiocoord.zk import CreateMode
 from aiocoord.zk.paths import join
 from tests.zk.test_bad_input import unchanged
 

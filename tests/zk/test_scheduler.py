@@ -28,7 +28,6 @@ import pytest
 import aiocoord
 from aiocoord import (
     ConfigError,
-    CreateMode,
     InvalidPathError,
     JobConflict,
     JobFailed,
@@ -60,6 +59,7 @@ from aiocoord.scheduler._records import (
 from aiocoord.scheduler._state import Assign, AssignerState, Fetch, Fetched, Outcome, Resolve
 from aiocoord.scheduler._strategies import strategy_from
 from aiocoord.testing import ZooKeeperServer, expire_session
+from aiocoord.zk import CreateMode
 from tests.helpers import bucketed_ids, eventually
 
 ROOT = "/sched"

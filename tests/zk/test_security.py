@@ -12,9 +12,10 @@ import anyio
 import pytest
 
 import aiocoord
-from aiocoord import ConfigError, ConnectionLostError, CreateMode, NoAuthError
+from aiocoord import ConfigError, ConnectionLostError, NoAuthError
 from aiocoord.server import free_ports
 from aiocoord.testing import ZooKeeperServer
+from aiocoord.zk import CreateMode
 
 pytestmark = pytest.mark.anyio
 

@@ -9,14 +9,7 @@ import anyio
 import pytest
 
 import aiocoord
-from aiocoord import (
-    ConnectionLostError,
-    ConnectionState,
-    CoordinatorClosedError,
-    CreateMode,
-    EventType,
-    InvalidPathError,
-)
+from aiocoord import ConnectionLostError, ConnectionState, CoordinatorClosedError, InvalidPathError
 from aiocoord.errors import NotReadOnlyError
 from aiocoord.testing import (
     EnsembleMember,
@@ -26,6 +19,7 @@ from aiocoord.testing import (
     ZooKeeperServer,
     expire_session,
 )
+from aiocoord.zk import CreateMode, EventType
 from tests.helpers import eventually, recording
 
 S = ConnectionState
@@ -481,11 +475,13 @@ async def test_multi_reports_each_result_and_the_transaction_zxid(
 ) -> None:
     c = coordinator.client
     await c.create("/m", b"0")
-    results = await c.multi([aiocoord.CreateOp("/m/a", b"a"), aiocoord.SetDataOp("/m", b"1", 0)])
+    results = await c.multi(
+        [aiocoord.zk.CreateOp("/m/a", b"a"), aiocoord.zk.SetDataOp("/m", b"1", 0)]
+    )
     a = await c.get("/m/a")
     assert results.zxid == a.stat.czxid == (await c.get("/m")).stat.mzxid
     with pytest.raises(aiocoord.TransactionFailed) as info:
-        await c.multi([aiocoord.CreateOp("/m/b"), aiocoord.CheckOp("/m", 0)])
+        await c.multi([aiocoord.zk.CreateOp("/m/b"), aiocoord.zk.CheckOp("/m", 0)])
     assert info.value.failed_index == 1
     assert isinstance(info.value.cause, aiocoord.BadVersionError)
     assert await c.exists("/m/b") is None  # rolled back

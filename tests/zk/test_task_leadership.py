@@ -9,6 +9,7 @@ check what the server holds (leader nodes), what each worker believes
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import math
@@ -23,14 +24,7 @@ import pytest
 from packaging.version import Version
 
 import aiocoord
-from aiocoord import (
-    ConfigError,
-    ConnectionState,
-    CreateMode,
-    LeadershipLost,
-    NodeDataError,
-    NoNodeError,
-)
+from aiocoord import ConfigError, ConnectionState, LeadershipLost, NodeDataError, NoNodeError
 from aiocoord.recipes.task_leadership import (
     TaskChange,
     TaskLeadership,
@@ -49,6 +43,7 @@ from aiocoord.recipes.task_leadership._records import decode_worker, encode_work
 from aiocoord.recipes.task_leadership._versions import maven_version_key
 from aiocoord.recipes.task_leadership._writes import WriteBatcher
 from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session
+from aiocoord.zk import CreateMode
 from tests.helpers import eventually, recording
 
 TASKS = [f"task-{i:02d}" for i in range(30)]
@@ -617,6 +612,41 @@ async def test_suspended_stops_leading_and_same_session_resumes(
             assert lost == ["suspended"]
             assert tokens[0] == tokens[1]  # same session, same node, same token
             await f_wait(lambda: tl.leading == {"a", "b"})
+
+
+@pytest.mark.anyio
+async def test_suspended_revokes_leadership_where_the_state_is_reported(
+    zk_server: ZooKeeperServer, zk_chroot: str, proxy: FaultProxy
+) -> None:
+    """The one loss rule ends task leadership in the session's state callback: a listener
+    that follows the states after the recipe already sees the term ended, no task later."""
+    with anyio.fail_after(20):
+        async with fleet(zk_server, zk_chroot) as f:
+            tl = await f.start("solo", "1.0", tasks=["a"], hosts=proxy.connect_string)
+            seen: list[tuple[ConnectionState, bool]] = []
+            terms: list[Any] = []
+
+            async def body() -> None:
+                with contextlib.suppress(LeadershipLost):
+                    async with tl.lead("a") as term:
+                        terms.append(term)
+                        await anyio.sleep_forever()
+
+            f.tg.start_soon(body)
+            await eventually(lambda: _true(len(terms) == 1), timeout=5)
+
+            def on_event(event: aiocoord.ConnectionEvent) -> None:
+                seen.append((event.state, tl.is_leader("a")))
+
+            unfollow = tl.coord.client._session.follow_states(on_event, lambda: None)
+            try:
+                async with recording(tl.coord) as rec:
+                    mark = rec.mark()
+                    proxy.cut()
+                    await rec.wait_for(ConnectionState.SUSPENDED, after=mark, timeout=5)
+            finally:
+                unfollow()
+            assert (ConnectionState.SUSPENDED, False) in seen
 
 
 async def _true(value: bool) -> bool:

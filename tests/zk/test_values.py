@@ -147,13 +147,13 @@ async def test_shared_count_retries_on_what_its_watch_read_while_it_waited(
             class Meanwhile:
                 """The backoff's wait, in which another writer wins again."""
 
-                async def lost(self, round_trip: float) -> None:
+                async def failed(self, *, first: float | None = None) -> None:
                     waits.append(mine.version)
                     if len(waits) == 1:
                         await theirs.add(10)
                         await eventually(lambda: at_version(mine, lambda v: v >= 2))
 
-                def won(self) -> None:
+                def ease(self) -> None:
                     pass
 
             mine._backoff = Meanwhile()  # type: ignore[assignment]

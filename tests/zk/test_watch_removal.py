@@ -74,7 +74,7 @@ async def test_remove_watch_keeps_the_servers_watch_while_another_of_ours_needs_
         await settled(client)
         assert server_path in server_watches(zk_server, coordinator.session_id)
         await client.create("/later")
-        assert (await second.wait()).type is aiocoord.EventType.CREATED
+        assert (await second.wait()).type is aiocoord.zk.EventType.CREATED
         assert not first.fired  # removed: it never fires
 
         _, third = await client.exists_watch("/later")

@@ -34,9 +34,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import aiocoord
-from aiocoord import AuthFailedError, CoordError, CreateMode, CreateOp, DeleteOp, SetDataOp
+from aiocoord import AuthFailedError, CoordError
 from aiocoord.testing import Answer, FakeRequest, FakeZooKeeper
-from aiocoord.zk import ZkClient
+from aiocoord.zk import CreateMode, CreateOp, DeleteOp, SetDataOp, ZkClient
 
 EXAMPLES = int(os.environ.get("AIOCOORD_FUZZ_EXAMPLES", "15"))  # per event loop
 T = 0.6  # session timeout: a silent server costs 0.4 s (the read timeout)

@@ -4,18 +4,23 @@ Contenders line up EPHEMERAL_SEQUENTIAL nodes under one parent, as Apache
 Curator's ``LockInternals`` does.  A recipe brings its node names and its
 "may I go" rule; the queue does the rest: the protected create, Curator's
 order, the decision, one watch per waiter, the owner check on grant.
-The leader latch (and selector) and the mutex run on it today; the semaphore
-and the read/write lock are meant to (their rules are here already).
+The leader latch (and selector), the mutex, the read/write lock and the
+semaphore run on it.
 
 Node layout (``<seq>`` is ZooKeeper's 10-digit sequence number)::
 
     <path>/                                  container, created as needed
-    <path>/_c_<uuid4>-latch-<seq>            leader latch / selector (LATCH)
-    <path>/_c_<uuid4>-lock-<seq>             mutex (LOCK)
+    <path>/_c_<uuid4>-latch-<seq>            leader latch (LATCH)
+    <path>/_c_<uuid4>-lock-<seq>             mutex, leader selector (LOCK)
     <path>/leases/_c_<uuid4>-lease-<seq>     semaphore V2 (LEASE), guarded by
     <path>/locks/_c_<uuid4>-lock-<seq>       a mutex, as Curator's
     <path>/_c_<uuid4>-__READ__<seq>          read lock  } READ_WRITE: one queue,
     <path>/_c_<uuid4>-__WRIT__<seq>          write lock }  sorted on both markers
+
+Curator's LeaderSelector is an InterProcessMutex at its path, so a selector's
+nodes are the mutex's, and a latch's are not: a latch and a selector on one
+path are two elections, in Curator as here (each sorts the other's nodes
+after its own).
 
 Each node's data is the participant id (UTF-8).  Children sort by the text
 after the *last* marker (``StandardLockInternalsDriver.fixForSorting``); a
@@ -62,17 +67,18 @@ Failure handling:
   reconnects; what cannot be deleted in time is left to a chore of the
   session, which deletes it once the connection is back.
 
-`Waiter` is the I/O loop of one acquisition (the mutex's).  The leader latch
-keeps its own loop (`leader_latch._campaign`), a long-lived candidacy that
-grants from the watch callback and reports election events, on this table,
-these nodes and this order.
+`Waiter` is the one I/O loop on this table: an acquisition (the mutex, the
+read/write lock, the semaphore) waits in it for its turn; a participant (the
+leader latch, and the selector through it) keeps its node in it for as long
+as it takes part, is granted from the watch callback, told of each loss,
+requeued, and keeps its node through SUSPENDED -> RECONNECTED on the same
+session.
 """
 
 from __future__ import annotations
 
 from ._nodes import MAX_ID_BYTES as MAX_ID_BYTES
 from ._nodes import CreatedNode as CreatedNode
-from ._nodes import EarlyListing as EarlyListing
 from ._nodes import OurNode as OurNode
 from ._nodes import Ours as Ours
 from ._nodes import check_participant_id as check_participant_id
@@ -96,6 +102,7 @@ from ._table import first as first
 from ._table import may_take as may_take
 from ._table import reader as reader
 from ._waiter import USABLE as USABLE
+from ._waiter import Host as Host
 from ._waiter import Waiter as Waiter
 from ._waiter import connected_by as connected_by
 from ._waiter import fired_by as fired_by

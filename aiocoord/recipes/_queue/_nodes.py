@@ -176,7 +176,7 @@ class OurNode:
                     "%s %s: withdrawing after a connection loss (%s)", self.recipe, self.path, exc
                 )
                 try:
-                    await self.client._session.wait_connected()
+                    await self.client.session.wait_connected()
                 except CoordinatorClosedError:
                     return
                 await anyio.lowlevel.checkpoint()
@@ -195,7 +195,7 @@ class OurNode:
         does not block the queue for as long as the session lives: False then.
         """
         what = self.ours()
-        with anyio.move_on_after(self.client._session.timing.request_timeout) as scope:
+        with anyio.move_on_after(self.client.session.timing.request_timeout) as scope:
             if sent is not None:
                 with contextlib.suppress(CoordError):  # `withdraw` tries again
                     await sent()
@@ -211,7 +211,7 @@ class OurNode:
         """Finish the withdraw of `what` in a chore of the session; False if there is nothing
         to do (nothing left, or the coordinator closed: closing its session removed our node)."""
         what = self.ours(what)
-        if what == (None, None) or self.client._session.closed:
+        if what == (None, None) or self.client.session.closed:
             return False
         node = what[0].path if what[0] is not None else f"a node under {self.path}"
         self.log.warning(
@@ -221,15 +221,11 @@ class OurNode:
             node,
         )
         name = f"{self.recipe} {self.path}: delete {node}"
-        return self.client._session.start_chore(lambda: self.withdrawn(what), name)
+        return self.client.session.start_chore(lambda: self.withdrawn(what), name)
 
     async def withdrawn(self, what: Ours) -> None:
         """The chore of `withdraw_later`."""
         await self.withdraw(what)
-
-
-def _ignore(_names: list[str]) -> None:
-    pass
 
 
 class EarlyListing:
@@ -246,9 +242,7 @@ class EarlyListing:
         self.result: Callable[[], Awaitable[list[str]]] | None = None
         self.order: Ordering | None = None
 
-    def send(
-        self, client: ZkClient, path: str, on_reply: Callable[[list[str]], None] = _ignore
-    ) -> None:
+    def send(self, client: ZkClient, path: str, on_reply: Callable[[list[str]], None]) -> None:
         """List `path`'s children now (no await); not connected: the task lists later."""
         with contextlib.suppress(CoordError):
             self.result = client.children_now(path, on_reply)

@@ -81,8 +81,8 @@ class CuratorNames:
         return curator_sorted(names, *self.markers)
 
 
-LATCH: Final = CuratorNames(("latch-",))  # LeaderLatch, LeaderSelector
-LOCK: Final = CuratorNames(("lock-",))  # InterProcessMutex
+LATCH: Final = CuratorNames(("latch-",))  # LeaderLatch
+LOCK: Final = CuratorNames(("lock-",))  # InterProcessMutex; LeaderSelector (a mutex)
 LEASE: Final = CuratorNames(("lease-",))  # InterProcessSemaphoreV2's leases
 READ_WRITE: Final = CuratorNames(("__READ__", "__WRIT__"))  # InterProcessReadWriteLock
 WRITE_MARKER: Final = "__WRIT__"

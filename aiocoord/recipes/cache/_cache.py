@@ -11,8 +11,9 @@ import anyio
 import anyio.abc
 
 from ..._broadcast import SUBSCRIBER_BACKLOG, Broadcast
+from ..._checks import check_int
 from ..._lifecycle import Lifecycle, Phase, Service
-from ...errors import ConfigError, ConnectionLostError, CoordError, ZooKeeperError
+from ...errors import ConnectionLostError, CoordError, ZooKeeperError
 from ...session import Coordinator
 from ...zk import EventType, Node, WatchedEvent
 from ...zk.paths import validate_path
@@ -26,14 +27,6 @@ log = logging.getLogger("aiocoord.recipes.cache")
 
 DEFAULT_MAX_NODES: Final = 100_000
 """Nodes a cache holds at most unless told otherwise (``max_nodes=``)."""
-
-
-def _check_count(name: str, value: object, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < least:
-        raise ConfigError(name, f"must be at least {least}, not {value}")
-    return value
 
 
 class TreeCache(Service):
@@ -64,15 +57,15 @@ class TreeCache(Service):
             raise TypeError(f"coord must be an aiocoord.Coordinator, not {type(coord).__name__}")
         validate_path(path)
         if max_depth is not None:
-            max_depth = _check_count("max_depth", max_depth, 0)
+            max_depth = check_int("max_depth", max_depth, least=0)
         self._coord = coord
         self._client = coord.client
         self._path = path
         self._state = TreeState(
-            path, max_depth=max_depth, max_nodes=_check_count("max_nodes", max_nodes, 1)
+            path, max_depth=max_depth, max_nodes=check_int("max_nodes", max_nodes, least=1)
         )
         self._events: Broadcast[CacheEvent] = Broadcast(
-            replay_last=False, backlog=_check_count("backlog", backlog, 1)
+            replay_last=False, backlog=check_int("backlog", backlog, least=1)
         )
         self._life = Lifecycle(f"cache {path}", self._setup, stopped=self._stopped)
         self._wake = ChangeSignal()
@@ -118,7 +111,7 @@ class TreeCache(Service):
         client = self._client
         async with client.watch(self._path, recursive=self._state.max_depth != 0) as pwatch:
             pwatch.set_callback(self._on_watch)
-            stop = client._session.follow_states(self._on_state, self._on_close)
+            stop = client.session.follow_states(self._on_state, self._on_close)
             try:
                 await self._keep(task_status)
             finally:

@@ -26,6 +26,7 @@ same window may run it again.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -38,7 +39,8 @@ import anyio.abc
 from ..._lifecycle import Lifecycle
 from ...errors import ConnectionLostError, CoordError, LockLost
 from ...session import Coordinator
-from ...zk.states import ConnectionState
+from ...zk.states import ConnectionEvent, ConnectionState
+from .._loss import LossPolicy, LossWatch
 from .._tenure import Tenure
 from ._record import LockRecord, RunInfo, error_text, to_datetime, window_start
 
@@ -99,13 +101,18 @@ async def guard(lock: Lease, outcome: Outcome | None = None) -> AsyncIterator[No
             raise
 
     async def setup(tg: anyio.abc.TaskGroup) -> None:
-        tg.start_soon(keeper, _watch_session)
         tg.start_soon(keeper, _keep)
 
-    # The renewer and the session watcher run in a task of their own, so that the
-    # hold may be left from another task than the one that entered it.
+    # The renewer runs in a task of its own, so that the hold may be left from another
+    # task than the one that entered it; the session's states are followed where they
+    # are reported.
     keepers = Lifecycle(f"lock {lock.path}", setup)
-    await keepers.start()
+    unfollow = _follow_session(lock, lost)
+    try:
+        await keepers.start()
+    except BaseException:
+        unfollow()
+        raise
     keeper_error: BaseException | None = None
     try:
         try:
@@ -117,6 +124,7 @@ async def guard(lock: Lease, outcome: Outcome | None = None) -> AsyncIterator[No
             failure = exc
         finally:
             with anyio.CancelScope(shield=True):
+                unfollow()
                 try:
                     await keepers.aclose()  # a renewal in flight is abandoned: the release re-reads
                 except Exception as exc:
@@ -148,7 +156,7 @@ async def _release_after(
     error: CoordError | None = None
     # After a loss the release is only a courtesy (the lease frees the lock anyway),
     # so it gets one request deadline; a normal release gets two.
-    timing = lock.coord.client._session.timing
+    timing = lock.coord.client.session.timing
     limit = timing.request_timeout if lost else timing.retry_window
     with anyio.CancelScope(shield=True), anyio.move_on_after(limit) as scope:
         try:
@@ -166,19 +174,22 @@ async def _release_after(
     return error
 
 
-async def _watch_session(lock: Lease, lost: Callable[[str], None]) -> None:
-    """LOST (or a new session) ends the hold; SUSPENDED is only logged (the lease holds)."""
+def _follow_session(lock: Lease, lost: Callable[[str], None]) -> Callable[[], None]:
+    """The one loss rule, LOST-only: LOST (or a new session) ends the hold, SUSPENDED is
+    only logged (the lease holds; `_keep` ends the hold once it runs out).  Followed
+    where the session reports each state; returns the function that stops following."""
     coord = lock.coord
-    if coord.session_id != lock.session:
+    if coord.client.session.session_id != lock.session:
         lost("session lost")  # between the acquiring write and this subscription
-    async for event in coord.connection_events():
-        if event.state is ConnectionState.LOST or (
-            event.state is ConnectionState.RECONNECTED and event.session_id != lock.session
-        ):
-            lost("session lost")
-        elif event.state is ConnectionState.SUSPENDED and lock.lost() is None:
+    # The current state, replayed first, is judged too (nothing before it is history).
+    watch = LossWatch(LossPolicy.LOST_ONLY, lock.session, lost, granted_at=-math.inf)
+
+    def on_event(event: ConnectionEvent) -> None:
+        watch.on_event(event)
+        if event.state is ConnectionState.SUSPENDED and lock.lost() is None:
             log.info("lock %s: connection suspended; the lease still holds", lock.path)
-    lost("coordinator closed")
+
+    return coord.client.session.follow_states(on_event, watch.on_closed)
 
 
 async def _keep(lock: Lease, lost: Callable[..., None]) -> None:
@@ -206,7 +217,7 @@ async def _keep(lock: Lease, lost: Callable[..., None]) -> None:
                 lost(f"renewal failed: {exc}")
             if retry:
                 try:
-                    await lock.coord.wait_connected()
+                    await lock.coord.client.session.wait_connected()
                 except CoordError as exc:
                     lost(str(exc))
 

@@ -88,7 +88,7 @@ class CasLock:
         self._confirmed = 0.0  # monotonic time just before our last landed write was built
         self._lost: str | None = None
         self._taken = False  # the loss was someone else's write: the record is not ours to touch
-        self._session: int | None = None
+        self._session_id: int | None = None
         self._seen_owner: str | None = None
         self._released: Node | None = None  # the record our last release wrote, with its stat
         self._released_at = 0.0  # monotonic time of that release
@@ -163,7 +163,7 @@ class CasLock:
         view = self._remembered()  # our own release, if any: we learnt of it when we wrote it
         since = self._released_at if view is not None else time.monotonic()
         while True:
-            deadline = client._session.deadline()
+            deadline = client.session.deadline()
             try:
                 if view is None:
                     with self._pace.timing("read"):
@@ -172,7 +172,7 @@ class CasLock:
                         self._pace.saw(view.node.stat.version)
                 rnd = await self._round(view, watch=True, window=None, since=since)
             except ConnectionLostError:
-                await client._session.wait_connected(deadline, what)
+                await client.session.wait_connected(deadline, what)
                 view = None
                 continue
             if rnd.acquired:
@@ -205,7 +205,7 @@ class CasLock:
         if event is None:  # the holder's lease ran out
             return None, time.monotonic()
         if event.type is EventType.SESSION_LOST:
-            await client._session.wait_connected(client._session.deadline(), what)
+            await client.session.wait_connected(client.session.deadline(), what)
             return None, time.monotonic()
         changed = time.monotonic()
         held = rnd.record if not rnd.turn and rnd.record is not None and rnd.record.held else None
@@ -256,7 +256,9 @@ class CasLock:
 
     def _place(self, recent: tuple[str, ...], version: int) -> float:
         """Our rank among the waiters when the record at `version` is free (see `_turns`)."""
-        return rank(recent, contender_id(self._owner, self._coord.session_id), version)
+        return rank(
+            recent, contender_id(self._owner, self._coord.client.session.session_id), version
+        )
 
     async def _round(
         self, view: View, *, watch: bool, window: float | None, since: float | None = None
@@ -273,7 +275,7 @@ class CasLock:
         if view.known and not decision.take:
             return _Attempt(False)  # a remembered record decides nothing but a CAS: read
         recent = record.recent if record is not None else ()
-        me = contender_id(self._owner, self._coord.session_id)
+        me = contender_id(self._owner, self._coord.client.session.session_id)
         skipped = 0
         if decision.take and since is not None:
             place = rank(recent, me, version)
@@ -307,7 +309,7 @@ class CasLock:
         )
         # Shielded (and bounded): once the write is sent, we must learn its outcome,
         # or a cancelled acquire could leave a lock nobody knows it holds.
-        limit = self._coord.client._session.timing.retry_window
+        limit = self._coord.client.session.timing.retry_window
         after: View | None = None
         with anyio.CancelScope(shield=True), anyio.move_on_after(limit) as scope:
             if node is None:
@@ -326,7 +328,7 @@ class CasLock:
         self._record, self._version = new, stat.version
         self._token = new.token if new.token is not None else stat.mzxid
         self._confirmed, self._lost = start, None
-        self._session = self._coord.session_id
+        self._session_id = self._coord.client.session.session_id
         over = f", taking over the expired lease of {expired.owner}" if expired else ""
         log.info("lock %s acquired by %s (token 0x%x%s)", self.path, self._owner, self._token, over)
 
@@ -395,7 +397,7 @@ class CasLock:
         return Lease(
             path=self.path,
             coord=self._coord,
-            session=self._session,
+            session=self._session_id,
             lease=self.lease,
             skew=self.skew,
             confirmed=lambda: self._confirmed,

@@ -11,11 +11,11 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..._broadcast import Broadcast
-from ..._checks import check_coordinator, check_root, check_seconds
+from ..._checks import check_coordinator, check_int, check_node_name, check_root, check_seconds
 from ..._lifecycle import Lifecycle, Service
-from ...errors import ConfigError, InvalidPathError, NoNodeError
+from ...errors import ConfigError, NoNodeError
 from ...session import Coordinator
-from ...zk.paths import join, validate_path
+from ...zk.paths import join
 from ..task_leadership import TaskLeadership, Worker, task_leadership
 from ._firing import Firing, FiringOutcome, outcome_of
 from ._plan import Missed, Options
@@ -31,29 +31,8 @@ MAX_HISTORY = 500  # entries kept per job: a few hundred bytes each, inside a no
 _MISSED = ("skip", "run_once", "run_all")
 
 
-def _check_name(field: str, value: object) -> str:
-    """`value` if it can name a job's node (no ``/``), else `ConfigError` naming `field`."""
-    if not isinstance(value, str):
-        raise TypeError(f"{field} must be a str, not {type(value).__name__}")
-    try:
-        if not value or "/" in value:
-            raise InvalidPathError(value, "must be a non-empty node name without '/'")
-        validate_path("/" + value)
-    except InvalidPathError as exc:
-        raise ConfigError(field, f"{value!r} cannot name a job: {exc.reason}") from None
-    return value
-
-
 def _is_async(func: object) -> bool:
     return inspect.iscoroutinefunction(func)
-
-
-def _count(field: str, value: object, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{field} must be an int, not {type(value).__name__}")
-    if not lo <= value <= hi:
-        raise ConfigError(field, f"must be from {lo} to {hi}, not {value!r}")
-    return value
 
 
 class Cron(Service):
@@ -96,7 +75,7 @@ class Cron(Service):
         self.worker = worker
         self.timezone = resolve_timezone(timezone)
         self._tz_name = timezone if isinstance(timezone, str) else str(self.timezone)
-        self._history = _count("history", history, 0, MAX_HISTORY)
+        self._history = check_int("history", history, least=0, most=MAX_HISTORY)
         self._grace = check_seconds("grace", grace)
         self._settle = check_seconds("settle", settle)
         self._jobs: dict[str, Job] = {}
@@ -145,14 +124,14 @@ class Cron(Service):
                 f"retry_interrupted must be a bool, not {type(retry_interrupted).__name__}"
             )
         jitter = check_seconds("jitter", jitter)
-        max_catch_up = _count("max_catch_up", max_catch_up, 1, 10_000)
+        max_catch_up = check_int("max_catch_up", max_catch_up, least=1, most=10_000)
         grace = self._grace if grace is None else check_seconds("grace", grace)
         options = Options(missed, retry_interrupted, grace + jitter, max_catch_up, self._history)
 
         def register(func: F) -> F:
             if not _is_async(func):
                 raise TypeError(f"a cron job must be an async function, not {func!r}")
-            job_name = _check_name("name", func.__name__ if name is None else name)
+            job_name = check_node_name("name", func.__name__ if name is None else name)
             if job_name in self._jobs:
                 raise ConfigError("name", f"a job named {job_name!r} is already registered")
             if self._life.started:
@@ -161,7 +140,7 @@ class Cron(Service):
             return func
 
         if name is not None:
-            _check_name("name", name)
+            check_node_name("name", name)
         return register
 
     @property
@@ -181,7 +160,7 @@ class Cron(Service):
         an unknown one has no history.  `NodeDataError` if its record is not
         one this code can read.
         """
-        name = _check_name("name", name)
+        name = check_node_name("name", name)
         path = join(self.root, "jobs", name)
         try:
             node = await self.coord.client.get(path)

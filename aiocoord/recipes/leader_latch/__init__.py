@@ -1,4 +1,4 @@
-"""Leader latch: one leader among the participants of a path, Curator-compatible.
+"""Leader latch: one leader among the participants of a path, on Curator's ``LeaderLatch`` layout.
 
 Each participant creates one EPHEMERAL_SEQUENTIAL node under the latch path; the
 first node in election order leads, every other one watches only the node just
@@ -13,22 +13,22 @@ Node layout::
     <path>/_c_<uuid4>-latch-<seq>            curator layout, data: participant id (UTF-8)
     <path>/n_<seq>                           zookeeper layout, data: participant id
 
-Failure handling (the queue's, see ``recipes/_queue``, plus the election's):
+The leader selector (``_selector``) is Curator's ``LeaderSelector``, which is
+an ``InterProcessMutex`` at the path: its curator layout is the mutex's
+``_c_<uuid4>-lock-<seq>`` nodes, another election than the latch's (Java
+``LeaderSelector`` processes take part in it; ``layout="latch"`` puts a
+selector in the latches' election instead).
 
-- The protected create, or, in the zookeeper layout, this session's
-  unclaimed offers swept first; leadership granted only while connected, on
-  a node that the current session created (Curator's CURATOR-696
-  double-leader bug) and not reported deleted.  Followers hold a data watch
-  on their predecessor and on their own node: when the predecessor that was
-  the only node ahead goes, the follower leads at once, without listing the
-  children again; otherwise it lists them once, both in the watch's callback
-  before any task wakes.  Concurrent listings of one session on one path
-  are shared.
-- SUSPENDED (and READ_ONLY) drop leadership unless ``lose_on_suspend=False``
-  (then it is kept until LOST); the node is kept.  RECONNECTED on the same
-  session re-checks and leads again if still first; on a new session the stale
-  node is deleted and the latch joins again at the tail.  A node deleted by
-  someone else, or a container parent reaped, makes it join again.
+Failure handling: the queue's, as a participant of its `Waiter` (see
+``recipes/_queue``: the protected create, the CURATOR-696 owner check, the
+grant from the watch callback, shared listings of one session on one path),
+plus the election's:
+
+- In the zookeeper layout, this session's unclaimed offers are swept first.
+- Which connection state ends a term is the recipes' one loss rule
+  (``recipes/_loss``): SUSPENDED and READ_ONLY unless
+  ``lose_on_suspend=False``, LOST, a new session; the node is kept through
+  SUSPENDED, and RECONNECTED on the same session leads again if still first.
 - Leaving drops leadership first (the body of ``leadership()`` is cancelled)
   and forgets the watch on its own node (so the delete wakes nothing of its
   own), then deletes the node, shielded from cancellation and bounded in time;

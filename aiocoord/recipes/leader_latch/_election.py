@@ -4,10 +4,17 @@ Nothing here awaits or talks to ZooKeeper.  The decision is the queue's
 (`recipes/_queue`, shared with the mutex) with its `first` rule: the first
 node in election order leads.
 
-Two layouts share one parent with the Java recipes they copy:
+Two layouts, each able to share one parent with the Java recipe it copies
+(Curator's ``LeaderLatch``, ZooKeeper's ``LeaderElectionSupport``):
 
 - ``curator``: Apache Curator's LeaderLatch, the queue's ``LATCH`` names:
   ``_c_<uuid>-latch-<seq>``, sorted by the text after the *last* ``latch-``.
+  The selector's ``curator`` layout is Curator's LeaderSelector, which is an
+  ``InterProcessMutex`` at the path: the queue's ``LOCK`` names,
+  ``_c_<uuid>-lock-<seq>`` (`SELECTOR_LAYOUTS`).  The two are separate
+  elections, in Curator as here: neither sorts the other's nodes among its own.
+  A selector with ``layout="latch"`` takes the latch's nodes instead, to share
+  one election with latches.
 - ``zookeeper``: ZooKeeper's ``LeaderElectionSupport``.  Names are ``n_<seq>``,
   sorted by the integer after ``n_``.  The Java recipe throws on any other name;
   here such children sort after every offer, so they never lead.
@@ -19,14 +26,14 @@ import enum
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from ..._checks import check_seconds
 from ...errors import ConfigError, InvalidPathError, LeadershipLost
 from ...zk.paths import validate_path
-from .._queue import LATCH, check_participant_id, default_participant_id
+from .._queue import LATCH, LOCK, CuratorNames, check_participant_id, default_participant_id
 from .._tenure import Tenure
 
 __all__ = (
@@ -35,6 +42,8 @@ __all__ = (
     "check_wait_timeout",
     "CURATOR",
     "LAYOUTS",
+    "SELECTOR",
+    "SELECTOR_LAYOUTS",
     "ZOOKEEPER",
     "ElectionEvent",
     "ElectionState",
@@ -138,37 +147,52 @@ class LatchLayout:
     name: str
     prefix: str  # the node name given to the (protected) sequential create
     protected: bool  # Curator's `_c_<uuid>-` names, found again after a connection loss
+    curator: CuratorNames | None = None  # a Curator layout's names and order
 
     def sort(self, names: Sequence[str]) -> list[str]:
         """Children in election order (index 0 leads), as the layout's Java recipe sorts them."""
-        if self.protected:
-            return LATCH.sort(names)
+        if self.curator is not None:
+            return self.curator.sort(names)
         return sorted(names, key=zookeeper_sort_key)
 
 
-CURATOR: Final = LatchLayout("curator", LATCH.marker, protected=True)
+CURATOR: Final = LatchLayout("curator", LATCH.marker, protected=True, curator=LATCH)
 ZOOKEEPER: Final = LatchLayout("zookeeper", "n_", protected=False)
-LAYOUTS: Final = {"curator": CURATOR, "zookeeper": ZOOKEEPER}
+LAYOUTS: Final[Mapping[str, LatchLayout]] = {"curator": CURATOR, "zookeeper": ZOOKEEPER}
+# Curator's LeaderSelector: an InterProcessMutex at the path, so the mutex's nodes.
+SELECTOR: Final = LatchLayout("curator", LOCK.marker, protected=True, curator=LOCK)
+# A selector's: its own Curator layout by default; "latch" joins the latches' election.
+SELECTOR_LAYOUTS: Final[Mapping[str, LatchLayout]] = {
+    "curator": SELECTOR,
+    "latch": CURATOR,
+    "zookeeper": ZOOKEEPER,
+}
 
 
 CloseMode = Literal["notify", "silent"]
 
 
 def check_latch_arguments(
-    path: str, participant_id: str | None, layout: str, lose_on_suspend: object, close_mode: object
+    path: str,
+    participant_id: str | None,
+    layout: str,
+    lose_on_suspend: object,
+    close_mode: object,
+    layouts: Mapping[str, LatchLayout] = LAYOUTS,
 ) -> tuple[LatchLayout, str]:
-    """A latch's arguments checked (errors name them): its layout and participant id."""
+    """A latch's arguments checked (errors name them): its layout (of `layouts`) and id."""
     validate_path(path)
     if path == "/":
         raise InvalidPathError(path, "a latch needs a node of its own, not the root")
-    if layout not in LAYOUTS:
-        raise ConfigError("layout", f"must be 'curator' or 'zookeeper', not {layout!r}")
+    if layout not in layouts:
+        names = " or ".join(repr(name) for name in layouts)
+        raise ConfigError("layout", f"must be {names}, not {layout!r}")
     if not isinstance(lose_on_suspend, bool):
         raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
     if close_mode not in ("notify", "silent"):
         raise ConfigError("close_mode", f"must be 'notify' or 'silent', not {close_mode!r}")
     pid = default_participant_id() if participant_id is None else participant_id
-    return LAYOUTS[layout], check_participant_id(pid)
+    return layouts[layout], check_participant_id(pid)
 
 
 def check_wait_timeout(timeout: object) -> float:

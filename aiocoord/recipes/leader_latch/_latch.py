@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import overload
+from typing import ClassVar, overload
 
 import anyio
 import anyio.abc
@@ -18,14 +18,16 @@ from ..._lifecycle import Lifecycle, Phase, Service
 from ...errors import CoordinatorClosedError
 from ...session import Coordinator
 from ...zk.client import ZkClient
-from ...zk.states import ConnectionEvent, ConnectionState
+from ...zk.states import ConnectionEvent
 from .._change_signal import ChangeSignal
-from .._queue import MAX_ID_BYTES, USABLE, CreatedNode, default_participant_id
-from ._campaign import Campaign, Host
+from .._loss import LossPolicy, LossWatch
+from .._queue import MAX_ID_BYTES, USABLE, CreatedNode, Host, default_participant_id
 from ._election import (
+    LAYOUTS,
     CloseMode,
     ElectionEvent,
     ElectionState,
+    LatchLayout,
     LeadershipTerm,
     Participant,
     check_latch_arguments,
@@ -46,6 +48,14 @@ __all__ = (
 
 log = logging.getLogger("aiocoord.recipes.leader_latch")
 
+# The ends of a term that this participant chose (logged at INFO; any other is a loss, a
+# WARNING): leaving, a node ahead of ours (handed over), and the selector's hand-backs:
+# `lead` returned (released), `step_down`, `interrupt`, and `lead` raised (failed: the
+# error itself is logged at ERROR).
+GIVEN_BACK = frozenset(
+    {"closed", "handed over", "released", "stepped down", "interrupted", "failed"}
+)
+
 
 class LeaderLatch(Service):
     """A participant in the election at `path`; see the module docstring.
@@ -61,6 +71,8 @@ class LeaderLatch(Service):
     Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 
+    _layouts: ClassVar[Mapping[str, LatchLayout]] = LAYOUTS  # what `layout` may name
+
     def __init__(
         self,
         coord: Coordinator,
@@ -73,16 +85,16 @@ class LeaderLatch(Service):
     ) -> None:
         check_coordinator(coord)
         self._layout, self._id = check_latch_arguments(
-            path, participant_id, layout, lose_on_suspend, close_mode
+            path, participant_id, layout, lose_on_suspend, close_mode, self._layouts
         )
         self._close_mode = close_mode
         self._coord = coord
         self._client: ZkClient = coord.client
         self._path = path
         self._data = self._id.encode("utf-8")
-        self._lose_on_suspend = lose_on_suspend
-        self._offer: Candidacy | None = None
-        self._campaign: Campaign | None = None
+        self._policy = LossPolicy.of(lose_on_suspend)
+        self._loss: LossWatch | None = None  # the current term's loss rule
+        self._offer: Candidacy | None = None  # our place in the election, once entered
         self._term: LeadershipTerm | None = None
         self._events: Broadcast[ElectionEvent] = Broadcast()
         self._changed = ChangeSignal()  # fired by `_signal`
@@ -125,10 +137,10 @@ class LeaderLatch(Service):
         """
         if self._term is not None:
             return self._id
-        campaign = self._campaign
-        if campaign is None or self._stopped or self._coord.state not in USABLE:
+        offer = self._offer
+        if offer is None or self._stopped or self._coord.state not in USABLE:
             return None
-        return campaign.known_leader
+        return offer.known_leader
 
     @property
     def state(self) -> ElectionState | None:
@@ -158,20 +170,23 @@ class LeaderLatch(Service):
                 "the coordinator is not open: use `async with aiocoord.connect(...)` first"
             )
         self._entered = True
-        self._offer = Candidacy(
-            SharedPath.acquire(self._client, self._path), self._layout, self._data
-        )
+        shared = SharedPath.acquire(self._client, self._path)
+        self._offer = Candidacy(self._coord, shared, self._layout, self._data)
         await self._life.start()
 
     async def _run(self, tg: anyio.abc.TaskGroup) -> None:
         assert self._offer is not None
-        # Host's fields, in order: elect, lose, publish, wake, node, held.
         host = Host(
-            self._elect, self._lose, self._publish, self._signal, lambda: self.node, self._held
+            elect=self._elect,
+            lose=lambda reason: self._lose(reason),
+            joined=self._joined,
+            following=self._following,
+            failed=self._failed,
+            closed=self._signal,
+            held=self._held,
         )
-        self._campaign = Campaign(host, self._coord, self._offer, self._layout, tg)
-        self._unfollow = self._client._session.follow_states(self._on_connection, self._on_closed)
-        await tg.start(self._campaign.run)
+        self._unfollow = self._client.session.follow_states(self._on_connection, self._on_closed)
+        await tg.start(self._offer.participate, host)
 
     async def aclose(self) -> None:
         """Withdraw from any task, blocking until done; safe to call twice.
@@ -186,15 +201,16 @@ class LeaderLatch(Service):
     def _stop_leading(self) -> None:
         """Leaving: stop leading, then send our node's delete unless a write is in flight."""
         self._closing = True
-        campaign = self._campaign
-        if campaign is not None:
-            campaign.closing = True
-            campaign.unwatch()
+        offer = self._offer
+        if offer is not None:
+            offer.closing = True
+            offer.unwatch()
         term, self._term = self._term, None  # ends before the node goes: no two leaders overlap
+        self._loss = None
         if term is not None:
             term.tenure.end("closed")
-        if self._offer is not None and (campaign is None or not campaign.writing):
-            self._sent_delete = self._offer.delete_now()
+        if offer is not None and not offer.writing:
+            self._sent_delete = offer.delete_now()
         if term is not None:  # reported once the delete is on its way (no reader runs between)
             self._report_loss(term, "closed", publish=self._close_mode == "notify")
 
@@ -202,12 +218,12 @@ class LeaderLatch(Service):
         """Leaving, while the tasks still run: stop leading, then delete our node."""
         if not self._closing:
             self._stop_leading()
-        campaign = self._campaign
-        # From `closing` on, the campaign starts no write.  Unless one is in flight
+        offer = self._offer
+        # From `closing` on, our `Waiter` starts no write.  Unless one is in flight
         # (then it is cancelled first), our node goes before the tasks unwind, so
         # the next leader need not wait for them.
         tg = self._life.task_group
-        if tg is not None and campaign is not None and campaign.writing:
+        if tg is not None and offer is not None and offer.writing:
             tg.cancel_scope.cancel()
         if self._offer is not None:
             sent, self._sent_delete = self._sent_delete, None
@@ -258,7 +274,7 @@ class LeaderLatch(Service):
                 raise CoordinatorClosedError(
                     f"leader latch {self._path} is not open: use `async with leader_latch(...)`"
                 )
-            if self._coord.closed:
+            if self._coord.client.session.closed:
                 raise CoordinatorClosedError(f"the coordinator of leader latch {self._path} closed")
             if self._term is not None:
                 return self._term
@@ -344,23 +360,21 @@ class LeaderLatch(Service):
         self._signal()
 
     def _on_connection(self, event: ConnectionEvent) -> None:
-        if event.state in (ConnectionState.SUSPENDED, ConnectionState.READ_ONLY):
-            if self._lose_on_suspend:
-                self._lose("suspended")
-        elif event.state is ConnectionState.LOST:
-            self._lose("session lost")
-        if self._campaign is not None:
-            self._campaign.poke()
+        if self._loss is not None:
+            self._loss.on_event(event)  # the one loss rule, for the current term
+        if self._offer is not None:
+            self._offer.poke()
         self._signal()  # `wait()` notes an outage it waits through
 
-    # --- leadership and events (the campaign's host) -------------------------------------
+    # --- leadership and events (the `Waiter`'s host) -------------------------------------
 
     def _elect(self, node: CreatedNode) -> None:
-        """The campaign found us first, on a node of this session: lead (once per term)."""
+        """Our `Waiter` found us first, on a node of this session: lead (once per term)."""
         if self._term is None and not self._closing and node.path not in self._released:
             self._term = LeadershipTerm(node.czxid, node.path, self._id, self._path)
+            self._loss = LossWatch(self._policy, node.owner, self._lose)
             log.info("leader of %s as %s (token 0x%x)", self._path, self._id, node.czxid)
-            started = self._campaign.determining if self._campaign is not None else None
+            started = self._offer.determining if self._offer is not None else None
             event = ElectionEvent(
                 ElectionState.ELECTED, node.path, token=node.czxid, started=started
             )
@@ -371,13 +385,15 @@ class LeaderLatch(Service):
         term, self._term = self._term, None
         if term is None:
             return
+        self._loss = None
         term.tenure.end(reason)
         self._report_loss(term, reason, publish=publish)
 
     def _report_loss(self, term: LeadershipTerm, reason: str, *, publish: bool) -> None:
         """Tell the log, `changes()` readers and waiters that `term` ended (`_lose`)."""
-        # Leaving or handing over is routine; leadership taken away is for an operator to see.
-        level = logging.INFO if reason in ("closed", "handed over") else logging.WARNING
+        # Leaving, handing over or giving back is routine; leadership taken away is for an
+        # operator to see.
+        level = logging.INFO if reason in GIVEN_BACK else logging.WARNING
         log.log(level, "no longer leader of %s as %s: %s", self._path, self._id, reason)
         if publish:
             event = ElectionEvent(
@@ -408,17 +424,29 @@ class LeaderLatch(Service):
         if offer is not None and node is not None and not self._closing:
             with anyio.CancelScope(shield=True):
                 await offer.leave()
-        if self._campaign is not None:
-            self._campaign.poke()
+        if offer is not None:
+            offer.poke()
 
     def _rejoin(self) -> None:
         """Join again now (after a `_release`)."""
         self._hold_until = 0.0
-        if self._campaign is not None:
-            self._campaign.poke()
+        if self._offer is not None:
+            self._offer.poke()
 
     def _held(self) -> float:
         return max(0.0, self._hold_until - time.monotonic())
+
+    def _joined(self, node: CreatedNode, started: float) -> None:
+        self._publish(ElectionEvent(ElectionState.OFFERED, node.path, started=started))
+
+    def _following(self, node: CreatedNode, predecessor: str, started: float) -> None:
+        event = ElectionEvent(
+            ElectionState.FOLLOWING, node.path, predecessor=predecessor, started=started
+        )
+        self._publish(event)
+
+    def _failed(self, error: Exception) -> None:
+        self._publish(ElectionEvent(ElectionState.FAILED, self.node, reason=str(error)))
 
     def _publish(self, event: ElectionEvent) -> None:
         self._events.publish(event)

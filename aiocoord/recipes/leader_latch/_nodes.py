@@ -1,7 +1,7 @@
 """The leader latch's node keeping: create, find after a loss, delete; shared listings.
 
-`Candidacy` is one participant's election node, the queue's `OurNode` (see
-``recipes/_queue``).  In the zookeeper layout, whose ``n_<seq>`` names carry
+`Candidacy` is one participant's election node, the queue's `Waiter` (see
+``recipes/_queue``) on the latch's layout.  In the zookeeper layout, whose ``n_<seq>`` names carry
 no uuid, a create whose outcome is unknown is cleaned up by deleting this
 session's offers under the path that no latch of this process claims, with
 the other creates of the session on that path held back meanwhile.
@@ -23,22 +23,32 @@ import anyio
 
 from ..._records import load_text
 from ...errors import BadVersionError, CoordError, NoNodeError
+from ...session import Coordinator
 from ...zk.client import ZkClient
 from ...zk.paths import basename, join, parent
 from ...zk.types import CreateMode
-from .._queue import CreatedNode, Ordering, OurNode, Ours, created_node, read_queue
+from .._queue import CreatedNode, Ordering, Ours, Waiter, created_node, first, read_queue
 from ._election import LatchLayout, Participant
 
 __all__ = ("Candidacy", "SharedPath", "leader_of", "participants_of")
 
 
 class _ListingRound:
-    __slots__ = ("done", "names", "order")
+    __slots__ = ("done", "names", "orders")
 
     def __init__(self) -> None:
         self.done = anyio.Event()
         self.names: list[str] | None = None
-        self.order: Ordering | None = None  # sorted once, for every latch of the round
+        # Sorted once per layout, for every latch of the round (a selector's nodes are
+        # not a latch's: each sorts the listing its own way).
+        self.orders: dict[LatchLayout, Ordering] = {}
+
+    def order(self, layout: LatchLayout) -> Ordering:
+        assert self.names is not None
+        order = self.orders.get(layout)
+        if order is None:
+            order = self.orders[layout] = Ordering(self.names, layout)
+        return order
 
 
 class SharedPath:
@@ -105,9 +115,7 @@ class SharedPath:
         if joined is not None:
             await joined.done.wait()
             if joined.names is not None:
-                if joined.order is None:
-                    joined.order = Ordering(joined.names, layout)
-                return joined.order
+                return joined.order(layout)
             return Ordering(await self.client.children(self.path), layout)
         rnd = self._next = _ListingRound()
         try:
@@ -119,24 +127,30 @@ class SharedPath:
                 rnd.names = await self.client.children(self.path)
             finally:
                 idle.set()
-            rnd.order = Ordering(rnd.names, layout)
-            return rnd.order
+            return rnd.order(layout)
         finally:
             if self._next is rnd:
                 self._next = None
             rnd.done.set()
 
 
-class Candidacy(OurNode):
-    """One participant's election node under `shared.path` (the queue's `OurNode`)."""
+class Candidacy(Waiter):
+    """One participant's election node under `shared.path`: the queue's `Waiter`, taking
+    part (`Waiter.participate`) with the latch as its host."""
 
-    def __init__(self, shared: SharedPath, layout: LatchLayout, data: bytes) -> None:
-        super().__init__(shared.client, shared.path, "leader latch")
+    def __init__(
+        self, coord: Coordinator, shared: SharedPath, layout: LatchLayout, data: bytes
+    ) -> None:
+        super().__init__(
+            coord, shared.path, data, layout, first, recipe="leader latch", name=layout.prefix
+        )
         self.shared = shared
-        self.layout = layout
-        self.data = data  # zookeeper layout: `pending` marks a create in doubt, by no name
+        self.layout = layout  # zookeeper layout: `pending` marks a create in doubt, by no name
 
-    async def join(self) -> CreatedNode:
+    async def _ordered(self) -> Ordering:
+        return await self.shared.ordered(self.layout)
+
+    async def _create(self) -> CreatedNode:
         """Create our node at the tail of the election (after cleaning up any earlier try).
 
         The parent is made once for all the latches of the session (not once per
@@ -146,7 +160,7 @@ class Candidacy(OurNode):
             if not self.shared.parent_ready or attempt:
                 await self.shared.ensure_parent()
             try:
-                node = await self._create()
+                node = await self._offer()
             except NoNodeError:
                 self.shared.parent_ready = False
                 continue
@@ -154,7 +168,7 @@ class Candidacy(OurNode):
             return node
         raise NoNodeError("the latch's parent keeps vanishing", path=self.path)
 
-    async def _create(self) -> CreatedNode:
+    async def _offer(self) -> CreatedNode:
         if self.layout.protected:
             return await self.create(self.layout.prefix, self.data, make_parents=False)
         async with self.shared.lock:
@@ -187,7 +201,7 @@ class Candidacy(OurNode):
         if node is None:
             return
         try:
-            if self.layout.protected or node.owner == self.client._session.session_id:
+            if self.layout.protected or node.owner == self.client.session.session_id:
                 await self.client.delete(node.path)
             else:
                 stat = await self.client.exists(node.path)
@@ -206,7 +220,7 @@ class Candidacy(OurNode):
         """
         node = self.node
         if node is None or not (
-            self.layout.protected or node.owner == self.client._session.session_id
+            self.layout.protected or node.owner == self.client.session.session_id
         ):
             return None
         try:

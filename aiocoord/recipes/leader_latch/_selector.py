@@ -1,16 +1,31 @@
 """`LeaderSelector` and `leader_selector()`: run while leader, give it back, requeue.
 
-Curator's ``LeaderSelector`` on the leader-latch layout (Java selectors and
-latches on the same path elect one leader with it).  Each time this
-participant becomes leader, ``lead(term)`` runs inside the latch's
-``leadership()``, so it is cancelled the moment leadership is lost:
+Curator's ``LeaderSelector``, on its layout: Curator builds its selector on an
+``InterProcessMutex`` at the path, so its nodes are the mutex's,
+``_c_<uuid>-lock-<seq>`` with the participant id as data, in the mutex's
+order (the queue's ``LOCK`` names), and the first node leads.  Java
+``LeaderSelector`` processes and aiocoord selectors on one path therefore
+form one election (``tests/zk/test_interop_selector.py``).  A leader latch's
+``-latch-`` nodes are another election: Curator's ``LeaderLatch`` and
+``LeaderSelector`` do not share a path, and neither do ours.  `layout`
+chooses otherwise: ``"latch"`` runs the selector on the latch's nodes, in one
+election with the latches (aiocoord's and Curator's) on the path (the job
+scheduler's assigner and the FastAPI lifespan's leader tasks do, beside
+plain latches); ``"zookeeper"`` on ZooKeeper's ``n_<seq>`` election, which
+latches of that layout share.
+
+Each time this participant becomes leader, ``lead(term)`` runs inside the
+``leadership()`` of `latch`, a `LeaderLatch` on those nodes, so it is
+cancelled the moment leadership is lost:
 
 - `lead` returns: our node is deleted (the next participant leads) and, with
-  ``requeue=True``, a new node joins at the back of the queue.
+  ``requeue=True``, a new node joins at the back of the queue (Curator
+  releases its mutex once ``takeLeadership`` returned, and with
+  ``autoRequeue`` acquires it again).  A hand-back is logged at INFO.
 - leadership is lost (SUSPENDED, LOST, our node deleted): `lead` is
-  cancelled, nothing is raised into the caller; the latch keeps its place
-  when it can (same session) or joins again, as a latch does.  Without
-  ``requeue`` the node is given back instead.
+  cancelled, nothing is raised into the caller (the loss is logged at
+  WARNING); the selector keeps its place when it can (same session) or joins
+  again, as a latch does.  Without ``requeue`` the node is given back instead.
 - `lead` raises: the error is logged and counted, the node given back, and
   the participant joins again after a backoff (doubling up to `max_backoff`,
   reset once `lead` returns); with ``on_error="raise"`` the selector stops
@@ -35,11 +50,12 @@ from typing import Literal
 import anyio
 import anyio.abc
 
+from ..._backoff import Backoff
 from ..._checks import check_seconds
 from ..._lifecycle import Lifecycle, Phase, Service
 from ...errors import ConfigError, CoordinatorClosedError, LeadershipLost
 from ...session import Coordinator
-from ._election import LeadershipTerm
+from ._election import SELECTOR_LAYOUTS, LeadershipTerm
 from ._latch import LeaderLatch
 
 __all__ = ("LeaderSelector", "OnError", "leader_selector")
@@ -50,12 +66,21 @@ LeadFunc = Callable[[LeadershipTerm], Awaitable[None]]
 OnError = Literal["requeue", "raise"]
 
 
+class _SelectorLatch(LeaderLatch):
+    """The selector's candidacy: a `LeaderLatch` on Curator LeaderSelector's nodes."""
+
+    _layouts = SELECTOR_LAYOUTS
+
+
 class LeaderSelector(Service):
     """Runs `lead` each time this participant leads the election at `path`; see the module docstring.
 
     Use it as ``async with`` (or `start()` ... `aclose()`, from any task).
-    `latch` is the `LeaderLatch` underneath (its observers and `changes()`
-    work as usual).  `runs`, `failures`, `losses` and `last_error` count what
+    `latch` is the `LeaderLatch` underneath, on the selector's nodes (its
+    observers and `changes()` work as usual and see the selector's election).
+    `layout`: ``"curator"`` (Curator LeaderSelector's ``-lock-`` nodes, the
+    default), ``"latch"`` (Curator LeaderLatch's ``-latch-`` nodes: one
+    election with the latches on the path) or ``"zookeeper"``.  `runs`, `failures`, `losses` and `last_error` count what
     `lead` did.  Raises `TypeError` / `ConfigError` for bad arguments, and
     what `LeaderLatch` raises for the rest.
     """
@@ -90,7 +115,7 @@ class LeaderSelector(Service):
             raise ConfigError(
                 "max_backoff", f"must be >= backoff ({backoff!r}), not {max_backoff!r}"
             )
-        self.latch = LeaderLatch(
+        self.latch: LeaderLatch = _SelectorLatch(
             coord,
             path,
             participant_id=participant_id,
@@ -183,7 +208,8 @@ class LeaderSelector(Service):
         await self.latch.aclose()
 
     async def _loop(self) -> None:
-        backoff = self._backoff
+        # The one backoff, without jitter: the waits a user configured, doubling.
+        backoff = Backoff(self._backoff, self._max_backoff, jitter=0.0)
         while True:
             try:
                 async with self.latch.leadership() as term:
@@ -205,14 +231,14 @@ class LeaderSelector(Service):
                     self._error = exc
                     await self._life.aclose()  # from our own task: only signals
                     return
+                wait = backoff.delay()
                 log.exception(
-                    "leader selector %s: lead failed; joining again in %.1f s", self.path, backoff
+                    "leader selector %s: lead failed; joining again in %.1f s", self.path, wait
                 )
-                after = backoff if self._requeue else math.inf
-                backoff = min(self._max_backoff, backoff * 2)
+                after = wait if self._requeue else math.inf
                 await self.latch._release("failed", rejoin_after=after)
                 continue
-            backoff = self._backoff
+            backoff.reset()
             await self.latch._release("released", rejoin_after=0.0 if self._requeue else math.inf)
 
     def __repr__(self) -> str:

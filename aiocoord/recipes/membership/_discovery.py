@@ -4,8 +4,9 @@ curator-x-discovery's ``ServiceDiscovery``.  Node layout, Curator's:
 ``<base>/<service name>/<instance id>`` holds the instance's JSON (see
 `ServiceInstance`; ``JsonInstanceSerializer``'s exact form), ephemeral for a
 ``DYNAMIC`` instance, persistent for ``STATIC`` and ``PERMANENT``; the
-parents are containers.  Java services using curator-x-discovery on the same
-base find Python instances and the other way round.
+parents are containers.  No test runs a Java curator-x-discovery against it
+yet (Debian ships no curator-x-discovery jar), so docs/compatibility.md marks
+it as its own layout: do not count on a mixed fleet.
 
 Each registration is a `PersistentNode`: it comes back by itself after a
 lost session (Curator re-registers on RECONNECTED), and `update()` is kept
@@ -33,14 +34,13 @@ from typing import cast
 
 import anyio
 
-from ..._checks import check_coordinator, check_root
+from ..._checks import check_coordinator, check_node_name, check_root
 from ..._lifecycle import Service
 from ...errors import ConfigError, NodeDataError, NoNodeError
 from ...session import Coordinator
 from ...zk import CreateMode, Node
 from ...zk.paths import join
 from ..cache import CacheEvent, CacheEventType, TreeCache, tree_cache
-from ._group import check_name
 from ._instance import ServiceInstance, decode_instance, encode_instance
 from ._persistent import PersistentNode
 from ._provider import ServiceProvider, Strategy
@@ -106,8 +106,8 @@ class ServiceDiscovery(Service):
     # --- registering -------------------------------------------------------------------------
 
     def _path(self, instance: ServiceInstance) -> str:
-        check_name(instance.name, "instance.name")
-        check_name(instance.id, "instance.id")
+        check_node_name("instance.name", instance.name, protected=False)
+        check_node_name("instance.id", instance.id, protected=False)
         return join(join(self._base, instance.name), instance.id)
 
     async def register(self, instance: ServiceInstance) -> ServiceInstance:
@@ -185,7 +185,7 @@ class ServiceDiscovery(Service):
 
     async def instances(self, name: str) -> list[ServiceInstance]:
         """The instances of service `name` from the cache (corrupt nodes left out, logged once)."""
-        parent = join(self._base, check_name(name, "name"))
+        parent = join(self._base, check_node_name("name", name, protected=False))
         found = []
         kids = self._cache.children(parent) if self._watch else sorted(await self._children(parent))
         for child in kids:
@@ -198,7 +198,8 @@ class ServiceDiscovery(Service):
     async def instance(self, name: str, instance_id: str) -> ServiceInstance | None:
         """The instance `instance_id` of service `name` from the cache, or None."""
         path = join(
-            join(self._base, check_name(name, "name")), check_name(instance_id, "instance_id")
+            join(self._base, check_node_name("name", name, protected=False)),
+            check_node_name("instance_id", instance_id, protected=False),
         )
         node = await self._node(path)
         return None if node is None else self._decode(path, node)
@@ -249,7 +250,7 @@ class ServiceDiscovery(Service):
     ) -> ServiceProvider:
         """A `ServiceProvider` of service `name`, reading this discovery's cache."""
         return ServiceProvider(
-            check_name(name, "name"),
+            check_node_name("name", name, protected=False),
             self.instances,
             strategy=strategy,
             down_for=down_for,

@@ -23,25 +23,15 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack, aclosing
 from typing import cast
 
-from ..._checks import check_bytes, check_coordinator
+from ..._checks import check_bytes, check_coordinator, check_node_name
 from ..._lifecycle import Service
-from ...errors import ConfigError
 from ...session import Coordinator
 from ...zk import CreateMode
 from ...zk.paths import join, validate_path
 from ..cache import CacheEvent, CacheEventType, TreeCache, tree_cache
 from ._persistent import PersistentNode
 
-__all__ = ("GroupMember", "check_name", "group_member")
-
-
-def check_name(value: object, name: str) -> str:
-    """`value` if it is a usable node name (no ``/``, not empty), else an error naming `name`."""
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
-    if not value or "/" in value or value in (".", "..") or value.startswith("_c_"):
-        raise ConfigError(name, f"must be a node name (no '/', not '_c_...'), not {value!r}")
-    return value
+__all__ = ("GroupMember", "group_member")
 
 
 class GroupMember(Service):
@@ -56,7 +46,7 @@ class GroupMember(Service):
     def __init__(self, coord: Coordinator, path: str, *, member_id: str, data: bytes = b"") -> None:
         check_coordinator(coord)
         self._path = validate_path(path)
-        self._id = check_name(member_id, "member_id")
+        self._id = check_node_name("member_id", member_id, protected=False)
         self._node = PersistentNode(
             coord, join(self._path, self._id), data=check_bytes(data), mode=CreateMode.EPHEMERAL
         )

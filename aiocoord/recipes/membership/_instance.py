@@ -5,9 +5,9 @@ their declaration order, compactly: ``name``, ``id``, ``address``, ``port``,
 ``sslPort``, ``payload``, ``registrationTimeUTC``, ``serviceType``,
 ``uriSpec``, ``enabled``.  The payload carries Jackson's class id
 (``@JsonTypeInfo(use=CLASS)``): an object payload is written with
-``"@class": "java.util.LinkedHashMap"`` first, so that a Java
-``JsonInstanceSerializer<Map>`` reads it; strings, numbers and booleans go as
-they are.  A `UriSpec` is ``{"parts": [{"value": ..., "variable": ...}]}``;
+``"@class": "java.util.LinkedHashMap"`` first, as Jackson writes a ``Map``
+payload (meant for a Java ``JsonInstanceSerializer<Map>``, not yet tested
+against one); strings, numbers and booleans go as they are.  A `UriSpec` is ``{"parts": [{"value": ..., "variable": ...}]}``;
 here it is its template string (``"{scheme}://{address}:{port}"``).
 
 Reading is lenient where Jackson's defaults are (a missing property takes
@@ -23,6 +23,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ..._checks import check_int
 from ..._records import (
     FLAG,
     INT64,
@@ -87,8 +88,8 @@ class ServiceInstance:
             raise TypeError(f"address must be a str or None, not {type(self.address).__name__}")
         for name in ("port", "ssl_port"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise TypeError(f"{name} must be an int or None, not {type(value).__name__}")
+            if value is not None:
+                check_int(name, value)
         if self.service_type not in _READ_TYPES:
             raise ConfigError(
                 "service_type", f"must be one of {SERVICE_TYPES}, not {self.service_type!r}"

@@ -17,7 +17,9 @@ owner which node (czxid, ephemeral owner, version) it holds, each time that
 changes.  Leaving deletes the node (shielded and bounded), unless the owner
 deletes it itself (``aclose(delete=False)``: a worker deleting its nodes in
 one transaction); an ephemeral node the deletion missed goes with the
-session.
+session.  ``PERSISTENT_WITH_TTL`` is refused (the server would delete the
+held node once its TTL passed, and this would make it again): a
+`ContainerNode` with a TTL child is `persistent_ttl_node`'s (``_ttl.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from typing import Final
+from typing import ClassVar, Final
 
 import anyio
 import anyio.abc
@@ -40,6 +42,7 @@ from ...errors import (
     CoordinatorClosedError,
     NodeExistsError,
     NoNodeError,
+    NotEmptyError,
     TransactionFailed,
 )
 from ...session import Coordinator
@@ -49,17 +52,21 @@ from ...zk.paths import validate_path
 from .._change_signal import ChangeSignal
 from ..cache import NodeCache, node_cache
 
-__all__ = ("MODES", "PersistentNode", "persistent_node")
+__all__ = ("MODES", "ContainerNode", "PersistentNode", "persistent_node")
 
 log = logging.getLogger("aiocoord.recipes.membership")
 
 MODES: Final = (
     CreateMode.EPHEMERAL,
     CreateMode.PERSISTENT,
-    CreateMode.PERSISTENT_WITH_TTL,
     CreateMode.EPHEMERAL_SEQUENTIAL,
 )
 """The modes a `PersistentNode` takes; ``EPHEMERAL_SEQUENTIAL`` is always protected."""
+
+_NO_TTL = (
+    "is refused: the server deletes a TTL node under its owner once it was not modified for "
+    "ttl ms; use aiocoord.persistent_ttl_node(coord, path, ttl=...) (Curator's PersistentTtlNode)"
+)
 
 
 class PersistentNode(Service):
@@ -69,10 +76,12 @@ class PersistentNode(Service):
     need be: bound it with `anyio.fail_after`); leaving deletes it, shielded
     and bounded.  In between it is created again whenever it goes: after a
     lost session (an ephemeral node), or deleted by anyone.  `mode` is
-    ``CreateMode.EPHEMERAL`` (the default), ``PERSISTENT``,
-    ``PERSISTENT_WITH_TTL`` (with `ttl` in milliseconds) or
+    ``CreateMode.EPHEMERAL`` (the default), ``PERSISTENT`` or
     ``EPHEMERAL_SEQUENTIAL`` (Curator's protected name; `actual_path` tells
     the name it got, a new one each time it is created again).
+    ``PERSISTENT_WITH_TTL`` (and any `ttl`) raises `ConfigError`: the server
+    would delete the held node after its TTL; `persistent_ttl_node` keeps a
+    node that outlives its owner by about a TTL.
 
     While SUSPENDED the holder sees nothing: the node is left as it is (an
     ephemeral one lives as long as the session).  After LOST the node is
@@ -82,6 +91,8 @@ class PersistentNode(Service):
     it must be quick and must not raise) each time `stat` changes.  Raises
     `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
+
+    _modes: ClassVar[tuple[CreateMode, ...]] = MODES
 
     def __init__(
         self,
@@ -96,19 +107,17 @@ class PersistentNode(Service):
         self._coord = check_coordinator(coord)
         if on_change is not None and not callable(on_change):
             raise TypeError(f"on_change must be callable, not {type(on_change).__name__}")
-        if mode not in MODES or not isinstance(mode, CreateMode):
-            shown = ", ".join(f"CreateMode.{m.name}" for m in MODES)
-            raise ConfigError("mode", f"must be one of {shown}, not {mode!r}")
         if mode is CreateMode.PERSISTENT_WITH_TTL:
-            if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
-                raise ConfigError("ttl", f"must be a positive number of milliseconds, not {ttl!r}")
-        elif ttl is not None:
-            raise ConfigError("ttl", f"is only for CreateMode.PERSISTENT_WITH_TTL, not {mode.name}")
+            raise ConfigError("mode", f"CreateMode.PERSISTENT_WITH_TTL {_NO_TTL}")
+        if mode not in self._modes or not isinstance(mode, CreateMode):
+            shown = ", ".join(f"CreateMode.{m.name}" for m in self._modes)
+            raise ConfigError("mode", f"must be one of {shown}, not {mode!r}")
+        if ttl is not None:
+            raise ConfigError("ttl", _NO_TTL)
         self._path = validate_path(path)
         if self._path == "/":
             raise ConfigError("path", "must not be the root")
         self._mode = mode
-        self._ttl = ttl
         self._data = check_bytes(data)
         self._wanted = 0  # generation of `_data`: each set_data() adds one
         self._written = 0  # the generation the server holds
@@ -159,7 +168,7 @@ class PersistentNode(Service):
         self._on_written.fire()
 
     def _timeout(self) -> float:
-        return self._coord.client._session.timing.request_timeout
+        return self._coord.client.session.timing.request_timeout
 
     async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         ready: Callable[[], None] | None = task_status.started
@@ -182,7 +191,7 @@ class PersistentNode(Service):
                     tg.start_soon(self._forward, cache)
                     ready = await self._keep(cache, ready)
                     tg.cancel_scope.cancel()
-                if self._coord.closed:
+                if self._coord.client.session.closed:
                     if ready is not None:
                         raise CoordinatorClosedError(
                             f"the coordinator closed before {path} was made"
@@ -194,11 +203,11 @@ class PersistentNode(Service):
 
     def _send_create(self) -> tuple[SentMulti, int, int] | None:
         """Write the create now, without waiting (None: no connection; the keeper creates)."""
-        session = self._coord.session_id
+        session = self._coord.client.session.session_id
         if session is None:
             return None
         self._sent_in(session)
-        op = CreateOp(self._path, self._data, self._mode, self._ttl)
+        op = CreateOp(self._path, self._data, self._mode)
         try:
             return self._coord.client.send_multi([op]), self._wanted, session  # written now
         except ConnectionLostError:
@@ -238,8 +247,8 @@ class PersistentNode(Service):
         """Create the protected sequential node; its real path."""
         client = self._coord.client
         while True:
-            await client._session.wait_connected()
-            self._sent_in(self._coord.session_id)
+            await client.session.wait_connected()
+            self._sent_in(self._coord.client.session.session_id)
             try:
                 created = await client.create_protected(
                     self._path, self._data, mode=self._mode, make_parents=True
@@ -265,7 +274,7 @@ class PersistentNode(Service):
                     # A node we just made may not have reached the cache yet: ours all the same.
                     await self._delete(cache.current, force=cache.current is None and self._made)
                 return ready
-            if self._coord.closed:
+            if self._coord.client.session.closed:
                 return ready
             node = cache.current
             if not cache.stale:
@@ -302,12 +311,16 @@ class PersistentNode(Service):
     def _ours(self, node: Node) -> bool:
         if not self._mode.ephemeral:
             return True
-        return node.stat.ephemeral_owner == self._coord.session_id
+        return node.stat.ephemeral_owner == self._coord.client.session.session_id
 
     def _left_behind(self, node: Node) -> bool:
         """Whether `node` is ephemeral, of an earlier session of ours in which we created it."""
         owner = node.stat.ephemeral_owner
-        return self._mode.ephemeral and owner != self._coord.session_id and owner in self._sessions
+        return (
+            self._mode.ephemeral
+            and owner != self._coord.client.session.session_id
+            and owner in self._sessions
+        )
 
     def _sent_in(self, session: int | None) -> None:
         """A create is about to go in `session`: a node that session owns there is ours."""
@@ -326,10 +339,10 @@ class PersistentNode(Service):
 
     async def _create(self) -> None:
         wanted = self._wanted
-        self._sent_in(self._coord.session_id)
+        self._sent_in(self._coord.client.session.session_id)
         try:
             created = await self._coord.client.create(
-                self._path, self._data, mode=self._mode, ttl=self._ttl, make_parents=True
+                self._path, self._data, mode=self._mode, make_parents=True
             )
         except (NodeExistsError, ConnectionLostError) as exc:
             # The cache shows what is there once it has read it, or once connected again.
@@ -368,7 +381,7 @@ class PersistentNode(Service):
         with anyio.CancelScope(shield=True), anyio.move_on_after(self._timeout()):
             try:
                 await self._coord.client.delete(path, version)
-            except (NoNodeError, BadVersionError, ConnectionLostError) as exc:
+            except (NoNodeError, BadVersionError, NotEmptyError, ConnectionLostError) as exc:
                 log.debug("persistent node %s: delete failed: %s", path, exc)
 
     # --- use ---------------------------------------------------------------------------------
@@ -454,3 +467,26 @@ def persistent_node(
 ) -> PersistentNode:
     """A `PersistentNode` at `path`, to use as ``async with``: created on entry, deleted on leaving."""
     return PersistentNode(coord, path, data=data, mode=mode, ttl=ttl, on_change=on_change)
+
+
+class ContainerNode(PersistentNode):
+    """A `PersistentNode` whose node is a CONTAINER: the base of `PersistentTtlNode`.
+
+    The server removes a container once it has had a child and has none left,
+    so one is kept this way only beside a child (the TTL node's ``touch``).
+    Like Curator's ``PersistentNode``, it writes its data to a node it finds
+    already there.  Not for direct use: `persistent_ttl_node` is.
+    """
+
+    _modes = (CreateMode.CONTAINER,)
+
+    def __init__(
+        self,
+        coord: Coordinator,
+        path: str,
+        *,
+        data: bytes = b"",
+        on_change: Callable[[], object] | None = None,
+    ) -> None:
+        super().__init__(coord, path, data=data, mode=CreateMode.CONTAINER, on_change=on_change)
+        self._wanted = 1  # a node found there is written with our data, as Curator's setData

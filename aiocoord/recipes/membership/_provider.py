@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Final, Literal
 
-from ..._checks import check_seconds
+from ..._checks import check_int, check_seconds
 from ...errors import ConfigError
 from ._instance import ServiceInstance
 
@@ -44,10 +44,7 @@ class ServiceProvider:
     ) -> None:
         if strategy not in STRATEGIES:
             raise ConfigError("strategy", f"must be one of {STRATEGIES}, not {strategy!r}")
-        if isinstance(error_threshold, bool) or not isinstance(error_threshold, int):
-            raise TypeError(f"error_threshold must be an int, not {type(error_threshold).__name__}")
-        if error_threshold < 1:
-            raise ConfigError("error_threshold", f"must be at least 1, not {error_threshold}")
+        check_int("error_threshold", error_threshold, least=1)
         self._name = name
         self._instances = instances
         self._strategy = strategy

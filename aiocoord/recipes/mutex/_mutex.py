@@ -24,10 +24,9 @@ from ...errors import (
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join, validate_path
-from ...zk.states import ConnectionState
+from .._loss import LossPolicy
 from .._queue import (
     LOCK,
-    USABLE,
     CuratorNames,
     Rule,
     Waiter,
@@ -168,11 +167,8 @@ class Mutex:
         hold = self._hold
         if hold is None or hold.lost is not None:
             return False
-        state = self._coord.state
-        connected = state in USABLE or (
-            not self._lose_on_suspend and state not in (None, ConnectionState.LOST)
-        )
-        sid = self._coord.session_id
+        connected = LossPolicy.of(self._lose_on_suspend).keeps(self._coord.state)
+        sid = self._coord.client.session.session_id
         return may_take(owner=hold.node.owner, session_id=sid, connected=connected, node_gone=False)
 
     def __repr__(self) -> str:
@@ -301,8 +297,7 @@ class Mutex:
         if self._revocable:
             self._revocation = Revocable(self._client, hold)
             await self._revocation.arm()
-        body = hold.tenure.body()
-        await body.__aenter__()
+        body = await hold.tenure.enter()
         self._body = body
         return self
 
@@ -352,7 +347,7 @@ class Mutex:
     # --- helpers -----------------------------------------------------------------------------
 
     def _check_open(self) -> None:
-        if self._coord.state is None or self._coord.closed:
+        if self._coord.state is None or self._coord.client.session.closed:
             raise CoordinatorClosedError(
                 f"the coordinator of {self._recipe} {self._path} is not open: "
                 "use `async with aiocoord.connect(...)` first"

@@ -68,7 +68,7 @@ class Revocable:
         """Our node's data changed (a callback: no await): read it again from a chore."""
         if event.type is EventType.DATA_CHANGED and self._hold.lost is None:
             name = f"{self._hold.recipe} {self._hold.tenure.path}: revocation watch"
-            self._client._session.start_chore(self.arm, name)
+            self._client.session.start_chore(self.arm, name)
 
     def stop(self) -> None:
         """No more watching (released or lost; safe to call twice)."""

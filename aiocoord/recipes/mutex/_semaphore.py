@@ -1,6 +1,7 @@
 """`Semaphore`: at most `max_leases` holders, on Curator's ``InterProcessSemaphoreV2``.
 
-Node layout (Curator's; Java processes with the same `max_leases` share the leases)::
+Node layout (Curator's; Java ``InterProcessSemaphoreV2`` processes with the same
+`max_leases` share the leases)::
 
     <path>/locks/_c_<uuid4>-lock-<seq>     a mutex (the queue's LOCK) guarding the leases
     <path>/leases/_c_<uuid4>-lease-<seq>   one node per lease; data: participant id (UTF-8)
@@ -42,10 +43,9 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from ..._checks import check_coordinator, check_timeout
+from ..._checks import check_coordinator, check_int, check_timeout
 from ..._records import load_text
 from ...errors import (
-    ConfigError,
     ConnectionLostError,
     CoordinatorClosedError,
     InvalidPathError,
@@ -55,11 +55,10 @@ from ...errors import (
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join, validate_path
-from ...zk.states import ConnectionState
+from .._loss import LossPolicy
 from .._queue import (
     LEASE,
     LOCK,
-    USABLE,
     OurNode,
     Waiter,
     check_participant_id,
@@ -141,11 +140,8 @@ class Lease:
         hold = self._hold
         if self._released or hold.lost is not None:
             return False
-        state = self._coord.state
-        connected = state in USABLE or (
-            not self._lose_on_suspend and state not in (None, ConnectionState.LOST)
-        )
-        sid = self._coord.session_id
+        connected = LossPolicy.of(self._lose_on_suspend).keeps(self._coord.state)
+        sid = self._coord.client.session.session_id
         return may_take(owner=hold.node.owner, session_id=sid, connected=connected, node_gone=False)
 
     async def release(self) -> None:
@@ -203,10 +199,7 @@ class Semaphore:
         validate_path(path)
         if path == "/":
             raise InvalidPathError(path, "a semaphore needs a node of its own, not the root")
-        if isinstance(max_leases, bool) or not isinstance(max_leases, int):
-            raise TypeError(f"max_leases must be an int, not {type(max_leases).__name__}")
-        if max_leases < 1:
-            raise ConfigError("max_leases", f"must be at least 1, not {max_leases}")
+        check_int("max_leases", max_leases, least=1)
         if not isinstance(lose_on_suspend, bool):
             raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
         self._coord = coord
@@ -307,7 +300,7 @@ class Semaphore:
                 node = lease.node
                 if node is None:
                     node = await lease.create("lease-", self._data)
-                if not self._ours(inner) or node.owner != self._coord.session_id:
+                if not self._ours(inner) or node.owner != self._coord.client.session.session_id:
                     return None
                 names, watch = await self._client.children_watch(self._leases)
                 try:
@@ -337,7 +330,7 @@ class Semaphore:
 
     def _ours(self, inner: Waiter) -> bool:
         node = inner.node
-        return node is not None and node.owner == self._coord.session_id
+        return node is not None and node.owner == self._coord.client.session.session_id
 
     # --- async with --------------------------------------------------------------------------
 
@@ -348,8 +341,7 @@ class Semaphore:
             raise LockNotAcquired(self._path)
         hold = lease._hold
         hold.keep(self._client, lose_on_suspend=self._lose_on_suspend)
-        body = hold.tenure.body()
-        await body.__aenter__()
+        body = await hold.tenure.enter()
         task = asyncio.current_task()
         assert task is not None
         self._held.setdefault(task, []).append((lease, body))
@@ -394,7 +386,7 @@ class Semaphore:
         ]
 
     def _check_open(self) -> None:
-        if self._coord.state is None or self._coord.closed:
+        if self._coord.state is None or self._coord.client.session.closed:
             raise CoordinatorClosedError(
                 f"the coordinator of semaphore {self._path} is not open: "
                 "use `async with aiocoord.connect(...)` first"

@@ -2,9 +2,11 @@
 
 These background tasks run in the recipe's task group:
 
-- the connection follower: SUSPENDED (by policy), READ_ONLY and LOST revoke
-  leadership at once, before any request could fail; LOST and a new session
-  turn our leader nodes into stale ones to delete;
+- the one loss rule (`_loss.LossWatch`), followed where the session reports
+  a state: SUSPENDED and READ_ONLY (by policy) and LOST revoke leadership
+  there, before any task runs;
+- the connection follower: LOST and a new session turn our leader nodes into
+  stale ones to delete;
 - the worker node, a `PersistentNode` (created on entering, again after a
   lost session or a deletion, its own node of an ended session replaced at
   once); it tells the control loop each time the node it holds changes;
@@ -48,6 +50,7 @@ from aiocoord.zk.paths import join
 from aiocoord.zk.states import ConnectionEvent, ConnectionState
 
 from .._change_signal import ChangeSignal
+from .._loss import LossPolicy, LossWatch
 from ..membership import PersistentNode
 from ._changes import ChangeFeed
 from ._choice import Prefer, VersionKey, assign
@@ -106,7 +109,6 @@ class TaskEngine:
         self._prefer: Prefer = prefer
         self._version_key = version_key
         self.settle = settle
-        self._lose_on_suspend = lose_on_suspend
         self.workers_path = join(root, "workers")
         self.leaders_path = join(root, "leaders")
         self.my_path = join(self.workers_path, worker.id)
@@ -133,6 +135,12 @@ class TaskEngine:
         self.feed = ChangeFeed(self.review_watch)
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = False
+        # The one loss rule, applied where the session reports a state (no task hop); the
+        # connection follower does the rest of what a state change means, a task later.
+        policy = LossPolicy.of(lose_on_suspend)
+        self._loss = LossWatch(
+            policy, None, self.revoke_all, closed="session lost", follow_owner=True
+        )
 
     # --- what a slot needs (`_slot.Engine`) ---------------------------------------------------
 
@@ -146,7 +154,7 @@ class TaskEngine:
 
     @property
     def session_id(self) -> int | None:
-        return self.coord.session_id
+        return self.coord.client.session.session_id
 
     @property
     def registered(self) -> int | None:
@@ -155,7 +163,7 @@ class TaskEngine:
         return stat.ephemeral_owner if stat is not None else None
 
     def usable(self) -> bool:
-        session = self.coord.session_id
+        session = self.coord.client.session.session_id
         return (
             session is not None
             and self.usable_in == session
@@ -202,19 +210,20 @@ class TaskEngine:
         """
         self._tg = tg
         client = self.client
-        deadline = client._session.deadline()
+        deadline = client.session.deadline()
         self._node = PersistentNode(
             self.coord, self.my_path, data=self._record, on_change=self._on_registration
         )
         with anyio.CancelScope(deadline=deadline.at) as scope:
             await tg.start(self._leader_watch.run)  # first, so that no leader event is missed
             await tg.start(self.writes.run)
+            self._loss.follow(client.session.follow_states)
             tg.start_soon(self._follow_connection)
             await self._node.start()
             await tg.start(self._control)
         if scope.cancelled_caught:
-            client._session.ensure_open()
-            raise client._session.unreachable(
+            client.session.ensure_open()
+            raise client.session.unreachable(
                 deadline, f"task leadership of {self.root}: could not register"
             )
         for slot in self.slots.values():
@@ -237,6 +246,7 @@ class TaskEngine:
 
         Then nobody waits for a task's loop any longer (`add_task`, `remove_task`).
         """
+        self._loss.drop()
         try:
             await self._leave()
         finally:
@@ -259,12 +269,8 @@ class TaskEngine:
     def _on_connection(self, event: ConnectionEvent) -> None:
         state = event.state
         if state not in _CONNECTED:
-            self.usable_in = None
-            if state is ConnectionState.LOST:
-                self.revoke_all("session lost")
-            elif self._lose_on_suspend:
-                self.revoke_all("suspended")  # READ_ONLY too: no write can succeed
-        session = self.coord.session_id
+            self.usable_in = None  # leadership itself was revoked where the state was reported
+        session = self.coord.client.session.session_id
         for slot in self.slots.values():
             if state is ConnectionState.LOST or event.new_session:
                 slot.forget_session(session)
@@ -283,7 +289,7 @@ class TaskEngine:
         started = False
         while True:
             changed = self._conn_changed.event()
-            session = self.coord.session_id
+            session = self.coord.client.session.session_id
             if self.coord.state in _CONNECTED and session is not None:
                 try:
                     if self.registered == session:
@@ -401,10 +407,12 @@ class TaskEngine:
         except NoNodeError:
             taken = set()
         if usable_in is not None:
-            if self.coord.session_id != usable_in or (changed is not None and changed.is_set()):
+            if self.coord.client.session.session_id != usable_in or (
+                changed is not None and changed.is_set()
+            ):
                 return
             self.usable_in = usable_in
-        session = self.coord.session_id
+        session = self.coord.client.session.session_id
         for task, slot in self.slots.items():
             slot.look_again(session, taken=task in taken, seen=seen.get(task))
         self.feed.publish((None, None))
@@ -461,4 +469,4 @@ class TaskEngine:
             try:
                 return await read_leader(self.client, join(self.leaders_path, task))
             except ConnectionLostError:
-                await self.coord.wait_connected()
+                await self.coord.client.session.wait_connected()

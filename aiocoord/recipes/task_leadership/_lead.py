@@ -75,8 +75,7 @@ class LeadBlock:
                 await anyio.lowlevel.checkpoint()
                 if not slot.granted or slot.term is not term:
                     continue  # lost meanwhile: look again and wait
-            body = tenure.body()
-            await body.__aenter__()
+            body = await tenure.enter()
             self._body = body
             return term
 

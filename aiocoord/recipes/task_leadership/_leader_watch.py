@@ -104,7 +104,7 @@ class LeaderWatch:
                 return  # closed while adding the watch again
             except ConnectionLostError as exc:
                 log.debug("watching %s: %s", self._path, exc)
-                await self._coord.wait_connected()
+                await self._coord.client.session.wait_connected()
                 await anyio.sleep(RETRY_DELAY)
             finally:
                 self.live = False

@@ -12,12 +12,12 @@ from aiocoord.errors import ConfigError, NodeDataError
 from aiocoord.session import Coordinator
 from aiocoord.zk.paths import join
 
-from ..._checks import check_coordinator, check_root
+from ..._checks import check_coordinator, check_node_name, check_root
 from ._changes import TaskChange, follow_changes
 from ._choice import Prefer, VersionKey
 from ._engine import TaskEngine
 from ._lead import LeadBlock
-from ._records import Worker, check_name, decode_leader
+from ._records import Worker, decode_leader
 from ._state import TaskTerm
 from ._versions import maven_version_key
 
@@ -57,7 +57,7 @@ class TaskLeadership(Service):
             raise TypeError(f"worker must be an aiocoord.Worker, not {type(worker).__name__}")
         if isinstance(tasks, str | bytes) or not isinstance(tasks, Iterable):
             raise TypeError("tasks must be an iterable of task names, not a single string")
-        names = list(dict.fromkeys(check_name("tasks", task) for task in tasks))
+        names = list(dict.fromkeys(check_node_name("tasks", task) for task in tasks))
         if prefer not in ("newest", "oldest"):
             raise ConfigError("prefer", f"must be 'newest' or 'oldest', not {prefer!r}")
         if version_key is None:
@@ -248,7 +248,7 @@ class TaskLeadership(Service):
         it stays unled.  A task only older workers have is therefore not led
         while a newer version is present: the newest version decides.
         """
-        await self._engine.add_task(check_name("task", task))
+        await self._engine.add_task(check_node_name("task", task))
 
     async def remove_task(self, task: str) -> None:
         """Stop leading `task`: cancel its bodies (``"task removed"``), let them drain, free it.
@@ -257,7 +257,7 @@ class TaskLeadership(Service):
         for the connection if need be; bound it with `anyio.fail_after`).
         No-op for a task this worker does not have.
         """
-        await self._engine.remove_task(check_name("task", task))
+        await self._engine.remove_task(check_node_name("task", task))
 
     def __repr__(self) -> str:
         engine = self._engine

@@ -45,7 +45,7 @@ async def leave(
     drained; its node is deleted here, with the leader nodes.
     """
     client = coord.client
-    bound = client._session.timing.drain_bound
+    bound = client.session.timing.drain_bound
     if not await drain(slots, bound):
         log.warning("lead() bodies of %s did not finish within %.1fs", root, bound)
     registered = None
@@ -53,18 +53,18 @@ async def leave(
         await registration.aclose(delete=False)
         stat = registration.stat
         registered = stat.ephemeral_owner if stat is not None else None
-        if registered != coord.session_id:
+        if registered != coord.client.session.session_id:
             # A create in this session whose node the cache has not shown yet is ours too.
             registered = registration.created_in
-    session = coord.session_id
-    if session is None or registered != session or coord.closed:
+    session = coord.client.session.session_id
+    if session is None or registered != session or coord.client.session.closed:
         return  # the session is gone (or closes with the coordinator), and its nodes with it
     if coord.state not in _CONNECTED or coord.connected_address is None:
         # Disconnected, or the coordinator's own tasks were cancelled with ours: the
         # nodes go with the session; waiting for a connection would only delay the exit.
         log.info("worker %s left %s without deleting its nodes", worker_id, root)
         return
-    with anyio.move_on_after(client._session.timing.request_timeout):
+    with anyio.move_on_after(client.session.timing.request_timeout):
         try:
             await delete_own_nodes(client, leaders_path, worker_path)
         except CoordError as exc:

@@ -21,13 +21,13 @@ import anyio
 from aiocoord.errors import (
     ConfigError,
     CoordError,
-    InvalidPathError,
     NodeDataError,
     NoNodeError,
 )
 from aiocoord.zk import ZkClient
-from aiocoord.zk.paths import join, validate_path
+from aiocoord.zk.paths import join
 
+from ..._checks import check_node_name
 from ..._records import (
     INT64,
     TEXT,
@@ -43,7 +43,6 @@ from ._versions import maven_version_key
 
 __all__ = (
     "Worker",
-    "check_name",
     "decode_leader",
     "decode_worker",
     "encode_leader",
@@ -54,19 +53,6 @@ __all__ = (
 )
 
 log = logging.getLogger("aiocoord.recipes.task_leadership")
-
-
-def check_name(field: str, value: object) -> str:
-    """Return `value` if it can name a node (a task or a worker id), else raise `ConfigError`."""
-    if not isinstance(value, str):
-        raise ConfigError(field, f"must be a str, not {type(value).__name__}")
-    if not value or "/" in value:
-        raise ConfigError(field, f"{value!r} must be a non-empty node name without '/'")
-    try:
-        validate_path("/" + value, allow_reserved=True)
-    except InvalidPathError as exc:
-        raise ConfigError(field, f"{value!r} cannot name a ZooKeeper node: {exc.reason}") from None
-    return value
 
 
 class Worker:
@@ -92,7 +78,7 @@ class Worker:
     def __init__(self, version: str, id: str | None = None, host: str | None = None) -> None:
         maven_version_key(version)  # ConfigError("version", ...) on a bad version
         self.version = version
-        self.id = str(uuid.uuid4()) if id is None else check_name("id", id)
+        self.id = str(uuid.uuid4()) if id is None else check_node_name("id", id)
         if host is None:
             host = socket.gethostname()
         elif not isinstance(host, str):

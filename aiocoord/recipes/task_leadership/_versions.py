@@ -1,8 +1,8 @@
 """Maven version ordering: a port of ``org.apache.maven.artifact.versioning.ComparableVersion``.
 
-Java services that share a ZooKeeper tree with us rank versions with Maven's
-`ComparableVersion` (Maven 3.9.x), so version-aware task leadership must rank
-them exactly the same way, quirks included.  This module reproduces its
+Java services rank versions with Maven's `ComparableVersion` (Maven 3.9.x);
+version-aware task leadership ranks them exactly the same way, quirks
+included, so a Java service choosing versions by this rule agrees with it.  This module reproduces its
 parsing, ordering, equality and canonical form:
 
 - The text is lower-cased, then split on ``.`` and ``-`` and on every change

@@ -136,7 +136,7 @@ class WriteBatcher:
             self._send(batch)
 
     def _send(self, batch: list[Write]) -> None:
-        session = self._client._session.session_id
+        session = self._client.session.session_id
         try:
             sent = self._client.send_multi([w.op for w in batch])
         except Exception as exc:  # not connected, closed, or an operation refused
@@ -165,7 +165,7 @@ class WriteBatcher:
         creates = [w for w in batch if isinstance(w.op, CreateOp)]
         created: tuple[int, int] | None = None
         if creates:
-            if session is None or self._client._session.session_id != session:
+            if session is None or self._client.session.session_id != session:
                 self._spawn(self._read_back, batch, creates, session, writes=batch)
                 return
             # Session ids are never reused, so the same one before and after means the

@@ -1,4 +1,7 @@
-"""Shared values and barriers on Curator's layouts, so Java services take part::
+"""Shared values and barriers: Curator's ``SharedCount``, ``DistributedAtomicLong`` and barriers.
+
+Java processes using Curator's ``SharedCount``, ``DistributedAtomicLong``,
+``DistributedBarrier`` or ``DistributedDoubleBarrier`` on the same paths take part::
 
     async with aiocoord.shared_count(coord, "/counters/epoch", initial=0) as count:
         await count.add(1)                 # Curator SharedCount: 4-byte big-endian int

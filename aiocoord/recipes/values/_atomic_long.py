@@ -12,7 +12,7 @@ attempt is one round trip and a lost one learns the winner's value at once
 state this object's last write left, so an increment nobody raced costs one
 round trip.  After a lost attempt the
 contender waits a random while, in a window that doubles with each loss in a
-row (see `_backoff`), so that contenders spread out rather than collide
+row (`aiocoord._backoff`), so that contenders spread out rather than collide
 again.  `retries` counts the attempts lost so far.
 
 Failure handling: nothing is held between calls, so SUSPENDED and LOST only
@@ -28,14 +28,16 @@ import time
 from types import TracebackType
 from typing import Self
 
-from ..._checks import check_coordinator
+from ..._backoff import Backoff
+from ..._checks import check_coordinator, check_int
 from ...errors import NodeExistsError, NoNodeError
 from ...session import Coordinator
 from ...zk.paths import validate_path
-from ._backoff import Backoff
-from ._codec import INT64, check_int, decode, encode
+from ._codec import INT64, decode, encode
 
 __all__ = ("AtomicLong", "atomic_long")
+
+_LONGEST_WAIT = 0.05  # seconds after a lost compare-and-set: past this the counter would idle
 
 
 class AtomicLong:
@@ -51,7 +53,7 @@ class AtomicLong:
         self._path = validate_path(path)
         self.retries = 0
         """Compare-and-set attempts lost to another writer so far."""
-        self._backoff = Backoff()
+        self._backoff = Backoff(0.0, _LONGEST_WAIT, limit=6)  # `first` from each round trip
         self._known: tuple[int, int] | None = None  # (version, value) our last write left
 
     @property
@@ -68,8 +70,8 @@ class AtomicLong:
 
     async def try_set(self, expected: int, value: int) -> bool:
         """Set `value` if the counter is `expected` now; whether it was (one compare-and-set)."""
-        check_int(expected, "expected")
-        raw = encode(check_int(value, "value"), INT64)
+        check_int("expected", expected)
+        raw = encode(check_int("value", value), INT64)
         version, current = await self._read()
         if current != expected:
             return False
@@ -81,7 +83,7 @@ class AtomicLong:
 
     async def set(self, value: int) -> None:
         """Set `value` whatever the counter was (Curator's ``forceSet``)."""
-        raw = encode(check_int(value, "value"), INT64)
+        raw = encode(check_int("value", value), INT64)
         self._known = None
         try:
             await self._coord.client.set(self._path, raw)
@@ -97,7 +99,7 @@ class AtomicLong:
         Raises `ConnectionLostError` (the last attempt's outcome unknown),
         `NodeDataError`, and `ConfigError` if the sum leaves the 64-bit range.
         """
-        check_int(delta, "delta")
+        check_int("delta", delta)
         # The state our last write left: if nobody wrote since, one round trip does it.
         version, current = self._known if self._known is not None else await self._read()
         self._known = None  # unknown until this call ends (a lost connection leaves it so)
@@ -106,11 +108,12 @@ class AtomicLong:
             began = time.monotonic()
             won, version, current = await self._write(version, encode(new, INT64, "delta"))
             if won:
-                self._backoff.won()
+                self._backoff.ease()
                 self._known = (version, new)
                 return new
             self.retries += 1
-            await self._backoff.lost(time.monotonic() - began)
+            # Up to 4, 8, 16, ... round trips of the lost attempt, as Ethernet backs off.
+            await self._backoff.failed(first=4 * (time.monotonic() - began))
 
     async def increment(self) -> int:
         """`add(1)`."""

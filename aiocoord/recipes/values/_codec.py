@@ -12,7 +12,7 @@ from typing import Final
 
 from ...errors import ConfigError, NodeDataError
 
-__all__ = ("INT32", "INT64", "check_int", "decode", "encode")
+__all__ = ("INT32", "INT64", "decode", "encode")
 
 INT32: Final = 4
 INT64: Final = 8
@@ -35,10 +35,3 @@ def decode(data: bytes, size: int, path: str, *, empty_is_zero: bool = False) ->
             path, f"a {size}-byte big-endian int was expected, not {len(data)} bytes"
         )
     return int.from_bytes(data, "big", signed=True)
-
-
-def check_int(value: object, name: str) -> int:
-    """`value` if it is an int (a bool is not), else `TypeError` naming `name`."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    return value

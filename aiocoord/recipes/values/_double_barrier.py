@@ -6,7 +6,8 @@ Curator's: under `path`, one ephemeral child per participant (its
 `members` children were seen, a persistent ``ready`` child that lets every
 participant in (and later ones at once).  Leaving deletes one's child and
 waits until no participant child is left, then deletes ``ready``; Java
-participants on the same path enter and leave with Python ones.
+``DistributedDoubleBarrier`` participants on the same path enter and leave
+with Python ones.
 
 The children are followed by a `TreeCache` of depth 1 (one persistent
 recursive watch) for as long as the barrier is held.
@@ -30,7 +31,7 @@ from typing import Final, cast
 
 import anyio
 
-from ..._checks import check_coordinator, check_timeout
+from ..._checks import check_coordinator, check_int, check_timeout
 from ..._lifecycle import Service
 from ...errors import (
     ConfigError,
@@ -65,11 +66,7 @@ class DoubleBarrier(Service):
     ) -> None:
         self._coord = check_coordinator(coord)
         self._path = validate_path(path)
-        if isinstance(members, bool) or not isinstance(members, int):
-            raise TypeError(f"members must be an int, not {type(members).__name__}")
-        if members < 1:
-            raise ConfigError("members", f"must be at least 1, not {members}")
-        self._members = members
+        self._members = check_int("members", members, least=1)
         if participant_id is None:
             participant_id = str(uuid.uuid4())
         if not isinstance(participant_id, str):
@@ -146,7 +143,7 @@ class DoubleBarrier(Service):
             )
         except NodeExistsError:
             stat = await self._coord.client.exists(self._node)
-            if stat is not None and stat.ephemeral_owner != self._coord.session_id:
+            if stat is not None and stat.ephemeral_owner != self._coord.client.session.session_id:
                 raise ConfigError(
                     "participant_id", f"{self._node} is held by another session"
                 ) from None
@@ -198,7 +195,7 @@ class DoubleBarrier(Service):
         cache, self._cache = self._cache, None
         with anyio.CancelScope(shield=True):
             with (
-                anyio.move_on_after(self._coord.client._session.timing.request_timeout),
+                anyio.move_on_after(self._coord.client.session.timing.request_timeout),
                 suppress(ConnectionLostError),  # an ephemeral node goes with its session anyway
             ):
                 await self._delete(self._node)

@@ -28,17 +28,19 @@ from collections.abc import AsyncIterator
 
 import anyio.abc
 
-from ..._checks import check_coordinator
+from ..._backoff import Backoff
+from ..._checks import check_coordinator, check_int
 from ..._lifecycle import Lifecycle, Service
 from ...errors import ConnectionLostError, NodeDataError, NodeExistsError, NoNodeError
 from ...session import Coordinator
 from ...zk import Node, Stat
 from ...zk.paths import validate_path
 from ..cache import NodeCache, node_cache
-from ._backoff import Backoff
-from ._codec import INT32, check_int, decode, encode
+from ._codec import INT32, decode, encode
 
 __all__ = ("SharedCount", "shared_count")
+
+_LONGEST_WAIT = 0.05  # seconds after a lost compare-and-set: past this the counter would idle
 
 log = logging.getLogger("aiocoord.recipes.values")
 
@@ -55,10 +57,10 @@ class SharedCount(Service):
     def __init__(self, coord: Coordinator, path: str, *, initial: int = 0) -> None:
         self._coord = check_coordinator(coord)
         self._path = validate_path(path)
-        self._initial = encode(check_int(initial, "initial"), INT32, "initial")
+        self._initial = encode(check_int("initial", initial), INT32, "initial")
         self._cache: NodeCache = node_cache(coord, path)
         self._mine: Node | None = None  # the node as our last write left it
-        self._backoff = Backoff()
+        self._backoff = Backoff(0.0, _LONGEST_WAIT, limit=6)  # `first` from each round trip
         self.retries = 0
         """Compare-and-set attempts `add()` lost to another writer so far."""
         self._life = Lifecycle(f"shared count {path}", self._setup, stopped=self._cache.aclose)
@@ -74,7 +76,7 @@ class SharedCount(Service):
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
         client = self._coord.client
         while True:
-            await client._session.wait_connected()
+            await client.session.wait_connected()
             try:
                 await client.create(self._path, self._initial, make_parents=True)
             except NodeExistsError:
@@ -133,8 +135,8 @@ class SharedCount(Service):
         `NoNodeError` if the node is gone, `ConfigError` if `value` does not
         fit in 32 bits.
         """
-        data = encode(check_int(value, "value"), INT32)
-        check_int(version, "version")
+        data = encode(check_int("value", value), INT32)
+        check_int("version", version)
         stat, node, _ = await self._coord.client.set_and_get(self._path, data, version)
         self._learn(stat, data, node)
         return stat is not None
@@ -146,7 +148,7 @@ class SharedCount(Service):
         last attempt's outcome unknown), `NodeDataError`, `NoNodeError`, and
         `ConfigError` if the sum leaves the 32-bit range.
         """
-        check_int(delta, "delta")
+        check_int("delta", delta)
         version, data = self._node()
         while True:
             if version < 0:
@@ -157,10 +159,11 @@ class SharedCount(Service):
             stat, node, _ = await self._coord.client.set_and_get(self._path, raw, version)
             self._learn(stat, raw, node)
             if stat is not None:
-                self._backoff.won()
+                self._backoff.ease()
                 return new
             self.retries += 1
-            await self._backoff.lost(time.monotonic() - began)
+            # Up to 4, 8, 16, ... round trips of the lost attempt, as Ethernet backs off.
+            await self._backoff.failed(first=4 * (time.monotonic() - began))
             # What beat us (kept by `_learn`) or what the watch read while we waited,
             # whichever is newer: retrying on the older one would lose again for certain.
             version, data = self._node() if node is not None else (-1, b"")
