@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 GRACE = 0.5  # seconds a job waits for an assigner before workers claim it themselves
 _IDLE_LISTING = 10  # graces of idleness before a fresh worker lists the pending jobs
 _MAX_BACKOFF = 30.0  # seconds between looks at a job left alone (held, or with a result)
+_HEAP_SLACK = 256  # stale heap entries allowed beyond the live ones before a rebuild
 
 
 class Claimer:
@@ -90,6 +91,9 @@ class Claimer:
         self._wake = anyio.Event()
         self._armed = math.inf
         self.claims = 0
+        # While a listing is in flight: the jobs whose deletion the watch told meanwhile, so
+        # that a reply older than the event does not bring them back for good.
+        self._gone_while_listing: set[str] | None = None
 
     # --- what the worker session tells us ---------------------------------------------------
 
@@ -134,19 +138,40 @@ class Claimer:
         is alive and the worker busy neither comes, and joining a fleet costs
         no listing.
         """
+        now = time.monotonic()
+        # What the watch told may be stale now: a job deleted while it missed events would
+        # stay claimable here for good (no claim comes while an assigner is alive), and
+        # with it every entry queued behind it in the heap.  Forget it all: the listing,
+        # made no later than the earliest claim known would have been, finds what is left.
+        known = min(self._when.values(), default=math.inf)
+        self._when.clear()
+        self._paths.clear()
+        self._looks.clear()
+        self._ignored.clear()
+        self._heap.clear()
         self._stale = True
-        self._stale_at = time.monotonic() + self.grace * _IDLE_LISTING
+        self._stale_at = min(now + self.grace * _IDLE_LISTING, max(known, now))
         self._claimed.clear()  # the queue is listed again too: what arrived is known afresh
         self._wake.set()
 
+    def sizes(self) -> dict[str, int]:
+        """How many jobs are tracked (``when``) and entries kept in the timer's ``heap``."""
+        return {"when": len(self._when), "heap": len(self._heap)}
+
     async def _list(self) -> None:
         self._stale = False
-        with contextlib.suppress(NoNodeError):
+        gone: set[str] = set()
+        self._gone_while_listing = gone
+        try:
             paths = await bucketed(self._client, self._layout.jobs)  # bucket by bucket
-            for job_id, path in paths.items():
-                if job_id not in self._when and job_id not in self._ignored:
-                    self._paths[job_id] = path
-                    self._schedule(job_id, time.monotonic() + self.grace)
+        except NoNodeError:
+            return
+        finally:
+            self._gone_while_listing = None
+        for job_id, path in paths.items():
+            if job_id not in self._when and job_id not in self._ignored and job_id not in gone:
+                self._paths[job_id] = path
+                self._schedule(job_id, time.monotonic() + self.grace)
 
     def _on_event(self, event: WatchedEvent) -> None:
         parent, _, job_id = event.path.rpartition("/")
@@ -158,6 +183,8 @@ class Claimer:
             self._looks.pop(job_id, None)
             self._schedule(job_id, time.monotonic() + self.grace)
         elif event.type is EventType.DELETED:
+            if self._gone_while_listing is not None:
+                self._gone_while_listing.add(job_id)
             self._when.pop(job_id, None)
             self._paths.pop(job_id, None)
             self._looks.pop(job_id, None)
@@ -165,7 +192,14 @@ class Claimer:
 
     def _schedule(self, job_id: str, when: float) -> None:
         self._when[job_id] = when
-        heapq.heappush(self._heap, (when, job_id))
+        heap = self._heap
+        heapq.heappush(heap, (when, job_id))
+        if len(heap) > 2 * len(self._when) + _HEAP_SLACK:
+            # Entries of jobs gone or rescheduled are dropped only from the top (`_next`):
+            # behind a job that stays due and unclaimed (an assigner is alive; a delayed
+            # job) they would pile up with every job seen.  Rebuild from the live ones.
+            heap[:] = [(at, job) for job, at in self._when.items()]
+            heapq.heapify(heap)
         if when < self._armed:
             self._wake.set()
 

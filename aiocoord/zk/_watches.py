@@ -6,6 +6,13 @@ all of them are restored after a reconnect (aiozk dropped exist watches that
 waited for a deletion).  One-shot watches fire once and are forgotten;
 persistent ones stay until removed.  When the session is lost every one-shot
 watch fires with `EventType.SESSION_LOST`, since the server forgot it.
+
+A one-shot watch is held here only while it can still matter: strongly while
+it has callbacks (they run when it fires, whoever still holds it), weakly
+otherwise, so that a watch its owner dropped without firing or removing it
+(a wait given up on a node that never changes, set again after every
+reconnect) is forgotten with the owner's last reference instead of being
+kept, and restored on every reconnect, until the session ends.
 """
 
 from __future__ import annotations
@@ -15,8 +22,9 @@ import contextlib
 import enum
 import logging
 import math
+import weakref
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import anyio
 import anyio.lowlevel
@@ -54,7 +62,7 @@ class Watch:
 
     # A recipe keeps a watch or two per participant, most never waited on by a task:
     # slots, and the event to wake waiters is made only for the first one.
-    __slots__ = ("_callbacks", "_fired", "event", "kind", "path")
+    __slots__ = ("__weakref__", "_callbacks", "_fired", "_kept_by", "event", "kind", "path")
 
     def __init__(self, kind: WatchKind, path: str) -> None:
         self.kind = kind
@@ -62,6 +70,8 @@ class Watch:
         self.event: WatchedEvent | None = None
         self._fired: asyncio.Event | None = None
         self._callbacks: list[Callable[[WatchedEvent], None]] = []
+        # The registry's set of watches kept for their callbacks, once registered there.
+        self._kept_by: set[Watch] | None = None
 
     @property
     def fired(self) -> bool:
@@ -78,10 +88,23 @@ class Watch:
             _call_safely(callback, self.event, self.path)
         else:
             self._callbacks.append(callback)
+            if self._kept_by is not None:
+                self._kept_by.add(self)  # held for the callback, even once its owner lets go
+
+    def _registered(self, kept: set[Watch]) -> None:
+        self._kept_by = kept
+        if self._callbacks:
+            kept.add(self)
+
+    def _unregistered(self) -> None:
+        if self._kept_by is not None:
+            self._kept_by.discard(self)
+            self._kept_by = None
 
     def _fire(self, event: WatchedEvent) -> None:
         if self.event is None:
             self.event = event
+            self._unregistered()
             callbacks, self._callbacks = self._callbacks, []
             for callback in callbacks:
                 _call_safely(callback, event, self.path)
@@ -146,6 +169,14 @@ class PersistentWatch:
         self._send.close()
 
 
+def _alive(refs: list[weakref.ref[Watch]] | tuple[()]) -> Iterator[Watch]:
+    """The watches still held by someone among `refs`."""
+    for ref in refs:
+        watch = ref()
+        if watch is not None:
+            yield watch
+
+
 _EVENT_TYPES: dict[int, EventType] = {int(t): t for t in EventType}
 _FIRES: dict[int, tuple[WatchKind, ...]] = {
     EventType.CREATED: (WatchKind.DATA, WatchKind.EXIST),
@@ -155,11 +186,18 @@ _FIRES: dict[int, tuple[WatchKind, ...]] = {
 }
 
 
+_SWEEP_EVERY = 1024  # registrations between sweeps of keys whose watches were all dropped
+
+
 class WatchRegistry:
     """Live watches by (kind, server path); routes notifications to them."""
 
     def __init__(self) -> None:
-        self._one_shot: dict[tuple[WatchKind, str], list[Watch]] = defaultdict(list)
+        # One-shot watches, weakly (see the module docstring); a dropped one leaves a dead
+        # reference, pruned when its key is registered again or by the next sweep.
+        self._one_shot: dict[tuple[WatchKind, str], list[weakref.ref[Watch]]] = defaultdict(list)
+        self._kept: set[Watch] = set()  # the one-shot watches held for their callbacks
+        self._until_sweep = _SWEEP_EVERY
         self._persistent: dict[tuple[WatchKind, str], list[PersistentWatch]] = defaultdict(list)
         # Server paths with a live recursive watch, each with the prefix of the paths below it.
         self._recursive: dict[str, str] = {}
@@ -170,9 +208,20 @@ class WatchRegistry:
     def watched(self, server_path: str) -> bool:
         """Whether any live watch (of any kind, or a request setting one) is on `server_path`."""
         return server_path in self._arming or any(
-            self._one_shot.get((kind, server_path)) or self._persistent.get((kind, server_path))
+            any(_alive(self._one_shot.get((kind, server_path), ())))
+            or self._persistent.get((kind, server_path))
             for kind in WatchKind
         )
+
+    def counts(self) -> dict[str, int]:
+        """How many watches are held: ``one_shot`` (live `Watch` objects), ``kept`` (of those,
+        held for their callbacks), ``persistent``, and ``keys`` (one-shot (kind, path) entries)."""
+        return {
+            "one_shot": sum(1 for refs in self._one_shot.values() for _ in _alive(refs)),
+            "kept": len(self._kept),
+            "persistent": sum(len(watches) for watches in self._persistent.values()),
+            "keys": len(self._one_shot),
+        }
 
     def arm(self, server_path: str) -> None:
         """A request that sets a one-shot watch on `server_path` is about to be sent."""
@@ -187,18 +236,36 @@ class WatchRegistry:
             self._arming.pop(server_path, None)
 
     def add(self, watch: Watch, server_path: str) -> None:
-        self._one_shot[(watch.kind, server_path)].append(watch)
+        refs = self._one_shot[(watch.kind, server_path)]
+        refs[:] = [ref for ref in refs if ref() is not None]  # the ones dropped since
+        refs.append(weakref.ref(watch))
+        watch._registered(self._kept)
+        self._until_sweep -= 1
+        if self._until_sweep <= 0:
+            self._sweep()
+
+    def _sweep(self) -> None:
+        """Forget the keys whose watches were all dropped (each path watched once, say)."""
+        one_shot = self._one_shot
+        for key in [key for key, refs in one_shot.items() if not any(_alive(refs))]:
+            del one_shot[key]
+        self._until_sweep = max(_SWEEP_EVERY, len(one_shot))
 
     def discard(self, watch: Watch, server_path: str) -> bool:
         """Unregister a one-shot watch that has not fired (it never will); False if not here."""
         key = (watch.kind, server_path)
-        watches = self._one_shot.get(key)
-        if watches is None or watch not in watches:
+        refs = self._one_shot.get(key)
+        if refs is None:
             return False
-        watches.remove(watch)
-        if not watches:
+        left = [ref for ref in refs if (w := ref()) is not None and w is not watch]
+        found = len(left) < sum(1 for _ in _alive(refs))
+        if left:
+            refs[:] = left
+        else:
             del self._one_shot[key]
-        return True
+        if found:
+            watch._unregistered()
+        return found
 
     def add_persistent(self, watch: PersistentWatch, server_path: str) -> bool:
         """Register; True when this is the first such watch on the path (send addWatch)."""
@@ -232,7 +299,7 @@ class WatchRegistry:
         one_shot = self._one_shot
         if one_shot:
             for kind in _FIRES[etype]:
-                for watch in one_shot.pop((kind, server_path), ()):
+                for watch in list(_alive(one_shot.pop((kind, server_path), ()))):
                     watch._fire(event)
         persistent = self._persistent
         if not persistent:
@@ -256,9 +323,8 @@ class WatchRegistry:
         Returns the persistent (kind, server path) pairs to add again on the new session.
         """
         one_shot, self._one_shot = self._one_shot, defaultdict(list)
-        for watches in one_shot.values():
-            for watch in watches:
-                watch._fire(WatchedEvent(EventType.SESSION_LOST, watch.path))
+        for watch in [w for refs in one_shot.values() for w in _alive(refs)]:
+            watch._fire(WatchedEvent(EventType.SESSION_LOST, watch.path))
         for pwatches in self._persistent.values():
             for pwatch in pwatches:
                 pwatch._deliver(WatchedEvent(EventType.SESSION_LOST, pwatch.path))
@@ -266,8 +332,8 @@ class WatchRegistry:
     def snapshot(self) -> dict[WatchKind, list[str]]:
         """Server paths of every live watch by kind, for SetWatches2 after a reconnect."""
         out: dict[WatchKind, list[str]] = {kind: [] for kind in WatchKind}
-        for (kind, path), watches in self._one_shot.items():
-            if any(not w.fired for w in watches):
+        for (kind, path), refs in self._one_shot.items():
+            if any(not w.fired for w in _alive(refs)):
                 out[kind].append(path)
         for (kind, path), pwatches in self._persistent.items():
             if pwatches:

@@ -468,6 +468,12 @@ class ZkClient:
         """
         remove_watch(self._session, watch)
 
+    def watch_counts(self) -> dict[str, int]:
+        """The watches this client holds now: ``one_shot`` (live `Watch` objects, any kind),
+        ``kept`` (of those, the ones with callbacks, held until they fire), ``persistent``,
+        and ``keys`` (one-shot (kind, path) entries).  Never blocks; for tests and soaks."""
+        return self._session.watches.counts()
+
     def forget_watch(self, watch: Watch) -> None:
         """Stop tracking a one-shot watch that is no longer wanted: it will not fire.
 

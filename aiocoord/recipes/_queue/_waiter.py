@@ -299,6 +299,16 @@ class Waiter(OurNode):
         finally:
             if self.host is None:
                 self.client.remove_watch(watch)  # a wait given up: no notification comes later
+            elif not watch.fired:
+                # A participant's pass given up (a state changed, our node changed, leaving):
+                # its callback would keep the watch in the registry until the predecessor
+                # goes, and the next pass sets another on the same node, so a follower whose
+                # leader stays would gather one per pass (two per cut), each restored on every
+                # reconnect.  Nothing is sent: the server keeps one watch per path, the next
+                # pass's.  A forgotten watch never fires, so it no longer tells `known_leader`.
+                self.client.forget_watch(watch)
+                if self._leader is not None and self._leader[0] is watch:
+                    self._leader = None
         if not isinstance(event, WatchedEvent):
             return event  # out of time (False), or interrupted (None)
         if event.type is not EventType.DELETED or self.closing:
