@@ -52,7 +52,7 @@ class Recipes:
         path: str,
         *,
         participant_id: str | None = None,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
         timeout: float | None = None,
         revocable: bool = False,
     ) -> MutexRight:
@@ -81,7 +81,7 @@ class Recipes:
         *,
         max_leases: int,
         participant_id: str | None = None,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
         timeout: float | None = None,
     ) -> SemaphoreRight:
         """At most `max_leases` holders: ``with coord.semaphore(path, max_leases=3) as held``."""
@@ -104,7 +104,7 @@ class Recipes:
         path: str,
         *,
         participant_id: str | None = None,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
         timeout: float | None = None,
         revocable: bool = False,
     ) -> ReadWriteLockRight:
@@ -167,7 +167,7 @@ class Recipes:
         *,
         participant_id: str | None = None,
         layout: str = "curator",
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
     ) -> BlockingLeaderLatch:
         """A participant in the election at `path`: ``with coord.leader_latch(path) as latch``."""
         c = self._coord

@@ -119,7 +119,7 @@ def lifespan(
     leader_tasks: Mapping[str, LeaderFunc] | None = None,
     latches: Iterable[str] = (),
     participant_id: str | None = None,
-    lose_on_suspend: bool = True,
+    lose_on_suspend: bool | None = None,
     app_lifespan: AppLifespan | None = None,
     metrics: Metrics | None = None,
     liveness_grace: float = 1.0,
@@ -198,8 +198,10 @@ def lifespan(
         raise TypeError("latches must be an iterable of paths, not a single string")
     extra = tuple(validate_path(p) for p in latches)
     pid = check_participant_id(participant_id) if participant_id is not None else None
-    if not isinstance(lose_on_suspend, bool):
-        raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+    if lose_on_suspend is not None and not isinstance(lose_on_suspend, bool):
+        raise TypeError(
+            f"lose_on_suspend must be None or a bool, not {type(lose_on_suspend).__name__}"
+        )
     if app_lifespan is not None and not callable(app_lifespan):
         raise TypeError(f"app_lifespan must be a lifespan function, not {app_lifespan!r}")
     grace = check_grace(liveness_grace)

@@ -24,7 +24,7 @@ from ...errors import (
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join, validate_path
-from .._loss import LossPolicy
+from .._loss import LossPolicy, check_lose_on_suspend
 from .._queue import (
     LOCK,
     CuratorNames,
@@ -102,7 +102,7 @@ class Mutex:
         path: str,
         *,
         participant_id: str | None = None,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
         timeout: float | None = None,
         revocable: bool = False,
     ) -> None:
@@ -110,8 +110,7 @@ class Mutex:
         validate_path(path)
         if path == "/":
             raise InvalidPathError(path, f"a {self._recipe} needs a node of its own, not the root")
-        if not isinstance(lose_on_suspend, bool):
-            raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+        check_lose_on_suspend(lose_on_suspend)
         if not isinstance(revocable, bool):
             raise TypeError(f"revocable must be a bool, not {type(revocable).__name__}")
         self._revocable = revocable
@@ -379,7 +378,7 @@ def mutex(
     path: str,
     *,
     participant_id: str | None = None,
-    lose_on_suspend: bool = True,
+    lose_on_suspend: bool | None = None,
     timeout: float | None = None,
     revocable: bool = False,
 ) -> Mutex:

@@ -82,7 +82,7 @@ class ReadWriteLock:
         path: str,
         *,
         participant_id: str | None = None,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
         timeout: float | None = None,
         revocable: bool = False,
     ) -> None:

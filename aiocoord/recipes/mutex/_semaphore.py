@@ -55,7 +55,7 @@ from ...errors import (
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join, validate_path
-from .._loss import LossPolicy
+from .._loss import LossPolicy, check_lose_on_suspend
 from .._queue import (
     LEASE,
     LOCK,
@@ -192,7 +192,7 @@ class Semaphore:
         *,
         max_leases: int,
         participant_id: str | None = None,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
         timeout: float | None = None,
     ) -> None:
         check_coordinator(coord)
@@ -200,8 +200,7 @@ class Semaphore:
         if path == "/":
             raise InvalidPathError(path, "a semaphore needs a node of its own, not the root")
         check_int("max_leases", max_leases, least=1)
-        if not isinstance(lose_on_suspend, bool):
-            raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+        check_lose_on_suspend(lose_on_suspend)
         self._coord = coord
         self._client = coord.client
         self._path = path
@@ -399,7 +398,7 @@ def semaphore(
     *,
     max_leases: int,
     participant_id: str | None = None,
-    lose_on_suspend: bool = True,
+    lose_on_suspend: bool | None = None,
     timeout: float | None = None,
 ) -> Semaphore:
     """A `Semaphore` to use as ``async with semaphore(coord, path, max_leases=N) as lease``.

@@ -13,6 +13,7 @@ from aiocoord.session import Coordinator
 from aiocoord.zk.paths import join
 
 from ..._checks import check_coordinator, check_node_name, check_root
+from .._loss import check_lose_on_suspend
 from ._changes import TaskChange, follow_changes
 from ._choice import Prefer, VersionKey
 from ._engine import TaskEngine
@@ -49,7 +50,7 @@ class TaskLeadership(Service):
         prefer: Prefer = "newest",
         version_key: VersionKey | None = None,
         settle: float = 1.0,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
     ) -> None:
         check_coordinator(coord)
         root = check_root(root)
@@ -76,8 +77,7 @@ class TaskLeadership(Service):
             or not 0 <= settle < math.inf
         ):
             raise ConfigError("settle", f"must be a finite number of seconds >= 0, not {settle!r}")
-        if not isinstance(lose_on_suspend, bool):
-            raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+        check_lose_on_suspend(lose_on_suspend)
         self.coord = coord
         self._engine = TaskEngine(
             coord,
@@ -278,7 +278,7 @@ def task_leadership(
     prefer: Prefer = "newest",
     version_key: VersionKey | None = None,
     settle: float = 1.0,
-    lose_on_suspend: bool = True,
+    lose_on_suspend: bool | None = None,
 ) -> TaskLeadership:
     """A `TaskLeadership` to use as ``async with task_leadership(...) as tl``.
 
