@@ -141,8 +141,9 @@ def lifespan(
     A coordinator runs once: such a lifespan cannot start a second time.  `leader_tasks` maps latch
     paths to coroutine functions run only while leading; `latches` are extra
     paths to join without a task (for `require_leader`).  `participant_id`
-    defaults to ``<host>-<pid>``.  `lose_on_suspend=False` keeps leadership
-    through SUSPENDED until LOST.  `app_lifespan` is the app's own lifespan,
+    defaults to ``<host>-<pid>``.  `lose_on_suspend` as the latch's (not
+    given: leadership kept through SUSPENDED while the session provably lives;
+    ``True``: lost at SUSPENDED; ``False``: kept until LOST).  `app_lifespan` is the app's own lifespan,
     run inside this one; the state it yields is merged with ours.  `metrics`
     (`aiocoord.metrics.Metrics`) measures the session, the latches and the
     tracked locks.  `liveness_grace` is how long (s) a body may outlive its

@@ -298,8 +298,9 @@ class LeaderLatch(Service):
 
         Entering blocks until we lead, through ZooKeeper outages too (see
         `wait`).  The body runs in a cancel scope that is
-        cancelled the moment leadership ends (SUSPENDED unless
-        ``lose_on_suspend=False``, LOST, our node deleted, the latch left); once
+        cancelled the moment leadership ends (SUSPENDED past the session's
+        provable life, or at once with ``lose_on_suspend=True``; LOST, our
+        node deleted, the latch left); once
         the body has exited, `LeadershipLost` is raised with the reason.  An
         exception from the body itself propagates unchanged.
         """

@@ -74,8 +74,11 @@ class Mutex:
     `RuntimeError`.  Several tasks may share one `Mutex`: they take it in turn.
 
     `participant_id` (default ``<host>-<pid>``) is written in our node for
-    `participants()`; ``lose_on_suspend=False`` keeps the lock through
-    SUSPENDED until LOST; `timeout` bounds the wait of ``async with`` (None:
+    `participants()`; `lose_on_suspend` not given keeps the lock through
+    SUSPENDED while the session provably lives (until two thirds of the
+    session timeout after the last answered request, or RECONNECTED), ``True``
+    loses it at SUSPENDED (Curator's standard policy), ``False`` keeps it
+    until LOST; `timeout` bounds the wait of ``async with`` (None:
     no bound).  ``revocable=True``: while ``async with`` holds the lock, a
     ``__REVOKE__`` written to our node (Curator's ``Revoker.attemptRevoke``,
     `aiocoord.revoke`) cancels the block, then `LockLost` (reason
@@ -386,8 +389,8 @@ def mutex(
 
     Entering waits for the lock (at most `timeout` seconds, then
     `LockNotAcquired`); ``held.token`` is the fencing token.  The block is
-    cancelled when the lock is lost (SUSPENDED unless ``lose_on_suspend=False``,
-    LOST, a new session), and `LockLost` is raised once it has exited.
+    cancelled when the lock is lost (SUSPENDED past the session's provable
+    life, or at once with ``lose_on_suspend=True``; LOST, a new session), and `LockLost` is raised once it has exited.
     Leaving releases the lock.  See `Mutex` for the arguments.
     """
     return Mutex(

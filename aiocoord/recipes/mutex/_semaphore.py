@@ -23,7 +23,8 @@ Failure handling:
   the current session.  Through SUSPENDED a waiter keeps its place; on a new
   session both its nodes are gone and it joins the inner mutex again at the
   tail (Curator's ``RETRY_DUE_TO_MISSING_NODE``).
-- While held with ``async with``, SUSPENDED (unless ``lose_on_suspend=False``),
+- While held with ``async with``, SUSPENDED past the session's provable life
+  (the default; at once with ``lose_on_suspend=True``, never with ``False``),
   LOST and a new session lose the lease as they lose the mutex: the block is
   cancelled at once (the one tenure, ``recipes/_tenure``), then `LockLost`.
 - Releasing deletes the lease node shielded, across a reconnect within the
@@ -181,8 +182,9 @@ class Semaphore:
     `max_leases`, as with Curator.  Not reentrant: each acquisition is a lease
     of its own, and a task that would need more than `max_leases` at once gets
     `RuntimeError` instead of waiting for itself.  `participant_id` (default ``<host>-<pid>``) is written in our
-    nodes; ``lose_on_suspend=False`` keeps a held lease through SUSPENDED until
-    LOST.  Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
+    nodes; `lose_on_suspend` not given keeps a held lease through SUSPENDED
+    while the session provably lives, ``True`` loses it at SUSPENDED, ``False``
+    keeps it until LOST.  Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 
     def __init__(
@@ -405,8 +407,8 @@ def semaphore(
 
     Entering waits for a lease (at most `timeout` seconds, then
     `LockNotAcquired`); ``lease.token`` is the fencing token.  The block is
-    cancelled when the lease is lost (SUSPENDED unless ``lose_on_suspend=False``,
-    LOST, a new session), and `LockLost` is raised once it has exited.
+    cancelled when the lease is lost (SUSPENDED past the session's provable
+    life, or at once with ``lose_on_suspend=True``; LOST, a new session), and `LockLost` is raised once it has exited.
     Leaving releases the lease.  See `Semaphore` for the arguments.
     """
     return Semaphore(

@@ -33,7 +33,7 @@ class TaskLeadership(Service):
     stops leading, waits for ``lead()`` bodies (bounded by the session
     timeout) and deletes this worker's nodes.  Tasks are led in the
     background; ``lead(task)`` runs code only while this worker leads it.
-    SUSPENDED (unless ``lose_on_suspend=False``) and LOST stop leading every
+    SUSPENDED past the session's provable life (see `lose_on_suspend`) and LOST stop leading every
     task at once, cancelling the bodies; on the same session leadership comes
     back with the same tokens, on a new one the worker registers again.
     ``await tl.start()`` / ``await tl.aclose()`` do the same without ``async
@@ -288,7 +288,10 @@ def task_leadership(
     `maven_version_key`, Maven's `ComparableVersion`; `packaging.version.Version`
     for PEP 440, say).  `settle` is how long (seconds) a leader waits after the
     choice moved a task away before it hands the task over.
-    `lose_on_suspend=False` keeps leading through SUSPENDED until LOST.  Bad
+    `lose_on_suspend` not given keeps leading through SUSPENDED while the
+    session provably lives (until two thirds of the session timeout after
+    the last answered request, or RECONNECTED); ``True`` stops at SUSPENDED
+    (Curator's standard policy), ``False`` keeps leading until LOST.  Bad
     arguments raise `TypeError`, `InvalidPathError` (a bad `root`) or
     `ConfigError` (both `ValueError`s) naming them.
     Entering runs one full garbage collection before the worker registers, so
