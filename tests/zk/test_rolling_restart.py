@@ -139,6 +139,7 @@ async def test_a_holder_cut_off_for_good_ends_its_body_a_tenth_of_the_timeout_be
             rival = Body(lambda: aiocoord.mutex(rival_coord, "/cut", participant_id="rival"))
             tg.start_soon(rival.run)
             await anyio.sleep(0.2)
+            assert cut.client.session.timing.session_timeout == timeout  # as negotiated
             answered = cut.client.session.answered_at
             cut_at = time.monotonic()
             proxy.pause()  # blackholed: nothing more gets through, no reset
@@ -186,7 +187,7 @@ async def test_a_rolling_restart_moves_no_right(zk_chroot: str) -> None:
             async def tick(firing: Firing) -> None:
                 tokens.add(firing.token)
 
-            suspended: list[float] = []
+            suspended: list[str] = []  # the figures for docs/operations.md
             async with cron, recording(coord) as events:
                 with anyio.fail_after(20):
                     while not tokens:  # noqa: ASYNC110 - the cron's first firing
@@ -205,13 +206,14 @@ async def test_a_rolling_restart_moves_no_right(zk_chroot: str) -> None:
                         if down.state is S.SUSPENDED:
                             up = await events.wait_for(S.RECONNECTED, after=mark)
                             assert not up.new_session
-                            suspended.append(up.at - down.at)
+                            role = "leader" if member is leader else "follower"
+                            suspended.append(f"{member.name} ({role}) {up.at - down.at:.2f}s")
                             break
                     await anyio.sleep(1.0)  # a tick or two under the new member
                     for body in bodies:
                         assert not body.left.is_set() and not body.cancelled, member.name
                 assert cron.leading == {"tick"}
-            print(f"rolling restart: SUSPENDED for {', '.join(f'{s:.2f}s' for s in suspended)}")
+            print(f"rolling restart: SUSPENDED when restarting {', '.join(suspended)}")
             assert len(tokens) == 1  # cron leadership never moved
             for body in bodies:
                 await body.leave()
