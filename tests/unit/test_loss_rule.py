@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import anyio
 import pytest
 
 from aiocoord import ConnectionState
@@ -218,3 +219,26 @@ def test_deadline_arms_for_a_right_granted_while_suspended_and_without_a_session
     alone = LossWatch(LossPolicy.DEADLINE, 5, ended.append)
     alone.on_event(event(S.SUSPENDED))
     assert ended == ["suspended"]
+
+
+@pytest.mark.anyio
+async def test_the_session_rings_one_shared_timer_for_every_right_with_that_deadline() -> None:
+    from aiocoord.settings import Settings
+    from aiocoord.zk._session import ZkSession
+
+    session = ZkSession(Settings(hosts="127.0.0.1:1"))
+    assert session.answered_at == float("-inf")  # no session yet: nothing is provable
+    fired: list[int] = []
+    when = time.monotonic() + 0.05
+
+    def ring(i: int) -> Callable[[], None]:
+        return lambda: fired.append(i)
+
+    cancels = [session.call_at(when, ring(i)) for i in range(300)]
+    assert len(session._timers) == 1  # one loop timer, not one per right
+    cancels[0]()
+    cancels[0]()  # safe twice
+    with anyio.fail_after(5):
+        while len(fired) < 299:  # noqa: ASYNC110 - a loop timer, no event to wait on
+            await anyio.sleep(0.01)
+    assert sorted(fired) == list(range(1, 300)) and session._timers == {}

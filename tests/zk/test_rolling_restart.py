@@ -218,3 +218,20 @@ async def test_a_rolling_restart_moves_no_right(zk_chroot: str) -> None:
             for body in bodies:
                 await body.leave()
                 assert body.error is None and not body.cancelled and body.tokens == [body.token]
+
+
+async def test_the_session_port_gives_the_send_time_of_the_last_answered_request(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    with anyio.fail_after(20):
+        async with aiocoord.connect(
+            zk_server.connect_string, namespace=zk_chroot, session_timeout=3
+        ) as coord:
+            session = coord.client.session
+            before = time.monotonic()
+            await coord.client.exists("/")
+            after_request = session.answered_at
+            assert before <= after_request <= time.monotonic()
+            await anyio.sleep(1.5)  # no request: a heartbeat (every T/3 = 1 s) is answered
+            heartbeat = session.answered_at
+            assert after_request + 0.5 < heartbeat <= time.monotonic()
