@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+from typing import Literal
 
 from ._paths import validate_path
 from ._records import show
@@ -19,9 +20,12 @@ from .session import Coordinator
 from .zk.client import PROTECTED_PREFIX
 
 __all__ = (
+    "LAYOUTS",
+    "Layout",
     "check_bytes",
     "check_coordinator",
     "check_int",
+    "check_layout",
     "check_node_name",
     "check_root",
     "check_seconds",
@@ -131,3 +135,17 @@ def check_node_name(
     if not protected and value.startswith(PROTECTED_PREFIX):
         raise ConfigError(name, f"{value!r} must not start with {PROTECTED_PREFIX!r}")
     return value
+
+
+Layout = Literal["curator", "kazoo"]
+LAYOUTS: tuple[Layout, ...] = ("curator", "kazoo")
+
+
+def check_layout(value: object, name: str = "layout") -> Layout:
+    """A recipe's node layout: ``"curator"`` (Curator's, the default) or ``"kazoo"`` (kazoo
+    2.x's), else `ConfigError` naming `name`."""
+    if value == "curator" and isinstance(value, str):
+        return "curator"
+    if value == "kazoo" and isinstance(value, str):
+        return "kazoo"
+    raise ConfigError(name, f"must be 'curator' or 'kazoo', not {value!r}")

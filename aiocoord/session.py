@@ -201,7 +201,9 @@ def connect(
     """A `Coordinator` to use as ``async with connect(...) as coord``.
 
     Takes a `Settings`, a host string (``"h1:2181,h2:2181/chroot"``), or
-    nothing (settings from ``AIOCOORD_*``), plus keyword overrides of any
+    nothing (settings from ``AIOCOORD_*``; with no hosts there either, the
+    embedded server ``aiocoord zk start [--port P]`` recorded if it runs, as
+    the ``aiocoord`` command does, else 127.0.0.1:2181), plus keyword overrides of any
     Settings field (`session_timeout=`, `namespace=`, ...), validated the same
     way: an invalid value raises `ConfigError` naming the field.
 
@@ -213,4 +215,24 @@ def connect(
     """
     from .settings import Settings
 
-    return Coordinator(Settings.build(settings, **overrides), acl_provider=acl_provider)
+    built = Settings.build(settings, **overrides)
+    if settings is None and "hosts" not in built.model_fields_set:
+        built = _with_recorded_embedded(built)
+    return Coordinator(built, acl_provider=acl_provider)
+
+
+def _with_recorded_embedded(settings: Settings) -> Settings:
+    """`settings` on the embedded server ``aiocoord zk start`` recorded, if it runs.
+
+    As the ``aiocoord`` command finds it: with no hosts configured (no
+    argument, no ``hosts=``, no ``AIOCOORD_HOSTS``), the server recorded in
+    the per-user folder (``aiocoord zk start --port P``) is used when its
+    process is alive; else `settings` as they are (127.0.0.1:2181).  Reads one
+    small file; does not connect.
+    """
+    from ._embedded_record import recorded_connect_string
+
+    recorded = recorded_connect_string()
+    if recorded is None:
+        return settings
+    return type(settings).build(settings, hosts=recorded)

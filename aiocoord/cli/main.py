@@ -88,7 +88,10 @@ def _cmd_zk(args: argparse.Namespace) -> int:
                 f"data in {server.directory}, log {server.log_path})"
             )
         if server.port != 2181:
-            print(f"use it with: export AIOCOORD_HOSTS={server.connect_string}")
+            print(
+                "aiocoord.connect() and the aiocoord command find it while AIOCOORD_HOSTS "
+                f"is unset (elsewhere: AIOCOORD_HOSTS={server.connect_string})"
+            )
         return 0
     if args.action == "stop":
         stopped = stop_server(directory)

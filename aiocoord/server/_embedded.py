@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._embedded_record import DIR_VARIABLE, STATE_FILE, default_dir, is_alive
 from ._host import ZooKeeperNotInstalledError, free_ports, port_free
 from ._port_holder import port_holder
 from ._probe import data_dir_of, server_mode
@@ -48,11 +49,10 @@ __all__ = (
     "stop_embedded",
 )
 
-DIR_VARIABLE = "AIOCOORD_ZK_DIR"
 """Pins the per-user folder (tests point it at a temporary one)."""
 DEFAULT_PORT = 2181
 """The embedded server's port unless another is given: `aiocoord.Settings`' default."""
-_STATE = "server.json"
+_STATE = STATE_FILE
 _CONFIG = {
     "maxSessionTimeout": "60000",
     "autopurge.snapRetainCount": "3",
@@ -93,33 +93,13 @@ class EmbeddedServer:
         return self.directory / "zk.log"
 
 
-def default_dir() -> Path:
-    """The per-user state folder: ``$AIOCOORD_ZK_DIR``, else the XDG state home's ``aiocoord/zk``."""
-    override = os.environ.get(DIR_VARIABLE)
-    if override:
-        return Path(override)
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
-    return base / "aiocoord" / "zk"
-
-
 def _state_path(directory: Path) -> Path:
     return directory / _STATE
 
 
 def _is_alive(server: EmbeddedServer) -> bool:
     """Whether the recorded pid still runs this folder's server (not a recycled pid)."""
-    try:
-        cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes()
-    except OSError:
-        if not Path("/proc/self").exists():  # no procfs: trust the pid alone
-            try:
-                os.kill(server.pid, 0)
-            except OSError:
-                return False
-            return True
-        return False
-    return str(server.config_path.resolve()).encode() in cmdline
+    return is_alive(server.pid, server.config_path)
 
 
 def read_state(directory: Path, *, clean: bool = True) -> EmbeddedServer | None:

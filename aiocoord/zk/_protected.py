@@ -15,7 +15,7 @@ from .types import Created, CreateMode, Stat
 if TYPE_CHECKING:
     from ._session import ZkSession
 
-__all__ = ("PROTECTED_PREFIX", "create_protected", "protected_name")
+__all__ = ("PROTECTED_PREFIX", "create_found", "create_protected", "protected_name")
 
 log = logging.getLogger("aiocoord.zk.client")
 
@@ -26,7 +26,13 @@ class _Requests(Protocol):
     """The requests of `ZkClient` a protected create is made of."""
 
     async def create(
-        self, path: str, data: bytes = ..., *, mode: CreateMode = ..., make_parents: bool = ...
+        self,
+        path: str,
+        data: bytes = ...,
+        *,
+        mode: CreateMode = ...,
+        make_parents: bool = ...,
+        parent_mode: CreateMode = ...,
     ) -> Created: ...
     async def children(self, path: str) -> list[str]: ...
     async def exists(self, path: str) -> Stat | None: ...
@@ -54,15 +60,51 @@ async def create_protected(
     name, node_id = protected_name(basename(path), node_id)
     full = join(parent(path), name) if parent(path) != "/" else "/" + name
     marker = f"{PROTECTED_PREFIX}{node_id}-"
+    return await _create_found(client, session, full, data, mode, marker, make_parents, None)
+
+
+async def create_found(
+    client: _Requests,
+    session: ZkSession,
+    path: str,
+    data: bytes,
+    *,
+    mode: CreateMode,
+    prefix: str,
+    parent_mode: CreateMode,
+) -> Created:
+    """`ZkClient.create_findable`: create `path`, whose name starts with `prefix`; after a
+    connection loss, find it again by that prefix (kazoo names its lock nodes this way)."""
+    validate_path(path, sequential=mode.sequential)
+    if not prefix or not basename(path).startswith(prefix):
+        raise ValueError(f"the name of {path} must start with the prefix {prefix!r}")
+    return await _create_found(client, session, path, data, mode, prefix, True, parent_mode)
+
+
+async def _create_found(
+    client: _Requests,
+    session: ZkSession,
+    full: str,
+    data: bytes,
+    mode: CreateMode,
+    marker: str,
+    make_parents: bool,
+    parent_mode: CreateMode | None,
+) -> Created:
+    """Create `full` (parents as `parent_mode`, None: containers); found again by `marker`."""
     deadline = time.monotonic() + session.timing.protected_create_window
     while True:
         try:
-            return await client.create(full, data, mode=mode, make_parents=make_parents)
+            if parent_mode is None:
+                return await client.create(full, data, mode=mode, make_parents=make_parents)
+            return await client.create(
+                full, data, mode=mode, make_parents=make_parents, parent_mode=parent_mode
+            )
         except ConnectionLostError as exc:  # includes SessionExpiredError
             log.debug("protected create of %s interrupted: %s", full, exc)
             if time.monotonic() >= deadline:
                 raise
-        found = await _find_protected(client, session, parent(path), marker, deadline)
+        found = await _find_protected(client, session, parent(full), marker, deadline)
         if found is not None:
             return found
 

@@ -41,7 +41,7 @@ from ._arguments import MAX_DATA, check_acl, check_data, check_mode, check_versi
 from ._arming import arming, forget_watch, remove_watch
 from ._config import EnsembleConfig, EnsembleServer
 from ._multi import MultiResults, SentMulti, multi_packet, outcome, results_parser, validate_ops
-from ._protected import PROTECTED_PREFIX, create_protected, protected_name
+from ._protected import PROTECTED_PREFIX, create_found, create_protected, protected_name
 from ._sending import Sender
 from ._timing import Deadline
 from ._watches import PersistentWatch, Watch, WatchKind
@@ -98,12 +98,14 @@ class ZkClient:
         ttl: int | None = None,
         make_parents: bool = False,
         acl: Sequence[ACL] | None = None,
+        parent_mode: CreateMode = CreateMode.CONTAINER,
     ) -> Created:
         """Create a node; returns its real path (sequence number included) and stat.
 
         `make_parents` creates missing ancestors as container nodes (persistent
         for TTL and persistent modes would also do; containers clean themselves
-        up once empty, as Curator's recipe parents do).  Raises `NodeExistsError`,
+        up once empty, as Curator's recipe parents do), or as `parent_mode`
+        says (kazoo's recipes make them persistent).  Raises `NodeExistsError`,
         `NoNodeError` (parent missing), `ConnectionLostError` (outcome unknown).
         """
         validate_path(path, sequential=isinstance(mode, CreateMode) and mode.sequential)
@@ -120,7 +122,7 @@ class ZkClient:
             except NoNodeError:
                 if not make_parents or parent(path) == "/":
                     raise
-                await self.ensure_path(parent(path))
+                await self.ensure_path(parent(path), mode=parent_mode)
                 continue
             return Created(session.client_path(created), stat)
         raise NoNodeError("parent keeps vanishing", path=parent(path))
@@ -159,6 +161,27 @@ class ZkClient:
         """
         return await create_protected(
             self, self._session, path, data, mode=mode, make_parents=make_parents, node_id=node_id
+        )
+
+    async def create_findable(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        prefix: str,
+        mode: CreateMode = CreateMode.EPHEMERAL_SEQUENTIAL,
+        parent_mode: CreateMode = CreateMode.CONTAINER,
+    ) -> Created:
+        """The protected create of a node named as the caller says (kazoo's ``<uuid hex>...``).
+
+        `path`'s name starts with `prefix`, unique to this create; after a
+        connection loss during the create the node is looked for among the
+        parent's children by that prefix, as kazoo's ``Lock._find_node`` does,
+        with `create_protected`'s owner check.  Missing parents are created as
+        `parent_mode` says.
+        """
+        return await create_found(
+            self, self._session, path, data, mode=mode, prefix=prefix, parent_mode=parent_mode
         )
 
     # --- read ------------------------------------------------------------------------------

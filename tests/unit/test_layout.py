@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "aiocoord._backoff",
         "aiocoord._broadcast",
+        "aiocoord._embedded_record",
         "aiocoord._lifecycle",
         "aiocoord._paths",
         "aiocoord._settings_env",

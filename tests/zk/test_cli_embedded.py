@@ -10,9 +10,12 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
+import aiocoord
 import aiocoord.cli.zk as zk
 from aiocoord.cli import main
 from aiocoord.server import _embedded, free_ports
@@ -160,3 +163,32 @@ def test_start_never_hides_behind_a_taken_default_port(
     assert code == 0
     code, out, err = _run(capsys, "zk", "start", "--dir", str(tmp_path / "third"))
     assert code == 1 and f"the embedded ZooKeeper of {elsewhere}" in err, err
+
+
+def test_connect_finds_the_server_zk_start_recorded_on_another_port(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`zk start --port P` once said "export AIOCOORD_HOSTS=..." although connect() could
+    find the server it recorded, as the command does: connect() with no hosts now does."""
+    [port] = free_ports(1)
+    monkeypatch.chdir(tmp_path)  # no .env here
+    code, out, _ = _run(capsys, "zk", "start", "--port", str(port))
+    assert code == 0 and "export" not in out and "aiocoord.connect()" in out, out
+
+    async def connected_port(**overrides: Any) -> int:
+        with anyio.fail_after(30):
+            async with aiocoord.connect(**overrides) as coord:
+                address = coord.connected_address
+                assert address is not None
+                return address[1]
+
+    try:
+        assert anyio.run(connected_port) == port
+        assert anyio.run(lambda: connected_port(session_timeout=5.0)) == port
+        # Hosts given (here the recorded server's own, so that it connects) are taken as given.
+        given = aiocoord.connect(f"127.0.0.1:{port}")
+        assert given.settings.hosts == f"127.0.0.1:{port}"
+    finally:
+        zk.stop_server(state)
+    # Nothing recorded: the default, as before.
+    assert aiocoord.connect().settings.hosts == "127.0.0.1:2181"

@@ -17,7 +17,7 @@ import aiocoord
 from aiocoord import ConnectionState, LeaderLatch, LeadershipTerm, leader_selector
 from aiocoord.recipes.leader_latch import ElectionState
 from aiocoord.scheduler import Scheduler
-from aiocoord.testing import ZooKeeperServer, expire_session
+from aiocoord.testing import ZooKeeperEnsemble, ZooKeeperServer, expire_session
 from tests.helpers import eventually, recording
 
 pytestmark = pytest.mark.anyio
@@ -154,3 +154,71 @@ async def test_a_gone_workers_jobs_returned_to_the_queue_is_a_warning(
                     finally:
                         logging.getLogger("aiocoord").removeHandler(returned)
     assert levels(caplog, "to the pending queue") == {"WARNING"}
+
+
+@pytest.mark.ensemble
+async def test_a_member_restart_logs_no_warning_on_a_client_that_holds_nothing(
+    zk_ensemble: ZooKeeperEnsemble, zk_chroot: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A non-leading latch participant, a scheduler worker that is not the assigner and a
+    cache ride a restart of the member they are connected to (a blip: SUSPENDED, then
+    RECONNECTED on the same session) without a WARNING.  "waiting for leadership while
+    ZooKeeper is unreachable" was one, once per latch, the assigner's latch included."""
+    with anyio.fail_after(90):
+        await anyio.to_thread.run_sync(zk_ensemble.wait_formed, 30)
+        member = zk_ensemble.followers()[0]  # the leader's restart would suspend everyone
+        rest = [m.connect_string for m in zk_ensemble.members if m is not member]
+        async with aiocoord.connect(",".join(rest), namespace=zk_chroot) as holder:
+            theirs = Scheduler(holder, "/jobs")
+            async with (
+                LeaderLatch(holder, "/app/leader", participant_id="holder") as led,
+                theirs.worker(worker_id="holder"),
+            ):
+                await led.wait()
+                await eventually(lambda: _leads(holder, "/jobs", "holder"))
+                async with aiocoord.connect(
+                    ",".join([member.connect_string, *rest]),
+                    namespace=zk_chroot,
+                    session_timeout=8,
+                    randomize_hosts=False,  # on the member to restart
+                ) as coord:
+                    address = coord.connected_address
+                    assert address is not None and address[1] == member.address[1]
+                    sched = Scheduler(coord, "/jobs")
+                    async with (
+                        LeaderLatch(coord, "/app/leader", participant_id="idle") as latch,
+                        sched.worker(worker_id="idle"),
+                        aiocoord.tree_cache(coord, "/app"),
+                    ):
+                        waiting = anyio.Event()
+
+                        async def wait_for_leadership() -> None:
+                            waiting.set()
+                            await latch.wait()
+
+                        async with anyio.create_task_group() as tg:
+                            tg.start_soon(wait_for_leadership)
+                            await waiting.wait()
+                            caplog.clear()
+                            caplog.set_level(logging.DEBUG, logger="aiocoord")
+                            session = coord.session_id
+                            async with recording(coord) as rec:
+                                await anyio.to_thread.run_sync(member.restart)
+                                await rec.wait_for(ConnectionState.SUSPENDED, timeout=15)
+                                await rec.wait_for(ConnectionState.RECONNECTED, timeout=15)
+                            assert coord.session_id == session
+                            await anyio.sleep(0.5)  # what follows the reconnect is logged
+                            tg.cancel_scope.cancel()
+                        warnings = [
+                            f"{r.name}: {r.getMessage()}"
+                            for r in caplog.records
+                            if r.levelno >= logging.WARNING and r.name.startswith("aiocoord")
+                        ]
+                        assert warnings == [], warnings
+                        assert not latch.has_leadership
+        await anyio.to_thread.run_sync(zk_ensemble.wait_formed, 30)
+
+
+async def _leads(coord: aiocoord.Coordinator, root: str, who: str) -> bool:
+    participants = await LeaderLatch(coord, f"{root}/assigner").participants()
+    return bool(participants) and participants[0].id == who

@@ -67,6 +67,11 @@ Failure handling:
   reconnects; what cannot be deleted in time is left to a chore of the
   session, which deletes it once the connection is back.
 
+kazoo 2.x's lock layout (``_kazoo``: ``<path>/<uuid4 hex>__lock__<seq>``,
+``__rlock__`` for a reader) is a second `Sorts` beside `CuratorNames`, with
+kazoo's order and reader rule; the loop, the decision and the checks are
+the same (``layout="kazoo"`` on the mutex, read/write lock and semaphore).
+
 `Waiter` is the one I/O loop on this table: an acquisition (the mutex, the
 read/write lock, the semaphore) waits in it for its turn; a participant (the
 leader latch, and the selector through it) keeps its node in it for as long
@@ -77,6 +82,14 @@ session.
 
 from __future__ import annotations
 
+from ._kazoo import KAZOO_LOCK as KAZOO_LOCK
+from ._kazoo import KAZOO_READ as KAZOO_READ
+from ._kazoo import KAZOO_READ_WRITE as KAZOO_READ_WRITE
+from ._kazoo import KAZOO_WRITE as KAZOO_WRITE
+from ._kazoo import KazooNames as KazooNames
+from ._kazoo import kazoo_id as kazoo_id
+from ._kazoo import kazoo_reader as kazoo_reader
+from ._kazoo import kazoo_writer as kazoo_writer
 from ._nodes import MAX_ID_BYTES as MAX_ID_BYTES
 from ._nodes import CreatedNode as CreatedNode
 from ._nodes import OurNode as OurNode

@@ -25,7 +25,8 @@ from ...errors import (
 )
 from ...zk.client import PROTECTED_PREFIX, ZkClient
 from ...zk.paths import basename, join
-from ...zk.types import Created, Node
+from ...zk.types import Created, CreateMode, Node
+from ._kazoo import kazoo_id
 from ._table import Ordering, Sorts
 
 __all__ = (
@@ -98,24 +99,50 @@ class OurNode:
     `create`, or the withdraw, first deletes whatever it left (Curator's
     ``FindAndDeleteProtectedNodeInBackground``).  `recipe` names the recipe
     in log lines (its logger is ``aiocoord.recipes.<recipe with _>``).
+    ``kazoo=True`` names the node as kazoo does, ``<uuid4 hex><name>``, found
+    again by its uuid, and makes missing parents persistent, as kazoo's
+    ``ensure_path`` does (a kazoo recipe object ensures its path once: a
+    container reaped under it would fail its next create).
     """
 
-    def __init__(self, client: ZkClient, path: str, recipe: str) -> None:
+    def __init__(self, client: ZkClient, path: str, recipe: str, *, kazoo: bool = False) -> None:
         self.client = client
         self.path = path
         self.recipe = recipe
+        self.kazoo = kazoo
         self.node: CreatedNode | None = None
         self.pending: str | None = None  # the uuid of a create whose outcome we may not know
         self.log = logging.getLogger("aiocoord.recipes." + recipe.replace(" ", "_"))
 
-    async def create(self, name: str, data: bytes, *, make_parents: bool = True) -> CreatedNode:
-        """Create ``<path>/_c_<uuid>-<name><seq>``, EPHEMERAL_SEQUENTIAL, after a `sweep`."""
+    async def create(
+        self,
+        name: str,
+        data: bytes,
+        *,
+        make_parents: bool = True,
+        mode: CreateMode = CreateMode.EPHEMERAL_SEQUENTIAL,
+    ) -> CreatedNode:
+        """Create ``<path>/_c_<uuid>-<name><seq>`` (kazoo: ``<path>/<uuid hex><name><seq>``),
+        EPHEMERAL_SEQUENTIAL unless `mode` says otherwise, after a `sweep`."""
         await self.sweep()
-        self.pending = node_id = str(uuid.uuid4())
+        self.pending = node_id = kazoo_id() if self.kazoo else str(uuid.uuid4())
         try:
-            created = await self.client.create_protected(
-                join(self.path, name), data, node_id=node_id, make_parents=make_parents
-            )
+            if self.kazoo:
+                created = await self.client.create_findable(
+                    join(self.path, node_id + name),
+                    data,
+                    prefix=node_id,
+                    mode=mode,
+                    parent_mode=CreateMode.PERSISTENT,
+                )
+            else:
+                created = await self.client.create_protected(
+                    join(self.path, name),
+                    data,
+                    node_id=node_id,
+                    make_parents=make_parents,
+                    mode=mode,
+                )
         except NoNodeError:
             self.pending = None  # no parent, so certainly no node
             raise
@@ -136,7 +163,7 @@ class OurNode:
         """Delete the children named ``_c_<pending uuid>-...``, if a create is pending."""
         if self.pending is None:
             return
-        marker = f"{PROTECTED_PREFIX}{self.pending}-"
+        marker = self.pending if self.kazoo else f"{PROTECTED_PREFIX}{self.pending}-"
         try:
             names = await self.client.children(self.path)
         except NoNodeError:

@@ -43,6 +43,7 @@ from ...zk import EventType, Watch, WatchedEvent
 from ...zk.paths import join
 from ...zk.states import ConnectionState
 from .._change_signal import ChangeSignal
+from ._kazoo import KazooNames
 from ._nodes import CreatedNode, EarlyListing, OurNode
 from ._table import CuratorNames, Gone, Granted, Ordering, Rule, Sorts, Wait, decide, may_take
 
@@ -79,8 +80,10 @@ class Host:
 class Waiter(OurNode):
     """Our node under `path`, from its create to its delete, and the wait for our turn.
 
-    `names` is the recipe's layout (our node is created as its first marker
-    unless `name` says otherwise), `rule` its "may I go" rule, `recipe` its
+    `names` is the recipe's layout: Curator's, a kazoo one (`KazooNames`: our
+    node named and found as kazoo does, see `OurNode`), or another `Sorts`
+    given a `name` (our node is created as its first marker unless `name`
+    says otherwise), `rule` its "may I go" rule, `recipe` its
     name in log lines and errors.  See the module docstring for the two ways
     it runs (`wait_turn`, `participate`).
     """
@@ -96,13 +99,15 @@ class Waiter(OurNode):
         recipe: str,
         name: str | None = None,
     ) -> None:
-        super().__init__(coord.client, path, recipe)
+        super().__init__(coord.client, path, recipe, kazoo=isinstance(names, KazooNames))
         self.coord = coord
         self.data = data
         self.names = names
         self.rule = rule
         if name is None:
-            assert isinstance(names, CuratorNames), "a layout without markers needs a `name`"
+            assert isinstance(names, CuratorNames | KazooNames), (
+                "a layout without markers needs a `name`"
+            )
             name = names.marker
         self.name = name
         self.predecessor: str | None = None  # the node we wait behind

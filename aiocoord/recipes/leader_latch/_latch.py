@@ -254,8 +254,8 @@ class LeaderLatch(Service):
         ``anyio.fail_after``).  With `timeout` (seconds, >= 0), return True once
         we lead or False when it passes first, as Curator's ``await(timeout)``.
         Either way it waits through a ZooKeeper outage (leadership comes back
-        with the connection), logging a WARNING once per outage that it is
-        waiting and why.  Raises `CoordinatorClosedError` if the latch is not
+        with the connection), logging at INFO once per outage that it is
+        waiting and why (routine: nothing was lost).  Raises `CoordinatorClosedError` if the latch is not
         entered, is left, or its coordinator closes meanwhile; `ConfigError`
         for a negative or NaN timeout.
         """
@@ -282,7 +282,7 @@ class LeaderLatch(Service):
             usable = state in USABLE
             if not usable and not warned:
                 # Waiting through an outage is what wait() is for; say so, once per outage.
-                log.warning(
+                log.info(
                     "leader latch %s (%s): waiting for leadership while ZooKeeper is "
                     "unreachable (%s); it can lead only once the connection is back",
                     self._path,

@@ -51,6 +51,11 @@ Failure handling (the queue's, see ``recipes/_queue``, plus the hold's):
   deletes the node once the connection is back, so that a release cut off by
   a connection loss leaves no orphan while the session lives.
 
+``layout="kazoo"`` puts the mutex, the read/write lock and the semaphore on
+kazoo 2.x's layouts instead (``recipes/_queue/_kazoo``, ``_kazoo_pool``), so
+kazoo's ``Lock``, ``ReadLock``/``WriteLock`` and ``Semaphore`` share them: the same
+queue, kazoo's names, order and rules.
+
 For tools that watch rather than contend, `describe` reads the queue: holder,
 waiters in order, participant ids and fencing tokens (`describe_mutex`).
 """

@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 
-from ..._checks import check_coordinator, check_timeout
+from ..._checks import check_coordinator, check_layout, check_timeout
 from ..._records import load_text
 from ...errors import (
     ConnectionLostError,
@@ -26,8 +26,11 @@ from ...zk import ZkClient
 from ...zk.paths import join, validate_path
 from .._loss import LossPolicy, check_lose_on_suspend
 from .._queue import (
+    KAZOO_LOCK,
+    KAZOO_WRITE,
     LOCK,
     CuratorNames,
+    KazooNames,
     Rule,
     Waiter,
     check_participant_id,
@@ -82,22 +85,31 @@ class Mutex:
     no bound).  ``revocable=True``: while ``async with`` holds the lock, a
     ``__REVOKE__`` written to our node (Curator's ``Revoker.attemptRevoke``,
     `aiocoord.revoke`) cancels the block, then `LockLost` (reason
-    ``"revoked"``); without it the request is ignored.  Raises `InvalidPathError`, `ConfigError` or `TypeError` for
-    bad arguments.
+    ``"revoked"``); without it the request is ignored.  ``layout="kazoo"``
+    shares the lock with kazoo's ``Lock(path, identifier)`` instead: our node is
+    ``<path>/<uuid4 hex>__lock__<seq>`` holding the participant id, in kazoo's
+    order (see ``recipes/_queue/_kazoo``); the rest is the same.  Raises
+    `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 
     # The queue this lock is a place in: Curator's node names, the "may I go" rule,
     # the name our node is created with (None: the layout's marker), and the recipe's
     # name in log lines and errors.  The read and write locks change these alone.
-    _names: CuratorNames = LOCK
+    _names: CuratorNames | KazooNames = LOCK
     _rule: Rule = staticmethod(first)
     _marker: str | None = None
     _recipe = "mutex"
+    # The same for ``layout="kazoo"``: kazoo's ``Lock``.
+    _kazoo_names: KazooNames = KAZOO_LOCK
+    _kazoo_rule: Rule = staticmethod(first)
+    _kazoo_marker: str = KAZOO_WRITE
 
     @staticmethod
     def _goes(names: Sequence[str], index: int) -> bool:
         """Whether the node at `index` of the queue holds the lock (for `participants`)."""
         return index == 0
+
+    _kazoo_goes = _goes
 
     def __init__(
         self,
@@ -108,9 +120,15 @@ class Mutex:
         lose_on_suspend: bool | None = None,
         timeout: float | None = None,
         revocable: bool = False,
+        layout: str = "curator",
     ) -> None:
         check_coordinator(coord)
         validate_path(path)
+        self._layout = check_layout(layout)
+        if self._layout == "kazoo":
+            self._names = self._kazoo_names
+            self._rule = self._kazoo_rule
+            self._marker = self._kazoo_marker
         if path == "/":
             raise InvalidPathError(path, f"a {self._recipe} needs a node of its own, not the root")
         check_lose_on_suspend(lose_on_suspend)
@@ -142,6 +160,11 @@ class Mutex:
     @property
     def participant_id(self) -> str:
         return self._id
+
+    @property
+    def layout(self) -> str:
+        """The node layout: ``"curator"`` or ``"kazoo"``."""
+        return self._layout
 
     @property
     def token(self) -> int | None:
@@ -337,10 +360,11 @@ class Mutex:
         """
         nodes = await read_queue(self._client, self._path, self._names)
         names = [n for n, _ in nodes]
+        goes = self._kazoo_goes if self._layout == "kazoo" else self._goes
         return [
             MutexParticipant(
                 load_text(join(self._path, n), node.data, "participant id"),
-                self._goes(names, i),
+                goes(names, i),
                 n,
             )
             for i, (n, node) in enumerate(nodes)
@@ -384,14 +408,17 @@ def mutex(
     lose_on_suspend: bool | None = None,
     timeout: float | None = None,
     revocable: bool = False,
+    layout: str = "curator",
 ) -> Mutex:
     """A `Mutex` to use as ``async with mutex(coord, path, participant_id=...) as held``.
 
     Entering waits for the lock (at most `timeout` seconds, then
     `LockNotAcquired`); ``held.token`` is the fencing token.  The block is
     cancelled when the lock is lost (SUSPENDED past the session's provable
-    life, or at once with ``lose_on_suspend=True``; LOST, a new session), and `LockLost` is raised once it has exited.
-    Leaving releases the lock.  See `Mutex` for the arguments.
+    life, or at once with ``lose_on_suspend=True``; LOST, a new session), and
+    `LockLost` is raised once it has exited.  Leaving releases the lock.
+    ``layout="kazoo"`` shares it with kazoo's ``Lock`` on the same path.  See
+    `Mutex` for the arguments.
     """
     return Mutex(
         coord,
@@ -400,4 +427,5 @@ def mutex(
         lose_on_suspend=lose_on_suspend,
         timeout=timeout,
         revocable=revocable,
+        layout=layout,
     )

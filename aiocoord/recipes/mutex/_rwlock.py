@@ -25,7 +25,17 @@ from typing import TypeVar
 from ..._checks import check_coordinator
 from ...session import Coordinator
 from ...zk.paths import validate_path
-from .._queue import READ_WRITE, WRITE_MARKER, first, reader
+from .._queue import (
+    KAZOO_READ,
+    KAZOO_READ_WRITE,
+    KAZOO_WRITE,
+    READ_WRITE,
+    WRITE_MARKER,
+    first,
+    kazoo_reader,
+    kazoo_writer,
+    reader,
+)
 from ._mutex import Mutex, MutexParticipant
 
 __all__ = ("ReadLock", "ReadWriteLock", "WriteLock")
@@ -39,6 +49,12 @@ def _goes(names: Sequence[str], index: int) -> bool:
     return rule(names, index) is None
 
 
+def _kazoo_goes(names: Sequence[str], index: int) -> bool:
+    """Which rule a node follows in kazoo's layout: a ``__lock__`` node is a writer's."""
+    rule = first if kazoo_writer(names[index]) else kazoo_reader
+    return rule(names, index) is None
+
+
 class ReadLock(Mutex):
     """The shared half of a `ReadWriteLock`: a `Mutex` whose node is ``__READ__`` and that goes
     while no writer is ahead of it.  ``async with`` and `acquire()` work as the mutex's."""
@@ -48,6 +64,10 @@ class ReadLock(Mutex):
     _marker = "__READ__"
     _recipe = "read lock"
     _goes = staticmethod(_goes)
+    _kazoo_names = KAZOO_READ_WRITE
+    _kazoo_rule = staticmethod(kazoo_reader)
+    _kazoo_marker = KAZOO_READ
+    _kazoo_goes = staticmethod(_kazoo_goes)
 
 
 class WriteLock(Mutex):
@@ -59,6 +79,10 @@ class WriteLock(Mutex):
     _marker = "__WRIT__"
     _recipe = "write lock"
     _goes = staticmethod(_goes)
+    _kazoo_names = KAZOO_READ_WRITE
+    _kazoo_rule = staticmethod(first)
+    _kazoo_marker = KAZOO_WRITE
+    _kazoo_goes = staticmethod(_kazoo_goes)
 
 
 class ReadWriteLock:
@@ -73,7 +97,11 @@ class ReadWriteLock:
     once it has exited; entering past `timeout` raises `LockNotAcquired`.
     Not reentrant: a task holding or waiting for either lock of the path gets
     `RuntimeError` if it asks for either again.  ``revocable=True``: a block is
-    cancelled when ``__REVOKE__`` is written to its node (`aiocoord.revoke`).  Raises `InvalidPathError`,
+    cancelled when ``__REVOKE__`` is written to its node (`aiocoord.revoke`).
+    ``layout="kazoo"`` shares the lock with kazoo's ``ReadLock`` / ``WriteLock``
+    instead (``<uuid4 hex>__rlock__<seq>`` / ``__lock__<seq>`` in one queue,
+    kazoo's order and rules: a kazoo plain ``Lock`` on the path is a writer to
+    our readers, but does not wait for them).  Raises `InvalidPathError`,
     `ConfigError` or `TypeError` for bad arguments.
     """
 
@@ -86,9 +114,11 @@ class ReadWriteLock:
         lose_on_suspend: bool | None = None,
         timeout: float | None = None,
         revocable: bool = False,
+        layout: str = "curator",
     ) -> None:
         check_coordinator(coord)
         validate_path(path)
+        self._layout = layout
         self._coord = coord
         self._path = path
         self._id = participant_id
@@ -117,6 +147,7 @@ class ReadWriteLock:
             lose_on_suspend=self._lose_on_suspend,
             timeout=self._timeout,
             revocable=self._revocable,
+            layout=self._layout,
         )
 
     def read(self) -> ReadLock:

@@ -29,6 +29,21 @@ Failure handling:
   cancelled at once (the one tenure, ``recipes/_tenure``), then `LockLost`.
 - Releasing deletes the lease node shielded, across a reconnect within the
   request timeout, then from a chore of the session.
+
+``layout="kazoo"``: kazoo 2.x's ``Semaphore(path, identifier, max_leases)``,
+step for step, so kazoo processes share the leases::
+
+    <path>                              the lease pool, persistent; data: max_leases (ASCII)
+    <path>/<uuid4 hex>                  one ephemeral node per lease; data: participant id
+    <path>-__lock__/<uuid4 hex>__lock__<seq>   a kazoo Lock guarding the pool
+
+The pool is created with `max_leases` as its data; a pool that holds another
+number raises `ConfigError` (kazoo raises ``ValueError``), data that is not
+a number is ignored, as in kazoo.  The guard's holder lists the pool with a
+child watch and creates its lease node only while fewer than `max_leases`
+are there (kazoo's ``_get_lease``), then leaves the guard.  The lease node is
+found again by its name after a lost reply; the rest of the failure handling
+is the same as above.
 """
 
 from __future__ import annotations
@@ -44,7 +59,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from ..._checks import check_coordinator, check_int, check_timeout
+from ..._checks import check_coordinator, check_int, check_layout, check_timeout
 from ..._records import load_text
 from ...errors import (
     ConnectionLostError,
@@ -58,6 +73,7 @@ from ...zk import ZkClient
 from ...zk.paths import join, validate_path
 from .._loss import LossPolicy, check_lose_on_suspend
 from .._queue import (
+    KAZOO_LOCK,
     LEASE,
     LOCK,
     OurNode,
@@ -69,10 +85,12 @@ from .._queue import (
     first,
     grantable,
     may_take,
+    read_nodes,
     read_queue,
 )
 from .._tenure import Body
 from ._hold import Hold
+from ._kazoo_pool import ensure_pool, kazoo_lease
 
 __all__ = ("Lease", "Semaphore", "semaphore")
 
@@ -184,7 +202,10 @@ class Semaphore:
     `RuntimeError` instead of waiting for itself.  `participant_id` (default ``<host>-<pid>``) is written in our
     nodes; `lose_on_suspend` not given keeps a held lease through SUSPENDED
     while the session provably lives, ``True`` loses it at SUSPENDED, ``False``
-    keeps it until LOST.  Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
+    keeps it until LOST.  ``layout="kazoo"`` shares the leases with kazoo's
+    ``Semaphore`` instead (see the module docstring; `ConfigError` from
+    `acquire()` if the pool says another `max_leases`).  Raises
+    `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 
     def __init__(
@@ -196,18 +217,24 @@ class Semaphore:
         participant_id: str | None = None,
         lose_on_suspend: bool | None = None,
         timeout: float | None = None,
+        layout: str = "curator",
     ) -> None:
         check_coordinator(coord)
         validate_path(path)
         if path == "/":
             raise InvalidPathError(path, "a semaphore needs a node of its own, not the root")
+        self._layout = check_layout(layout)
         check_int("max_leases", max_leases, least=1)
         check_lose_on_suspend(lose_on_suspend)
         self._coord = coord
         self._client = coord.client
         self._path = path
-        self._locks = join(path, "locks")
-        self._leases = join(path, "leases")
+        if self._layout == "kazoo":
+            self._locks = f"{path}-__lock__"  # kazoo's Semaphore.lock_path
+            self._leases = path
+        else:
+            self._locks = join(path, "locks")
+            self._leases = join(path, "leases")
         self._max = max_leases
         self._id = check_participant_id(
             default_participant_id() if participant_id is None else participant_id
@@ -229,6 +256,11 @@ class Semaphore:
     @property
     def participant_id(self) -> str:
         return self._id
+
+    @property
+    def layout(self) -> str:
+        """The node layout: ``"curator"`` or ``"kazoo"``."""
+        return self._layout
 
     def __repr__(self) -> str:
         held = sum(len(leases) for leases in self._held.values())
@@ -268,14 +300,29 @@ class Semaphore:
         return lease
 
     async def _acquire(self, task: asyncio.Task[Any], deadline: float | None) -> Lease | None:
+        kazoo = self._layout == "kazoo"
         while True:
-            inner = Waiter(self._coord, self._locks, self._data, LOCK, first, recipe=_RECIPE)
-            lease = OurNode(self._client, self._leases, _RECIPE)
+            if kazoo:  # each round: a pool deleted meanwhile is made again, with its number
+                await ensure_pool(self._coord, self._leases, self._max)
+            inner = Waiter(
+                self._coord,
+                self._locks,
+                self._data,
+                KAZOO_LOCK if kazoo else LOCK,
+                first,
+                recipe=_RECIPE,
+            )
+            lease = OurNode(self._client, self._leases, _RECIPE, kazoo=kazoo)
             granted: bool | None = False
             granted_at = 0.0
             try:
                 if await inner.wait_turn(deadline):
-                    granted = await self._lease(inner, lease, deadline)
+                    if kazoo:
+                        granted = await kazoo_lease(
+                            self._coord, inner, lease, self._max, self._data, deadline
+                        )
+                    else:
+                        granted = await self._lease(inner, lease, deadline)
                     granted_at = time.monotonic()  # before leaving the inner mutex, which awaits
             finally:
                 with anyio.CancelScope(shield=True):
@@ -380,7 +427,15 @@ class Semaphore:
         pipelined; `NodeDataError` if a node's data is not UTF-8 text.  A Curator
         process's id is what it wrote (by default its IP address).
         """
-        nodes = await read_queue(self._client, self._leases, LEASE)
+        if self._layout == "kazoo":
+            try:
+                names = await self._client.children(self._leases)
+            except NoNodeError:
+                return []
+            found = await read_nodes(self._client, self._leases, names)
+            nodes = sorted(found, key=lambda item: item[1].stat.czxid)  # kazoo: unordered
+        else:
+            nodes = await read_queue(self._client, self._leases, LEASE)
         return [
             load_text(join(self._leases, n), node.data, "participant id")
             for n, node in nodes[: self._max]
@@ -402,14 +457,18 @@ def semaphore(
     participant_id: str | None = None,
     lose_on_suspend: bool | None = None,
     timeout: float | None = None,
+    layout: str = "curator",
 ) -> Semaphore:
     """A `Semaphore` to use as ``async with semaphore(coord, path, max_leases=N) as lease``.
 
     Entering waits for a lease (at most `timeout` seconds, then
     `LockNotAcquired`); ``lease.token`` is the fencing token.  The block is
-    cancelled when the lease is lost (SUSPENDED past the session's provable
-    life, or at once with ``lose_on_suspend=True``; LOST, a new session), and `LockLost` is raised once it has exited.
-    Leaving releases the lease.  See `Semaphore` for the arguments.
+    nodes; `lose_on_suspend` not given keeps a held lease through SUSPENDED
+    while the session provably lives, ``True`` loses it at SUSPENDED, ``False``
+    keeps it until LOST.  ``layout="kazoo"`` shares the leases with kazoo's
+    ``Semaphore`` instead (see the module docstring; `ConfigError` from
+    `acquire()` if the pool says another `max_leases`).  Raises
+    `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
     return Semaphore(
         coord,
@@ -418,4 +477,5 @@ def semaphore(
         participant_id=participant_id,
         lose_on_suspend=lose_on_suspend,
         timeout=timeout,
+        layout=layout,
     )

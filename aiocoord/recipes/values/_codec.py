@@ -12,7 +12,7 @@ from typing import Final
 
 from ...errors import ConfigError, NodeDataError
 
-__all__ = ("INT32", "INT64", "decode", "encode")
+__all__ = ("INT32", "INT64", "decode", "decode_text", "encode", "encode_text")
 
 INT32: Final = 4
 INT64: Final = 8
@@ -35,3 +35,26 @@ def decode(data: bytes, size: int, path: str, *, empty_is_zero: bool = False) ->
             path, f"a {size}-byte big-endian int was expected, not {len(data)} bytes"
         )
     return int.from_bytes(data, "big", signed=True)
+
+
+# --- kazoo's Counter ---------------------------------------------------------------------------
+
+
+def encode_text(value: int) -> bytes:
+    """`value` as kazoo's ``Counter`` writes it: ``repr(value)`` in ASCII (no size limit)."""
+    return repr(value).encode("ascii")
+
+
+def decode_text(data: bytes, path: str, *, empty: int) -> int:
+    """The int in a kazoo ``Counter``'s node, read as kazoo reads it (``int(data.decode("ascii"))``);
+    `empty` for a node without data (kazoo's ``default``); `NodeDataError` naming `path` if
+    it is not an int."""
+    if not data:
+        return empty
+    try:
+        return int(data.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        shown = data[:40].decode("ascii", "replace")
+        raise NodeDataError(
+            path, f"an int written as ASCII text was expected, not {shown!r}"
+        ) from None

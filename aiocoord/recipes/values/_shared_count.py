@@ -15,9 +15,19 @@ row), so that contenders spread out rather than collide again.
 Failure handling: while SUSPENDED or LOST, `value` is the last one seen
 (`stale` says so) and writes raise `ConnectionLostError` (outcome unknown) or
 wait for the connection within the request timeout; after a reconnect the
-cache reads the node again and `changes()` goes on.  A node that holds
-anything but 4 bytes is not a count: `value` and the writes raise
-`NodeDataError`, and `changes()` skips it with a log line.
+cache reads the node again and `changes()` goes on.  A node without data
+reads as `initial` (kazoo's ``Counter(support_curator=True)`` makes one before
+its first write); a node that holds anything else but 4 bytes is not a
+count: `value` and the writes raise `NodeDataError`, and `changes()` skips it
+with a log line.
+
+``layout="kazoo"``: kazoo 2.x's ``Counter(path)`` shares the count: the node
+holds ``repr(value)`` in ASCII (any size of int), a node without data reads
+as `initial` (kazoo reads it as its ``default``), and entering creates the
+node with ``repr(initial)`` (parents persistent, as kazoo's ``ensure_path``).
+kazoo's ``Counter(path, support_curator=True)`` writes Curator's 4-byte int:
+it shares the default layout instead.  A float counter's text is not a count
+(`NodeDataError`).
 """
 
 from __future__ import annotations
@@ -29,14 +39,14 @@ from collections.abc import AsyncIterator
 import anyio.abc
 
 from ..._backoff import Backoff
-from ..._checks import check_coordinator, check_int
+from ..._checks import check_coordinator, check_int, check_layout
 from ..._lifecycle import Lifecycle, Service
 from ...errors import ConnectionLostError, NodeDataError, NodeExistsError, NoNodeError
 from ...session import Coordinator
-from ...zk import Node, Stat
+from ...zk import CreateMode, Node, Stat
 from ...zk.paths import validate_path
 from ..cache import NodeCache, node_cache
-from ._codec import INT32, decode, encode
+from ._codec import INT32, decode, decode_text, encode, encode_text
 
 __all__ = ("SharedCount", "shared_count")
 
@@ -50,14 +60,20 @@ class SharedCount(Service):
 
     Entering creates the node with `initial` if it is missing and blocks until
     it has been read (waiting for a connection if need be: bound it with
-    `anyio.fail_after`); leaving stops watching it (the node stays).  Raises
+    `anyio.fail_after`); leaving stops watching it (the node stays).
+    ``layout="kazoo"`` shares the count with kazoo's ``Counter`` instead (the
+    value as ASCII text, see the module docstring).  Raises
     `InvalidPathError`, `TypeError` or `ConfigError` for bad arguments.
     """
 
-    def __init__(self, coord: Coordinator, path: str, *, initial: int = 0) -> None:
+    def __init__(
+        self, coord: Coordinator, path: str, *, initial: int = 0, layout: str = "curator"
+    ) -> None:
         self._coord = check_coordinator(coord)
         self._path = validate_path(path)
-        self._initial = encode(check_int("initial", initial), INT32, "initial")
+        self._layout = check_layout(layout)
+        self._empty = check_int("initial", initial)
+        self._initial = self._encode(self._empty, "initial")
         self._cache: NodeCache = node_cache(coord, path)
         self._mine: Node | None = None  # the node as our last write left it
         self._backoff = Backoff(0.0, _LONGEST_WAIT, limit=6)  # `first` from each round trip
@@ -78,7 +94,15 @@ class SharedCount(Service):
         while True:
             await client.session.wait_connected()
             try:
-                await client.create(self._path, self._initial, make_parents=True)
+                if self._layout == "kazoo":
+                    await client.create(
+                        self._path,
+                        self._initial,
+                        make_parents=True,
+                        parent_mode=CreateMode.PERSISTENT,
+                    )
+                else:
+                    await client.create(self._path, self._initial, make_parents=True)
             except NodeExistsError:
                 pass
             except ConnectionLostError:
@@ -114,7 +138,26 @@ class SharedCount(Service):
         version, data = self._node()
         if version < 0:
             raise NoNodeError("the shared count's node is gone", path=self._path)
+        return self._decode(data)
+
+    def _encode(self, value: int, name: str = "value") -> bytes:
+        """`value` as this layout writes it; `ConfigError` naming `name` if it does not fit."""
+        return encode_text(value) if self._layout == "kazoo" else encode(value, INT32, name)
+
+    def _decode(self, data: bytes) -> int:
+        """The count in `data` as this layout reads it; `NodeDataError` if it is not one."""
+        if self._layout == "kazoo":
+            return decode_text(data, self._path, empty=self._empty)
+        if not data:
+            # kazoo's Counter(support_curator=True) makes the node without data before
+            # its first write, and reads that as its default: so do we, as `initial`.
+            return self._empty
         return decode(data, INT32, self._path)
+
+    @property
+    def layout(self) -> str:
+        """The node layout: ``"curator"`` or ``"kazoo"``."""
+        return self._layout
 
     @property
     def version(self) -> int:
@@ -133,9 +176,9 @@ class SharedCount(Service):
 
         One write.  Raises `ConnectionLostError` (outcome unknown),
         `NoNodeError` if the node is gone, `ConfigError` if `value` does not
-        fit in 32 bits.
+        fit in 32 bits (the default layout).
         """
-        data = encode(check_int("value", value), INT32)
+        data = self._encode(check_int("value", value))
         check_int("version", version)
         stat, node, _ = await self._coord.client.set_and_get(self._path, data, version)
         self._learn(stat, data, node)
@@ -146,15 +189,15 @@ class SharedCount(Service):
 
         Each attempt is one round trip.  Raises `ConnectionLostError` (the
         last attempt's outcome unknown), `NodeDataError`, `NoNodeError`, and
-        `ConfigError` if the sum leaves the 32-bit range.
+        `ConfigError` if the sum leaves the 32-bit range (the default layout).
         """
         check_int("delta", delta)
         version, data = self._node()
         while True:
             if version < 0:
                 raise NoNodeError("the shared count's node is gone", path=self._path)
-            new = decode(data, INT32, self._path) + delta
-            raw = encode(new, INT32, "delta")
+            new = self._decode(data) + delta
+            raw = self._encode(new, "delta")
             began = time.monotonic()
             stat, node, _ = await self._coord.client.set_and_get(self._path, raw, version)
             self._learn(stat, raw, node)
@@ -199,7 +242,7 @@ class SharedCount(Service):
                 if node is None:
                     continue
                 try:
-                    yield decode(node.data, INT32, self._path)
+                    yield self._decode(node.data)
                 except NodeDataError as exc:
                     log.warning("shared count: skipped a change: %s", exc)
         finally:
@@ -213,9 +256,14 @@ class SharedCount(Service):
         return f"<SharedCount {self._path} {shown}{' STALE' if self.stale else ''}>"
 
 
-def shared_count(coord: Coordinator, path: str, *, initial: int = 0) -> SharedCount:
-    """A `SharedCount` at `path`, to use as ``async with``; created with `initial` if missing."""
-    return SharedCount(coord, path, initial=initial)
+def shared_count(
+    coord: Coordinator, path: str, *, initial: int = 0, layout: str = "curator"
+) -> SharedCount:
+    """A `SharedCount` at `path`, to use as ``async with``; created with `initial` if missing.
+
+    ``layout="kazoo"`` shares it with kazoo's ``Counter(path)`` (ASCII text).
+    """
+    return SharedCount(coord, path, initial=initial, layout=layout)
 
 
 def _newer(a: Stat, b: Stat) -> bool:
