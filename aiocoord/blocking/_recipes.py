@@ -52,7 +52,7 @@ class Recipes:
         path: str,
         *,
         participant_id: str | None = None,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
         timeout: float | None = None,
         revocable: bool = False,
         layout: str = "curator",
@@ -83,7 +83,7 @@ class Recipes:
         *,
         max_leases: int,
         participant_id: str | None = None,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
         timeout: float | None = None,
         layout: str = "curator",
     ) -> SemaphoreRight:
@@ -108,7 +108,7 @@ class Recipes:
         path: str,
         *,
         participant_id: str | None = None,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
         timeout: float | None = None,
         revocable: bool = False,
         layout: str = "curator",
@@ -173,7 +173,7 @@ class Recipes:
         *,
         participant_id: str | None = None,
         layout: str = "curator",
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
     ) -> BlockingLeaderLatch:
         """A participant in the election at `path`: ``with coord.leader_latch(path) as latch``."""
         c = self._coord

@@ -93,7 +93,7 @@ class Coordination(Service):
         leader_tasks: Mapping[str, LeaderFunc] | None = None,
         latches: tuple[str, ...] = (),
         participant_id: str | None = None,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
         metrics: Metrics | None = None,
         grace: float = 1.0,
         status_detail: bool = False,

@@ -119,7 +119,7 @@ def lifespan(
     leader_tasks: Mapping[str, LeaderFunc] | None = None,
     latches: Iterable[str] = (),
     participant_id: str | None = None,
-    lose_on_suspend: bool = True,
+    lose_on_suspend: bool | None = None,
     app_lifespan: AppLifespan | None = None,
     metrics: Metrics | None = None,
     liveness_grace: float = 1.0,
@@ -141,8 +141,9 @@ def lifespan(
     A coordinator runs once: such a lifespan cannot start a second time.  `leader_tasks` maps latch
     paths to coroutine functions run only while leading; `latches` are extra
     paths to join without a task (for `require_leader`).  `participant_id`
-    defaults to ``<host>-<pid>``.  `lose_on_suspend=False` keeps leadership
-    through SUSPENDED until LOST.  `app_lifespan` is the app's own lifespan,
+    defaults to ``<host>-<pid>``.  `lose_on_suspend` as the latch's (not
+    given: leadership kept through SUSPENDED while the session provably lives;
+    ``True``: lost at SUSPENDED; ``False``: kept until LOST).  `app_lifespan` is the app's own lifespan,
     run inside this one; the state it yields is merged with ours.  `metrics`
     (`aiocoord.metrics.Metrics`) measures the session, the latches and the
     tracked locks.  `liveness_grace` is how long (s) a body may outlive its
@@ -198,8 +199,10 @@ def lifespan(
         raise TypeError("latches must be an iterable of paths, not a single string")
     extra = tuple(validate_path(p) for p in latches)
     pid = check_participant_id(participant_id) if participant_id is not None else None
-    if not isinstance(lose_on_suspend, bool):
-        raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+    if lose_on_suspend is not None and not isinstance(lose_on_suspend, bool):
+        raise TypeError(
+            f"lose_on_suspend must be None or a bool, not {type(lose_on_suspend).__name__}"
+        )
     if app_lifespan is not None and not callable(app_lifespan):
         raise TypeError(f"app_lifespan must be a lifespan function, not {app_lifespan!r}")
     grace = check_grace(liveness_grace)

@@ -13,13 +13,20 @@ A recipe's `LossPolicy` says how SUSPENDED (and READ_ONLY: no write can
 succeed) is treated: ``STRICT`` (``lose_on_suspend=True``, Curator's standard
 policy) ends the right on SUSPENDED, READ_ONLY, LOST or a new session;
 ``LOST_ONLY`` (``lose_on_suspend=False``, Curator's
-``SessionConnectionStateErrorPolicy``) on LOST or a new session only.
-
-A deadline policy (keep the right through SUSPENDED until a stated fraction
-of the session's provable life, then end it unless RECONNECTED on the same
-session) is one more member of `LossPolicy` and one more branch of
-`LossWatch.on_event`: on SUSPENDED it arms a loop timer (``call_at``, no task)
-that ends the right, and RECONNECTED on the owner's session cancels it.
+``SessionConnectionStateErrorPolicy``) on LOST or a new session only;
+``DEADLINE`` (the default: ``lose_on_suspend`` not given) keeps the right
+through SUSPENDED and READ_ONLY while the session provably lives and ends it
+at ``session.answered_at + KEEP_FRACTION * session timeout`` unless
+RECONNECTED on the owner's session first.  The server cannot expire the
+session, hence delete the right's ephemeral node, before ``answered_at +
+session timeout`` (it heard of the session no earlier than that request was
+sent), so a right ended at the deadline ends a third of the session timeout
+before any rival can be granted it; docs/concepts.md ("Rights through
+SUSPENDED") gives the whole argument.  The deadline is one loop timer per
+session (`SessionPort.call_at`, shared by every right it suspends), armed in
+the state callback: no task, no await.  When it rings the deadline is read
+again (a reconnect under way may have had its handshake answered) and the
+right ends if it has passed.
 """
 
 from __future__ import annotations
@@ -27,12 +34,31 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..zk.states import ConnectionEvent, ConnectionState
 
-__all__ = ("FollowStates", "LossPolicy", "LossWatch", "loss_reason")
+if TYPE_CHECKING:
+    from ..zk.port import SessionPort
+
+__all__ = (
+    "KEEP_FRACTION",
+    "FollowStates",
+    "LossPolicy",
+    "LossWatch",
+    "check_lose_on_suspend",
+    "loss_reason",
+    "suspended_deadline",
+)
 
 _CONNECTED = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
+_SUSPENDED = (ConnectionState.SUSPENDED, ConnectionState.READ_ONLY)
+
+KEEP_FRACTION = 2 / 3
+"""How much of the session's provable life (from `SessionPort.answered_at`) a
+suspended right is kept under ``DEADLINE``: it ends at least a third of the
+session timeout before the server could expire the session (a tenth is the
+promise; the rest is room for a stalled loop)."""
 
 
 class LossPolicy(enum.Enum):
@@ -40,18 +66,37 @@ class LossPolicy(enum.Enum):
 
     STRICT = "strict"
     LOST_ONLY = "lost_only"
+    DEADLINE = "deadline"
 
     @classmethod
-    def of(cls, lose_on_suspend: bool) -> LossPolicy:
-        """The policy a recipe's ``lose_on_suspend`` argument names."""
+    def of(cls, lose_on_suspend: bool | None) -> LossPolicy:
+        """The policy a recipe's ``lose_on_suspend`` argument names (None: not given)."""
+        if lose_on_suspend is None:
+            return cls.DEADLINE
         return cls.STRICT if lose_on_suspend else cls.LOST_ONLY
 
     def keeps(self, state: ConnectionState | None) -> bool:
         """Whether a right held since before `state` (None: closed) may still be held in it
-        (the session is the owner's: the caller checks that)."""
+        (the session is the owner's: the caller checks that; under ``DEADLINE`` the
+        right's `LossWatch` ends it once the deadline passes)."""
         if self is LossPolicy.STRICT:
             return state in _CONNECTED
         return state not in (None, ConnectionState.LOST)
+
+
+def check_lose_on_suspend(lose_on_suspend: object) -> bool | None:
+    """`lose_on_suspend` as given to a recipe; `TypeError` naming it unless None or a bool."""
+    if lose_on_suspend is not None and not isinstance(lose_on_suspend, bool):
+        raise TypeError(
+            f"lose_on_suspend must be None or a bool, not {type(lose_on_suspend).__name__}"
+        )
+    return lose_on_suspend
+
+
+def suspended_deadline(answered_at: float, session_timeout: float) -> float:
+    """When a right suspended under ``DEADLINE`` ends (``time.monotonic()``): `KEEP_FRACTION`
+    of the session's provable life, which ends at ``answered_at + session_timeout``."""
+    return answered_at + KEEP_FRACTION * session_timeout
 
 
 def loss_reason(
@@ -90,9 +135,25 @@ class LossWatch:
     states; `closed` is the reason given when the coordinator closes.  `end`
     is called where the state is reported (no await, no task); it may be
     called more than once: the recipe's first reason wins.
+
+    Under ``DEADLINE`` it needs `session` (it may be set later, before the
+    first state); without one that policy is applied as ``STRICT``.
+    SUSPENDED or READ_ONLY, history included (a right granted while
+    suspended), arms the session's deadline timer; RECONNECTED or CONNECTED
+    on the owner's session disarms it; when it rings, `end("suspended")`.
     """
 
-    __slots__ = ("_tracking", "_unfollow", "closed", "end", "granted_at", "owner", "policy")
+    __slots__ = (
+        "_disarm",
+        "_tracking",
+        "_unfollow",
+        "closed",
+        "end",
+        "granted_at",
+        "owner",
+        "policy",
+        "session",
+    )
 
     def __init__(
         self,
@@ -103,8 +164,11 @@ class LossWatch:
         granted_at: float | None = None,
         closed: str = "coordinator closed",
         follow_owner: bool = False,
+        session: SessionPort | None = None,
     ) -> None:
         self.policy = policy
+        self.session = session
+        self._disarm: Callable[[], None] | None = None
         self.owner = owner
         self.end = end
         self.granted_at = time.monotonic() if granted_at is None else granted_at
@@ -114,17 +178,47 @@ class LossWatch:
 
     def on_event(self, event: ConnectionEvent) -> None:
         """A connection state was reported: end the right now if the rule says so."""
+        policy, session = self.policy, self.session
+        if policy is LossPolicy.DEADLINE and session is None:
+            policy = LossPolicy.STRICT
         if event.at > self.granted_at:  # earlier states are history to this right
-            strict = self.policy is LossPolicy.STRICT
+            strict = policy is LossPolicy.STRICT
             owner = self.owner
             reason = loss_reason(event.state, event.session_id, owner=owner, lose_on_suspend=strict)
             if reason is not None:
+                self._stop_timer()
                 self.end(reason)
         if self._tracking and event.state in _CONNECTED:
             self.owner = event.session_id
+        if policy is LossPolicy.DEADLINE:
+            if event.state in _SUSPENDED:
+                if self._disarm is None:
+                    self._arm()
+            else:
+                self._stop_timer()
+
+    def _arm(self) -> None:
+        """Suspended: end the right at the deadline (now, if it has passed)."""
+        session = self.session
+        assert session is not None
+        deadline = suspended_deadline(session.answered_at, session.timing.session_timeout)
+        if deadline <= time.monotonic():
+            self.end("suspended")
+            return
+        self._disarm = session.call_at(deadline, self._ring)
+
+    def _ring(self) -> None:
+        self._disarm = None
+        self._arm()  # the deadline again: a reconnect's answered handshake moves it on
+
+    def _stop_timer(self) -> None:
+        disarm, self._disarm = self._disarm, None
+        if disarm is not None:
+            disarm()
 
     def on_closed(self) -> None:
         """The coordinator closed: the right ends."""
+        self._stop_timer()
         self.end(self.closed)
 
     def follow(self, follow_states: FollowStates) -> LossWatch:
@@ -136,6 +230,7 @@ class LossWatch:
         """Stop following (the right was given up; safe to call twice)."""
         unfollow, self._unfollow = self._unfollow, _nothing
         unfollow()
+        self._stop_timer()
 
 
 def _nothing() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
 import ssl
 import struct
 import time
@@ -54,6 +55,7 @@ class _Pending:
     xid: int
     opcode: OpCode
     done: asyncio.Future[None]
+    sent: float  # when it was queued (monotonic): no later than it left
     on_reply: Callable[[int, int, bytes], None] | None = None
     parse: Callable[[bytes], object] | None = None
     header: tuple[int, int] = (0, 0)  # zxid, err
@@ -73,6 +75,8 @@ class Connection:
         timing: SessionTiming,
         on_notification: Callable[[bytes], None],
         on_zxid: Callable[[int], None],
+        *,
+        handshake_sent: float = -math.inf,
     ) -> None:
         assert protocol.transport is not None
         self.address = address
@@ -91,6 +95,10 @@ class Connection:
         self.closed = False
         self.close_reason = ""
         self.last_send = time.monotonic()
+        # The send time of the latest request the server answered (the handshake's first):
+        # the server heard of the session then or later, so it cannot expire it before
+        # this + the session timeout.  Monotonic clock; heartbeats count.
+        self.answered_sent = handshake_sent
         self.read_timeout = timing.read_timeout
         protocol.on_end = self._lost
         protocol.on_frame = self._dispatch_safely
@@ -147,6 +155,7 @@ class Connection:
                     server_hostname=(tls_hostname or host) if ssl_context is not None else None,
                 )
                 assert protocol.transport is not None
+                handshake_sent = time.monotonic()
                 protocol.transport.write(
                     _wire.connect_request(last_zxid, timeout_ms, session_id, password, read_only)
                 )
@@ -175,6 +184,7 @@ class Connection:
             timing.negotiated(answer.timeout_ms),
             on_notification,
             on_zxid,
+            handshake_sent=handshake_sent,
         )
 
     # --- running ---------------------------------------------------------------------------
@@ -244,6 +254,8 @@ class Connection:
             pending = self._pending.popleft()
         pending.header = (zxid, err)
         pending.body = body
+        if pending.sent > self.answered_sent:
+            self.answered_sent = pending.sent
         try:
             if pending.xid != xid:
                 raise ProtocolError(f"a reply to xid {xid} where xid {pending.xid} was next")
@@ -354,7 +366,9 @@ class Connection:
             )
         if self.closed:
             raise ConnectionLostError(f"not connected ({self.close_reason})")
-        pending = _Pending(xid, opcode, self._loop.create_future(), on_reply, parse)
+        pending = _Pending(
+            xid, opcode, self._loop.create_future(), time.monotonic(), on_reply, parse
+        )
         self._pending.append(pending)
         if self._flush_handle is None:
             self._flush_handle = self._loop.call_soon(self._flush)

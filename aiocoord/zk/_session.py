@@ -19,7 +19,9 @@ wait for a connection, the session id) as ``client.session``, typed as
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import itertools
 import logging
 import math
 import time
@@ -111,6 +113,12 @@ class ZkSession:
         )
         self._last_zxid = 0
         self._last_heard = time.monotonic()
+        # `answered_at`: the latest answered send time of the connections that ended, and
+        # the connection being served (priming included).
+        self._answered_sent = -math.inf
+        self._serving: Connection | None = None
+        self._timers: dict[float, tuple[asyncio.TimerHandle, dict[int, Callable[[], None]]]] = {}
+        self._timer_ids = itertools.count()
         self.events: Broadcast[ConnectionEvent] = Broadcast()  # connection states
         self._namespace_ready = False
         self._closing = False
@@ -162,6 +170,56 @@ class ZkSession:
     @property
     def closed(self) -> bool:
         return self._closed or self._closing
+
+    @property
+    def answered_at(self) -> float:
+        """When (``time.monotonic()``) the latest request the server answered on this session
+        was sent, heartbeats and the handshake included; ``-inf`` without a session.
+
+        The server heard of the session no earlier, so it cannot expire it
+        before this + the negotiated session timeout.  Answers from a
+        read-only server do not count: it is cut off from the quorum.
+        """
+        at = self._answered_sent
+        conn = self._serving
+        if conn is None or conn.answer.read_only or conn.answer.session_id != self._session_id:
+            return at
+        return max(at, conn.answered_sent)
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback()` from the event loop at `when` (``time.monotonic()``); returns the
+        function that cancels it (safe to call twice).
+
+        Callbacks for the same `when` share one loop timer (every right
+        suspended by one state change has the same deadline), so arming it for
+        hundreds of holders costs a dict entry each.  Never blocks; the callback
+        must be quick and must not await.  Closing the session cancels them all.
+        """
+        key = next(self._timer_ids)
+        entry = self._timers.get(when)
+        if entry is None:
+            loop = asyncio.get_running_loop()
+            handle = loop.call_later(max(0.0, when - time.monotonic()), self._ring, when)
+            entry = self._timers[when] = (handle, {})
+        entry[1][key] = callback
+
+        def cancel() -> None:
+            current = self._timers.get(when)
+            if current is not None and current[1].pop(key, None) is not None and not current[1]:
+                current[0].cancel()
+                del self._timers[when]
+
+        return cancel
+
+    def _ring(self, when: float) -> None:
+        entry = self._timers.pop(when, None)
+        if entry is None:
+            return
+        for callback in list(entry[1].values()):
+            try:
+                callback()
+            except Exception:
+                log.exception("a session timer callback failed")
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -290,6 +348,7 @@ class ZkSession:
         self._session_id = answer.session_id
         self._password = answer.password
         self.timing = conn.timing
+        self._serving = conn
         # The handshake's answer is word from the server: the session lives, so the
         # SUSPENDED-to-LOST timer restarts from it rather than firing while we prime.
         self._last_heard = max(self._last_heard, conn.last_recv)
@@ -319,6 +378,8 @@ class ZkSession:
                     await self._close_session(conn)
                     await conn.abort("session declared lost while reconnecting")
         self._conn = None
+        self._answered_sent = self.answered_at
+        self._serving = None
         self._last_heard = max(self._last_heard, conn.last_recv)
         self._feed(Dropped(conn.close_reason or "connection closed"))
         return (
@@ -454,6 +515,7 @@ class ZkSession:
                 # A new session claims no history, as a new Java handle does: a server that
                 # lost its data (replaced, restored) refuses a client that "has seen" more.
                 self._last_zxid = 0
+                self._answered_sent = -math.inf
                 self.watches.session_lost()
             # LOST is what an operator must see with default logging; the rest is INFO.
             log.log(
@@ -577,6 +639,9 @@ class ZkSession:
                         await conn.call(_wire.close_request())
                 await conn.abort("closed by the owner")
             self._closed = True
+            for handle, _ in self._timers.values():
+                handle.cancel()
+            self._timers.clear()
             self._machine.feed(Closed())
             self.watches.close()
             self.events.close()

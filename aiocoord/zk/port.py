@@ -35,6 +35,25 @@ class SessionPort(Protocol):
         ...
 
     @property
+    def answered_at(self) -> float:
+        """When (``time.monotonic()``) the latest request the server answered on this session
+        was sent, heartbeats and the handshake included (``-inf`` without a session).
+
+        The server cannot expire the session before this + the negotiated
+        ``timing.session_timeout``; a read-only server's answers do not count.
+        """
+        ...
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback()` from the loop at `when` (``time.monotonic()``); returns its cancel.
+
+        One loop timer per distinct `when`, shared by every callback armed for
+        it; never blocks; `callback` must be quick and must not await.  Closing
+        the session cancels every timer.
+        """
+        ...
+
+    @property
     def timing(self) -> SessionTiming:
         """The session's timers (request timeout, retry window, drain bound, ...)."""
         ...

@@ -174,7 +174,13 @@ async def test_a_cut_connection_ends_our_hold_before_kazoo_gets_the_lock(
 
             async def hold() -> None:
                 try:
-                    async with mutex(coord, path, participant_id="aiocoord-h", layout="kazoo"):
+                    async with mutex(
+                        coord,
+                        path,
+                        participant_id="aiocoord-h",
+                        layout="kazoo",
+                        lose_on_suspend=True,
+                    ):
                         entered.set()
                         try:
                             await anyio.sleep_forever()

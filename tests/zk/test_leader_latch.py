@@ -647,7 +647,7 @@ async def test_no_leader_while_the_server_is_down_then_exactly_one(
 
 
 @pytest.mark.anyio
-async def test_suspended_drops_leadership_by_default_and_lose_on_suspend_false_keeps_it(
+async def test_suspended_drops_leadership_when_strict_and_lose_on_suspend_false_keeps_it(
     fault_server: ZooKeeperServer, zk_chroot: str
 ) -> None:
     with anyio.fail_after(40), FaultProxy(*fault_server.address) as proxy:
@@ -655,7 +655,9 @@ async def test_suspended_drops_leadership_by_default_and_lose_on_suspend_false_k
             proxy.connect_string, 2, namespace=zk_chroot, session_timeout=8
         ) as (c1, c2):
             async with (
-                leader_latch(c1, "/strict", participant_id="strict") as strict,
+                leader_latch(
+                    c1, "/strict", participant_id="strict", lose_on_suspend=True
+                ) as strict,
                 leader_latch(
                     c2, "/lenient", participant_id="lenient", lose_on_suspend=False
                 ) as lenient,

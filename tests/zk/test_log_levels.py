@@ -48,7 +48,9 @@ async def test_session_lost_and_leadership_lost_are_warnings_gains_and_reconnect
         async with aiocoord.connect(
             zk_server.connect_string, namespace=zk_chroot, session_timeout=4.0
         ) as coord:
-            async with LeaderLatch(coord, "/app/leader", participant_id="pod-a") as latch:
+            async with LeaderLatch(
+                coord, "/app/leader", participant_id="pod-a", lose_on_suspend=True
+            ) as latch:
                 await latch.wait()
                 async with recording(coord) as rec:
                     await expire_session(coord)

@@ -296,7 +296,7 @@ async def test_closing_the_coordinator_cancels_the_body_then_lock_lost(
 
 
 @pytest.mark.anyio
-async def test_suspended_loses_by_default_and_lose_on_suspend_false_keeps_it(
+async def test_suspended_loses_when_strict_and_lose_on_suspend_false_keeps_it(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:
     with anyio.fail_after(30), FaultProxy(*zk_server.address) as proxy:
@@ -305,7 +305,7 @@ async def test_suspended_loses_by_default_and_lose_on_suspend_false_keeps_it(
             sessions(zk_server.connect_string, zk_chroot, 1) as (observer,),
             anyio.create_task_group() as tg,
         ):
-            strict = Holder(c1, "/strict", "strict")
+            strict = Holder(c1, "/strict", "strict", lose_on_suspend=True)
             lenient = Holder(c2, "/lenient", "lenient", lose_on_suspend=False)
             for holder in (strict, lenient):
                 tg.start_soon(holder.run)

@@ -289,7 +289,7 @@ async def test_a_waiter_keeps_its_place_through_suspended(
             assert await leftovers(observer, path) == []
 
 
-async def test_suspended_loses_a_held_lease_by_default(
+async def test_suspended_loses_a_held_lease_when_strict(
     zk_server: ZooKeeperServer, zk_chroot: str
 ) -> None:
     path = "/sem/strict"
@@ -298,7 +298,9 @@ async def test_suspended_loses_a_held_lease_by_default(
 
     async def hold(coord: Coordinator) -> None:
         try:
-            async with semaphore(coord, path, max_leases=2, participant_id="s"):
+            async with semaphore(
+                coord, path, max_leases=2, participant_id="s", lose_on_suspend=True
+            ):
                 entered.set()
                 await anyio.sleep_forever()
         except LockLost as exc:

@@ -585,7 +585,9 @@ async def test_suspended_stops_leading_and_same_session_resumes(
 ) -> None:
     with anyio.fail_after(20):
         async with fleet(zk_server, zk_chroot) as f:
-            tl = await f.start("solo", "1.0", tasks=["a", "b"], hosts=proxy.connect_string)
+            tl = await f.start(
+                "solo", "1.0", tasks=["a", "b"], hosts=proxy.connect_string, lose_on_suspend=True
+            )
             lost: list[str] = []
             tokens: list[int] = []
 
@@ -622,7 +624,9 @@ async def test_suspended_revokes_leadership_where_the_state_is_reported(
     that follows the states after the recipe already sees the term ended, no task later."""
     with anyio.fail_after(20):
         async with fleet(zk_server, zk_chroot) as f:
-            tl = await f.start("solo", "1.0", tasks=["a"], hosts=proxy.connect_string)
+            tl = await f.start(
+                "solo", "1.0", tasks=["a"], hosts=proxy.connect_string, lose_on_suspend=True
+            )
             seen: list[tuple[ConnectionState, bool]] = []
             terms: list[Any] = []
 

@@ -26,8 +26,9 @@ plus the election's:
 
 - In the zookeeper layout, this session's unclaimed offers are swept first.
 - Which connection state ends a term is the recipes' one loss rule
-  (``recipes/_loss``): SUSPENDED and READ_ONLY unless
-  ``lose_on_suspend=False``, LOST, a new session; the node is kept through
+  (``recipes/_loss``): SUSPENDED and READ_ONLY past the session's provable
+  life by default (at once with ``lose_on_suspend=True``, never with
+  ``False``), LOST, a new session; the node is kept through
   SUSPENDED, and RECONNECTED on the same session leads again if still first.
 - Leaving drops leadership first (the body of ``leadership()`` is cancelled)
   and forgets the watch on its own node (so the delete wakes nothing of its

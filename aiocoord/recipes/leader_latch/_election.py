@@ -33,6 +33,7 @@ from typing import Final, Literal
 from ..._checks import check_seconds
 from ...errors import ConfigError, InvalidPathError, LeadershipLost
 from ...zk.paths import validate_path
+from .._loss import check_lose_on_suspend
 from .._queue import LATCH, LOCK, CuratorNames, check_participant_id, default_participant_id
 from .._tenure import Tenure
 
@@ -187,8 +188,7 @@ def check_latch_arguments(
     if layout not in layouts:
         names = " or ".join(repr(name) for name in layouts)
         raise ConfigError("layout", f"must be {names}, not {layout!r}")
-    if not isinstance(lose_on_suspend, bool):
-        raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+    check_lose_on_suspend(lose_on_suspend)
     if close_mode not in ("notify", "silent"):
         raise ConfigError("close_mode", f"must be 'notify' or 'silent', not {close_mode!r}")
     pid = default_participant_id() if participant_id is None else participant_id

@@ -18,7 +18,7 @@ from ..._lifecycle import Lifecycle, Phase, Service
 from ...errors import CoordinatorClosedError
 from ...session import Coordinator
 from ...zk.client import ZkClient
-from ...zk.states import ConnectionEvent
+from ...zk.states import ConnectionEvent, ConnectionState
 from .._change_signal import ChangeSignal
 from .._loss import LossPolicy, LossWatch
 from .._queue import MAX_ID_BYTES, USABLE, CreatedNode, Host, default_participant_id
@@ -80,7 +80,7 @@ class LeaderLatch(Service):
         *,
         participant_id: str | None = None,
         layout: str = "curator",
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
         close_mode: CloseMode = "notify",
     ) -> None:
         check_coordinator(coord)
@@ -298,8 +298,9 @@ class LeaderLatch(Service):
 
         Entering blocks until we lead, through ZooKeeper outages too (see
         `wait`).  The body runs in a cancel scope that is
-        cancelled the moment leadership ends (SUSPENDED unless
-        ``lose_on_suspend=False``, LOST, our node deleted, the latch left); once
+        cancelled the moment leadership ends (SUSPENDED past the session's
+        provable life, or at once with ``lose_on_suspend=True``; LOST, our
+        node deleted, the latch left); once
         the body has exited, `LeadershipLost` is raised with the reason.  An
         exception from the body itself propagates unchanged.
         """
@@ -372,7 +373,12 @@ class LeaderLatch(Service):
         """Our `Waiter` found us first, on a node of this session: lead (once per term)."""
         if self._term is None and not self._closing and node.path not in self._released:
             self._term = LeadershipTerm(node.czxid, node.path, self._id, self._path)
-            self._loss = LossWatch(self._policy, node.owner, self._lose)
+            loss = LossWatch(self._policy, node.owner, self._lose, session=self._client.session)
+            self._loss = loss
+            state = self._coord.state
+            if state in (ConnectionState.SUSPENDED, ConnectionState.READ_ONLY):
+                # Elected while suspended: a deadline starts now (history to the others).
+                loss.on_event(ConnectionEvent(state, node.owner, at=loss.granted_at))
             log.info("leader of %s as %s (token 0x%x)", self._path, self._id, node.czxid)
             started = self._offer.determining if self._offer is not None else None
             event = ElectionEvent(
@@ -471,7 +477,7 @@ def leader_latch(
     *,
     participant_id: str | None = None,
     layout: str = "curator",
-    lose_on_suspend: bool = True,
+    lose_on_suspend: bool | None = None,
     close_mode: CloseMode = "notify",
 ) -> LeaderLatch:
     """A `LeaderLatch` to use as ``async with leader_latch(coord, path, participant_id=...)``.

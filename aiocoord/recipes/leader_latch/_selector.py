@@ -97,7 +97,7 @@ class LeaderSelector(Service):
         backoff: float = 1.0,
         max_backoff: float = 30.0,
         layout: str = "curator",
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
     ) -> None:
         if not inspect.iscoroutinefunction(lead) and not inspect.iscoroutinefunction(
             getattr(lead, "__call__", None)  # noqa: B004 - an object with an async __call__
@@ -256,7 +256,7 @@ def leader_selector(
     backoff: float = 1.0,
     max_backoff: float = 30.0,
     layout: str = "curator",
-    lose_on_suspend: bool = True,
+    lose_on_suspend: bool | None = None,
 ) -> LeaderSelector:
     """A `LeaderSelector` to use as ``async with leader_selector(coord, path, lead, ...)``."""
     return LeaderSelector(

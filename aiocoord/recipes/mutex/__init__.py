@@ -38,8 +38,9 @@ Failure handling (the queue's, see ``recipes/_queue``, plus the hold's):
   node that the current session created (the ephemeral-owner check of
   Curator's CURATOR-696 fix, which its mutex lacks, CURATOR-604).  A node of
   an earlier session, or deleted by someone, joins again at the tail.
-- While ``async with`` holds it, SUSPENDED (and READ_ONLY) lose the lock
-  unless ``lose_on_suspend=False`` (then it is kept until LOST); LOST or a new
+- While ``async with`` holds it, SUSPENDED (and READ_ONLY) lose the lock once
+  the session's provable life is past (the default; at once with
+  ``lose_on_suspend=True``; with ``False`` it is kept until LOST); LOST or a new
   session always lose it.  The block is cancelled at once and `LockLost`
   raised once it has exited.  One chore of the coordinator's session follows
   its connection states for every such block, until the coordinator closes.

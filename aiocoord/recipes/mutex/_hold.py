@@ -63,12 +63,16 @@ class Hold:
             )
         self.tenure.end(reason)
 
-    def keep(self, client: ZkClient, *, lose_on_suspend: bool) -> None:
+    def keep(self, client: ZkClient, *, lose_on_suspend: bool | None) -> None:
         """End the hold when a connection state after the grant loses it (the one loss
         rule, `_loss`), or the coordinator closes, until `drop` (synchronous: no event
         is missed)."""
         watch = LossWatch(
-            LossPolicy.of(lose_on_suspend), self.node.owner, self.end, granted_at=self.granted_at
+            LossPolicy.of(lose_on_suspend),
+            self.node.owner,
+            self.end,
+            granted_at=self.granted_at,
+            session=client.session,
         )
         self._watch = watch.follow(client.session.follow_states)
 

@@ -24,7 +24,7 @@ from ...errors import (
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join, validate_path
-from .._loss import LossPolicy
+from .._loss import LossPolicy, check_lose_on_suspend
 from .._queue import (
     KAZOO_LOCK,
     KAZOO_WRITE,
@@ -77,8 +77,11 @@ class Mutex:
     `RuntimeError`.  Several tasks may share one `Mutex`: they take it in turn.
 
     `participant_id` (default ``<host>-<pid>``) is written in our node for
-    `participants()`; ``lose_on_suspend=False`` keeps the lock through
-    SUSPENDED until LOST; `timeout` bounds the wait of ``async with`` (None:
+    `participants()`; `lose_on_suspend` not given keeps the lock through
+    SUSPENDED while the session provably lives (until two thirds of the
+    session timeout after the last answered request, or RECONNECTED), ``True``
+    loses it at SUSPENDED (Curator's standard policy), ``False`` keeps it
+    until LOST; `timeout` bounds the wait of ``async with`` (None:
     no bound).  ``revocable=True``: while ``async with`` holds the lock, a
     ``__REVOKE__`` written to our node (Curator's ``Revoker.attemptRevoke``,
     `aiocoord.revoke`) cancels the block, then `LockLost` (reason
@@ -114,7 +117,7 @@ class Mutex:
         path: str,
         *,
         participant_id: str | None = None,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
         timeout: float | None = None,
         revocable: bool = False,
         layout: str = "curator",
@@ -128,8 +131,7 @@ class Mutex:
             self._marker = self._kazoo_marker
         if path == "/":
             raise InvalidPathError(path, f"a {self._recipe} needs a node of its own, not the root")
-        if not isinstance(lose_on_suspend, bool):
-            raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+        check_lose_on_suspend(lose_on_suspend)
         if not isinstance(revocable, bool):
             raise TypeError(f"revocable must be a bool, not {type(revocable).__name__}")
         self._revocable = revocable
@@ -403,7 +405,7 @@ def mutex(
     path: str,
     *,
     participant_id: str | None = None,
-    lose_on_suspend: bool = True,
+    lose_on_suspend: bool | None = None,
     timeout: float | None = None,
     revocable: bool = False,
     layout: str = "curator",
@@ -412,10 +414,11 @@ def mutex(
 
     Entering waits for the lock (at most `timeout` seconds, then
     `LockNotAcquired`); ``held.token`` is the fencing token.  The block is
-    cancelled when the lock is lost (SUSPENDED unless ``lose_on_suspend=False``,
-    LOST, a new session), and `LockLost` is raised once it has exited.
-    Leaving releases the lock.  ``layout="kazoo"`` shares it with kazoo's
-    ``Lock`` on the same path.  See `Mutex` for the arguments.
+    cancelled when the lock is lost (SUSPENDED past the session's provable
+    life, or at once with ``lose_on_suspend=True``; LOST, a new session), and
+    `LockLost` is raised once it has exited.  Leaving releases the lock.
+    ``layout="kazoo"`` shares it with kazoo's ``Lock`` on the same path.  See
+    `Mutex` for the arguments.
     """
     return Mutex(
         coord,

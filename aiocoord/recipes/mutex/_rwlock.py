@@ -91,8 +91,9 @@ class ReadWriteLock:
     ``async with rw.read() as held`` waits until no writer is ahead of our node
     (many readers hold it at once); ``async with rw.write() as held`` waits
     until nobody is ahead.  ``held.token`` is the fencing token (our node's
-    czxid).  The block is cancelled when the lock is lost (SUSPENDED unless
-    ``lose_on_suspend=False``, LOST, a new session), then `LockLost` is raised
+    czxid).  The block is cancelled when the lock is lost (SUSPENDED past the
+    session's provable life, or at once with ``lose_on_suspend=True``; LOST,
+    a new session), then `LockLost` is raised
     once it has exited; entering past `timeout` raises `LockNotAcquired`.
     Not reentrant: a task holding or waiting for either lock of the path gets
     `RuntimeError` if it asks for either again.  ``revocable=True``: a block is
@@ -110,7 +111,7 @@ class ReadWriteLock:
         path: str,
         *,
         participant_id: str | None = None,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
         timeout: float | None = None,
         revocable: bool = False,
         layout: str = "curator",

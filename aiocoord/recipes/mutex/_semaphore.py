@@ -23,7 +23,8 @@ Failure handling:
   the current session.  Through SUSPENDED a waiter keeps its place; on a new
   session both its nodes are gone and it joins the inner mutex again at the
   tail (Curator's ``RETRY_DUE_TO_MISSING_NODE``).
-- While held with ``async with``, SUSPENDED (unless ``lose_on_suspend=False``),
+- While held with ``async with``, SUSPENDED past the session's provable life
+  (the default; at once with ``lose_on_suspend=True``, never with ``False``),
   LOST and a new session lose the lease as they lose the mutex: the block is
   cancelled at once (the one tenure, ``recipes/_tenure``), then `LockLost`.
 - Releasing deletes the lease node shielded, across a reconnect within the
@@ -70,7 +71,7 @@ from ...errors import (
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join, validate_path
-from .._loss import LossPolicy
+from .._loss import LossPolicy, check_lose_on_suspend
 from .._queue import (
     KAZOO_LOCK,
     LEASE,
@@ -199,11 +200,12 @@ class Semaphore:
     `max_leases`, as with Curator.  Not reentrant: each acquisition is a lease
     of its own, and a task that would need more than `max_leases` at once gets
     `RuntimeError` instead of waiting for itself.  `participant_id` (default ``<host>-<pid>``) is written in our
-    nodes; ``lose_on_suspend=False`` keeps a held lease through SUSPENDED until
-    LOST.  ``layout="kazoo"`` shares the leases with kazoo's ``Semaphore``
-    instead (see the module docstring; `ConfigError` from `acquire()` if the
-    pool says another `max_leases`).  Raises `InvalidPathError`, `ConfigError`
-    or `TypeError` for bad arguments.
+    nodes; `lose_on_suspend` not given keeps a held lease through SUSPENDED
+    while the session provably lives, ``True`` loses it at SUSPENDED, ``False``
+    keeps it until LOST.  ``layout="kazoo"`` shares the leases with kazoo's
+    ``Semaphore`` instead (see the module docstring; `ConfigError` from
+    `acquire()` if the pool says another `max_leases`).  Raises
+    `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 
     def __init__(
@@ -213,7 +215,7 @@ class Semaphore:
         *,
         max_leases: int,
         participant_id: str | None = None,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
         timeout: float | None = None,
         layout: str = "curator",
     ) -> None:
@@ -223,8 +225,7 @@ class Semaphore:
             raise InvalidPathError(path, "a semaphore needs a node of its own, not the root")
         self._layout = check_layout(layout)
         check_int("max_leases", max_leases, least=1)
-        if not isinstance(lose_on_suspend, bool):
-            raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+        check_lose_on_suspend(lose_on_suspend)
         self._coord = coord
         self._client = coord.client
         self._path = path
@@ -454,7 +455,7 @@ def semaphore(
     *,
     max_leases: int,
     participant_id: str | None = None,
-    lose_on_suspend: bool = True,
+    lose_on_suspend: bool | None = None,
     timeout: float | None = None,
     layout: str = "curator",
 ) -> Semaphore:
@@ -462,10 +463,12 @@ def semaphore(
 
     Entering waits for a lease (at most `timeout` seconds, then
     `LockNotAcquired`); ``lease.token`` is the fencing token.  The block is
-    cancelled when the lease is lost (SUSPENDED unless ``lose_on_suspend=False``,
-    LOST, a new session), and `LockLost` is raised once it has exited.
-    Leaving releases the lease.  ``layout="kazoo"`` shares the leases with
-    kazoo's ``Semaphore``.  See `Semaphore` for the arguments.
+    nodes; `lose_on_suspend` not given keeps a held lease through SUSPENDED
+    while the session provably lives, ``True`` loses it at SUSPENDED, ``False``
+    keeps it until LOST.  ``layout="kazoo"`` shares the leases with kazoo's
+    ``Semaphore`` instead (see the module docstring; `ConfigError` from
+    `acquire()` if the pool says another `max_leases`).  Raises
+    `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
     return Semaphore(
         coord,

@@ -53,9 +53,11 @@ the worker list, the choice, the set of tasks), `_leader_watch`, `_state` and
 
 Failure handling:
 
-- SUSPENDED (and READ_ONLY) stops leading everything: ``lead()`` bodies are
-  cancelled and raise ``LeadershipLost(reason="suspended")``; the nodes stay.
-  With ``lose_on_suspend=False`` leadership is kept until LOST.  On
+- SUSPENDED (and READ_ONLY) kept past the session's provable life (the
+  default, ``recipes/_loss``; at once with ``lose_on_suspend=True``) stops
+  leading everything: ``lead()`` bodies are cancelled and raise
+  ``LeadershipLost(reason="suspended")``; the nodes stay.  With
+  ``lose_on_suspend=False`` leadership is kept until LOST.  On
   RECONNECTED to the same session the worker list is re-read, held nodes are
   checked (by czxid) and leadership is granted again with the same token.
 - LOST stops leading everything (``"session lost"``).  On the new session the

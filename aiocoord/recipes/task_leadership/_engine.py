@@ -101,7 +101,7 @@ class TaskEngine:
         prefer: Prefer,
         version_key: VersionKey,
         settle: float,
-        lose_on_suspend: bool,
+        lose_on_suspend: bool | None,
     ) -> None:
         self.coord = coord
         self.root = root
@@ -217,6 +217,7 @@ class TaskEngine:
         with anyio.CancelScope(deadline=deadline.at) as scope:
             await tg.start(self._leader_watch.run)  # first, so that no leader event is missed
             await tg.start(self.writes.run)
+            self._loss.session = client.session
             self._loss.follow(client.session.follow_states)
             tg.start_soon(self._follow_connection)
             await self._node.start()

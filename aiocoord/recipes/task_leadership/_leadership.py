@@ -13,6 +13,7 @@ from aiocoord.session import Coordinator
 from aiocoord.zk.paths import join
 
 from ..._checks import check_coordinator, check_node_name, check_root
+from .._loss import check_lose_on_suspend
 from ._changes import TaskChange, follow_changes
 from ._choice import Prefer, VersionKey
 from ._engine import TaskEngine
@@ -32,7 +33,7 @@ class TaskLeadership(Service):
     stops leading, waits for ``lead()`` bodies (bounded by the session
     timeout) and deletes this worker's nodes.  Tasks are led in the
     background; ``lead(task)`` runs code only while this worker leads it.
-    SUSPENDED (unless ``lose_on_suspend=False``) and LOST stop leading every
+    SUSPENDED past the session's provable life (see `lose_on_suspend`) and LOST stop leading every
     task at once, cancelling the bodies; on the same session leadership comes
     back with the same tokens, on a new one the worker registers again.
     ``await tl.start()`` / ``await tl.aclose()`` do the same without ``async
@@ -49,7 +50,7 @@ class TaskLeadership(Service):
         prefer: Prefer = "newest",
         version_key: VersionKey | None = None,
         settle: float = 1.0,
-        lose_on_suspend: bool = True,
+        lose_on_suspend: bool | None = None,
     ) -> None:
         check_coordinator(coord)
         root = check_root(root)
@@ -76,8 +77,7 @@ class TaskLeadership(Service):
             or not 0 <= settle < math.inf
         ):
             raise ConfigError("settle", f"must be a finite number of seconds >= 0, not {settle!r}")
-        if not isinstance(lose_on_suspend, bool):
-            raise TypeError(f"lose_on_suspend must be a bool, not {type(lose_on_suspend).__name__}")
+        check_lose_on_suspend(lose_on_suspend)
         self.coord = coord
         self._engine = TaskEngine(
             coord,
@@ -278,7 +278,7 @@ def task_leadership(
     prefer: Prefer = "newest",
     version_key: VersionKey | None = None,
     settle: float = 1.0,
-    lose_on_suspend: bool = True,
+    lose_on_suspend: bool | None = None,
 ) -> TaskLeadership:
     """A `TaskLeadership` to use as ``async with task_leadership(...) as tl``.
 
@@ -288,7 +288,10 @@ def task_leadership(
     `maven_version_key`, Maven's `ComparableVersion`; `packaging.version.Version`
     for PEP 440, say).  `settle` is how long (seconds) a leader waits after the
     choice moved a task away before it hands the task over.
-    `lose_on_suspend=False` keeps leading through SUSPENDED until LOST.  Bad
+    `lose_on_suspend` not given keeps leading through SUSPENDED while the
+    session provably lives (until two thirds of the session timeout after
+    the last answered request, or RECONNECTED); ``True`` stops at SUSPENDED
+    (Curator's standard policy), ``False`` keeps leading until LOST.  Bad
     arguments raise `TypeError`, `InvalidPathError` (a bad `root`) or
     `ConfigError` (both `ValueError`s) naming them.
     Entering runs one full garbage collection before the worker registers, so
