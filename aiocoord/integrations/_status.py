@@ -69,7 +69,7 @@ async def status_of(c: Reported, timeout: float, detail: bool) -> dict[str, Any]
         "transitions": dict(c.transitions),
     }
     if detail:
-        session |= {"session_id": f"0x{sid:x}" if sid else None, "hosts": coord.settings.hosts}
+        session |= {"session_id": f"0x{sid:x}" if sid else None, "hosts": coord.hosts}
     out: dict[str, Any] = {
         "participant_id": c.participant_id,
         "detail": detail,

@@ -159,6 +159,12 @@ async def test_two_apps_only_the_leader_runs_the_task(
             assert status_b["latches"][0]["task"]["starts"] == 0
             assert cron_b.tokens == []
             assert "pod-a CONNECTED leading=1/1 locks=0" in repr(a.coordination)
+            # The hosts shown are those the next attempt uses (`coord.hosts`), which follow
+            # set_hosts and reconfigs, not the settings' first list.
+            assert status_a["session"]["hosts"] == hosts
+            await a.coordination.coord.set_hosts(f"{hosts},127.0.0.1:1")
+            status_a = (await a.http.get("/coordination/status")).json()
+            assert status_a["session"]["hosts"] == f"{hosts},127.0.0.1:1"
 
             ok = await a.http.post("/admin/rebuild")
             assert ok.status_code == 200 and ok.json()["token"] == cron_a.tokens[0]
