@@ -101,8 +101,8 @@ def session_watches(address: tuple[str, int], session_id: int) -> list[str]:
     for line in answer.splitlines():
         if line.startswith("0x"):
             mine = int(line, 16) == session_id
-        elif mine and line.strip():
-            out.append(line.strip())
+        elif mine and line.strip() and line.strip() != "/zookeeper/config":
+            out.append(line.strip())  # the coordinator's ensemble tracker is not the cache's
     return out
 
 
