@@ -2,8 +2,9 @@
 
 A follower that no longer hears its leader stops serving and drops its
 clients.  The client must reach a majority member within its session
-timeout (same session: RECONNECTED, not LOST), its term must end on
-SUSPENDED, and the latch must have a holder on the majority side again.
+timeout (same session: RECONNECTED, not LOST); its term is kept through that
+reconnect or ends by the default's deadline (2/3 of the session timeout after
+the last answered request), and the latch has a holder throughout.
 
 The short scenario of the tier (``SHORT``): the default suite runs it too,
 wherever a `NetworkLab` can run (and skips it, with the reason, elsewhere);
