@@ -399,16 +399,16 @@ def test_no_docstring_comment_or_page_claims_more_than_the_matrix(rows: list[Row
 def test_the_scanner_fails_on_a_planted_false_claim(rows: list[Row]) -> None:
     planted = '''"""Java ``ServiceDiscovery`` clients and ours on one path share one registry."""
 
-# kazoo's ``Election`` and `leader_latch()` on one path share the election, so a mixed fleet works.
+# kazoo's ``ShallowParty`` and `group_member()` on one path share the group, so a mixed fleet works.
 def f() -> None:
     """Java services take part."""
 '''
     found = {s.line: verdict(s, rows) for s in python_sentences("aiocoord/planted.py", planted)}
     assert sorted(found) == [1, 3, 5] and all(found.values()), found
-    assert "curator-servicediscovery" in str(found[1]) and "kazoo-election" in str(found[3])
+    assert "curator-servicediscovery" in str(found[1]) and "kazoo-shallowparty" in str(found[3])
     page = (
         "Java `ServiceDiscovery` clients and ours on one path share one registry.\n\n"
-        "| kazoo `Election` | `leader_latch` | the same lock nodes, shared |\n"
+        "| kazoo `ShallowParty` | `group_member` | the same party nodes, shared |\n"
     )
     assert all(verdict(s, rows) for s in markdown_sentences("docs/planted.md", page))
 

@@ -295,7 +295,9 @@ def test_bad_arguments_are_refused_clearly() -> None:
     with pytest.raises(ConfigError, match="'curator' or 'latch' or 'zookeeper'") as info:
         LeaderSelector(coord, "/x", lead, layout="lock")
     assert info.value.field == "layout"
-    with pytest.raises(ConfigError, match="'curator' or 'zookeeper', not 'latch'") as info:
+    with pytest.raises(
+        ConfigError, match="'curator' or 'zookeeper' or 'kazoo', not 'latch'"
+    ) as info:
         LeaderLatch(coord, "/x", layout="latch")
     assert info.value.field == "layout"
 

@@ -5,13 +5,15 @@ first node in election order leads, every other one watches only the node just
 ahead of its own, so a change of leader wakes one participant, whatever their
 number.  Java processes running Curator's ``LeaderLatch`` (default layout) or
 ZooKeeper's ``LeaderElectionSupport`` (``layout="zookeeper"``) on the same path
-take part in the same election.
+take part in the same election, and so do kazoo 2.x's ``Election`` processes
+(``layout="kazoo"``: kazoo's election is a kazoo ``Lock`` at the path).
 
 Node layout::
 
     <path>/                                  container, created as needed
     <path>/_c_<uuid4>-latch-<seq>            curator layout, data: participant id (UTF-8)
     <path>/n_<seq>                           zookeeper layout, data: participant id
+    <path>/<uuid4 hex>__lock__<seq>          kazoo layout (persistent path), data: id
 
 The leader selector (``_selector``) is Curator's ``LeaderSelector``, which is
 an ``InterProcessMutex`` at the path: its curator layout is the mutex's

@@ -18,6 +18,10 @@ Two layouts, each able to share one parent with the Java recipe it copies
 - ``zookeeper``: ZooKeeper's ``LeaderElectionSupport``.  Names are ``n_<seq>``,
   sorted by the integer after ``n_``.  The Java recipe throws on any other name;
   here such children sort after every offer, so they never lead.
+- ``kazoo``: kazoo 2.x's ``Election``, which is a kazoo ``Lock`` at the path:
+  the queue's `KAZOO_LOCK` names, ``<uuid4 hex>__lock__<seq>`` holding the
+  identifier, in kazoo's order (by sequence number); the lock's holder leads.
+  The parent is made persistent, as kazoo's ``ensure_path`` makes it.
 """
 
 from __future__ import annotations
@@ -33,8 +37,17 @@ from typing import Final, Literal
 from ..._checks import check_seconds
 from ...errors import ConfigError, InvalidPathError, LeadershipLost
 from ...zk.paths import validate_path
+from ...zk.types import CreateMode
 from .._loss import check_lose_on_suspend
-from .._queue import LATCH, LOCK, CuratorNames, check_participant_id, default_participant_id
+from .._queue import (
+    KAZOO_LOCK,
+    LATCH,
+    LOCK,
+    CuratorNames,
+    KazooNames,
+    check_participant_id,
+    default_participant_id,
+)
 from .._tenure import Tenure
 
 __all__ = (
@@ -42,6 +55,7 @@ __all__ = (
     "check_latch_arguments",
     "check_wait_timeout",
     "CURATOR",
+    "KAZOO",
     "LAYOUTS",
     "SELECTOR",
     "SELECTOR_LAYOUTS",
@@ -149,17 +163,31 @@ class LatchLayout:
     prefix: str  # the node name given to the (protected) sequential create
     protected: bool  # Curator's `_c_<uuid>-` names, found again after a connection loss
     curator: CuratorNames | None = None  # a Curator layout's names and order
+    kazoo: KazooNames | None = None  # a kazoo layout's: its nodes named and found as kazoo's
 
     def sort(self, names: Sequence[str]) -> list[str]:
-        """Children in election order (index 0 leads), as the layout's Java recipe sorts them."""
+        """Children in election order (index 0 leads), as the layout's recipe sorts them."""
         if self.curator is not None:
             return self.curator.sort(names)
+        if self.kazoo is not None:
+            return self.kazoo.sort(names)
         return sorted(names, key=zookeeper_sort_key)
+
+    @property
+    def parent_mode(self) -> CreateMode:
+        """How the path is made when missing: kazoo's persistent nodes, else containers."""
+        return CreateMode.PERSISTENT if self.kazoo is not None else CreateMode.CONTAINER
 
 
 CURATOR: Final = LatchLayout("curator", LATCH.marker, protected=True, curator=LATCH)
 ZOOKEEPER: Final = LatchLayout("zookeeper", "n_", protected=False)
-LAYOUTS: Final[Mapping[str, LatchLayout]] = {"curator": CURATOR, "zookeeper": ZOOKEEPER}
+# kazoo's Election: a kazoo Lock at the path, so the kazoo mutex's nodes.
+KAZOO: Final = LatchLayout("kazoo", KAZOO_LOCK.marker, protected=True, kazoo=KAZOO_LOCK)
+LAYOUTS: Final[Mapping[str, LatchLayout]] = {
+    "curator": CURATOR,
+    "zookeeper": ZOOKEEPER,
+    "kazoo": KAZOO,
+}
 # Curator's LeaderSelector: an InterProcessMutex at the path, so the mutex's nodes.
 SELECTOR: Final = LatchLayout("curator", LOCK.marker, protected=True, curator=LOCK)
 # A selector's: its own Curator layout by default; "latch" joins the latches' election.

@@ -68,6 +68,9 @@ class LeaderLatch(Service):
     `close_mode` (Curator's ``CloseMode``): with ``"notify"`` (the default)
     leaving while leader publishes LOST_LEADERSHIP (reason ``"closed"``) to
     `changes()` readers; with ``"silent"`` it does not (the term still ends).
+    `layout`: ``"curator"`` (Curator's LeaderLatch, the default),
+    ``"zookeeper"`` (ZooKeeper's election recipe) or ``"kazoo"`` (kazoo's
+    ``Election``: a participant on kazoo's lock nodes).
     Raises `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 

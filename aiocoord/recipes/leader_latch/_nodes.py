@@ -90,15 +90,16 @@ class SharedPath:
             if per_path.get(self.path) is self:
                 del per_path[self.path]
 
-    async def ensure_parent(self) -> None:
-        """Create the path (containers) once for all the latches that need it now."""
+    async def ensure_parent(self, mode: CreateMode = CreateMode.CONTAINER) -> None:
+        """Create the path (`mode`: containers unless kazoo's layout) once for all the
+        latches that need it now."""
         ensuring = self._ensuring
         if ensuring is not None:
             await ensuring.wait()
             return
         self._ensuring = done = anyio.Event()
         try:
-            await self.client.ensure_path(self.path)
+            await self.client.ensure_path(self.path, mode=mode)
             self.parent_ready = True
         finally:
             self._ensuring = None
@@ -144,6 +145,7 @@ class Candidacy(Waiter):
         super().__init__(
             coord, shared.path, data, layout, first, recipe="leader latch", name=layout.prefix
         )
+        self.kazoo = layout.kazoo is not None  # named and found as kazoo's nodes
         self.shared = shared
         self.layout = layout  # zookeeper layout: `pending` marks a create in doubt, by no name
 
@@ -158,7 +160,7 @@ class Candidacy(Waiter):
         """
         for attempt in range(3):
             if not self.shared.parent_ready or attempt:
-                await self.shared.ensure_parent()
+                await self.shared.ensure_parent(self.layout.parent_mode)
             try:
                 node = await self._offer()
             except NoNodeError:

@@ -26,11 +26,12 @@ from ._election import LAYOUTS
 
 __all__ = ("LatchParticipant", "LatchView", "LayoutName", "describe_latch", "latch_layout")
 
-LayoutName = Literal["curator", "zookeeper"]
+LayoutName = Literal["curator", "zookeeper", "kazoo"]
 
 # Node names as each layout's Java recipe creates them (see `_election`).
 _CURATOR_NODE = re.compile(r"_c_[0-9a-fA-F-]{32,36}-latch-\d{10}|.*latch-\d{10}")
 _ZOOKEEPER_NODE = re.compile(r"n_\d{10}")
+_KAZOO_NODE = re.compile(r"[0-9a-f]{32}__lock__-?\d{10}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +65,8 @@ class LatchView:
 
 
 def latch_layout(children: list[str]) -> LayoutName | None:
-    """'curator' or 'zookeeper' when every child is an election node of that layout, else None.
+    """'curator', 'zookeeper' or 'kazoo' when every child is an election node of that
+    layout, else None.
 
     An empty listing is no latch: nothing tells it apart from any empty node.
     """
@@ -74,6 +76,8 @@ def latch_layout(children: list[str]) -> LayoutName | None:
         return "curator"
     if all(_ZOOKEEPER_NODE.fullmatch(c) for c in children):
         return "zookeeper"
+    if all(_KAZOO_NODE.fullmatch(c) for c in children):
+        return "kazoo"
     return None
 
 
