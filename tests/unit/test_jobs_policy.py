@@ -244,3 +244,14 @@ def test_a_job_rescheduled_keeps_only_its_new_time() -> None:
 def test_run_at_far_ahead_is_still_a_due_time() -> None:
     later = datetime.now(UTC) + timedelta(days=365)
     assert check_run_at(later) > check_delay(0, 0.0)
+
+
+def test_job_ids_made_in_one_millisecond_keep_their_order() -> None:
+    """Ids had the time in ms then random digits: two submits in one millisecond (a round
+    trip on a quiet machine is a quarter of one) sorted at random, so jobs of one priority
+    could run out of submission order."""
+    from aiocoord.scheduler._layout import new_job_id
+
+    ids = [new_job_id() for _ in range(2000)]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
