@@ -94,6 +94,7 @@ _RELAY = Path(__file__).with_name("_relay.py")
 _RELAY_PORT = 46113  # on 127.0.0.1 inside the node's namespace
 _RELAY_MARK = 0x6163  # the relay's own connections: not redirected again
 _RELAY_START = 20.0  # s for a relay to start listening
+_RELAY_APPLY = 10.0  # s for a running relay to take a new setting
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +267,7 @@ class NetworkLab:
         if self._workdir is None:
             self._workdir = Path(tempfile.mkdtemp(prefix=f"aiocoord-lab-{self.tag}-"))
         control = self._workdir / f"{node.name}.relay"
-        _write_settings(control, 0.0, 0.0)
+        _write_settings(control, 0.0, 0.0, wait=None)
         argv = [
             sys.executable, str(_RELAY), "--port", str(_RELAY_PORT),
             "--mark", str(_RELAY_MARK), "--control", str(control),
@@ -538,11 +539,34 @@ class NetworkLab:
         return f"<NetworkLab {self.tag} {self.subnet}.0/24 nodes={sorted(self.nodes)}>"
 
 
-def _write_settings(path: Path, delay: float, jitter: float) -> None:
-    """Replace a relay's control file atomically (the relay may read it at any moment)."""
+def _write_settings(
+    path: Path, delay: float, jitter: float, *, wait: float | None = _RELAY_APPLY
+) -> None:
+    """Replace a relay's control file atomically (the relay may read it at any moment).
+
+    Blocks until the relay says it has taken the setting (``FILE.applied``),
+    at most ``wait`` seconds (`NetworkLabUnavailableError` after that); with
+    ``wait=None`` it returns at once (before the relay runs).  The relay
+    polls, so without the wait a loaded machine could send a whole exchange
+    through it before it noticed the change.
+    """
+    generation = f"{os.getpid()}-{time.monotonic_ns()}"
     temporary = path.with_suffix(".tmp")
-    temporary.write_text(f"{delay!r} {jitter!r}\n")
+    temporary.write_text(f"{delay!r} {jitter!r} {generation}\n")
     temporary.replace(path)
+    if wait is None:
+        return
+    applied = Path(f"{path}.applied")
+    deadline = time.monotonic() + wait
+    while True:
+        with contextlib.suppress(OSError):
+            if applied.read_text().strip() == generation:
+                return
+        if time.monotonic() >= deadline:
+            raise NetworkLabUnavailableError(
+                f"the delay relay did not take the setting {delay!r} ± {jitter!r} s within {wait} s ({path})"
+            )
+        time.sleep(0.01)
 
 
 class _LabEnsemble(ZooKeeperEnsemble):

@@ -13,9 +13,12 @@ netem link that reorders packets.  The connecting program sees the real
 peer address (the redirect is undone on its replies); a connection the
 relay cannot open upstream is reset.
 
-``FILE`` holds two numbers, ``DELAY JITTER`` in seconds (replaced atomically by the lab);
-the relay reads it again whenever it is replaced, checking
-every 50 ms, and the new setting applies to chunks read from then on.  Loss
+``FILE`` holds ``DELAY JITTER`` in seconds and, optionally, a generation
+word (replaced atomically by the lab); the relay reads it again whenever it
+is replaced, checking every 50 ms, and the new setting applies to chunks
+read from then on.  Once it has taken a setting it writes the generation to
+``FILE.applied`` (atomically), so that the lab can wait for it: a loaded
+machine may run the relay's poll long after the file changed.  Loss
 is not done here: the lab drops packets of the node's real link (nftables),
 and TCP retransmits them, as it would on a lossy network.
 
@@ -59,11 +62,18 @@ class Settings:
             if seen == self._seen:
                 return
             with open(self.path, encoding="utf-8") as f:
-                delay, jitter = (float(word) for word in f.read().split())
-        except (OSError, ValueError):
+                words = f.read().split()
+            delay, jitter = float(words[0]), float(words[1])
+        except (OSError, ValueError, IndexError):
             return
         self._seen = seen
         self.delay, self.jitter = max(0.0, delay), max(0.0, jitter)
+        if len(words) > 2:
+            applied = f"{self.path}.applied"
+            with contextlib.suppress(OSError):
+                with open(f"{applied}.tmp", "w", encoding="utf-8") as f:
+                    f.write(words[2] + "\n")
+                os.replace(f"{applied}.tmp", applied)
 
     def lateness(self, rng: random.Random) -> float:
         if not self.delay and not self.jitter:
