@@ -24,6 +24,12 @@ Shutting down: `retire()` (called when the server is told to stop, see
 Tracked holds: `lock` and `once_per` bodies are listed while they run (see
 `_holds`), for the status and for health.
 
+Recipes run with the app (`recipes`, `run()`): caches, group memberships,
+persistent and TTL nodes, service discovery, job workers, any object with
+``status_view()``; entered once the cron runs, left first, each listed in the
+status by its own `StatusView` while it runs (`recipes`: one registry, so the
+status needs no knowledge of each kind).
+
 Health: a process is *not live* when a body that believes it has a right (a
 leader task, a tracked lock) is still running more than `grace` seconds after
 the session it got that right on was LOST: its cancellation did not take,
@@ -35,7 +41,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +49,7 @@ import anyio
 import anyio.abc
 
 from .._lifecycle import Lifecycle, Service
+from .._status_view import Reports
 from ..recipes.cas_lock import CasLock, Slot
 from ..recipes.cron import Cron
 from ..recipes.leader_latch import (
@@ -64,6 +71,7 @@ from ._leader_tasks import (
     run_while_leader,
     wants_term,
 )
+from ._recipes import R, Runnable, check_recipes
 from ._status import status_of
 
 if TYPE_CHECKING:
@@ -98,6 +106,7 @@ class Coordination(Service):
         grace: float = 1.0,
         status_detail: bool = False,
         cron: Cron | None = None,
+        recipes: Iterable[Runnable] = (),
     ) -> None:
         self.coord = coord
         self.participant_id = participant_id or default_participant_id()
@@ -116,6 +125,9 @@ class Coordination(Service):
         self.leaders = LeaderNames(coord)
         """Who leads each latch path, from memory (what `require_leader`'s 503 names)."""
         self.task_leaderships: list[TaskLeadership] = []
+        self._to_run = check_recipes(recipes)
+        self.recipes: list[Reports] = []
+        """The recipes running with the app, each listed in the status by its ``status_view()``."""
         self.transitions: dict[str, int] = {}
         self._lost_at: dict[int, float] = {}  # session id -> when it was seen LOST
         self._holds: list[Hold] = []
@@ -140,11 +152,11 @@ class Coordination(Service):
         return self
 
     async def start(self) -> None:
-        """Join the latches, start the leader tasks and the cron; from any task.
+        """Join the latches, start the leader tasks, the cron and the recipes; from any task.
 
         Blocks until every latch has its node (not until it leads), knows
-        who leads (within the request timeout) and the cron's worker is
-        registered.  Raises
+        who leads (within the request timeout), the cron's worker is
+        registered and each recipe is entered.  Raises
         what a latch's start raises, once the latches joined so far are left;
         `CoordinatorClosedError` if started before.
         """
@@ -187,6 +199,8 @@ class Coordination(Service):
             if self.metrics is not None:
                 await stack.enter_async_context(self.metrics.watch_cron(self.cron))
             await stack.enter_async_context(self.cron)
+        for recipe in self._to_run:  # left first, in reverse order
+            await stack.enter_async_context(self.run(recipe))
         await tg.start(self._follow_session)
         tg.start_soon(self._leave_when_retired)
 
@@ -228,7 +242,9 @@ class Coordination(Service):
             log.warning("leaving leader latch %s: %s", latch.path, exc)
 
     async def aclose(self) -> None:
-        """Stop the cron and the leader tasks, then leave the latches; from any task.
+        """Leave the recipes, stop the cron and the leader tasks, then leave the latches.
+
+        From any task; blocks while a job worker among the recipes drains.
 
         Safe to call twice.
         """
@@ -329,6 +345,24 @@ class Coordination(Service):
             skew=skew,
         ) as slot:
             yield slot
+
+    @asynccontextmanager
+    async def run(self, recipe: R) -> AsyncIterator[R]:
+        """Enter `recipe` (not entered yet) and list it in the status while it runs.
+
+        ``async with coordination.run(aiocoord.tree_cache(coord, "/config")) as cache:``.
+        Blocks as entering `recipe` does (a cache until read, a job worker
+        until registered), and leaving blocks as leaving it does (a job worker
+        drains); it is unlisted once left.  Raises what entering `recipe`
+        raises; `TypeError` for an object without ``status_view()``.
+        """
+        check_recipes((recipe,))
+        async with recipe:
+            self.recipes.append(recipe)
+            try:
+                yield recipe
+            finally:
+                self.recipes.remove(recipe)
 
     @asynccontextmanager
     async def task_leadership(self, tl: TaskLeadership) -> AsyncIterator[TaskLeadership]:

@@ -1,7 +1,8 @@
 """``/coordination/status``: what a `Coordination` runs, from memory, with a few bounded reads.
 
 What this process knows (its session state, whether it leads, its leader
-tasks, the locks it holds, the cron jobs it leads) is answered from memory;
+tasks, the locks it holds, the cron jobs it leads, the recipes it runs) is
+answered from memory;
 what only ZooKeeper knows (each latch's participants, task leaders, each
 cron job's record) is read while connected,
 all reads together within one short budget, so the route answers in about
@@ -23,6 +24,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from .._status_view import Reports
 from ..errors import CoordError
 from ..recipes.cron import Cron, CronJobView, read_cron_job
 from ..recipes.leader_latch import LeaderLatch
@@ -49,6 +51,7 @@ class Reported(Protocol):
     tasks: dict[str, LeaderTask]
     task_leaderships: list[TaskLeadership]
     cron: Cron | None
+    recipes: list[Reports]
 
     @property
     def retiring(self) -> bool: ...
@@ -80,6 +83,7 @@ async def status_of(c: Reported, timeout: float, detail: bool) -> dict[str, Any]
         "locks": [_lock(h.path, h.owner, h.token, h.since, detail) for h in c.holds],
         "task_leadership": [],
         "cron": None,
+        "recipes": [r.status_view().as_json(detail) for r in c.recipes],
     }
     reads: list[tuple[dict[str, Any], Read]] = []
     for path, latch in c.latches.items():

@@ -38,7 +38,8 @@ Routes (``router``):
 - ``GET /coordination/health/ready``: 200 while the session is CONNECTED or
   RECONNECTED, 503 while SUSPENDED, LOST (until the next session) or READ_ONLY;
 - ``GET /coordination/status``: session, each latch's leader and participant
-  count, leader tasks, held locks, task leadership, the cron's jobs; within about 100 ms
+  count, leader tasks, held locks, task leadership, the cron's jobs, and each
+  recipe run with the app (``recipes``: its ``status_view()``); within about 100 ms
   whatever the connection state (what could not be read says so).  Redacted
   unless ``status_detail=True``: no hosts, session id, lock owners or tokens,
   worker ids or exception texts.
@@ -55,6 +56,17 @@ shutdown, before the latches are left and the session closed::
     async def revenue_query(firing: aiocoord.Firing) -> None: ...
 
     app = FastAPI(lifespan=lifespan(cron=cron))
+
+With ``recipes=[...]`` (recipes made on the app's coordinator, not entered:
+``aiocoord.tree_cache(coord, ...)``, ``aiocoord.group_member(...)``,
+``sched.worker(capacity=8, participant_id=...)``), the lifespan enters them
+once the cron runs, lists each in the status and leaves them first on
+shutdown (a job worker drains)::
+
+    coord = aiocoord.connect()
+    sched = aiocoord.Scheduler(coord, "/app/jobs")
+    app = FastAPI(lifespan=lifespan(coord, participant_id="pod-1",
+                                    recipes=[sched.worker(capacity=8, participant_id="pod-1")]))
 
 `jobs_router(sched)` (from `aiocoord.integrations.jobs`) serves a job
 scheduler over HTTP: submit with a typed body per job, status, long-poll
@@ -80,6 +92,7 @@ from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from .._checks import check_root
+from .._status_view import StatusView as StatusView
 from ..errors import ConfigError
 from ..recipes.cron import Cron
 from ..recipes.leader_latch import LeadershipTerm, check_participant_id
@@ -88,6 +101,7 @@ from ..session import Coordinator, connect
 from ..settings import Settings
 from ..zk.paths import validate_path
 from ._coordination import Coordination, LeaderFunc, check_grace, check_leader_tasks
+from ._recipes import Runnable, check_recipes
 from ._shutdown import retire_on_signals
 from .jobs import jobs_router as jobs_router
 
@@ -96,6 +110,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "Coordination",
+    "StatusView",
     "coordination",
     "coordinator",
     "jobs_router",
@@ -128,6 +143,7 @@ def lifespan(
     cron: Cron | None = None,
     register: ServiceInstance | None = None,
     discovery_base: str = "/services",
+    recipes: Iterable[Runnable] = (),
     **overrides: Any,
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[dict[str, Any]]]:
     """A FastAPI ``lifespan=`` that runs a coordinator for the application's lifetime.
@@ -163,7 +179,17 @@ def lifespan(
     `aiocoord.ServiceInstance` registered under `discovery_base` (curator-x-
     discovery's layout, see `aiocoord.service_discovery`) once the app's own
     lifespan has started, for as long as the app serves, and unregistered
-    first on shutdown; it comes back by itself after a lost session.
+    first on shutdown; it comes back by itself after a lost session; the
+    status lists it.  `recipes`: recipe objects made on the app's coordinator
+    (so `settings` is that `Coordinator`) and not entered yet (a cache, a
+    group membership, a persistent or TTL node, service discovery, a job
+    worker: anything with ``status_view()``), entered once the cron runs and
+    left first on shutdown (in reverse order; a job worker drains), each
+    listed under ``"recipes"`` in ``/coordination/status``; a recipe runs
+    once, so such a lifespan runs once.  A job worker keeps the id it was
+    made with: give it the app's (``sched.worker(participant_id=...)``).
+    `TypeError` naming the entry for an object that is not a recipe,
+    `ConfigError` naming `recipes` when `settings` is not a `Coordinator`.
 
     At startup, before connecting, every route that depends on
     `require_leader(path)` is checked: a `path` this lifespan does not run
@@ -215,6 +241,13 @@ def lifespan(
             f"register must be an aiocoord.ServiceInstance, not {type(register).__name__}"
         )
     base = check_root(discovery_base, "discovery_base")
+    to_run = check_recipes(recipes)
+    if to_run and given is None:
+        raise ConfigError(
+            "recipes",
+            "recipes are made on the app's coordinator: pass it as lifespan(coord), "
+            "with coord = aiocoord.connect(...)",
+        )
 
     @asynccontextmanager
     async def run(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
@@ -235,6 +268,7 @@ def lifespan(
                 grace=grace,
                 status_detail=status_detail,
                 cron=cron,
+                recipes=to_run,
             )
             retiring = retire_on_signals(coord_state) if retire_on_signal else nullcontext()
             async with _watched(coord_state), coord_state.running():
@@ -243,12 +277,12 @@ def lifespan(
                 try:
                     with retiring:
                         if app_lifespan is None:
-                            async with _registered(coord, register, base):
+                            async with _registered(coord_state, register, base):
                                 yield state
                         else:
                             async with (
                                 app_lifespan(app) as inner,
-                                _registered(coord, register, base),
+                                _registered(coord_state, register, base),
                             ):
                                 yield {**dict(inner or {}), **state}
                 finally:
@@ -272,13 +306,13 @@ async def _connected(settings: Settings, given: Coordinator | None) -> AsyncIter
 
 @asynccontextmanager
 async def _registered(
-    coord: Coordinator, instance: ServiceInstance | None, base: str
+    coordination: Coordination, instance: ServiceInstance | None, base: str
 ) -> AsyncIterator[None]:
-    """`instance` registered under `base` while the app serves (nothing if None)."""
+    """`instance` registered under `base` while the app serves (nothing if None); in the status."""
     if instance is None:
         yield
         return
-    async with service_discovery(coord, base) as discovery:
+    async with coordination.run(service_discovery(coordination.coord, base)) as discovery:
         await discovery.register(instance)
         yield  # leaving unregisters
 

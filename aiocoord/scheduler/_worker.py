@@ -41,7 +41,8 @@ import anyio
 import anyio.abc
 
 from .._checks import check_int, check_seconds
-from .._lifecycle import Lifecycle, Service
+from .._lifecycle import Lifecycle, Phase, Service
+from .._status_view import StatusView
 from ..errors import (
     ConnectionLostError,
     CoordError,
@@ -99,12 +100,14 @@ class JobWorker(Service):
         capacity: int,
         worker_id: str | None,
         drain_timeout: float,
+        id_name: str = "worker_id",
     ) -> None:
         check_int("capacity", capacity, least=1, most=MAX_CAPACITY)  # what a worker record holds
         drain_timeout = check_seconds("drain_timeout", drain_timeout, most=math.inf)
         if worker_id is None:
-            worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        self._base = check_job_name(worker_id, "worker_id")
+            self._base = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        else:
+            self._base = check_job_name(worker_id, id_name)
         self._coord = coord
         self._client = coord.client
         self._layout = layout
@@ -136,6 +139,11 @@ class JobWorker(Service):
         """This worker's node name on the current session (None while not registered)."""
         sess = self._current
         return sess.worker if sess is not None and sess.registered else None
+
+    @property
+    def participant_id(self) -> str:
+        """The id given (``participant_id=``), or the default: what node names start with."""
+        return self._base
 
     @property
     def is_assigner(self) -> bool:
@@ -388,6 +396,34 @@ class JobWorker(Service):
             self._assigning = False
             # Once the term's work has stopped: operators (and the fault campaign) see its end.
             log.info("assigner of %s: %s stopped (%s)", root, self._base, why)
+
+    def status_view(self) -> StatusView:
+        """This worker for a status page, from memory (no request).
+
+        State: NEW, REGISTERED, DRAINING (leaving) or CLOSED; facts: capacity,
+        jobs running, whether it is the assigner, the job names it serves and
+        their fleet-wide ``concurrency`` caps; with detail, its id and node name.
+        """
+        if self._life.phase is Phase.CLOSED:
+            state = "CLOSED"
+        elif self._closing:
+            state = "DRAINING"
+        else:
+            state = "REGISTERED" if self.id else "NEW"
+        limits = {
+            name: job.options.concurrency
+            for name, job in sorted(self._handlers.items())
+            if job.options.concurrency is not None
+        }
+        facts = {
+            "capacity": self.capacity,
+            "running": self.running,
+            "assigner": self._assigning,
+            "jobs": sorted(self._handlers),
+            "concurrency": limits,
+        }
+        private = {"participant_id": self._base, "worker": self.id}
+        return StatusView("job_worker", self._layout.root, state, facts, private)
 
     def __repr__(self) -> str:
         role = " assigner" if self._assigning else ""

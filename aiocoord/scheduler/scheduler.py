@@ -239,6 +239,7 @@ class Scheduler:
         self,
         capacity: int = 8,
         *,
+        participant_id: str | None = None,
         worker_id: str | None = None,
         drain_timeout: float = DRAIN_TIMEOUT,
     ) -> JobWorker:
@@ -247,12 +248,21 @@ class Scheduler:
         Without ``async with``: ``w = sched.worker(); await w.start()`` ...
         ``await w.aclose()``, from any task.
 
-        `worker_id` names it (default: host, pid and a random suffix; the node
-        name adds the session id); `drain_timeout` (default 20 s) bounds how
+        `participant_id` names this process among the workers, as it does in
+        the other recipes (a leader latch, a mutex): give the one the process
+        uses elsewhere (``lifespan(participant_id=...)``).  The worker's node
+        name, shown as a job's ``worker``, is ``<participant_id>-<session id
+        in hex>``, and its id in the assigner election is `participant_id`.
+        Default: host, pid and a random suffix (so two workers of one process
+        never share a name).  It must be 1-200 of ``[A-Za-z0-9_.:@=+-]``
+        (`ConfigError` naming it otherwise).  `worker_id` is its former name:
+        the same, and not both.  `drain_timeout` (default 20 s) bounds how
         long leaving waits for running jobs before handing them back: keep it
         below the time the process is given to stop (Kubernetes'
         ``terminationGracePeriodSeconds``, 30 s by default).
         """
+        if participant_id is not None and worker_id is not None:
+            raise ConfigError("participant_id", "give participant_id or worker_id, not both")
         return JobWorker(
             self._coord,
             self._layout,
@@ -260,8 +270,9 @@ class Scheduler:
             self._strategy,
             self._retention,
             capacity=capacity,
-            worker_id=worker_id,
+            worker_id=worker_id if participant_id is None else participant_id,
             drain_timeout=drain_timeout,
+            id_name="worker_id" if participant_id is None else "participant_id",
         )
 
     # --- client side -------------------------------------------------------------------------

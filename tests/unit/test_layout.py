@@ -47,6 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "aiocoord._lifecycle",
         "aiocoord._paths",
         "aiocoord._settings_env",
+        "aiocoord._status_view",  # what a recipe says of itself on a status page
     ),
     ("aiocoord.settings",),
     ("aiocoord.zk",),

@@ -4,7 +4,7 @@ A short SUSPENDED on the same session keeps every right (mutex body, latch
 term, semaphore lease, cron leadership: same token, nothing cancelled); a
 holder cut off for good ends its body before the server could expire its
 session; a rolling restart of a 3-member ensemble, the leader included,
-moves no right.  ``lose_on_suspend=True`` still loses at SUSPENDED.
+moves no right, and scheduler jobs running through it each run once.  ``lose_on_suspend=True`` still loses at SUSPENDED.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, ZooKeeperServer
 from tests.helpers import recording
 
 pytestmark = pytest.mark.anyio
+
+_USABLE = {S.CONNECTED, S.RECONNECTED}
 
 
 class Body:
@@ -160,16 +162,58 @@ async def test_a_holder_cut_off_for_good_ends_its_body_a_tenth_of_the_timeout_be
             proxy.resume()
 
 
+class Jobs:
+    """Scheduler jobs that run until released, counting each job's starts and cancellations."""
+
+    def __init__(self, coord: Coordinator) -> None:
+        self.sched = aiocoord.Scheduler(coord, "/jobs")
+        self.starts: dict[int, int] = {}
+        self.cancelled: list[int] = []
+        self.running: dict[int, anyio.Event] = {}
+        self.release = anyio.Event()
+        self.ids: dict[int, str] = {}
+
+        @self.sched.job("hold")
+        async def hold(n: int) -> int:
+            self.starts[n] = self.starts.get(n, 0) + 1
+            self.running[n].set()
+            try:
+                await self.release.wait()
+            except anyio.get_cancelled_exc_class():
+                self.cancelled.append(n)
+                raise
+            return n
+
+    async def submit_running(self, n: int) -> None:
+        """Submit job `n` and return once its body runs."""
+        self.running[n] = anyio.Event()
+        self.ids[n] = await self.sched.submit("hold", {"n": n})
+        with anyio.fail_after(20):
+            await self.running[n].wait()
+
+
+async def _suspended_for(events: Any, mark: int) -> float | None:
+    """How long the first SUSPENDED after `mark` lasted (None: none), on the same session."""
+    for down in events.events[mark:]:
+        if down.state is S.SUSPENDED:
+            up = await events.wait_for(S.RECONNECTED, after=mark)
+            assert not up.new_session
+            seconds: float = up.at - down.at
+            return seconds
+    return None
+
+
 async def test_a_rolling_restart_moves_no_right(zk_chroot: str) -> None:
-    """Each member restarted in turn (the leader last): nothing moves, nothing is cancelled."""
+    """Each member restarted in turn (the leader last): nothing moves, nothing is cancelled,
+    and jobs running through every restart each run once, to the end."""
     with (
         ZooKeeperEnsemble(3, extra_config={"maxSessionTimeout": "20000"}) as ensemble,
         anyio.fail_after(150),
     ):
+        hosts = ensemble.connect_string
         async with (
-            aiocoord.connect(
-                ensemble.connect_string, namespace=zk_chroot, session_timeout=12
-            ) as coord,
+            aiocoord.connect(hosts, namespace=zk_chroot, session_timeout=12) as coord,
+            aiocoord.connect(hosts, namespace=zk_chroot, session_timeout=12) as jobs_coord,
             anyio.create_task_group() as tg,
         ):
             bodies = [
@@ -187,37 +231,54 @@ async def test_a_rolling_restart_moves_no_right(zk_chroot: str) -> None:
             async def tick(firing: Firing) -> None:
                 tokens.add(firing.token)
 
+            jobs = Jobs(jobs_coord)
             suspended: list[str] = []  # the figures for docs/operations.md
-            async with cron, recording(coord) as events:
+            jobs_suspended: list[str] = []
+            async with (
+                cron,
+                jobs.sched.worker(capacity=8, participant_id="j1"),
+                recording(coord) as events,
+                recording(jobs_coord) as job_events,
+            ):
                 with anyio.fail_after(20):
                     while not tokens:  # noqa: ASYNC110 - the cron's first firing
                         await anyio.sleep(0.1)
+                await jobs.submit_running(0)  # runs through every restart
                 leader = ensemble.leader()
                 assert leader is not None
                 order = [m for m in ensemble.members if m is not leader] + [leader]
-                for member in order:
-                    mark = events.mark()
+                for i, member in enumerate(order, start=1):
+                    mark, job_mark = events.mark(), job_events.mark()
                     await anyio.to_thread.run_sync(member.restart)
                     await anyio.to_thread.run_sync(ensemble.wait_formed)
                     with anyio.fail_after(30):
-                        while coord.state not in (S.CONNECTED, S.RECONNECTED):  # noqa: ASYNC110
+                        while not {coord.state, jobs_coord.state} <= _USABLE:  # noqa: ASYNC110
                             await anyio.sleep(0.05)
-                    for down in events.events[mark:]:
-                        if down.state is S.SUSPENDED:
-                            up = await events.wait_for(S.RECONNECTED, after=mark)
-                            assert not up.new_session
-                            role = "leader" if member is leader else "follower"
-                            suspended.append(f"{member.name} ({role}) {up.at - down.at:.2f}s")
-                            break
+                    role = "leader" if member is leader else "follower"
+                    took = await _suspended_for(events, mark)
+                    if took is not None:
+                        suspended.append(f"{member.name} ({role}) {took:.2f}s")
+                    took = await _suspended_for(job_events, job_mark)
+                    if took is not None:
+                        jobs_suspended.append(f"{member.name} ({role}) {took:.2f}s")
                     await anyio.sleep(1.0)  # a tick or two under the new member
                     for body in bodies:
                         assert not body.left.is_set() and not body.cancelled, member.name
+                    assert jobs.cancelled == [], member.name
+                    await jobs.submit_running(i)  # started under the new member, runs on
                 assert cron.leading == {"tick"}
+                jobs.release.set()
+                with anyio.fail_after(20):
+                    results = {n: await jobs.sched.result(jid) for n, jid in jobs.ids.items()}
             print(f"rolling restart: SUSPENDED when restarting {', '.join(suspended)}")
+            print(f"rolling restart: jobs' SUSPENDED when restarting {', '.join(jobs_suspended)}")
             assert len(tokens) == 1  # cron leadership never moved
             for body in bodies:
                 await body.leave()
                 assert body.error is None and not body.cancelled and body.tokens == [body.token]
+            assert results == {n: n for n in range(len(order) + 1)}  # none lost
+            assert jobs.starts == dict.fromkeys(results, 1)  # none ran twice
+            assert jobs.cancelled == []
 
 
 async def test_the_session_port_gives_the_send_time_of_the_last_answered_request(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from functools import partial
-from typing import Final
+from typing import Any, Final
 
 import anyio
 import anyio.abc
@@ -13,6 +13,7 @@ import anyio.abc
 from ..._broadcast import SUBSCRIBER_BACKLOG, Broadcast
 from ..._checks import check_int
 from ..._lifecycle import Lifecycle, Phase, Service
+from ..._status_view import StatusView
 from ...errors import ConnectionLostError, CoordError, ZooKeeperError
 from ...session import Coordinator
 from ...zk import EventType, Node, WatchedEvent
@@ -270,12 +271,20 @@ class TreeCache(Service):
 
         return iterate()
 
-    def __repr__(self) -> str:
+    def _state_word(self) -> str:
         if self._closed or self._failure is not None or self._life.phase is Phase.CLOSED:
-            state = "CLOSED"
-        else:
-            state = "STALE" if self._stale else "FRESH"
-        return f"<{type(self).__name__} {self._path} nodes={len(self)} {state}>"
+            return "CLOSED"
+        return "STALE" if self._stale else "FRESH"
+
+    def status_view(self) -> StatusView:
+        """This cache for a status page, from memory: FRESH, STALE or CLOSED, its node count."""
+        facts: dict[str, Any] = {"nodes": len(self)}
+        if self._state.unreadable:
+            facts["unreadable"] = len(self._state.unreadable)
+        return StatusView("tree_cache", self._path, self._state_word(), facts)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._path} nodes={len(self)} {self._state_word()}>"
 
 
 def tree_cache(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 
 from ..._broadcast import SUBSCRIBER_BACKLOG
+from ..._status_view import StatusView
 from ...session import Coordinator
 from ...zk import Node
 from ._cache import TreeCache
@@ -38,6 +39,12 @@ class NodeCache(TreeCache):
         `stale` tells whether `current` may be behind the server.
         """
         return _changes(self._subscribe())
+
+    def status_view(self) -> StatusView:
+        """This cache for a status page: FRESH, STALE or CLOSED, whether the node exists."""
+        node = self.current
+        facts = {"exists": node is not None, "version": None if node is None else node.stat.version}
+        return StatusView("node_cache", self.path, self._state_word(), facts)
 
     def __repr__(self) -> str:
         node = self.current

@@ -30,12 +30,13 @@ import dataclasses
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from typing import cast
+from typing import Any, cast
 
 import anyio
 
 from ..._checks import check_coordinator, check_node_name, check_root
 from ..._lifecycle import Service
+from ..._status_view import StatusView
 from ...errors import ConfigError, NodeDataError, NoNodeError
 from ...session import Coordinator
 from ...zk import CreateMode, Node
@@ -256,6 +257,28 @@ class ServiceDiscovery(Service):
             down_for=down_for,
             error_threshold=error_threshold,
         )
+
+    def status_view(self) -> StatusView:
+        """This discovery for a status page, from memory: its registrations (service name and
+        whether the node is there; id, address and port with detail) and its cache's state
+        (FRESH, STALE or CLOSED; ``"NOT_WATCHING"`` with ``watch=False``)."""
+        shown = []
+        private = []
+        for instance, node in self._registered.values():
+            shown.append({"name": instance.name, "present": node.present})
+            private.append(
+                {
+                    "name": instance.name,
+                    "id": instance.id,
+                    "address": instance.address,
+                    "port": instance.port,
+                }
+            )
+        state = self._cache.status_view().state if self._watch else "NOT_WATCHING"
+        facts: dict[str, Any] = {"registered": shown}
+        if self._watch:
+            facts["services"] = len(self._cache.children(self._base))
+        return StatusView("service_discovery", self._base, state, facts, {"instances": private})
 
     def __repr__(self) -> str:
         stale = " STALE" if self.stale else ""

@@ -36,6 +36,7 @@ from typing import Final, cast
 
 from ..._checks import check_bytes, check_coordinator, check_layout, check_node_name
 from ..._lifecycle import Service
+from ..._status_view import StatusView
 from ...errors import ConfigError, ConnectionLostError
 from ...session import Coordinator
 from ...zk import CreateMode
@@ -187,6 +188,17 @@ class GroupMember(Service):
                 if now != last:
                     last = now
                     yield now
+
+    def status_view(self) -> StatusView:
+        """This membership for a status page, from memory: the group's view (FRESH, STALE or
+        CLOSED), its member count, whether this member's node is there; its id with detail."""
+        facts = {
+            "layout": self._layout,
+            "members": len(self.members()),
+            "registered": self._node.present,
+        }
+        view = self._cache.status_view()
+        return StatusView("group_member", self._path, view.state, facts, {"member_id": self._id})
 
     def __repr__(self) -> str:
         stale = " STALE" if self.stale else ""

@@ -35,6 +35,7 @@ import anyio.abc
 
 from ..._checks import check_bytes, check_coordinator
 from ..._lifecycle import Lifecycle, Phase, Service
+from ..._status_view import StatusView
 from ...errors import (
     BadVersionError,
     ConfigError,
@@ -447,6 +448,20 @@ class PersistentNode(Service):
         cache = self._cache
         node = None if cache is None or cache.stale else cache.current
         return node is not None and self._ours(node)
+
+    def status_view(self) -> StatusView:
+        """This node for a status page, from memory: PRESENT, ABSENT, STALE (no connection,
+        or a re-read under way), or the phase outside RUNNING (NEW, CLOSING, CLOSED)."""
+        if self._life.phase is not Phase.RUNNING:
+            state = self._life.phase.value
+        elif self._cache is None or self._cache.stale:
+            state = "STALE"
+        else:
+            state = "PRESENT" if self.present else "ABSENT"
+        facts = {"mode": self._mode.name, "actual_path": self._actual}
+        made_in = self._made_in
+        private = {"session": None if not made_in else f"0x{made_in:x}"}
+        return StatusView("persistent_node", self._path, state, facts, private)
 
     def __repr__(self) -> str:
         state = self._life.phase.value if self._life.phase is not Phase.RUNNING else None

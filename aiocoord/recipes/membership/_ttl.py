@@ -34,6 +34,7 @@ import anyio.abc
 
 from ..._checks import check_coordinator
 from ..._lifecycle import Lifecycle, Phase, Service
+from ..._status_view import StatusView
 from ...errors import (
     ConfigError,
     ConnectionLostError,
@@ -263,6 +264,14 @@ class PersistentTtlNode(Service):
     def present(self) -> bool:
         """Whether the container is there, as last seen (False while stale)."""
         return self._node.present
+
+    def status_view(self) -> StatusView:
+        """This node for a status page, from memory: as `PersistentNode.status_view`, with its TTL."""
+        if self._life.phase is not Phase.RUNNING:
+            state = self._life.phase.value
+        else:
+            state = self._node.status_view().state
+        return StatusView("persistent_ttl_node", self.path, state, {"ttl_ms": self._ttl})
 
     def __repr__(self) -> str:
         state = self._life.phase.value if self._life.phase is not Phase.RUNNING else None
