@@ -90,6 +90,11 @@ class Broadcast(Generic[T]):
         self._listeners[key] = (on_item, on_close)
         return stop
 
+    def counts(self) -> dict[str, int]:
+        """How many follow it now: ``listeners`` (`listen`) and ``streams`` (subscriptions
+        not yet left, lagged or closed).  Never blocks; for tests and soaks."""
+        return {"listeners": len(self._listeners), "streams": len(self._subscribers)}
+
     def publish(self, item: T) -> None:
         """Deliver `item` to every subscriber now (never blocks)."""
         self.last = item

@@ -267,12 +267,19 @@ class Coordination(Service):
             task_status.started()
 
     def _mark_old_sessions_lost(self, current: int | None) -> None:
-        """A new session means every earlier one is gone, even if its LOST carried no id."""
+        """A new session means every earlier one is gone, even if its LOST carried no id.
+
+        Only the sessions a task or hold still names are kept: `stuck` asks about no
+        other, and no later right is granted on a session gone (one entry per session
+        lost would add up over the process's life).
+        """
         now = time.monotonic()
-        sessions = [t.session for t in self.tasks.values()] + [h.session for h in self._holds]
+        sessions = {t.session for t in self.tasks.values()} | {h.session for h in self._holds}
         for session in sessions:
             if session is not None and session != current:
                 self._lost_at.setdefault(session, now)
+        for gone in [s for s in self._lost_at if s not in sessions]:
+            del self._lost_at[gone]
 
     def _leader(self, task: LeaderTask) -> Callable[[LeadershipTerm], Awaitable[None]]:
         """The selector's `lead` for `task`."""

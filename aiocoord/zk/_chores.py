@@ -21,21 +21,24 @@ log = logging.getLogger("aiocoord.session")
 class Chores:
     """Runs chores in the session loop's task group while the loop runs (`tg`)."""
 
-    __slots__ = ("tg",)
+    __slots__ = ("running", "tg")
 
     def __init__(self) -> None:
         self.tg: anyio.abc.TaskGroup | None = None
+        self.running = 0  # chores running now
 
     def start(self, chore: Callable[[], Awaitable[None]], name: str) -> bool:
         """Start `chore()`; its exception is logged, never raised.  False if the loop is not running."""
         if self.tg is None:
             return False
-        self.tg.start_soon(_run, chore, name, name=f"aiocoord: {name}")
+        self.tg.start_soon(self._run, chore, name, name=f"aiocoord: {name}")
         return True
 
-
-async def _run(chore: Callable[[], Awaitable[None]], name: str) -> None:
-    try:
-        await chore()
-    except Exception:
-        log.exception("%s failed", name)
+    async def _run(self, chore: Callable[[], Awaitable[None]], name: str) -> None:
+        self.running += 1
+        try:
+            await chore()
+        except Exception:
+            log.exception("%s failed", name)
+        finally:
+            self.running -= 1

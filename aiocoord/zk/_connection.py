@@ -110,6 +110,11 @@ class Connection:
             self._lost(protocol.end_reason)
 
     @property
+    def in_flight(self) -> int:
+        """Requests sent and not answered yet (emptied when the connection ends)."""
+        return len(self._pending)
+
+    @property
     def last_recv(self) -> float:
         """When the server last sent a whole packet (monotonic clock)."""
         return self._protocol.last_recv

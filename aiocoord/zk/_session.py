@@ -211,6 +211,21 @@ class ZkSession:
 
         return cancel
 
+    def counts(self) -> dict[str, int]:
+        """What the session holds now, besides its watches: ``in_flight`` (requests awaiting
+        a reply on the current connection), ``timers`` (`call_at` callbacks armed),
+        ``state_followers`` (`follow_states` listeners), ``state_streams`` (connection
+        state streams not yet left) and ``chores`` (running).  Never blocks."""
+        conn = self._serving
+        followers = self.events.counts()
+        return {
+            "in_flight": conn.in_flight if conn is not None else 0,
+            "timers": sum(len(callbacks) for _, callbacks in self._timers.values()),
+            "state_followers": followers["listeners"],
+            "state_streams": followers["streams"],
+            "chores": self._chores.running,
+        }
+
     def _ring(self, when: float) -> None:
         entry = self._timers.pop(when, None)
         if entry is None:

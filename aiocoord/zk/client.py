@@ -474,6 +474,14 @@ class ZkClient:
         and ``keys`` (one-shot (kind, path) entries).  Never blocks; for tests and soaks."""
         return self._session.watches.counts()
 
+    def session_counts(self) -> dict[str, int]:
+        """The other entries this client's session holds now: ``in_flight`` (requests
+        awaiting a reply on the current connection), ``timers`` (deadline callbacks armed
+        by held rights), ``state_followers`` and ``state_streams`` (who follows the
+        connection states, by callback or by `Coordinator.connection_events()`) and
+        ``chores`` (cleanup tasks running).  Never blocks; for tests and soaks."""
+        return self._session.counts()
+
     def forget_watch(self, watch: Watch) -> None:
         """Stop tracking a one-shot watch that is no longer wanted: it will not fire.
 

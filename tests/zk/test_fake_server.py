@@ -111,7 +111,9 @@ async def test_a_script_replaces_replies_and_can_hang_up() -> None:
         return None
 
     with anyio.fail_after(20), FakeZooKeeper(script) as fake:
-        # Not following the ensemble's config: the script counts the test's own reads.
+        # Not following the ensemble's config: the script counts the test's own reads (the
+        # tracker's read would be the first, and the create in flight beside it would fail
+        # with the connection the broken reply ends: a write's outcome is then unknown).
         async with aiocoord.connect(
             fake.connect_string, session_timeout=3, follow_ensemble=False
         ) as coord:

@@ -266,3 +266,38 @@ async def test_a_frame_that_never_completes_drops_the_connection() -> None:
             assert getattr(node, "data", None) == b"data"  # read again on the new connection
             # Dropped once the server was silent for the read timeout (2/3 of 3 s).
             assert time.monotonic() - started < coord.client._session.timing.read_timeout + 1.5
+
+
+async def test_requests_in_flight_behind_a_malformed_reply() -> None:
+    """The connection must go (what else the server sent on it cannot be trusted, as the
+    Java client judges): the malformed reply fails its own request with `ProtocolError`,
+    the requests sent after it on that connection with `ConnectionLostError`.  Reads, its
+    own included, are read again on the new connection and return the right answer; a
+    write's outcome is unknown (the server may or may not have read it before the hang-up),
+    as after any lost connection."""
+    with anyio.fail_after(15):
+        async with served(Once(GET_DATA, lambda p: put_int(p, HEADER, 0x7FFFFFFF))) as (
+            coord,
+            _zk,
+        ):
+            client = coord.client
+            outcomes: dict[str, object] = {}
+
+            async def run(name: str, call: Callable[[], Awaitable[object]]) -> None:
+                try:
+                    outcomes[name] = await call()
+                except aiocoord.CoordError as exc:
+                    outcomes[name] = exc
+
+            async def pipelined() -> None:
+                async with anyio.create_task_group() as tg:  # one write: all in flight at once
+                    tg.start_soon(run, "broken", lambda: client.get("/a"))
+                    tg.start_soon(run, "read", lambda: client.get("/a/child"))
+                    tg.start_soon(run, "write", lambda: client.set("/a/child", b"w"))
+                    tg.start_soon(run, "listing", lambda: client.children("/a"))
+
+            await dropped_and_back(coord, pipelined)
+    assert getattr(outcomes["broken"], "data", None) == b"data", outcomes
+    assert getattr(outcomes["read"], "data", None) in (b"", b"w"), outcomes
+    assert type(outcomes["write"]) is aiocoord.ConnectionLostError, outcomes
+    assert outcomes["listing"] == ["child"], outcomes

@@ -247,3 +247,25 @@ async def test_a_caller_changing_a_payload_changes_only_its_copy(
             first.payload["zone"] = "changed by a caller"
             (again,) = await sd.instances("api")
             assert again.payload == {"zone": "a"}
+
+
+async def test_the_log_of_corrupt_nodes_is_bounded(coordinator: aiocoord.Coordinator) -> None:
+    """Each corrupt node was remembered (so that it is logged once per state) for the
+    discovery's whole life, one entry per corrupt path ever seen: now it is forgotten with
+    the decoded instances, at most twice the cache plus 1,024."""
+    client = coordinator.client
+    rounds, per_round = 12, 120  # 1,440 corrupt nodes, never more than 120 at once
+    with anyio.fail_after(120):
+        async with service_discovery(coordinator, "/services", watch=False) as disc:
+            await client.ensure_path("/services/api")
+            for r in range(rounds):
+                paths = [f"/services/api/broken-{r}-{n}" for n in range(per_round)]
+                async with anyio.create_task_group() as tg:
+                    for path in paths:
+                        tg.start_soon(client.create, path, b"not json")
+                assert await disc.instances("api") == []
+                async with anyio.create_task_group() as tg:
+                    for path in paths:
+                        tg.start_soon(client.delete, path)
+            remembered = len(disc._corrupt)
+    assert remembered <= 1024 + per_round, remembered  # before: 1,440

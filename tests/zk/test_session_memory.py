@@ -15,10 +15,17 @@ leadership's worker-list watch in the watch registry (restored on every
 reconnect), and each job a heap entry in the self-claimer of the faulted
 worker once a deletion was missed while disconnected: about 40 blocks a
 second here, until the session ended.
+
+The session's other entries (`ZkClient.session_counts()`: requests in flight,
+deadline timers, state followers and streams, chores) are checked the same
+way, and one by one below, with the entries kept per session lost and a
+latch's given-back nodes (docs/reliability.md, "What one session holds",
+lists every registry and its bound).
 """
 
 from __future__ import annotations
 
+import functools
 import gc
 import sys
 from collections.abc import Iterator
@@ -26,6 +33,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import anyio.to_thread
 import pytest
 
@@ -35,7 +43,9 @@ from aiocoord.scheduler import _claimer
 from aiocoord.scheduler._claimer import Claimer
 from aiocoord.scheduler._lookup import bucketed
 from aiocoord.scheduler._records import JobsLayout
-from aiocoord.testing import FaultProxy, ZooKeeperServer
+from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session
+from aiocoord.zk import DeleteOp
+from tests.helpers import eventually, recording
 
 pytestmark = pytest.mark.anyio
 
@@ -250,12 +260,14 @@ async def test_one_session_through_cuts_and_pauses_holds_no_more(
                 for k in range(WARMUP_FAULTS):
                     await fault(k)
                 base, watches = await measure(flow), coord.client.watch_counts()
+                held = coord.client.session_counts()
                 jobs_before, fired_before = flow.done, len(fired)
                 trail = []
                 for k in range(FAULTS):
                     await fault(k)
                     trail.append(await measure(flow) - base)
                 after = coord.client.watch_counts()
+                still = coord.client.session_counts()
                 assert coord.session_id == session  # one session all along
                 tg.cancel_scope.cancel()
 
@@ -266,6 +278,10 @@ async def test_one_session_through_cuts_and_pauses_holds_no_more(
     assert after["one_shot"] <= watches["one_shot"] + 1, (watches, after)
     assert after["kept"] <= watches["kept"] + 1, (watches, after)
     assert after["persistent"] == watches["persistent"], (watches, after)
+    # The session's other entries: none more per fault (a mutex or once_per held right
+    # then follows the states, a timer is armed only while suspended).
+    for key in ("timers", "state_followers", "state_streams", "chores"):
+        assert still[key] <= held[key] + 2, (key, held, still)
     # And the heap: flat within the bound (each of the last three), whatever held it.
     assert max(trail[-3:]) <= BLOCKS_BOUND, trail
 
@@ -340,3 +356,224 @@ async def test_a_listing_does_not_bring_back_a_job_deleted_while_it_was_in_fligh
             sizes = claimer.sizes()
             tg.cancel_scope.cancel()
     assert sizes["when"] == 0, sizes
+
+
+# --- the session's other entries (`ZkClient.session_counts()`) -----------------------------------
+
+
+async def suspended(coord: aiocoord.Coordinator, proxy: FaultProxy) -> None:
+    """Cut `coord`'s connection and refuse new ones; returns once SUSPENDED is seen."""
+    await anyio.to_thread.run_sync(proxy.reject_new)
+    async with recording(coord) as events:
+        mark = events.mark()
+        await anyio.to_thread.run_sync(proxy.cut)
+        await events.wait_for(ConnectionState.SUSPENDED, after=mark)
+
+
+@pytest.mark.parametrize("end", ["leave", "step_down"])
+async def test_a_term_ended_while_suspended_leaves_no_timer(
+    zk_server: ZooKeeperServer, zk_chroot: str, proxy: FaultProxy, end: str
+) -> None:
+    """The latch let go of a term's loss rule without stopping its deadline timer: armed at
+    SUSPENDED, it rang once the connection was back and armed itself again, at each ring,
+    for as long as the session lived (one timer, and the latch with it, per such term)."""
+    with anyio.fail_after(40):
+        async with aiocoord.connect(
+            proxy.connect_string, namespace=zk_chroot, session_timeout=SESSION
+        ) as coord:
+            client = coord.client
+            base = client.session_counts()
+            latch = aiocoord.LeaderLatch(coord, "/latch", participant_id="a")
+            await latch.start()
+            await latch.wait()
+            await client.exists("/")  # answered now: the deadline is a full 2/3 T away
+            await suspended(coord, proxy)
+            assert client.session_counts()["timers"] == base["timers"] + 1  # the term's deadline
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(latch.aclose if end == "leave" else latch.step_down)
+                await anyio.lowlevel.checkpoint()  # the term ends in the call's first step
+                assert not latch.has_leadership
+                await anyio.to_thread.run_sync(functools.partial(proxy.reject_new, False))
+            await until_connected(coord)
+            ended = client.session_counts()
+            await anyio.sleep(SESSION)  # past the deadline the timer was armed for
+            later = client.session_counts()
+            if end == "step_down":
+                assert latch.has_leadership  # alone: leads again, connected (no timer)
+                await latch.aclose()
+            left = client.session_counts()
+    assert ended["timers"] == later["timers"] == left["timers"] == base["timers"], (
+        base,
+        ended,
+        later,
+    )
+    assert left["state_followers"] == base["state_followers"], (base, left)
+    assert left["chores"] == 0, left
+
+
+async def test_state_followers_and_streams_given_up_leave_none(
+    coordinator: aiocoord.Coordinator,
+) -> None:
+    """Connection-state streams whose readers went away (left with ``break``, dropped
+    unread, cancelled) and followers of latches, mutexes and locks left: none stays."""
+    client = coordinator.client
+    with anyio.fail_after(30):
+        base = client.session_counts()
+        async for _ in coordinator.connection_events():
+            break
+        stream = coordinator.connection_events()
+        await stream.__anext__()
+        del stream
+        async with anyio.create_task_group() as tg:
+
+            async def reader(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+                stream = coordinator.connection_events()
+                await stream.__anext__()  # subscribed
+                task_status.started()
+                async for _ in stream:
+                    pass
+
+            await tg.start(reader)
+            tg.cancel_scope.cancel()
+        for n in range(20):
+            async with aiocoord.leader_latch(coordinator, "/latch", participant_id=f"l{n}"):
+                pass
+            async with aiocoord.mutex(coordinator, "/mutex", participant_id=f"m{n}"):
+                pass
+            async with aiocoord.cas_lock(coordinator, "/cas", owner=f"c{n}", lease=5.0):
+                pass
+        gc.collect()  # a stream dropped unread is closed when it is collected
+        await anyio.sleep(0.1)  # its finalizer (an asyncio task) has run
+        after = client.session_counts()
+    del base["in_flight"], after["in_flight"]  # the ensemble tracker's read, say
+    assert after == base, (base, after)
+
+
+async def test_requests_in_flight_on_a_cut_all_fail_at_once(
+    zk_server: ZooKeeperServer, zk_chroot: str, proxy: FaultProxy
+) -> None:
+    """The connection's table of requests awaiting a reply is emptied when it ends: each
+    caller learns `ConnectionLostError` at the cut, none waits for its own deadline."""
+    with anyio.fail_after(30):
+        async with aiocoord.connect(
+            proxy.connect_string, namespace=zk_chroot, session_timeout=SESSION
+        ) as coord:
+            client = coord.client
+            await client.create("/n")
+            await anyio.to_thread.run_sync(proxy.pause)
+            sent = [client.delete_now("/missing") for _ in range(50)]
+            assert client.session_counts()["in_flight"] >= 50
+            failed = 0
+            with anyio.fail_after(2):  # the cut, not the read timeout
+                await anyio.to_thread.run_sync(proxy.cut)
+                for result in sent:
+                    with pytest.raises(aiocoord.ConnectionLostError):
+                        await result()
+                    failed += 1
+            await anyio.to_thread.run_sync(proxy.resume)
+            await until_connected(coord)
+            await client.exists("/n")
+            assert client.session_counts()["in_flight"] == 0
+    assert failed == 50
+
+
+# --- a latch's given-back nodes ------------------------------------------------------------------
+
+
+async def test_a_name_given_back_can_lead_when_it_comes_back(
+    coordinator: aiocoord.Coordinator,
+) -> None:
+    """The latch kept the path of every node it gave back (one more per step down, for good)
+    and never led on that path again; ZooKeeper's layout names restart at 0 under a new
+    parent, so after a step down and the parent's removal the latch, alone, never led."""
+    client = coordinator.client
+    with anyio.fail_after(30):
+        async with aiocoord.leader_latch(
+            coordinator, "/zl", participant_id="a", layout="zookeeper"
+        ) as latch:
+            first = await latch.wait()
+            assert await latch.step_down()
+            second = await latch.wait()
+            assert (first.node, second.node) == ("/zl/n_0000000000", "/zl/n_0000000001")
+            # Our node and its parent go at once: the next node is named as the first.
+            with pytest.raises(aiocoord.LeadershipLost):
+                await lead_until_gone(latch, client, [DeleteOp(second.node), DeleteOp("/zl")])
+            assert await latch.wait(timeout=10), "never led on the recurring name"
+            third = await latch.wait()
+    assert third.node == first.node and third.token > second.token
+
+
+async def lead_until_gone(
+    latch: aiocoord.LeaderLatch, client: aiocoord.ZkClient, ops: list[Any]
+) -> None:
+    """Run `ops` as leader, then lead until the term ends (raises `LeadershipLost`)."""
+    async with latch.leadership():
+        await client.multi(ops)
+        await anyio.sleep_forever()
+
+
+# --- entries per session lost --------------------------------------------------------------------
+
+EXPIRIES = 3
+
+
+async def test_a_persistent_node_forgets_sessions_long_expired(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """A persistent node remembered every session it sent a create in (one more per expiry,
+    for the node's whole life); those expired past twice the session timeout go."""
+    timeout = 1.5
+    with anyio.fail_after(60):
+        async with (
+            aiocoord.connect(
+                zk_server.connect_string, namespace=zk_chroot, session_timeout=timeout
+            ) as coord,
+            aiocoord.persistent_node(coord, "/reg/pod", data=b"p") as node,
+        ):
+            for _ in range(EXPIRIES - 1):
+                old = coord.session_id
+                await expire_session(coord)
+                await eventually(functools.partial(_created_in_new, node, old), timeout=20)
+                await anyio.sleep(2.2 * timeout)  # the old session is long gone on the server
+            # The next session's create forgets every earlier one but the last.
+            old = coord.session_id
+            await expire_session(coord)
+            await eventually(functools.partial(_created_in_new, node, old), timeout=20)
+            remembered = len(node._sessions)
+    assert remembered <= 2, remembered  # before: EXPIRIES + 1
+
+
+async def _created_in_new(node: aiocoord.PersistentNode, old: int | None) -> bool:
+    return node.created_in not in (None, old)
+
+
+async def test_coordination_keeps_lost_sessions_only_while_named(
+    coordinator: aiocoord.Coordinator,
+) -> None:
+    """`Coordination` noted when each session was lost (one more entry per expiry, for the
+    process's life); only sessions a leader task or a hold still names are kept."""
+    from aiocoord.integrations.fastapi import Coordination
+
+    async def job() -> None:
+        await anyio.sleep_forever()
+
+    with anyio.fail_after(60):
+        coordination = Coordination(coordinator, leader_tasks={"/ct/job": job})
+        async with coordination.running():
+            await eventually(lambda: _true(coordination.tasks["/ct/job"].running), timeout=10)
+            for _ in range(EXPIRIES):
+                old = coordinator.session_id
+                await expire_session(coordinator)
+                await eventually(functools.partial(_runs_anew, coordination, old), timeout=20)
+            kept = dict(coordination._lost_at)
+    # The task's last session before this one, at most (it may have run on it still).
+    assert len(kept) <= 1, kept
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def _runs_anew(coordination: Any, old: int | None) -> bool:
+    task = coordination.tasks["/ct/job"]
+    return bool(task.running and task.session not in (None, old))

@@ -31,7 +31,16 @@ from dataclasses import replace
 
 from ._record import LockRecord
 
-__all__ = ("MAX_RECENT", "Pace", "contender_id", "joining", "pace_of", "rank", "served")
+__all__ = (
+    "MAX_RECENT",
+    "PACED_PATHS",
+    "Pace",
+    "contender_id",
+    "joining",
+    "pace_of",
+    "rank",
+    "served",
+)
 
 MAX_RECENT = 64  # ids kept in the record; beyond, the most recently served drop out first
 ID_CHARS = 8
@@ -161,11 +170,22 @@ class Pace:
 
 _paces: weakref.WeakKeyDictionary[object, dict[str, Pace]] = weakref.WeakKeyDictionary()
 
+PACED_PATHS = 1024
+"""Lock paths whose `Pace` a client remembers (the latest used): a process locking one
+path per job or per entity would otherwise keep one for every path it ever locked."""
+
 
 def pace_of(client: object, path: str) -> Pace:
     """The `Pace` of the lock at `path` on `client`, shared by every `CasLock` on them.
 
     ``cas_lock()`` makes a new `CasLock` for each acquisition: what the last
-    ones measured carries over.
+    ones measured carries over, for the `PACED_PATHS` paths used last.
     """
-    return _paces.setdefault(client, {}).setdefault(path, Pace())
+    paces = _paces.setdefault(client, {})
+    pace = paces.pop(path, None)  # put back last: the dict's order is the order of use
+    if pace is None:
+        pace = Pace()
+        if len(paces) >= PACED_PATHS:
+            del paces[next(iter(paces))]
+    paces[path] = pace
+    return pace

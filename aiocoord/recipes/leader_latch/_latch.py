@@ -110,8 +110,9 @@ class LeaderLatch(Service):
         self._entered = False
         self._closing = False
         self._stopped = False
-        # Nodes given back by `_release` (never led on again) and when to join again.
-        self._released: set[str] = set()
+        # The node given back last by `_release` (never led on again; an earlier one is no
+        # longer our candidacy's node, so it cannot be elected) and when to join again.
+        self._released: CreatedNode | None = None
         self._hold_until = 0.0
         self._sent_delete: Callable[[], Awaitable[None]] | None = None  # see `_stop_leading`
         self._unfollow: Callable[[], None] = lambda: None  # stops following connection states
@@ -209,7 +210,7 @@ class LeaderLatch(Service):
             offer.closing = True
             offer.unwatch()
         term, self._term = self._term, None  # ends before the node goes: no two leaders overlap
-        self._loss = None
+        self._drop_loss()
         if term is not None:
             term.tenure.end("closed")
         if offer is not None and not offer.writing:
@@ -374,7 +375,7 @@ class LeaderLatch(Service):
 
     def _elect(self, node: CreatedNode) -> None:
         """Our `Waiter` found us first, on a node of this session: lead (once per term)."""
-        if self._term is None and not self._closing and node.path not in self._released:
+        if self._term is None and not self._closing and node != self._released:
             self._term = LeadershipTerm(node.czxid, node.path, self._id, self._path)
             loss = LossWatch(self._policy, node.owner, self._lose, session=self._client.session)
             self._loss = loss
@@ -394,9 +395,16 @@ class LeaderLatch(Service):
         term, self._term = self._term, None
         if term is None:
             return
-        self._loss = None
+        self._drop_loss()
         term.tenure.end(reason)
         self._report_loss(term, reason, publish=publish)
+
+    def _drop_loss(self) -> None:
+        """The term ended: its loss rule's deadline timer goes with it (else, armed while
+        SUSPENDED, it would be armed again at every ring once reconnected, for good)."""
+        loss, self._loss = self._loss, None
+        if loss is not None:
+            loss.drop()
 
     def _report_loss(self, term: LeadershipTerm, reason: str, *, publish: bool) -> None:
         """Tell the log, `changes()` readers and waiters that `term` ended (`_lose`)."""
@@ -428,7 +436,7 @@ class LeaderLatch(Service):
         node = offer.node if offer is not None else None
         self._hold_until = time.monotonic() + rejoin_after
         if node is not None:
-            self._released.add(node.path)
+            self._released = node
         self._lose(reason)
         if offer is not None and node is not None and not self._closing:
             with anyio.CancelScope(shield=True):

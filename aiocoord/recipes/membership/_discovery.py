@@ -238,6 +238,7 @@ class ServiceDiscovery(Service):
                 log.warning("service discovery: skipped %s: %s", path, exc.reason)
         if len(self._decoded) > 2 * len(self._cache) + 1024:
             self._decoded.clear()  # nodes gone since: forget them all, the live ones come back
+            self._corrupt.clear()  # the same (a node still corrupt is logged once more)
         self._decoded[path] = (stat.czxid, stat.mzxid, instance)
         return _own_copy(instance)
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import ClassVar, Final
@@ -133,7 +135,9 @@ class PersistentNode(Service):
         self._made_in: int | None = None  # the session our last successful create went in
         self._stat: Stat | None = None
         self._on_change = on_change
-        self._sessions: set[int] = set()  # sessions in which we sent a create: their nodes are ours
+        # The sessions in which we sent a create (their nodes are ours), each with when a
+        # later one was first used (inf: none yet); `_sent_in` forgets the long expired.
+        self._sessions: dict[int, float] = {}
         self._delete_on_leave = True
         self._life = Lifecycle(
             f"persistent node {path}", self._setup, stopping=self._stopping, stopped=self._stopped
@@ -324,9 +328,23 @@ class PersistentNode(Service):
         )
 
     def _sent_in(self, session: int | None) -> None:
-        """A create is about to go in `session`: a node that session owns there is ours."""
-        if session is not None:
-            self._sessions.add(session)
+        """A create is about to go in `session`: a node that session owns there is ours.
+
+        The sessions before it are remembered for twice the session timeout after
+        it: the server heard of them last before it began, and expires a session
+        (its nodes with it) a timeout after that.  One entry per session for the
+        node's whole life would add up over many expiries.
+        """
+        if session is None or session in self._sessions:
+            return
+        now = time.monotonic()
+        keep = 2 * self._coord.client.session.timing.session_timeout
+        for earlier, superseded in list(self._sessions.items()):
+            if superseded == math.inf:
+                self._sessions[earlier] = now
+            elif now - superseded > keep:
+                del self._sessions[earlier]
+        self._sessions[session] = math.inf
 
     def _set_stat(self, stat: Stat | None) -> None:
         if stat == self._stat:
