@@ -266,15 +266,21 @@ class Connection:
                 raise ProtocolError(f"a reply to xid {xid} where xid {pending.xid} was next")
             if err == 0 and pending.parse is not None:
                 pending.value = pending.parse(body)
-        except ProtocolError as exc:
-            pending.error = exc  # its caller learns why; the others fail with the connection
+            if pending.on_reply is not None:
+                # Runs before the next packet is dispatched, so a watch is registered
+                # before the notification that may follow its reply.
+                pending.on_reply(err, zxid, body)
+        except Exception as exc:
+            # Its caller learns why (it is out of the pending queue: the connection's
+            # end would not reach it); the others fail with the connection.
+            if isinstance(exc, ProtocolError):
+                pending.error = exc
+            else:
+                pending.error = ProtocolError(f"reading the reply to xid {xid} failed: {exc!r}")
+                pending.error.__cause__ = exc
             if not pending.done.done():
                 pending.done.set_result(None)
             raise
-        if pending.on_reply is not None:
-            # Runs before the next packet is dispatched, so a watch is registered
-            # before the notification that may follow its reply.
-            pending.on_reply(err, zxid, body)
         if not pending.done.done():  # done already if its waiter was cancelled
             pending.done.set_result(None)
 

@@ -301,3 +301,32 @@ async def test_requests_in_flight_behind_a_malformed_reply() -> None:
     assert getattr(outcomes["read"], "data", None) in (b"", b"w"), outcomes
     assert type(outcomes["write"]) is aiocoord.ConnectionLostError, outcomes
     assert outcomes["listing"] == ["child"], outcomes
+
+
+async def test_a_reply_whose_reading_fails_unexpectedly_fails_its_own_request(
+    coordinator: aiocoord.Coordinator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading a reply that raises something other than `ProtocolError` still ends its request.
+
+    The request is out of the pending queue by then, so the connection's end
+    does not reach it: it waited for ever.  Now it fails with `ProtocolError`
+    (the cause chained) and, a read, is sent again on the new connection.
+    """
+    from aiocoord.zk import _replies
+
+    real = _replies.parse_stat
+    broken = {"left": 1}
+
+    def parse_stat(body: bytes) -> object:
+        if broken["left"]:
+            broken["left"] -= 1
+            raise ValueError("a reader's own bug")
+        return real(body)
+
+    client = coordinator.client
+    await client.create("/r", b"x")
+    monkeypatch.setattr(_replies, "parse_stat", parse_stat)
+    with anyio.fail_after(10):
+        stat = await client.exists("/r")
+    assert stat is not None and stat.version == 0
+    assert broken["left"] == 0
