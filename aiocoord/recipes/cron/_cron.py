@@ -23,7 +23,7 @@ from ._record import Entry, decode
 from ._runner import Job, JobRunner
 from ._schedule import resolve_timezone, schedule_of
 
-__all__ = ("Cron",)
+__all__ = ("Cron", "cron")
 
 F = TypeVar("F", bound=Callable[[Firing], Awaitable[Any]])
 
@@ -249,3 +249,23 @@ class Cron(Service):
             f"<Cron {self.root} worker={self.worker.id} jobs={len(self._jobs)} "
             f"leading={len(self.leading)} {state}>"
         )
+
+
+def cron(
+    coord: Coordinator,
+    root: str,
+    *,
+    worker: Worker,
+    timezone: str | tzinfo | None = None,
+    history: int = 50,
+    grace: float = 60.0,
+    settle: float = 1.0,
+) -> Cron:
+    """A `Cron` under `root`: register jobs with ``@c.job(...)``, then ``async with c``.
+
+    Entering blocks until this worker has read the worker list; see `Cron`
+    for the arguments.
+    """
+    return Cron(
+        coord, root, worker=worker, timezone=timezone, history=history, grace=grace, settle=settle
+    )

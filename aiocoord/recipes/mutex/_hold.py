@@ -15,9 +15,10 @@ import logging
 import time
 
 from ...errors import LockLost
+from ...session import Coordinator
 from ...zk import ZkClient
 from .._loss import LossPolicy, LossWatch, loss_reason
-from .._queue import CreatedNode
+from .._queue import CreatedNode, may_take
 from .._tenure import Tenure
 
 __all__ = ("Hold", "loss_reason")  # loss_reason: the rule's table, for its tests
@@ -54,6 +55,15 @@ class Hold:
     @property
     def lost(self) -> str | None:
         return self.tenure.lost
+
+    def held_on(self, coord: Coordinator, lose_on_suspend: bool | None) -> bool:
+        """Whether the right is ours right now (no request): not lost, and connected (as
+        `lose_on_suspend` counts it) on the session that created our node."""
+        if self.lost is not None:
+            return False
+        connected = LossPolicy.of(lose_on_suspend).keeps(coord.state)
+        sid = coord.client.session.session_id
+        return may_take(owner=self.node.owner, session_id=sid, connected=connected, node_gone=False)
 
     def end(self, reason: str) -> None:
         """The lock is lost (or released): cancel the bodies; the first reason wins."""

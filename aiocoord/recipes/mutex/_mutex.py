@@ -7,24 +7,23 @@ import logging
 import math
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import anyio
 
-from ..._checks import check_coordinator, check_layout, check_timeout
+from ..._checks import check_coordinator, check_layout, check_open, check_timeout
 from ..._records import load_text
 from ...errors import (
     ConnectionLostError,
-    CoordinatorClosedError,
     InvalidPathError,
     LockNotAcquired,
 )
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join, validate_path
-from .._loss import LossPolicy, check_lose_on_suspend
+from .._loss import check_lose_on_suspend
+from .._participant import Participant
 from .._queue import (
     KAZOO_LOCK,
     KAZOO_WRITE,
@@ -36,14 +35,13 @@ from .._queue import (
     check_participant_id,
     default_participant_id,
     first,
-    may_take,
     read_queue,
 )
 from .._tenure import Body
 from ._hold import Hold
 from ._revoke import Revocable
 
-__all__ = ("Mutex", "MutexParticipant", "mutex")
+__all__ = ("Mutex", "MutexOptions", "MutexParticipant", "Participant", "mutex")
 
 log = logging.getLogger("aiocoord.recipes.mutex")
 
@@ -54,14 +52,19 @@ _busy: weakref.WeakKeyDictionary[ZkClient, dict[str, set[asyncio.Task[Any]]]] = 
 )
 
 
-@dataclass(frozen=True, slots=True)
-class MutexParticipant:
-    """A holder or waiter as its node says: `id` (the node's data), whether it `holds`
-    the lock (first in line), and its `node` name."""
+MutexParticipant = Participant
+"""The name `Participant` had for the lock family; kept for one release."""
 
-    id: str
-    holds: bool
-    node: str = field(default="", compare=False)
+
+class MutexOptions(TypedDict, total=False):
+    """The keyword arguments of `Mutex` and `ReadWriteLock`, as their factories and the
+    blocking façade forward them."""
+
+    participant_id: str | None
+    lose_on_suspend: bool | None
+    timeout: float | None
+    revocable: bool
+    layout: str
 
 
 class Mutex:
@@ -190,11 +193,7 @@ class Mutex:
         created our node (or, with ``lose_on_suspend=False``, not LOST).
         """
         hold = self._hold
-        if hold is None or hold.lost is not None:
-            return False
-        connected = LossPolicy.of(self._lose_on_suspend).keeps(self._coord.state)
-        sid = self._coord.client.session.session_id
-        return may_take(owner=hold.node.owner, session_id=sid, connected=connected, node_gone=False)
+        return hold is not None and hold.held_on(self._coord, self._lose_on_suspend)
 
     def __repr__(self) -> str:
         ticket, hold = self._ticket, self._hold
@@ -351,7 +350,7 @@ class Mutex:
 
     # --- observing ---------------------------------------------------------------------------
 
-    async def participants(self) -> list[MutexParticipant]:
+    async def participants(self) -> list[Participant]:
         """Holder and waiters in queue order, the holder first, without joining.
 
         One read per node, pipelined; nodes that vanish while read are skipped; a
@@ -362,7 +361,7 @@ class Mutex:
         names = [n for n, _ in nodes]
         goes = self._kazoo_goes if self._layout == "kazoo" else self._goes
         return [
-            MutexParticipant(
+            Participant(
                 load_text(join(self._path, n), node.data, "participant id"),
                 goes(names, i),
                 n,
@@ -373,11 +372,7 @@ class Mutex:
     # --- helpers -----------------------------------------------------------------------------
 
     def _check_open(self) -> None:
-        if self._coord.state is None or self._coord.client.session.closed:
-            raise CoordinatorClosedError(
-                f"the coordinator of {self._recipe} {self._path} is not open: "
-                "use `async with aiocoord.connect(...)` first"
-            )
+        check_open(self._coord, f"{self._recipe} {self._path}")
 
     def _claim(self) -> asyncio.Task[Any]:
         task = asyncio.current_task()
@@ -400,16 +395,7 @@ class Mutex:
                 del per_path[self._path]
 
 
-def mutex(
-    coord: Coordinator,
-    path: str,
-    *,
-    participant_id: str | None = None,
-    lose_on_suspend: bool | None = None,
-    timeout: float | None = None,
-    revocable: bool = False,
-    layout: str = "curator",
-) -> Mutex:
+def mutex(coord: Coordinator, path: str, **options: Unpack[MutexOptions]) -> Mutex:
     """A `Mutex` to use as ``async with mutex(coord, path, participant_id=...) as held``.
 
     Entering waits for the lock (at most `timeout` seconds, then
@@ -420,12 +406,4 @@ def mutex(
     ``layout="kazoo"`` shares it with kazoo's ``Lock`` on the same path.  See
     `Mutex` for the arguments.
     """
-    return Mutex(
-        coord,
-        path,
-        participant_id=participant_id,
-        lose_on_suspend=lose_on_suspend,
-        timeout=timeout,
-        revocable=revocable,
-        layout=layout,
-    )
+    return Mutex(coord, path, **options)

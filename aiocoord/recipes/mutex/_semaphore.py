@@ -54,16 +54,15 @@ import time
 import weakref
 from collections import Counter
 from types import TracebackType
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 import anyio
 import anyio.lowlevel
 
-from ..._checks import check_coordinator, check_int, check_layout, check_timeout
+from ..._checks import check_coordinator, check_int, check_layout, check_open, check_timeout
 from ..._records import load_text
 from ...errors import (
     ConnectionLostError,
-    CoordinatorClosedError,
     InvalidPathError,
     LockNotAcquired,
     NoNodeError,
@@ -71,7 +70,8 @@ from ...errors import (
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join, validate_path
-from .._loss import LossPolicy, check_lose_on_suspend
+from .._loss import check_lose_on_suspend
+from .._participant import Participant
 from .._queue import (
     KAZOO_LOCK,
     LEASE,
@@ -84,7 +84,6 @@ from .._queue import (
     fired_by,
     first,
     grantable,
-    may_take,
     read_nodes,
     read_queue,
 )
@@ -92,7 +91,7 @@ from .._tenure import Body
 from ._hold import Hold
 from ._kazoo_pool import ensure_pool, kazoo_lease
 
-__all__ = ("Lease", "Semaphore", "semaphore")
+__all__ = ("Lease", "Semaphore", "SemaphoreOptions", "semaphore")
 
 log = logging.getLogger("aiocoord.recipes.semaphore")
 
@@ -156,12 +155,7 @@ class Lease:
     @property
     def is_held(self) -> bool:
         """Whether the lease is ours right now (cheap: no request); see `Mutex.is_held`."""
-        hold = self._hold
-        if self._released or hold.lost is not None:
-            return False
-        connected = LossPolicy.of(self._lose_on_suspend).keeps(self._coord.state)
-        sid = self._coord.client.session.session_id
-        return may_take(owner=hold.node.owner, session_id=sid, connected=connected, node_gone=False)
+        return not self._released and self._hold.held_on(self._coord, self._lose_on_suspend)
 
     async def release(self) -> None:
         """Give the lease back: delete its node, shielded, across a reconnect if need be.
@@ -419,8 +413,8 @@ class Semaphore:
 
     # --- observing ---------------------------------------------------------------------------
 
-    async def participants(self) -> list[str]:
-        """The participant ids of the current holders, in lease order, without joining.
+    async def participants(self) -> list[Participant]:
+        """The current holders, in lease order, without joining: each `holds`.
 
         The lease nodes, at most `max_leases` of them (one more lease node may be
         the inner mutex holder's, waiting for a lease).  One read per node,
@@ -437,45 +431,31 @@ class Semaphore:
         else:
             nodes = await read_queue(self._client, self._leases, LEASE)
         return [
-            load_text(join(self._leases, n), node.data, "participant id")
+            Participant(load_text(join(self._leases, n), node.data, "participant id"), True, n)
             for n, node in nodes[: self._max]
         ]
 
     def _check_open(self) -> None:
-        if self._coord.state is None or self._coord.client.session.closed:
-            raise CoordinatorClosedError(
-                f"the coordinator of semaphore {self._path} is not open: "
-                "use `async with aiocoord.connect(...)` first"
-            )
+        check_open(self._coord, f"semaphore {self._path}")
 
 
-def semaphore(
-    coord: Coordinator,
-    path: str,
-    *,
-    max_leases: int,
-    participant_id: str | None = None,
-    lose_on_suspend: bool | None = None,
-    timeout: float | None = None,
-    layout: str = "curator",
-) -> Semaphore:
+class SemaphoreOptions(TypedDict, total=False):
+    """`Semaphore`'s keyword arguments, as `semaphore()` and the blocking façade forward them."""
+
+    max_leases: Required[int]
+    participant_id: str | None
+    lose_on_suspend: bool | None
+    timeout: float | None
+    layout: str
+
+
+def semaphore(coord: Coordinator, path: str, **options: Unpack[SemaphoreOptions]) -> Semaphore:
     """A `Semaphore` to use as ``async with semaphore(coord, path, max_leases=N) as lease``.
 
     Entering waits for a lease (at most `timeout` seconds, then
     `LockNotAcquired`); ``lease.token`` is the fencing token.  The block is
-    nodes; `lose_on_suspend` not given keeps a held lease through SUSPENDED
-    while the session provably lives, ``True`` loses it at SUSPENDED, ``False``
-    keeps it until LOST.  ``layout="kazoo"`` shares the leases with kazoo's
-    ``Semaphore`` instead (see the module docstring; `ConfigError` from
-    `acquire()` if the pool says another `max_leases`).  Raises
-    `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
+    cancelled when the lease is lost (as the mutex's is), then `LockLost` is
+    raised once it has exited; leaving releases the lease.  See `Semaphore`
+    for the arguments.
     """
-    return Semaphore(
-        coord,
-        path,
-        max_leases=max_leases,
-        participant_id=participant_id,
-        lose_on_suspend=lose_on_suspend,
-        timeout=timeout,
-        layout=layout,
-    )
+    return Semaphore(coord, path, **options)
