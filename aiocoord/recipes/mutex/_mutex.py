@@ -12,17 +12,15 @@ from typing import Any, TypedDict, Unpack
 
 import anyio
 
-from ..._checks import check_coordinator, check_layout, check_open, check_timeout
+from ..._checks import check_timeout
 from ..._records import load_text
 from ...errors import (
     ConnectionLostError,
-    InvalidPathError,
     LockNotAcquired,
 )
 from ...session import Coordinator
 from ...zk import ZkClient
-from ...zk.paths import join, validate_path
-from .._loss import check_lose_on_suspend
+from ...zk.paths import join
 from .._participant import Participant
 from .._queue import (
     KAZOO_LOCK,
@@ -32,13 +30,11 @@ from .._queue import (
     KazooNames,
     Rule,
     Waiter,
-    check_participant_id,
-    default_participant_id,
     first,
     read_queue,
 )
 from .._tenure import Body
-from ._hold import Hold
+from ._hold import Contender, Hold
 from ._revoke import Revocable
 
 __all__ = ("Mutex", "MutexOptions", "MutexParticipant", "Participant", "mutex")
@@ -67,7 +63,7 @@ class MutexOptions(TypedDict, total=False):
     layout: str
 
 
-class Mutex:
+class Mutex(Contender):
     """A fair lock at `path`, shared with Curator's ``InterProcessMutex``; see the package docstring.
 
     ``async with`` acquires (waiting as long as it takes, or `timeout`, then
@@ -101,7 +97,6 @@ class Mutex:
     _names: CuratorNames | KazooNames = LOCK
     _rule: Rule = staticmethod(first)
     _marker: str | None = None
-    _recipe = "mutex"
     # The same for ``layout="kazoo"``: kazoo's ``Lock``.
     _kazoo_names: KazooNames = KAZOO_LOCK
     _kazoo_rule: Rule = staticmethod(first)
@@ -125,29 +120,22 @@ class Mutex:
         revocable: bool = False,
         layout: str = "curator",
     ) -> None:
-        check_coordinator(coord)
-        validate_path(path)
-        self._layout = check_layout(layout)
+        super().__init__(
+            coord,
+            path,
+            participant_id=participant_id,
+            lose_on_suspend=lose_on_suspend,
+            timeout=timeout,
+            layout=layout,
+        )
         if self._layout == "kazoo":
             self._names = self._kazoo_names
             self._rule = self._kazoo_rule
             self._marker = self._kazoo_marker
-        if path == "/":
-            raise InvalidPathError(path, f"a {self._recipe} needs a node of its own, not the root")
-        check_lose_on_suspend(lose_on_suspend)
         if not isinstance(revocable, bool):
             raise TypeError(f"revocable must be a bool, not {type(revocable).__name__}")
         self._revocable = revocable
         self._revocation: Revocable | None = None
-        self._coord = coord
-        self._client: ZkClient = coord.client
-        self._path = path
-        self._id = check_participant_id(
-            default_participant_id() if participant_id is None else participant_id
-        )
-        self._data = self._id.encode("utf-8")
-        self._lose_on_suspend = lose_on_suspend
-        self._timeout = check_timeout(timeout)
         self._turn = asyncio.Lock()  # the tasks sharing this Mutex take it in turn
         self._ticket: Waiter | None = None  # our node, while waiting or holding
         self._hold: Hold | None = None
@@ -155,19 +143,6 @@ class Mutex:
         self._body: Body | None = None
 
     # --- state -------------------------------------------------------------------------------
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    @property
-    def participant_id(self) -> str:
-        return self._id
-
-    @property
-    def layout(self) -> str:
-        """The node layout: ``"curator"`` or ``"kazoo"``."""
-        return self._layout
 
     @property
     def token(self) -> int | None:
@@ -370,9 +345,6 @@ class Mutex:
         ]
 
     # --- helpers -----------------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        check_open(self._coord, f"{self._recipe} {self._path}")
 
     def _claim(self) -> asyncio.Task[Any]:
         task = asyncio.current_task()

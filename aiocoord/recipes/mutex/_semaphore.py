@@ -59,18 +59,16 @@ from typing import Any, Required, TypedDict, Unpack
 import anyio
 import anyio.lowlevel
 
-from ..._checks import check_coordinator, check_int, check_layout, check_open, check_timeout
+from ..._checks import check_int, check_timeout
 from ..._records import load_text
 from ...errors import (
     ConnectionLostError,
-    InvalidPathError,
     LockNotAcquired,
     NoNodeError,
 )
 from ...session import Coordinator
 from ...zk import ZkClient
-from ...zk.paths import join, validate_path
-from .._loss import check_lose_on_suspend
+from ...zk.paths import join
 from .._participant import Participant
 from .._queue import (
     KAZOO_LOCK,
@@ -78,9 +76,7 @@ from .._queue import (
     LOCK,
     OurNode,
     Waiter,
-    check_participant_id,
     connected_by,
-    default_participant_id,
     fired_by,
     first,
     grantable,
@@ -88,7 +84,7 @@ from .._queue import (
     read_queue,
 )
 from .._tenure import Body
-from ._hold import Hold
+from ._hold import Contender, Hold
 from ._kazoo_pool import ensure_pool, kazoo_lease
 
 __all__ = ("Lease", "Semaphore", "SemaphoreOptions", "semaphore")
@@ -184,7 +180,7 @@ class Lease:
         return f"<Lease {self.semaphore.path} token=0x{self.token:x} {state}>"
 
 
-class Semaphore:
+class Semaphore(Contender):
     """At most `max_leases` holders at `path`, shared with Curator's ``InterProcessSemaphoreV2``.
 
     `acquire()` returns a `Lease` (or None past its timeout); ``async with``
@@ -202,6 +198,8 @@ class Semaphore:
     `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 
+    _recipe = _RECIPE
+
     def __init__(
         self,
         coord: Coordinator,
@@ -213,48 +211,27 @@ class Semaphore:
         timeout: float | None = None,
         layout: str = "curator",
     ) -> None:
-        check_coordinator(coord)
-        validate_path(path)
-        if path == "/":
-            raise InvalidPathError(path, "a semaphore needs a node of its own, not the root")
-        self._layout = check_layout(layout)
-        check_int("max_leases", max_leases, least=1)
-        check_lose_on_suspend(lose_on_suspend)
-        self._coord = coord
-        self._client = coord.client
-        self._path = path
+        super().__init__(
+            coord,
+            path,
+            participant_id=participant_id,
+            lose_on_suspend=lose_on_suspend,
+            timeout=timeout,
+            layout=layout,
+        )
+        self._max = check_int("max_leases", max_leases, least=1)
         if self._layout == "kazoo":
             self._locks = f"{path}-__lock__"  # kazoo's Semaphore.lock_path
             self._leases = path
         else:
             self._locks = join(path, "locks")
             self._leases = join(path, "leases")
-        self._max = max_leases
-        self._id = check_participant_id(
-            default_participant_id() if participant_id is None else participant_id
-        )
-        self._data = self._id.encode("utf-8")
-        self._lose_on_suspend = lose_on_suspend
-        self._timeout = check_timeout(timeout)
         # The leases of `async with` blocks, per task (a block is left by the task that entered).
         self._held: dict[asyncio.Task[Any], list[tuple[Lease, Body]]] = {}
 
     @property
-    def path(self) -> str:
-        return self._path
-
-    @property
     def max_leases(self) -> int:
         return self._max
-
-    @property
-    def participant_id(self) -> str:
-        return self._id
-
-    @property
-    def layout(self) -> str:
-        """The node layout: ``"curator"`` or ``"kazoo"``."""
-        return self._layout
 
     def __repr__(self) -> str:
         held = sum(len(leases) for leases in self._held.values())
@@ -434,9 +411,6 @@ class Semaphore:
             Participant(load_text(join(self._leases, n), node.data, "participant id"), True, n)
             for n, node in nodes[: self._max]
         ]
-
-    def _check_open(self) -> None:
-        check_open(self._coord, f"semaphore {self._path}")
 
 
 class SemaphoreOptions(TypedDict, total=False):
