@@ -18,14 +18,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
 from ..errors import LockLost
-from ..recipes.cas_lock import CasLock, Slot, once_per
+from ..recipes.cas_lock import CasLock, Slot
 from ..recipes.mutex import Lease, Mutex, Participant, ReadWriteLock, Semaphore
 from ._held import Held
 from ._loop import Loop
 from ._right import Right
 
 if TYPE_CHECKING:
-    from ..session import Coordinator
+    pass
 
 __all__ = (
     "Claims",
@@ -184,20 +184,9 @@ def cas_right(loop: Loop, build: Callable[[], CasLock]) -> Right[CasLock]:
 
 
 def slot_right(
-    loop: Loop,
-    coord: Coordinator,
-    path: str,
-    interval: float,
-    *,
-    owner: str | None,
-    lease: float,
-    skew: float | None,
+    loop: Loop, build: Callable[[], AbstractAsyncContextManager[Slot]], path: str
 ) -> SlotRight:
     """``with coord.once_per(path, interval) as held`` (see `aiocoord.once_per`)."""
-
-    def build() -> AbstractAsyncContextManager[Slot]:
-        return once_per(coord, path, interval, owner=owner, lease=lease, skew=skew)
-
     loop.call(build, what="once_per")  # checks the arguments (nothing runs until entered)
     return SlotRight(
         loop,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Unpack
 
 from ..recipes.cache import DEFAULT_MAX_NODES, NodeCache, TreeCache
-from ..recipes.cas_lock import CasLock, CasLockOptions, cas_lock
+from ..recipes.cas_lock import CasLock, CasLockOptions, OncePerOptions, cas_lock, once_per
 from ..recipes.leader_latch import LatchOptions, LeaderLatch
 from ..recipes.membership import PersistentNode, ServiceDiscovery
 from ..recipes.mutex import Mutex, MutexOptions, ReadWriteLock, Semaphore, SemaphoreOptions
@@ -88,23 +88,14 @@ class Recipes:
         c = self._coord
         return cas_right(self._loop, lambda: cas_lock(c, path, blocking=blocking, **options))
 
-    def once_per(
-        self,
-        path: str,
-        interval: float,
-        *,
-        owner: str | None = None,
-        lease: float = 60.0,
-        skew: float | None = None,
-    ) -> SlotRight:
+    def once_per(self, path: str, interval: float, **options: Unpack[OncePerOptions]) -> SlotRight:
         """At most one run per schedule slot across the fleet: ``with coord.once_per(...) as slot``.
 
         Entering never waits: check ``slot.acquired``; a body that returns
         records the run, one that raises records a failure (see `aiocoord.once_per`).
         """
-        return slot_right(
-            self._loop, self._coord, path, interval, owner=owner, lease=lease, skew=skew
-        )
+        c = self._coord
+        return slot_right(self._loop, lambda: once_per(c, path, interval, **options), path)
 
     # --- election ----------------------------------------------------------------------------
 

@@ -10,15 +10,20 @@ from ._hold import Slot, run_once
 from ._lock import CasLock
 from ._record import check_interval
 
-__all__ = ("CasLockOptions", "Slot", "cas_lock", "once_per")
+__all__ = ("CasLockOptions", "OncePerOptions", "Slot", "cas_lock", "once_per")
 
 
-class CasLockOptions(TypedDict, total=False):
-    """`CasLock`'s keyword arguments, as `cas_lock()` and the blocking façade forward them."""
+class OncePerOptions(TypedDict, total=False):
+    """`once_per()`'s keyword arguments: the lock's, but for `timeout` (it never waits)."""
 
     owner: str | None
     lease: float
     skew: float | None
+
+
+class CasLockOptions(OncePerOptions, total=False):
+    """`CasLock`'s keyword arguments, as `cas_lock()` and the blocking façade forward them."""
+
     timeout: float | None
 
 
@@ -44,10 +49,7 @@ def once_per(
     coord: Coordinator,
     path: str,
     interval: float,
-    *,
-    owner: str | None = None,
-    lease: float = 60.0,
-    skew: float | None = None,
+    **options: Unpack[OncePerOptions],
 ) -> AbstractAsyncContextManager[Slot]:
     """Run a job at most once per schedule slot across the fleet: check ``slot.acquired``.
 
@@ -65,7 +67,8 @@ def once_per(
     runs, the lock behaves as in `cas_lock()` (renewed; cancelled with
     `LockLost` when lost).  If the successful run cannot be recorded, the exit
     raises (`ConnectionLostError` or `LockLost`): the window may run again.
+    `owner`, `lease` and `skew` are the lock's (see `CasLock`).
     """
     interval = check_interval(interval)
-    lock = CasLock(coord, path, owner=owner, lease=lease, skew=skew)
+    lock = CasLock(coord, path, **options)
     return run_once(lock._try_window, lock._lease, lock.owner, lambda: lock.token, interval)

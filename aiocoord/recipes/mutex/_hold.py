@@ -20,12 +20,7 @@ from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import validate_path
 from .._loss import LossPolicy, LossWatch, check_lose_on_suspend, loss_reason
-from .._queue import (
-    CreatedNode,
-    check_participant_id,
-    default_participant_id,
-    may_take,
-)
+from .._queue import CreatedNode, check_participant_id, default_participant_id, may_take
 from .._tenure import Tenure
 
 __all__ = ("Contender", "Hold", "loss_reason")  # loss_reason: the rule's table, for its tests
@@ -43,7 +38,6 @@ class Contender:
         self,
         coord: Coordinator,
         path: str,
-        *,
         participant_id: str | None,
         lose_on_suspend: bool | None,
         timeout: float | None,

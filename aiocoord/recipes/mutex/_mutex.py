@@ -120,14 +120,7 @@ class Mutex(Contender):
         revocable: bool = False,
         layout: str = "curator",
     ) -> None:
-        super().__init__(
-            coord,
-            path,
-            participant_id=participant_id,
-            lose_on_suspend=lose_on_suspend,
-            timeout=timeout,
-            layout=layout,
-        )
+        super().__init__(coord, path, participant_id, lose_on_suspend, timeout, layout)
         if self._layout == "kazoo":
             self._names = self._kazoo_names
             self._rule = self._kazoo_rule

@@ -211,14 +211,7 @@ class Semaphore(Contender):
         timeout: float | None = None,
         layout: str = "curator",
     ) -> None:
-        super().__init__(
-            coord,
-            path,
-            participant_id=participant_id,
-            lose_on_suspend=lose_on_suspend,
-            timeout=timeout,
-            layout=layout,
-        )
+        super().__init__(coord, path, participant_id, lose_on_suspend, timeout, layout)
         self._max = check_int("max_leases", max_leases, least=1)
         if self._layout == "kazoo":
             self._locks = f"{path}-__lock__"  # kazoo's Semaphore.lock_path
