@@ -28,6 +28,7 @@ from aiocoord.blocking import (
     SemaphoreRight,
 )
 from aiocoord.recipes.cas_lock import CasLockOptions
+from aiocoord.recipes.cron import CronOptions
 from aiocoord.recipes.leader_latch import LatchOptions, SelectorOptions
 from aiocoord.recipes.mutex import MutexOptions, MutexParticipant, SemaphoreOptions
 from aiocoord.recipes.mutex import Participant as LockParticipant
@@ -256,6 +257,7 @@ async def test_the_selector_has_a_class_and_a_factory_too() -> None:
         (CasLockOptions, aiocoord.CasLock),
         (LatchOptions, aiocoord.LeaderLatch),
         (SelectorOptions, aiocoord.LeaderSelector),
+        (CronOptions, aiocoord.Cron),
     ],
     ids=lambda x: x.__name__,
 )
