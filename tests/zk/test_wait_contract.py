@@ -181,7 +181,8 @@ async def test_a_cas_lock_is_an_async_context_manager_bounded_by_its_timeout(
                 with pytest.raises(LockNotAcquired):
                     async with other:
                         pytest.fail("entered a held lock")
-                assert anyio.current_time() - started >= 0.3
+                # It waited rather than tried once (uvloop's timers may fire a millisecond early).
+                assert anyio.current_time() - started >= 0.25
                 with pytest.raises(LockNotAcquired):
                     async with aiocoord.cas_lock(b, path, owner="b", timeout=0):
                         pytest.fail("entered a held lock")
