@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .recipes.cas_lock import once_per as once_per
     from .recipes.cron import Cron as Cron
     from .recipes.cron import Firing as Firing
+    from .recipes.cron import cron as cron
     from .recipes.leader_latch import ElectionEvent as ElectionEvent
     from .recipes.leader_latch import ElectionState as ElectionState
     from .recipes.leader_latch import LeaderLatch as LeaderLatch
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
     from .recipes.mutex import Semaphore as Semaphore
     from .recipes.mutex import WriteLock as WriteLock
     from .recipes.mutex import mutex as mutex
+    from .recipes.mutex import read_write_lock as read_write_lock
     from .recipes.mutex import revoke as revoke
     from .recipes.mutex import semaphore as semaphore
     from .recipes.task_leadership import TaskChange as TaskChange
@@ -89,6 +91,7 @@ if TYPE_CHECKING:
     from .recipes.values import DoubleBarrier as DoubleBarrier
     from .recipes.values import SharedCount as SharedCount
     from .recipes.values import atomic_long as atomic_long
+    from .recipes.values import barrier as barrier
     from .recipes.values import double_barrier as double_barrier
     from .recipes.values import shared_count as shared_count
     from .scheduler import Backoff as Backoff
@@ -138,6 +141,7 @@ __all__ = (
     "semaphore",
     "Lease",
     "ReadWriteLock",
+    "read_write_lock",
     "ReadLock",
     "WriteLock",
     "revoke",
@@ -153,6 +157,7 @@ __all__ = (
     "TaskTerm",
     "TaskChange",
     "Cron",
+    "cron",
     "Firing",
     # Caches: a node or a whole tree kept in memory by one watch, as async streams.
     "NodeCache",
@@ -179,6 +184,7 @@ __all__ = (
     "AtomicLong",
     "atomic_long",
     "Barrier",
+    "barrier",
     "DoubleBarrier",
     "double_barrier",
     # The job system.
@@ -233,7 +239,7 @@ __all__ = (
 # pydantic) load on first use of one of their names, through `__getattr__` (PEP 562).
 _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "recipes.cas_lock": ("CasLock", "LockStatus", "Slot", "cas_lock", "once_per"),
-    "recipes.cron": ("Cron", "Firing"),
+    "recipes.cron": ("Cron", "Firing", "cron"),
     "recipes.leader_latch": (
         "ElectionEvent",
         "ElectionState",
@@ -264,6 +270,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "Semaphore",
         "WriteLock",
         "mutex",
+        "read_write_lock",
         "revoke",
         "semaphore",
     ),
@@ -273,6 +280,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "DoubleBarrier",
         "SharedCount",
         "atomic_long",
+        "barrier",
         "double_barrier",
         "shared_count",
     ),

@@ -15,7 +15,7 @@ from typing import Literal
 
 from ._paths import validate_path
 from ._records import show
-from .errors import ConfigError, InvalidPathError
+from .errors import ConfigError, CoordinatorClosedError, InvalidPathError
 from .session import Coordinator
 from .zk.client import PROTECTED_PREFIX
 
@@ -27,6 +27,7 @@ __all__ = (
     "check_int",
     "check_layout",
     "check_node_name",
+    "check_open",
     "check_root",
     "check_seconds",
     "check_timeout",
@@ -40,6 +41,14 @@ def check_coordinator(coord: object, name: str = "coord") -> Coordinator:
     if not isinstance(coord, Coordinator):
         raise TypeError(f"{name} must be an aiocoord.Coordinator, not {type(coord).__name__}")
     return coord
+
+
+def check_open(coord: Coordinator, what: str) -> None:
+    """`CoordinatorClosedError` naming `what` unless `coord` is entered and not closed."""
+    if coord.state is None or coord.client.session.closed:
+        raise CoordinatorClosedError(
+            f"the coordinator of {what} is not open: use `async with aiocoord.connect(...)` first"
+        )
 
 
 def check_root(root: object, name: str = "root") -> str:

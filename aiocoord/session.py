@@ -100,7 +100,7 @@ class Coordinator(Service):
         await self._session.close()
 
     async def close(self) -> None:
-        """The same as `aclose()`."""
+        """The same as `aclose()` (the name async objects use); kept for one release."""
         await self.aclose()
 
     # --- state -----------------------------------------------------------------------------

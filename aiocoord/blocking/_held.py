@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Generic, TypeVar
 
@@ -37,7 +38,7 @@ import anyio
 from ..errors import CoordError, CoordinatorClosedError
 from ._loop import Loop, refuse_inside_event_loop, wait_done, wait_event
 
-__all__ = ("Held", "Holding", "LossError")
+__all__ = ("Held", "Holding", "Kind", "LossError")
 
 T = TypeVar("T")
 
@@ -107,36 +108,42 @@ class Held(Generic[T]):
         return f"<Held {self.path}{token} {state}>"
 
 
-class Holding(Generic[T]):
-    """One hold of an async context manager on behalf of a thread; see the module docstring.
+def _no_reason(value: object) -> str | None:
+    return None
 
-    `open` builds the async context manager, in the loop; `reason` reads the
-    loss reason from its value (None if it has none); `token` its fencing token.
+
+@dataclass(frozen=True, slots=True)
+class Kind(Generic[T]):
+    """What every hold of one right shares: how to take it and what its loss looks like.
+
+    `open` builds the async context manager, in the loop; `token` reads the
+    fencing token from its value, `reason` the loss reason (None if it has
+    none); `error` builds the loss error; `held` is the `Held` type handed to
+    the thread; `what` names the right in errors.
+    """
+
+    loop: Loop
+    open: Callable[[], AbstractAsyncContextManager[T]]
+    path: str
+    error: LossError
+    token: Callable[[T], int | None]
+    reason: Callable[[T], str | None] = _no_reason
+    held: type[Held[T]] = Held
+    what: str = "holding"
+
+
+class Holding(Generic[T]):
+    """One hold of a right (its `Kind`) on behalf of a thread; see the module docstring.
+
     `on_end` is called once the hold is over, from whichever thread saw it end.
     """
 
     def __init__(
-        self,
-        loop: Loop,
-        open: Callable[[], AbstractAsyncContextManager[T]],
-        *,
-        path: str,
-        error: LossError,
-        token: Callable[[T], int | None],
-        reason: Callable[[T], str | None] = lambda value: None,
-        on_end: Callable[[Holding[T]], None] = lambda holding: None,
-        held: type[Held[T]] = Held,
-        what: str = "holding",
+        self, kind: Kind[T], on_end: Callable[[Holding[T]], None] = lambda holding: None
     ) -> None:
-        self._held_type = held
-        self._loop = loop
-        self._open = open
-        self._path = path
-        self._error_of = error
-        self._token = token
-        self._reason = reason
+        self._kind = kind
+        self._loop, self._path, self._what = kind.loop, kind.path, kind.what
         self._on_end = on_end
-        self._what = what
         self._entered: Future[Held[T]] = Future()
         self._finished = threading.Event()
         self._leaving = threading.Lock()
@@ -249,21 +256,20 @@ class Holding(Generic[T]):
                 elif self._stopping and not self._left:
                     # Left by `close` while the thread's body runs: that is a loss too.
                     held._lose("coordinator closed")
-                    self._error = self._error_of(self._path, "coordinator closed")
+                    self._error = self._kind.error(self._path, "coordinator closed")
             self._finished.set()
 
     async def _hold(self) -> None:
         release = self._release
         assert release is not None
-        async with self._open() as value:
-            held = self._held = self._held_type(
-                self, value, self._path, self._token(value), self._error_of
-            )
+        kind = self._kind
+        async with kind.open() as value:
+            held = self._held = kind.held(self, value, self._path, kind.token(value), kind.error)
             self._entered.set_result(held)
             try:
                 await release.wait()
             except anyio.get_cancelled_exc_class():
-                held._lose(self._reason(value))  # the moment the recipe cancels the body
+                held._lose(kind.reason(value))  # the moment the recipe cancels the body
                 raise
             body_error = self._body_error
             if body_error is not None:

@@ -18,14 +18,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
 from ..errors import LockLost
-from ..recipes.cas_lock import CasLock, Slot, once_per
-from ..recipes.mutex import Lease, Mutex, MutexParticipant, ReadLock, ReadWriteLock, Semaphore
+from ..recipes.cas_lock import CasLock, Slot
+from ..recipes.mutex import Lease, Mutex, Participant, ReadWriteLock, Semaphore
 from ._held import Held
 from ._loop import Loop
 from ._right import Right
 
 if TYPE_CHECKING:
-    from ..session import Coordinator
+    pass
 
 __all__ = (
     "Claims",
@@ -98,7 +98,7 @@ class MutexRight(Right[Mutex]):
             what=what,
         )
 
-    def participants(self) -> list[MutexParticipant]:
+    def participants(self) -> list[Participant]:
         """Holder and waiters in queue order, the holder first (see `Mutex.participants`)."""
         return self._loop.call(self._observer.participants, what="participants()")
 
@@ -130,8 +130,8 @@ class SemaphoreRight(Right[Lease]):
     def max_leases(self) -> int:
         return self._observer.max_leases
 
-    def participants(self) -> list[str]:
-        """The participant ids of the current holders (see `Semaphore.participants`)."""
+    def participants(self) -> list[Participant]:
+        """The current holders, in lease order (see `Semaphore.participants`)."""
         return self._loop.call(self._observer.participants, what="participants()")
 
 
@@ -147,11 +147,8 @@ class ReadWriteLockRight:
     def __init__(self, loop: Loop, claims: Claims, build: Callable[[], ReadWriteLock]) -> None:
         self._loop = loop
         self._rw = loop.call(build, what="read_write_lock")
-        self._read: MutexRight = MutexRight(loop, claims, self._read_lock, what="read lock")
-        self._write: MutexRight = MutexRight(loop, claims, self._rw.write_lock, what="write lock")
-
-    def _read_lock(self) -> ReadLock:
-        return self._rw.read_lock()
+        self._read: MutexRight = MutexRight(loop, claims, self._rw.read, what="read lock")
+        self._write: MutexRight = MutexRight(loop, claims, self._rw.write, what="write lock")
 
     @property
     def path(self) -> str:
@@ -165,7 +162,7 @@ class ReadWriteLockRight:
         """The exclusive lock: ``with rw.write() as held``."""
         return self._write
 
-    def participants(self) -> list[MutexParticipant]:
+    def participants(self) -> list[Participant]:
         """Readers and writers in queue order (see `ReadWriteLock.participants`)."""
         return self._loop.call(self._rw.participants, what="participants()")
 
@@ -173,27 +170,12 @@ class ReadWriteLockRight:
         return f"<blocking read/write lock {self.path}>"
 
 
-def cas_right(
-    loop: Loop,
-    coord: Coordinator,
-    path: str,
-    *,
-    owner: str | None,
-    lease: float,
-    skew: float | None,
-    blocking: bool,
-) -> Right[CasLock]:
+def cas_right(loop: Loop, build: Callable[[], CasLock]) -> Right[CasLock]:
     """``with coord.cas_lock(path, ...) as held`` (see `aiocoord.cas_lock`)."""
-    if not isinstance(blocking, bool):
-        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
-
-    def build() -> CasLock:
-        return CasLock(coord, path, owner=owner, lease=lease, skew=skew)
-
-    checked = loop.call(build, what="cas_lock")
+    checked = loop.call(build, what="cas_lock")  # checks the arguments here
     return Right(
         loop,
-        lambda: build().hold(blocking=blocking),
+        build,
         path=checked.path,
         error=LockLost,
         token=lambda lock: lock.token,
@@ -202,20 +184,9 @@ def cas_right(
 
 
 def slot_right(
-    loop: Loop,
-    coord: Coordinator,
-    path: str,
-    interval: float,
-    *,
-    owner: str | None,
-    lease: float,
-    skew: float | None,
+    loop: Loop, build: Callable[[], AbstractAsyncContextManager[Slot]], path: str
 ) -> SlotRight:
     """``with coord.once_per(path, interval) as held`` (see `aiocoord.once_per`)."""
-
-    def build() -> AbstractAsyncContextManager[Slot]:
-        return once_per(coord, path, interval, owner=owner, lease=lease, skew=skew)
-
     loop.call(build, what="once_per")  # checks the arguments (nothing runs until entered)
     return SlotRight(
         loop,

@@ -7,11 +7,13 @@ async factory's arguments and checks them at the call.
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from ..recipes.cache import DEFAULT_MAX_NODES, NodeCache, TreeCache
-from ..recipes.cas_lock import CasLock
-from ..recipes.leader_latch import LeaderLatch
+from ..recipes.cas_lock import CasLock, CasLockOptions, OncePerOptions, cas_lock, once_per
+from ..recipes.leader_latch import LatchOptions, LeaderLatch
 from ..recipes.membership import PersistentNode, ServiceDiscovery
-from ..recipes.mutex import Mutex, ReadWriteLock, Semaphore
+from ..recipes.mutex import Mutex, MutexOptions, ReadWriteLock, Semaphore, SemaphoreOptions
 from ..scheduler import Scheduler, Strategy
 from ..session import Coordinator
 from ..zk import CreateMode
@@ -47,146 +49,63 @@ class Recipes:
 
     # --- locks -------------------------------------------------------------------------------
 
-    def mutex(
-        self,
-        path: str,
-        *,
-        participant_id: str | None = None,
-        lose_on_suspend: bool | None = None,
-        timeout: float | None = None,
-        revocable: bool = False,
-        layout: str = "curator",
-    ) -> MutexRight:
+    def mutex(self, path: str, **options: Unpack[MutexOptions]) -> MutexRight:
         """A mutex (Curator ``InterProcessMutex`` layout): ``with coord.mutex(path) as held``.
 
         Entering blocks until held (at most `timeout` s, then `LockNotAcquired`);
-        see `MutexRight` and `aiocoord.Mutex` for the rest.
+        see `MutexRight` and `aiocoord.Mutex` for the rest (and the arguments).
         """
         c = self._coord
-        return MutexRight(
-            self._loop,
-            self._claims,
-            lambda: Mutex(
-                c,
-                path,
-                participant_id=participant_id,
-                lose_on_suspend=lose_on_suspend,
-                timeout=timeout,
-                revocable=revocable,
-                layout=layout,
-            ),
-        )
+        return MutexRight(self._loop, self._claims, lambda: Mutex(c, path, **options))
 
-    def semaphore(
-        self,
-        path: str,
-        *,
-        max_leases: int,
-        participant_id: str | None = None,
-        lose_on_suspend: bool | None = None,
-        timeout: float | None = None,
-        layout: str = "curator",
-    ) -> SemaphoreRight:
-        """At most `max_leases` holders: ``with coord.semaphore(path, max_leases=3) as held``."""
+    def semaphore(self, path: str, **options: Unpack[SemaphoreOptions]) -> SemaphoreRight:
+        """At most `max_leases` holders: ``with coord.semaphore(path, max_leases=3) as held``.
+
+        See `SemaphoreRight` and `aiocoord.Semaphore` (the arguments).
+        """
         c = self._coord
-        return SemaphoreRight(
-            self._loop,
-            self._claims,
-            lambda: Semaphore(
-                c,
-                path,
-                max_leases=max_leases,
-                participant_id=participant_id,
-                lose_on_suspend=lose_on_suspend,
-                timeout=timeout,
-                layout=layout,
-            ),
-        )
+        return SemaphoreRight(self._loop, self._claims, lambda: Semaphore(c, path, **options))
 
-    def read_write_lock(
-        self,
-        path: str,
-        *,
-        participant_id: str | None = None,
-        lose_on_suspend: bool | None = None,
-        timeout: float | None = None,
-        revocable: bool = False,
-        layout: str = "curator",
-    ) -> ReadWriteLockRight:
-        """A read/write lock: ``with rw.read() as held`` / ``with rw.write() as held``."""
+    def read_write_lock(self, path: str, **options: Unpack[MutexOptions]) -> ReadWriteLockRight:
+        """A read/write lock: ``with rw.read() as held`` / ``with rw.write() as held``.
+
+        See `ReadWriteLockRight` and `aiocoord.ReadWriteLock` (the arguments).
+        """
         c = self._coord
         return ReadWriteLockRight(
-            self._loop,
-            self._claims,
-            lambda: ReadWriteLock(
-                c,
-                path,
-                participant_id=participant_id,
-                lose_on_suspend=lose_on_suspend,
-                timeout=timeout,
-                revocable=revocable,
-                layout=layout,
-            ),
+            self._loop, self._claims, lambda: ReadWriteLock(c, path, **options)
         )
 
     def cas_lock(
-        self,
-        path: str,
-        *,
-        owner: str | None = None,
-        lease: float = 60.0,
-        skew: float | None = None,
-        blocking: bool = True,
+        self, path: str, *, blocking: bool = True, **options: Unpack[CasLockOptions]
     ) -> Right[CasLock]:
         """A version-CAS lock with a renewed lease: ``with coord.cas_lock(path) as held``.
 
-        Entering blocks until it is ours (`blocking=False`: `LockNotAcquired`
-        at once if held); see `aiocoord.cas_lock`.
+        Entering blocks until it is ours (at most `timeout` s, then
+        `LockNotAcquired`; ``blocking=False`` is ``timeout=0``); see
+        `aiocoord.cas_lock` for the arguments.
         """
-        return cas_right(
-            self._loop, self._coord, path, owner=owner, lease=lease, skew=skew, blocking=blocking
-        )
+        c = self._coord
+        return cas_right(self._loop, lambda: cas_lock(c, path, blocking=blocking, **options))
 
-    def once_per(
-        self,
-        path: str,
-        interval: float,
-        *,
-        owner: str | None = None,
-        lease: float = 60.0,
-        skew: float | None = None,
-    ) -> SlotRight:
+    def once_per(self, path: str, interval: float, **options: Unpack[OncePerOptions]) -> SlotRight:
         """At most one run per schedule slot across the fleet: ``with coord.once_per(...) as slot``.
 
         Entering never waits: check ``slot.acquired``; a body that returns
         records the run, one that raises records a failure (see `aiocoord.once_per`).
         """
-        return slot_right(
-            self._loop, self._coord, path, interval, owner=owner, lease=lease, skew=skew
-        )
+        c = self._coord
+        return slot_right(self._loop, lambda: once_per(c, path, interval, **options), path)
 
     # --- election ----------------------------------------------------------------------------
 
-    def leader_latch(
-        self,
-        path: str,
-        *,
-        participant_id: str | None = None,
-        layout: str = "curator",
-        lose_on_suspend: bool | None = None,
-    ) -> BlockingLeaderLatch:
-        """A participant in the election at `path`: ``with coord.leader_latch(path) as latch``."""
+    def leader_latch(self, path: str, **options: Unpack[LatchOptions]) -> BlockingLeaderLatch:
+        """A participant in the election at `path`: ``with coord.leader_latch(path) as latch``.
+
+        See `BlockingLeaderLatch` and `aiocoord.LeaderLatch` (the arguments).
+        """
         c = self._coord
-        return BlockingLeaderLatch(
-            self._loop,
-            lambda: LeaderLatch(
-                c,
-                path,
-                participant_id=participant_id,
-                layout=layout,
-                lose_on_suspend=lose_on_suspend,
-            ),
-        )
+        return BlockingLeaderLatch(self._loop, lambda: LeaderLatch(c, path, **options))
 
     # --- caches and membership ---------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Generic, TypeVar
 
-from ._held import Held, Holding, LossError
+from ._held import Held, Holding, Kind, LossError
 from ._loop import Loop
 
 __all__ = ("Claim", "Right")
@@ -43,20 +43,14 @@ class Right(Generic[T]):
         held: type[Held[T]] = Held,
         what: str,
     ) -> None:
-        self._held = held
+        self._kind = Kind(loop, open, path, error, token, reason, held, what)
         self._loop = loop
-        self._open = open
-        self._path = path
-        self._error = error
-        self._token = token
-        self._reason = reason
         self._claim = claim
-        self._what = what
         self._entered = threading.local()  # this thread's `with` blocks, innermost last
 
     @property
     def path(self) -> str:
-        return self._path
+        return self._kind.path
 
     def acquire(self) -> Held[T]:
         """Take the right, blocking until it is held; give it back with ``held.release()``.
@@ -66,26 +60,17 @@ class Right(Generic[T]):
         (KeyboardInterrupt) withdraws.  `BlockingInEventLoopError` from a thread
         that runs an event loop, `CoordinatorClosedError` once closed.
         """
+        loop = self._loop
         unclaim = self._claim() if self._claim is not None else None
 
         def ended(holding: Holding[T]) -> None:
-            self._loop.disown(holding)
+            loop.disown(holding)
             if unclaim is not None:
                 unclaim()
 
-        holding = Holding(
-            self._loop,
-            self._open,
-            path=self._path,
-            error=self._error,
-            token=self._token,
-            reason=self._reason,
-            on_end=_once(ended),
-            held=self._held,
-            what=self._what,
-        )
+        holding = Holding(self._kind, on_end=_once(ended))
         try:
-            self._loop.adopt(holding)
+            loop.adopt(holding)
         except BaseException:
             ended(holding)
             raise
@@ -106,13 +91,13 @@ class Right(Generic[T]):
         stack: list[Held[T]] = self._entered.__dict__.get("stack", [])
         if not stack:
             raise RuntimeError(
-                f"{self._what} {self._path}: left in a thread that did not enter it "
+                f"{self._kind.what} {self.path}: left in a thread that did not enter it "
                 "(use held = acquire() and held.release() to hand a right between threads)"
             )
         return stack.pop().__exit__(exc_type, exc, tb)
 
     def __repr__(self) -> str:
-        return f"<blocking {self._what} {self._path}>"
+        return f"<blocking {self._kind.what} {self.path}>"
 
 
 def _once(func: Callable[[Holding[T]], None]) -> Callable[[Holding[T]], None]:

@@ -98,3 +98,13 @@ def test_connection_states_are_curators_five() -> None:
         "LOST",
         "READ_ONLY",
     }
+
+
+# A factory beside every recipe class (docs/concepts.md, "Waiting: one contract").
+FACTORIES = ["read_write_lock", "ReadWriteLock", "barrier", "Barrier", "cron", "Cron"]
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+def test_every_recipe_factory_is_exported(name: str) -> None:
+    assert name in aiocoord.__all__
+    assert getattr(aiocoord, name) is not None

@@ -60,6 +60,8 @@ Failure handling, while held inside `cas_lock()` / `hold()`:
 
 from __future__ import annotations
 
+from ._entries import CasLockOptions as CasLockOptions
+from ._entries import OncePerOptions as OncePerOptions
 from ._entries import Slot as Slot
 from ._entries import cas_lock as cas_lock
 from ._entries import once_per as once_per
@@ -73,6 +75,8 @@ from .describe import lock_view as lock_view
 
 __all__ = (
     "CasLock",
+    "CasLockOptions",
+    "OncePerOptions",
     "LockStatus",
     "Slot",
     "cas_lock",

@@ -3,42 +3,53 @@
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
+from typing import TypedDict, Unpack
 
 from ...session import Coordinator
 from ._hold import Slot, run_once
 from ._lock import CasLock
 from ._record import check_interval
 
-__all__ = ("Slot", "cas_lock", "once_per")
+__all__ = ("CasLockOptions", "OncePerOptions", "Slot", "cas_lock", "once_per")
+
+
+class OncePerOptions(TypedDict, total=False):
+    """`once_per()`'s keyword arguments: the lock's, but for `timeout` (it never waits)."""
+
+    owner: str | None
+    lease: float
+    skew: float | None
+
+
+class CasLockOptions(OncePerOptions, total=False):
+    """`CasLock`'s keyword arguments, as `cas_lock()` and the blocking façade forward them."""
+
+    timeout: float | None
 
 
 def cas_lock(
-    coord: Coordinator,
-    path: str,
-    *,
-    owner: str | None = None,
-    lease: float = 60.0,
-    skew: float | None = None,
-    blocking: bool = True,
-) -> AbstractAsyncContextManager[CasLock]:
-    """``async with cas_lock(coord, path, owner=..., lease=...) as lock``: see `CasLock.hold`.
+    coord: Coordinator, path: str, *, blocking: bool = True, **options: Unpack[CasLockOptions]
+) -> CasLock:
+    """A `CasLock` to use as ``async with cas_lock(coord, path, owner=..., lease=...) as lock``.
 
+    Entering waits for the lock (at most `timeout` seconds, then
+    `LockNotAcquired`; ``blocking=False`` is ``timeout=0``), the block runs
+    with the lease renewed, and leaving releases it: see `CasLock.hold`.
     Arguments are checked here: `lease` must be positive, `skew` (default
     min(1 s, lease/10)) below lease/2; bad ones raise `ConfigError`/`TypeError`.
     """
     if not isinstance(blocking, bool):
         raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
-    return CasLock(coord, path, owner=owner, lease=lease, skew=skew).hold(blocking=blocking)
+    if not blocking:
+        options["timeout"] = 0.0
+    return CasLock(coord, path, **options)
 
 
 def once_per(
     coord: Coordinator,
     path: str,
     interval: float,
-    *,
-    owner: str | None = None,
-    lease: float = 60.0,
-    skew: float | None = None,
+    **options: Unpack[OncePerOptions],
 ) -> AbstractAsyncContextManager[Slot]:
     """Run a job at most once per schedule slot across the fleet: check ``slot.acquired``.
 
@@ -56,7 +67,8 @@ def once_per(
     runs, the lock behaves as in `cas_lock()` (renewed; cancelled with
     `LockLost` when lost).  If the successful run cannot be recorded, the exit
     raises (`ConnectionLostError` or `LockLost`): the window may run again.
+    `owner`, `lease` and `skew` are the lock's (see `CasLock`).
     """
     interval = check_interval(interval)
-    lock = CasLock(coord, path, owner=owner, lease=lease, skew=skew)
+    lock = CasLock(coord, path, **options)
     return run_once(lock._try_window, lock._lease, lock.owner, lambda: lock.token, interval)

@@ -44,7 +44,7 @@ from .._loss import LossPolicy, LossWatch
 from .._tenure import Tenure
 from ._record import LockRecord, RunInfo, error_text, to_datetime, window_start
 
-__all__ = ("Outcome", "Slot", "guard", "run_once")
+__all__ = ("Acquisition", "Outcome", "Slot", "guard", "run_once")
 
 log = logging.getLogger("aiocoord.recipes.cas_lock")
 
@@ -55,7 +55,7 @@ Outcome = Callable[[BaseException | None], tuple[RunInfo | None, RunInfo | None]
 
 
 @dataclass(frozen=True, slots=True)
-class Lease:
+class Acquisition:
     """What holding one acquisition needs from its `CasLock`, handed over by the lock itself.
 
     `confirmed()` is the monotonic time just before the last landed write was
@@ -80,8 +80,8 @@ class Lease:
 
 
 @asynccontextmanager
-async def guard(lock: Lease, outcome: Outcome | None = None) -> AsyncIterator[None]:
-    """Run the body of a held lock (its `Lease`); see the module docstring.
+async def guard(lock: Acquisition, outcome: Outcome | None = None) -> AsyncIterator[None]:
+    """Run the body of a held lock (its `Acquisition`); see the module docstring.
 
     With `outcome` (once_per), the release also records the run or failure,
     and a release that cannot be confirmed is raised rather than logged.
@@ -93,7 +93,7 @@ async def guard(lock: Lease, outcome: Outcome | None = None) -> AsyncIterator[No
         lock.mark_lost(reason, taken=taken)
         tenure.end(reason)
 
-    async def keeper(task: Callable[[Lease, Callable[..., None]], Awaitable[None]]) -> None:
+    async def keeper(task: Callable[[Acquisition, Callable[..., None]], Awaitable[None]]) -> None:
         try:
             await task(lock, lost)
         except Exception as exc:  # the hold can no longer be kept: the body must not go on
@@ -146,7 +146,7 @@ async def guard(lock: Lease, outcome: Outcome | None = None) -> AsyncIterator[No
 
 
 async def _release_after(
-    lock: Lease, failure: BaseException | None, outcome: Outcome | None
+    lock: Acquisition, failure: BaseException | None, outcome: Outcome | None
 ) -> CoordError | None:
     """Release after the body (shielded, bounded); the error to raise, if any."""
     lost = lock.lost()
@@ -174,7 +174,7 @@ async def _release_after(
     return error
 
 
-def _follow_session(lock: Lease, lost: Callable[[str], None]) -> Callable[[], None]:
+def _follow_session(lock: Acquisition, lost: Callable[[str], None]) -> Callable[[], None]:
     """The one loss rule, LOST-only: LOST (or a new session) ends the hold, SUSPENDED is
     only logged (the lease holds; `_keep` ends the hold once it runs out).  Followed
     where the session reports each state; returns the function that stops following."""
@@ -192,7 +192,7 @@ def _follow_session(lock: Lease, lost: Callable[[str], None]) -> Callable[[], No
     return coord.client.session.follow_states(on_event, watch.on_closed)
 
 
-async def _keep(lock: Lease, lost: Callable[..., None]) -> None:
+async def _keep(lock: Acquisition, lost: Callable[..., None]) -> None:
     """Renew after a third of the lease; the lease running out first loses the lock."""
     while lock.lost() is None:
         now = time.monotonic()
@@ -243,7 +243,7 @@ class Slot:
 @asynccontextmanager
 async def run_once(
     try_window: Callable[[float], Awaitable[tuple[bool, LockRecord | None]]],
-    lease: Callable[[], Lease],
+    lease: Callable[[], Acquisition],
     owner: str,
     token: Callable[[], int | None],
     interval: float,
@@ -251,7 +251,7 @@ async def run_once(
     """The body of `once_per()`, given an unheld lock's parts; see the module docstring.
 
     `try_window(window)` acquires unless the window already ran, returning
-    the record read; `lease()` is the acquisition's `Lease`; `token()` its token.
+    the record read; `lease()` gives what `guard` needs of the acquisition; `token()` its token.
     """
     window = window_start(time.time(), interval)
     acquired, record = await try_window(window)

@@ -6,12 +6,13 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from types import TracebackType
 
 import anyio
 
-from ..._checks import check_coordinator
+from ..._checks import check_coordinator, check_timeout
 from ...errors import (
     ConnectionLostError,
     LockLost,
@@ -21,7 +22,7 @@ from ...errors import (
 from ...session import Coordinator
 from ...zk import EventType, Node, Stat, Watch, WatchedEvent
 from ...zk.paths import validate_path
-from ._hold import Lease, guard
+from ._hold import Acquisition, guard
 from ._record import (
     Assessment,
     LockRecord,
@@ -59,10 +60,14 @@ class _Attempt:
 class CasLock:
     """A lease-based lock on the record at `path`; see the module docstring.
 
-    `try_acquire()`, `acquire()` and `release()` alone never start background
-    work, so nothing renews the lease: call `renew()` within each lease, or
-    better use `hold()` / `cas_lock()`, which renew in the background and
-    cancel the body when the lock is lost.  Not reentrant; one task at a time.
+    ``async with lock`` (as `hold()`, `cas_lock()`) acquires (waiting at most
+    `timeout` seconds, None: no bound, then `LockNotAcquired`), renews the
+    lease in the background while the block runs, cancels the block when the
+    lock is lost (then `LockLost`), and releases.  `try_acquire()`,
+    `acquire()` and `release()` alone never start background work, so
+    nothing renews the lease: call `renew()` within each lease.  Not
+    reentrant; one task at a time.  Raises `InvalidPathError`, `ConfigError`
+    or `TypeError` for bad arguments.
     """
 
     def __init__(
@@ -73,9 +78,12 @@ class CasLock:
         owner: str | None = None,
         lease: float = 60.0,
         skew: float | None = None,
+        timeout: float | None = None,
     ) -> None:
         check_coordinator(coord)
         self._coord = coord
+        self._timeout = check_timeout(timeout)
+        self._holding: AbstractAsyncContextManager[CasLock] | None = None  # `async with`'s
         self.path = validate_path(path)
         self._writer = NodeWriter(coord.client, self.path)
         self._owner = check_owner(owner)
@@ -145,18 +153,33 @@ class CasLock:
         acquired, _ = await self._try_window(None)
         return acquired
 
-    async def acquire(self) -> None:
-        """Wait until the lock is ours; bound it with `anyio.fail_after`.
+    async def acquire(self, timeout: float | None = None) -> bool:
+        """Wait until the lock is ours; True then, False if `timeout` seconds passed first.
 
+        None waits as long as it takes; ``timeout=0`` is `try_acquire()`.
         Waits on a data watch, waking when the record changes or when the
-        holder's lease (plus skew) runs out, whichever comes first.  Waiting
-        for the holder has no bound of its own, waiting for ZooKeeper has one:
-        a connection loss is ridden out if ZooKeeper answers again within the
+        holder's lease (plus skew) runs out, whichever comes first.  A
+        connection loss is ridden out if ZooKeeper answers again within the
         request timeout (counted from the request that found it gone, or from
         the session's loss while waiting on the watch); otherwise
-        `ConnectionLostError` says how long it waited and why.  Raises
-        `NodeDataError` for a foreign record.
+        `ConnectionLostError` says how long it waited and why.  Cancelled (or
+        timed out) while waiting, it holds nothing, unless its write had
+        already landed: then it returns True.  Raises `NodeDataError` for a
+        foreign record, `RuntimeError` if already held, `TypeError` or
+        `ConfigError` (naming `timeout`) for a bad timeout.
         """
+        seconds = check_timeout(timeout)
+        if seconds == 0:
+            return await self.try_acquire()
+        if seconds is None:
+            await self._acquire()
+            return True
+        self._check_idle()
+        with anyio.move_on_after(seconds):
+            await self._acquire()
+        return self._record is not None
+
+    async def _acquire(self) -> None:
         self._check_idle()
         client = self._coord.client
         what = f"lock {self.path}: could not acquire"
@@ -392,9 +415,9 @@ class CasLock:
 
     # --- holding ---------------------------------------------------------------------------
 
-    def _lease(self) -> Lease:
-        """What `guard` needs of this acquisition (see `Lease`)."""
-        return Lease(
+    def _lease(self) -> Acquisition:
+        """What `guard` needs of this acquisition (see `Acquisition`)."""
+        return Acquisition(
             path=self.path,
             coord=self._coord,
             session=self._session_id,
@@ -409,22 +432,43 @@ class CasLock:
         )
 
     @asynccontextmanager
-    async def hold(self, *, blocking: bool = True) -> AsyncIterator[CasLock]:
+    async def hold(
+        self, *, blocking: bool = True, timeout: float | None = None
+    ) -> AsyncIterator[CasLock]:
         """Acquire, run the body with the lease renewed, release on exit.
 
-        Entering blocks until the lock is ours (`blocking=False`: raises
-        `LockNotAcquired` at once if it is held); either raises
-        `ConnectionLostError` once ZooKeeper has been unreachable for the
-        request timeout (see `acquire`).  The body is cancelled and
-        `LockLost` raised on exit when a renewal loses its CAS, the session is
-        LOST, or the lease runs out (``lease - skew`` after the last successful
-        write) before a renewal succeeds; SUSPENDED alone cancels nothing.
-        Leaving releases with a CAS (shielded, bounded); if the release cannot
-        be confirmed, the lease frees the lock.
+        Entering waits until the lock is ours, at most `timeout` seconds
+        (None: no bound; ``blocking=False`` is ``timeout=0``), then raises
+        `LockNotAcquired`; either raises `ConnectionLostError` once ZooKeeper
+        has been unreachable for the request timeout (see `acquire`).  The
+        body is cancelled and `LockLost` raised on exit when a renewal loses
+        its CAS, the session is LOST, or the lease runs out (``lease - skew``
+        after the last successful write) before a renewal succeeds; SUSPENDED
+        alone cancels nothing.  Leaving releases with a CAS (shielded,
+        bounded); if the release cannot be confirmed, the lease frees the lock.
         """
-        if blocking:
-            await self.acquire()
-        elif not await self.try_acquire():
+        if not isinstance(blocking, bool):
+            raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
+        if not await self.acquire(timeout if blocking else 0):
             raise LockNotAcquired(self.path, self._seen_owner)
         async with guard(self._lease()):
             yield self
+
+    async def __aenter__(self) -> CasLock:
+        """Acquire (within `timeout`, else `LockNotAcquired`) and hold it as `hold()` does."""
+        holding = self.hold(timeout=self._timeout)
+        await holding.__aenter__()
+        self._holding = holding
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        """Release; raises `LockLost` (after the block) if the lock was lost meanwhile."""
+        holding, self._holding = self._holding, None
+        if holding is None:
+            raise RuntimeError(f"{self!r} was not entered with `async with`")
+        return await holding.__aexit__(exc_type, exc, tb)

@@ -41,6 +41,8 @@ tools: `describe_cron`).
 from __future__ import annotations
 
 from ._cron import Cron as Cron
+from ._cron import CronOptions as CronOptions
+from ._cron import cron as cron
 from ._firing import Firing as Firing
 from ._firing import FiringOutcome as FiringOutcome
 from .describe import CronJobView as CronJobView
@@ -52,6 +54,8 @@ from .describe import read_cron_job as read_cron_job
 
 __all__ = (
     "Cron",
+    "CronOptions",
+    "cron",
     "Firing",
     "FiringOutcome",
     "CronJobView",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta, tzinfo
-from typing import Any, TypeVar
+from typing import Any, Required, TypedDict, TypeVar, Unpack
 
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -23,7 +23,7 @@ from ._record import Entry, decode
 from ._runner import Job, JobRunner
 from ._schedule import resolve_timezone, schedule_of
 
-__all__ = ("Cron",)
+__all__ = ("Cron", "CronOptions", "cron")
 
 F = TypeVar("F", bound=Callable[[Firing], Awaitable[Any]])
 
@@ -249,3 +249,22 @@ class Cron(Service):
             f"<Cron {self.root} worker={self.worker.id} jobs={len(self._jobs)} "
             f"leading={len(self.leading)} {state}>"
         )
+
+
+class CronOptions(TypedDict, total=False):
+    """`Cron`'s keyword arguments, as `cron()` forwards them."""
+
+    worker: Required[Worker]
+    timezone: str | tzinfo | None
+    history: int
+    grace: float
+    settle: float
+
+
+def cron(coord: Coordinator, root: str, **options: Unpack[CronOptions]) -> Cron:
+    """A `Cron` under `root`: register jobs with ``@c.job(...)``, then ``async with c``.
+
+    Entering blocks until this worker has read the worker list; see `Cron`
+    for the arguments.
+    """
+    return Cron(coord, root, **options)

@@ -45,11 +45,13 @@ from .._queue import check_participant_id as check_participant_id
 from .._queue import default_participant_id as default_participant_id
 from ._latch import ElectionEvent as ElectionEvent
 from ._latch import ElectionState as ElectionState
+from ._latch import LatchOptions as LatchOptions
 from ._latch import LeaderLatch as LeaderLatch
 from ._latch import LeadershipTerm as LeadershipTerm
 from ._latch import Participant as Participant
 from ._latch import leader_latch as leader_latch
 from ._selector import LeaderSelector as LeaderSelector
+from ._selector import SelectorOptions as SelectorOptions
 from ._selector import leader_selector as leader_selector
 from .describe import LatchParticipant as LatchParticipant
 from .describe import LatchView as LatchView
@@ -61,12 +63,14 @@ __all__ = (
     "ElectionEvent",
     "ElectionState",
     "LeaderLatch",
+    "LatchOptions",
     "LeadershipTerm",
     "MAX_ID_BYTES",
     "Participant",
     "default_participant_id",
     "leader_latch",
     "LeaderSelector",
+    "SelectorOptions",
     "leader_selector",
     "LatchParticipant",
     "LatchView",

@@ -27,14 +27,12 @@ Two layouts, each able to share one parent with the Java recipe it copies
 from __future__ import annotations
 
 import enum
-import math
 import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from ..._checks import check_seconds
 from ...errors import ConfigError, InvalidPathError, LeadershipLost
 from ...zk.paths import validate_path
 from ...zk.types import CreateMode
@@ -53,7 +51,6 @@ from .._tenure import Tenure
 __all__ = (
     "CloseMode",
     "check_latch_arguments",
-    "check_wait_timeout",
     "CURATOR",
     "KAZOO",
     "LAYOUTS",
@@ -64,7 +61,6 @@ __all__ = (
     "ElectionState",
     "LatchLayout",
     "LeadershipTerm",
-    "Participant",
 )
 
 
@@ -105,15 +101,6 @@ class ElectionEvent:
     def took(self) -> float | None:
         """Seconds from the phase's start to this event (None without a start)."""
         return None if self.started is None else self.at - self.started
-
-
-@dataclass(frozen=True, slots=True)
-class Participant:
-    """A participant as its node says: `id` (the node's data) and whether it leads."""
-
-    id: str
-    is_leader: bool
-    node: str = field(default="", compare=False)
 
 
 class LeadershipTerm:
@@ -221,8 +208,3 @@ def check_latch_arguments(
         raise ConfigError("close_mode", f"must be 'notify' or 'silent', not {close_mode!r}")
     pid = default_participant_id() if participant_id is None else participant_id
     return layouts[layout], check_participant_id(pid)
-
-
-def check_wait_timeout(timeout: object) -> float:
-    """`LeaderLatch.wait`'s timeout checked: seconds, >= 0 (`TypeError`, `ConfigError`)."""
-    return check_seconds("timeout", timeout, most=math.inf)

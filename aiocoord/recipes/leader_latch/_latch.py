@@ -6,14 +6,14 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import ClassVar, overload
+from typing import ClassVar, TypedDict, Unpack, overload
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 
 from ..._broadcast import Broadcast
-from ..._checks import check_coordinator
+from ..._checks import check_coordinator, check_timeout
 from ..._lifecycle import Lifecycle, Phase, Service
 from ...errors import CoordinatorClosedError
 from ...session import Coordinator
@@ -21,6 +21,7 @@ from ...zk.client import ZkClient
 from ...zk.states import ConnectionEvent, ConnectionState
 from .._change_signal import ChangeSignal
 from .._loss import LossPolicy, LossWatch
+from .._participant import Participant
 from .._queue import MAX_ID_BYTES, USABLE, CreatedNode, Host, default_participant_id
 from ._election import (
     LAYOUTS,
@@ -29,9 +30,7 @@ from ._election import (
     ElectionState,
     LatchLayout,
     LeadershipTerm,
-    Participant,
     check_latch_arguments,
-    check_wait_timeout,
 )
 from ._nodes import Candidacy, SharedPath, leader_of, participants_of
 
@@ -40,6 +39,7 @@ __all__ = (
     "ElectionEvent",
     "ElectionState",
     "LeaderLatch",
+    "LatchOptions",
     "LeadershipTerm",
     "Participant",
     "default_participant_id",
@@ -246,26 +246,28 @@ class LeaderLatch(Service):
     # --- waiting for leadership --------------------------------------------------------------
 
     @overload
-    async def wait(self) -> LeadershipTerm: ...
+    async def wait(self, timeout: None = None) -> LeadershipTerm: ...
 
     @overload
     async def wait(self, timeout: float) -> bool: ...
 
     async def wait(self, timeout: float | None = None) -> LeadershipTerm | bool:
-        """Wait until we lead.
+        """Wait until we lead (see "Waiting: one contract" in docs/concepts.md).
 
-        Without `timeout`, return the current term once we lead (bound it with
-        ``anyio.fail_after``).  With `timeout` (seconds, >= 0), return True once
-        we lead or False when it passes first, as Curator's ``await(timeout)``.
+        Without `timeout` (None), return the current term once we lead.  With
+        `timeout` seconds, return True once we lead or False when it passes
+        first, as Curator's ``await(timeout)``; ``timeout=0`` only looks.
         Either way it waits through a ZooKeeper outage (leadership comes back
         with the connection), logging at INFO once per outage that it is
-        waiting and why (routine: nothing was lost).  Raises `CoordinatorClosedError` if the latch is not
-        entered, is left, or its coordinator closes meanwhile; `ConfigError`
-        for a negative or NaN timeout.
+        waiting and why (routine: nothing was lost).  Cancelling it only stops
+        the wait.  Raises `CoordinatorClosedError` if the latch is not
+        entered, is left, or its coordinator closes meanwhile; `TypeError` or
+        `ConfigError` (naming `timeout`) for a bad timeout.
         """
-        if timeout is None:
+        seconds = check_timeout(timeout)
+        if seconds is None:
             return await self._wait()
-        with anyio.move_on_after(check_wait_timeout(timeout)):
+        with anyio.move_on_after(seconds):
             await self._wait()
             return True
         return False
@@ -482,15 +484,16 @@ class LeaderLatch(Service):
         return f"<LeaderLatch {self._path} id={self._id} {state}>"
 
 
-def leader_latch(
-    coord: Coordinator,
-    path: str,
-    *,
-    participant_id: str | None = None,
-    layout: str = "curator",
-    lose_on_suspend: bool | None = None,
-    close_mode: CloseMode = "notify",
-) -> LeaderLatch:
+class LatchOptions(TypedDict, total=False):
+    """`LeaderLatch`'s keyword arguments, as `leader_latch()` and the blocking façade forward them."""
+
+    participant_id: str | None
+    layout: str
+    lose_on_suspend: bool | None
+    close_mode: CloseMode
+
+
+def leader_latch(coord: Coordinator, path: str, **options: Unpack[LatchOptions]) -> LeaderLatch:
     """A `LeaderLatch` to use as ``async with leader_latch(coord, path, participant_id=...)``.
 
     Entering joins the election and returns once our node exists (it does not
@@ -499,11 +502,4 @@ def leader_latch(
     request timeout; leaving deletes the node.  See `LeaderLatch` for the
     arguments.
     """
-    return LeaderLatch(
-        coord,
-        path,
-        participant_id=participant_id,
-        layout=layout,
-        lose_on_suspend=lose_on_suspend,
-        close_mode=close_mode,
-    )
+    return LeaderLatch(coord, path, **options)

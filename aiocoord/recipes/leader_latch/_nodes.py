@@ -27,8 +27,9 @@ from ...session import Coordinator
 from ...zk.client import ZkClient
 from ...zk.paths import basename, join, parent
 from ...zk.types import CreateMode
+from .._participant import Participant
 from .._queue import CreatedNode, Ordering, Ours, Waiter, created_node, first, read_queue
-from ._election import LatchLayout, Participant
+from ._election import LatchLayout
 
 __all__ = ("Candidacy", "SharedPath", "leader_of", "participants_of")
 

@@ -45,7 +45,7 @@ import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 import anyio
 import anyio.abc
@@ -58,7 +58,7 @@ from ...session import Coordinator
 from ._election import SELECTOR_LAYOUTS, LeadershipTerm
 from ._latch import LeaderLatch
 
-__all__ = ("LeaderSelector", "OnError", "leader_selector")
+__all__ = ("LeaderSelector", "OnError", "SelectorOptions", "leader_selector")
 
 log = logging.getLogger("aiocoord.recipes.leader_latch")
 
@@ -245,29 +245,23 @@ class LeaderSelector(Service):
         return f"<LeaderSelector {self.path} id={self.participant_id} runs={self.runs}>"
 
 
+class SelectorOptions(TypedDict, total=False):
+    """`LeaderSelector`'s keyword arguments, as `leader_selector()` forwards them."""
+
+    participant_id: str | None
+    requeue: bool
+    on_error: OnError
+    backoff: float
+    max_backoff: float
+    layout: str
+    lose_on_suspend: bool | None
+
+
 def leader_selector(
-    coord: Coordinator,
-    path: str,
-    lead: LeadFunc,
-    *,
-    participant_id: str | None = None,
-    requeue: bool = True,
-    on_error: OnError = "requeue",
-    backoff: float = 1.0,
-    max_backoff: float = 30.0,
-    layout: str = "curator",
-    lose_on_suspend: bool | None = None,
+    coord: Coordinator, path: str, lead: LeadFunc, **options: Unpack[SelectorOptions]
 ) -> LeaderSelector:
-    """A `LeaderSelector` to use as ``async with leader_selector(coord, path, lead, ...)``."""
-    return LeaderSelector(
-        coord,
-        path,
-        lead,
-        participant_id=participant_id,
-        requeue=requeue,
-        on_error=on_error,
-        backoff=backoff,
-        max_backoff=max_backoff,
-        layout=layout,
-        lose_on_suspend=lose_on_suspend,
-    )
+    """A `LeaderSelector` to use as ``async with leader_selector(coord, path, lead, ...)``.
+
+    See `LeaderSelector` for the arguments.
+    """
+    return LeaderSelector(coord, path, lead, **options)

@@ -63,14 +63,18 @@ waiters in order, participant ids and fencing tokens (`describe_mutex`).
 from __future__ import annotations
 
 from ._mutex import Mutex as Mutex
+from ._mutex import MutexOptions as MutexOptions
 from ._mutex import MutexParticipant as MutexParticipant
+from ._mutex import Participant as Participant
 from ._mutex import mutex as mutex
 from ._revoke import revoke as revoke
 from ._rwlock import ReadLock as ReadLock
 from ._rwlock import ReadWriteLock as ReadWriteLock
 from ._rwlock import WriteLock as WriteLock
+from ._rwlock import read_write_lock as read_write_lock
 from ._semaphore import Lease as Lease
 from ._semaphore import Semaphore as Semaphore
+from ._semaphore import SemaphoreOptions as SemaphoreOptions
 from ._semaphore import semaphore as semaphore
 from .describe import MutexContender as MutexContender
 from .describe import MutexView as MutexView
@@ -85,14 +89,18 @@ from .describe import is_semaphore as is_semaphore
 
 __all__ = (
     "Mutex",
+    "MutexOptions",
     "MutexParticipant",
+    "Participant",
     "mutex",
     "Lease",
     "Semaphore",
+    "SemaphoreOptions",
     "semaphore",
     "ReadLock",
     "ReadWriteLock",
     "WriteLock",
+    "read_write_lock",
     "revoke",
     "MutexContender",
     "MutexView",

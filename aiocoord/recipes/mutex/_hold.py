@@ -14,15 +14,65 @@ from __future__ import annotations
 import logging
 import time
 
-from ...errors import LockLost
+from ..._checks import check_coordinator, check_layout, check_open, check_timeout
+from ...errors import InvalidPathError, LockLost
+from ...session import Coordinator
 from ...zk import ZkClient
-from .._loss import LossPolicy, LossWatch, loss_reason
-from .._queue import CreatedNode
+from ...zk.paths import validate_path
+from .._loss import LossPolicy, LossWatch, check_lose_on_suspend, loss_reason
+from .._queue import CreatedNode, check_participant_id, default_participant_id, may_take
 from .._tenure import Tenure
 
-__all__ = ("Hold", "loss_reason")  # loss_reason: the rule's table, for its tests
+__all__ = ("Contender", "Hold", "loss_reason")  # loss_reason: the rule's table, for its tests
 
 log = logging.getLogger("aiocoord.recipes.mutex")
+
+
+class Contender:
+    """What the mutex (and its read and write locks) and the semaphore share: the checks of
+    their common arguments, who contends where, and the coordinator being open."""
+
+    _recipe = "mutex"  # names the lock in log lines and errors
+
+    def __init__(
+        self,
+        coord: Coordinator,
+        path: str,
+        participant_id: str | None,
+        lose_on_suspend: bool | None,
+        timeout: float | None,
+        layout: str,
+    ) -> None:
+        check_coordinator(coord)
+        validate_path(path)
+        self._layout = check_layout(layout)
+        if path == "/":
+            raise InvalidPathError(path, f"a {self._recipe} needs a node of its own, not the root")
+        check_lose_on_suspend(lose_on_suspend)
+        self._coord = coord
+        self._client: ZkClient = coord.client
+        self._path = path
+        pid = default_participant_id() if participant_id is None else participant_id
+        self._id = check_participant_id(pid)
+        self._data = self._id.encode("utf-8")
+        self._lose_on_suspend = lose_on_suspend
+        self._timeout = check_timeout(timeout)
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def participant_id(self) -> str:
+        return self._id
+
+    @property
+    def layout(self) -> str:
+        """The node layout: ``"curator"`` or ``"kazoo"``."""
+        return self._layout
+
+    def _check_open(self) -> None:
+        check_open(self._coord, f"{self._recipe} {self._path}")
 
 
 class Hold:
@@ -54,6 +104,15 @@ class Hold:
     @property
     def lost(self) -> str | None:
         return self.tenure.lost
+
+    def held_on(self, coord: Coordinator, lose_on_suspend: bool | None) -> bool:
+        """Whether the right is ours right now (no request): not lost, and connected (as
+        `lose_on_suspend` counts it) on the session that created our node."""
+        if self.lost is not None:
+            return False
+        connected = LossPolicy.of(lose_on_suspend).keeps(coord.state)
+        sid = coord.client.session.session_id
+        return may_take(owner=self.node.owner, session_id=sid, connected=connected, node_gone=False)
 
     def end(self, reason: str) -> None:
         """The lock is lost (or released): cancel the bodies; the first reason wins."""

@@ -7,24 +7,21 @@ import logging
 import math
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import anyio
 
-from ..._checks import check_coordinator, check_layout, check_timeout
+from ..._checks import check_timeout
 from ..._records import load_text
 from ...errors import (
     ConnectionLostError,
-    CoordinatorClosedError,
-    InvalidPathError,
     LockNotAcquired,
 )
 from ...session import Coordinator
 from ...zk import ZkClient
-from ...zk.paths import join, validate_path
-from .._loss import LossPolicy, check_lose_on_suspend
+from ...zk.paths import join
+from .._participant import Participant
 from .._queue import (
     KAZOO_LOCK,
     KAZOO_WRITE,
@@ -33,17 +30,14 @@ from .._queue import (
     KazooNames,
     Rule,
     Waiter,
-    check_participant_id,
-    default_participant_id,
     first,
-    may_take,
     read_queue,
 )
 from .._tenure import Body
-from ._hold import Hold
+from ._hold import Contender, Hold
 from ._revoke import Revocable
 
-__all__ = ("Mutex", "MutexParticipant", "mutex")
+__all__ = ("Mutex", "MutexOptions", "MutexParticipant", "Participant", "mutex")
 
 log = logging.getLogger("aiocoord.recipes.mutex")
 
@@ -54,17 +48,22 @@ _busy: weakref.WeakKeyDictionary[ZkClient, dict[str, set[asyncio.Task[Any]]]] = 
 )
 
 
-@dataclass(frozen=True, slots=True)
-class MutexParticipant:
-    """A holder or waiter as its node says: `id` (the node's data), whether it `holds`
-    the lock (first in line), and its `node` name."""
-
-    id: str
-    holds: bool
-    node: str = field(default="", compare=False)
+MutexParticipant = Participant
+"""The name `Participant` had for the lock family; kept for one release."""
 
 
-class Mutex:
+class MutexOptions(TypedDict, total=False):
+    """The keyword arguments of `Mutex` and `ReadWriteLock`, as their factories and the
+    blocking façade forward them."""
+
+    participant_id: str | None
+    lose_on_suspend: bool | None
+    timeout: float | None
+    revocable: bool
+    layout: str
+
+
+class Mutex(Contender):
     """A fair lock at `path`, shared with Curator's ``InterProcessMutex``; see the package docstring.
 
     ``async with`` acquires (waiting as long as it takes, or `timeout`, then
@@ -98,7 +97,6 @@ class Mutex:
     _names: CuratorNames | KazooNames = LOCK
     _rule: Rule = staticmethod(first)
     _marker: str | None = None
-    _recipe = "mutex"
     # The same for ``layout="kazoo"``: kazoo's ``Lock``.
     _kazoo_names: KazooNames = KAZOO_LOCK
     _kazoo_rule: Rule = staticmethod(first)
@@ -122,29 +120,15 @@ class Mutex:
         revocable: bool = False,
         layout: str = "curator",
     ) -> None:
-        check_coordinator(coord)
-        validate_path(path)
-        self._layout = check_layout(layout)
+        super().__init__(coord, path, participant_id, lose_on_suspend, timeout, layout)
         if self._layout == "kazoo":
             self._names = self._kazoo_names
             self._rule = self._kazoo_rule
             self._marker = self._kazoo_marker
-        if path == "/":
-            raise InvalidPathError(path, f"a {self._recipe} needs a node of its own, not the root")
-        check_lose_on_suspend(lose_on_suspend)
         if not isinstance(revocable, bool):
             raise TypeError(f"revocable must be a bool, not {type(revocable).__name__}")
         self._revocable = revocable
         self._revocation: Revocable | None = None
-        self._coord = coord
-        self._client: ZkClient = coord.client
-        self._path = path
-        self._id = check_participant_id(
-            default_participant_id() if participant_id is None else participant_id
-        )
-        self._data = self._id.encode("utf-8")
-        self._lose_on_suspend = lose_on_suspend
-        self._timeout = check_timeout(timeout)
         self._turn = asyncio.Lock()  # the tasks sharing this Mutex take it in turn
         self._ticket: Waiter | None = None  # our node, while waiting or holding
         self._hold: Hold | None = None
@@ -152,19 +136,6 @@ class Mutex:
         self._body: Body | None = None
 
     # --- state -------------------------------------------------------------------------------
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    @property
-    def participant_id(self) -> str:
-        return self._id
-
-    @property
-    def layout(self) -> str:
-        """The node layout: ``"curator"`` or ``"kazoo"``."""
-        return self._layout
 
     @property
     def token(self) -> int | None:
@@ -190,11 +161,7 @@ class Mutex:
         created our node (or, with ``lose_on_suspend=False``, not LOST).
         """
         hold = self._hold
-        if hold is None or hold.lost is not None:
-            return False
-        connected = LossPolicy.of(self._lose_on_suspend).keeps(self._coord.state)
-        sid = self._coord.client.session.session_id
-        return may_take(owner=hold.node.owner, session_id=sid, connected=connected, node_gone=False)
+        return hold is not None and hold.held_on(self._coord, self._lose_on_suspend)
 
     def __repr__(self) -> str:
         ticket, hold = self._ticket, self._hold
@@ -351,7 +318,7 @@ class Mutex:
 
     # --- observing ---------------------------------------------------------------------------
 
-    async def participants(self) -> list[MutexParticipant]:
+    async def participants(self) -> list[Participant]:
         """Holder and waiters in queue order, the holder first, without joining.
 
         One read per node, pipelined; nodes that vanish while read are skipped; a
@@ -362,7 +329,7 @@ class Mutex:
         names = [n for n, _ in nodes]
         goes = self._kazoo_goes if self._layout == "kazoo" else self._goes
         return [
-            MutexParticipant(
+            Participant(
                 load_text(join(self._path, n), node.data, "participant id"),
                 goes(names, i),
                 n,
@@ -371,13 +338,6 @@ class Mutex:
         ]
 
     # --- helpers -----------------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if self._coord.state is None or self._coord.client.session.closed:
-            raise CoordinatorClosedError(
-                f"the coordinator of {self._recipe} {self._path} is not open: "
-                "use `async with aiocoord.connect(...)` first"
-            )
 
     def _claim(self) -> asyncio.Task[Any]:
         task = asyncio.current_task()
@@ -400,16 +360,7 @@ class Mutex:
                 del per_path[self._path]
 
 
-def mutex(
-    coord: Coordinator,
-    path: str,
-    *,
-    participant_id: str | None = None,
-    lose_on_suspend: bool | None = None,
-    timeout: float | None = None,
-    revocable: bool = False,
-    layout: str = "curator",
-) -> Mutex:
+def mutex(coord: Coordinator, path: str, **options: Unpack[MutexOptions]) -> Mutex:
     """A `Mutex` to use as ``async with mutex(coord, path, participant_id=...) as held``.
 
     Entering waits for the lock (at most `timeout` seconds, then
@@ -420,12 +371,4 @@ def mutex(
     ``layout="kazoo"`` shares it with kazoo's ``Lock`` on the same path.  See
     `Mutex` for the arguments.
     """
-    return Mutex(
-        coord,
-        path,
-        participant_id=participant_id,
-        lose_on_suspend=lose_on_suspend,
-        timeout=timeout,
-        revocable=revocable,
-        layout=layout,
-    )
+    return Mutex(coord, path, **options)

@@ -20,11 +20,12 @@ asks for either again gets `RuntimeError` (no upgrade, no downgrade).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Unpack
 
 from ..._checks import check_coordinator
 from ...session import Coordinator
 from ...zk.paths import validate_path
+from .._participant import Participant
 from .._queue import (
     KAZOO_READ,
     KAZOO_READ_WRITE,
@@ -36,11 +37,9 @@ from .._queue import (
     kazoo_writer,
     reader,
 )
-from ._mutex import Mutex, MutexParticipant
+from ._mutex import Mutex, MutexOptions
 
-__all__ = ("ReadLock", "ReadWriteLock", "WriteLock")
-
-_L = TypeVar("_L", bound=Mutex)
+__all__ = ("ReadLock", "ReadWriteLock", "WriteLock", "read_write_lock")
 
 
 def _goes(names: Sequence[str], index: int) -> bool:
@@ -101,67 +100,52 @@ class ReadWriteLock:
     ``layout="kazoo"`` shares the lock with kazoo's ``ReadLock`` / ``WriteLock``
     instead (``<uuid4 hex>__rlock__<seq>`` / ``__lock__<seq>`` in one queue,
     kazoo's order and rules: a kazoo plain ``Lock`` on the path is a writer to
-    our readers, but does not wait for them).  Raises `InvalidPathError`,
-    `ConfigError` or `TypeError` for bad arguments.
+    our readers, but does not wait for them).  The keyword arguments are the
+    mutex's (`MutexOptions`: `participant_id`, `lose_on_suspend`, `timeout`,
+    `revocable`, `layout`), each lock made with them.  Raises
+    `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 
-    def __init__(
-        self,
-        coord: Coordinator,
-        path: str,
-        *,
-        participant_id: str | None = None,
-        lose_on_suspend: bool | None = None,
-        timeout: float | None = None,
-        revocable: bool = False,
-        layout: str = "curator",
-    ) -> None:
+    def __init__(self, coord: Coordinator, path: str, **options: Unpack[MutexOptions]) -> None:
         check_coordinator(coord)
         validate_path(path)
-        self._layout = layout
         self._coord = coord
         self._path = path
-        self._id = participant_id
-        self._lose_on_suspend = lose_on_suspend
-        self._timeout = timeout
-        self._revocable = revocable
-        self._write = self.write_lock()  # checks the arguments once, here; also for participants()
+        self._options = options
+        self._write = self.write()  # checks the arguments once, here; also for participants()
 
     @property
     def path(self) -> str:
         return self._path
 
-    def read_lock(self) -> ReadLock:
-        """A new `ReadLock` on this path (each task that reads takes its own)."""
-        return self._lock(ReadLock)
-
-    def write_lock(self) -> WriteLock:
-        """A new `WriteLock` on this path."""
-        return self._lock(WriteLock)
-
-    def _lock(self, kind: type[_L]) -> _L:
-        return kind(
-            self._coord,
-            self._path,
-            participant_id=self._id,
-            lose_on_suspend=self._lose_on_suspend,
-            timeout=self._timeout,
-            revocable=self._revocable,
-            layout=self._layout,
-        )
-
     def read(self) -> ReadLock:
-        """The shared lock, for ``async with rw.read() as held`` (a new `ReadLock`)."""
-        return self.read_lock()
+        """The shared lock, for ``async with rw.read() as held``: a new `ReadLock` (each task
+        that reads takes its own)."""
+        return ReadLock(self._coord, self._path, **self._options)
 
     def write(self) -> WriteLock:
-        """The exclusive lock, for ``async with rw.write() as held`` (a new `WriteLock`)."""
-        return self.write_lock()
+        """The exclusive lock, for ``async with rw.write() as held``: a new `WriteLock`."""
+        return WriteLock(self._coord, self._path, **self._options)
 
-    async def participants(self) -> list[MutexParticipant]:
+    # The names these had before `read()` and `write()`; kept for one release.
+    read_lock = read
+    write_lock = write
+
+    async def participants(self) -> list[Participant]:
         """Readers and writers in queue order, each saying whether it `holds` its lock now,
         without joining; one read per node, pipelined."""
         return await self._write.participants()
 
     def __repr__(self) -> str:
         return f"<ReadWriteLock {self._path}>"
+
+
+def read_write_lock(
+    coord: Coordinator, path: str, **options: Unpack[MutexOptions]
+) -> ReadWriteLock:
+    """A `ReadWriteLock` at `path`: ``async with read_write_lock(coord, path).read() as held``.
+
+    Builds nothing on ZooKeeper until one of its locks is entered; see
+    `ReadWriteLock` for the arguments (the mutex's).
+    """
+    return ReadWriteLock(coord, path, **options)

@@ -54,45 +54,40 @@ import time
 import weakref
 from collections import Counter
 from types import TracebackType
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 import anyio
 import anyio.lowlevel
 
-from ..._checks import check_coordinator, check_int, check_layout, check_timeout
+from ..._checks import check_int, check_timeout
 from ..._records import load_text
 from ...errors import (
     ConnectionLostError,
-    CoordinatorClosedError,
-    InvalidPathError,
     LockNotAcquired,
     NoNodeError,
 )
 from ...session import Coordinator
 from ...zk import ZkClient
-from ...zk.paths import join, validate_path
-from .._loss import LossPolicy, check_lose_on_suspend
+from ...zk.paths import join
+from .._participant import Participant
 from .._queue import (
     KAZOO_LOCK,
     LEASE,
     LOCK,
     OurNode,
     Waiter,
-    check_participant_id,
     connected_by,
-    default_participant_id,
     fired_by,
     first,
     grantable,
-    may_take,
     read_nodes,
     read_queue,
 )
 from .._tenure import Body
-from ._hold import Hold
+from ._hold import Contender, Hold
 from ._kazoo_pool import ensure_pool, kazoo_lease
 
-__all__ = ("Lease", "Semaphore", "semaphore")
+__all__ = ("Lease", "Semaphore", "SemaphoreOptions", "semaphore")
 
 log = logging.getLogger("aiocoord.recipes.semaphore")
 
@@ -156,12 +151,7 @@ class Lease:
     @property
     def is_held(self) -> bool:
         """Whether the lease is ours right now (cheap: no request); see `Mutex.is_held`."""
-        hold = self._hold
-        if self._released or hold.lost is not None:
-            return False
-        connected = LossPolicy.of(self._lose_on_suspend).keeps(self._coord.state)
-        sid = self._coord.client.session.session_id
-        return may_take(owner=hold.node.owner, session_id=sid, connected=connected, node_gone=False)
+        return not self._released and self._hold.held_on(self._coord, self._lose_on_suspend)
 
     async def release(self) -> None:
         """Give the lease back: delete its node, shielded, across a reconnect if need be.
@@ -190,7 +180,7 @@ class Lease:
         return f"<Lease {self.semaphore.path} token=0x{self.token:x} {state}>"
 
 
-class Semaphore:
+class Semaphore(Contender):
     """At most `max_leases` holders at `path`, shared with Curator's ``InterProcessSemaphoreV2``.
 
     `acquire()` returns a `Lease` (or None past its timeout); ``async with``
@@ -208,6 +198,8 @@ class Semaphore:
     `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
     """
 
+    _recipe = _RECIPE
+
     def __init__(
         self,
         coord: Coordinator,
@@ -219,48 +211,20 @@ class Semaphore:
         timeout: float | None = None,
         layout: str = "curator",
     ) -> None:
-        check_coordinator(coord)
-        validate_path(path)
-        if path == "/":
-            raise InvalidPathError(path, "a semaphore needs a node of its own, not the root")
-        self._layout = check_layout(layout)
-        check_int("max_leases", max_leases, least=1)
-        check_lose_on_suspend(lose_on_suspend)
-        self._coord = coord
-        self._client = coord.client
-        self._path = path
+        super().__init__(coord, path, participant_id, lose_on_suspend, timeout, layout)
+        self._max = check_int("max_leases", max_leases, least=1)
         if self._layout == "kazoo":
             self._locks = f"{path}-__lock__"  # kazoo's Semaphore.lock_path
             self._leases = path
         else:
             self._locks = join(path, "locks")
             self._leases = join(path, "leases")
-        self._max = max_leases
-        self._id = check_participant_id(
-            default_participant_id() if participant_id is None else participant_id
-        )
-        self._data = self._id.encode("utf-8")
-        self._lose_on_suspend = lose_on_suspend
-        self._timeout = check_timeout(timeout)
         # The leases of `async with` blocks, per task (a block is left by the task that entered).
         self._held: dict[asyncio.Task[Any], list[tuple[Lease, Body]]] = {}
 
     @property
-    def path(self) -> str:
-        return self._path
-
-    @property
     def max_leases(self) -> int:
         return self._max
-
-    @property
-    def participant_id(self) -> str:
-        return self._id
-
-    @property
-    def layout(self) -> str:
-        """The node layout: ``"curator"`` or ``"kazoo"``."""
-        return self._layout
 
     def __repr__(self) -> str:
         held = sum(len(leases) for leases in self._held.values())
@@ -419,8 +383,8 @@ class Semaphore:
 
     # --- observing ---------------------------------------------------------------------------
 
-    async def participants(self) -> list[str]:
-        """The participant ids of the current holders, in lease order, without joining.
+    async def participants(self) -> list[Participant]:
+        """The current holders, in lease order, without joining: each `holds`.
 
         The lease nodes, at most `max_leases` of them (one more lease node may be
         the inner mutex holder's, waiting for a lease).  One read per node,
@@ -437,45 +401,28 @@ class Semaphore:
         else:
             nodes = await read_queue(self._client, self._leases, LEASE)
         return [
-            load_text(join(self._leases, n), node.data, "participant id")
+            Participant(load_text(join(self._leases, n), node.data, "participant id"), True, n)
             for n, node in nodes[: self._max]
         ]
 
-    def _check_open(self) -> None:
-        if self._coord.state is None or self._coord.client.session.closed:
-            raise CoordinatorClosedError(
-                f"the coordinator of semaphore {self._path} is not open: "
-                "use `async with aiocoord.connect(...)` first"
-            )
+
+class SemaphoreOptions(TypedDict, total=False):
+    """`Semaphore`'s keyword arguments, as `semaphore()` and the blocking façade forward them."""
+
+    max_leases: Required[int]
+    participant_id: str | None
+    lose_on_suspend: bool | None
+    timeout: float | None
+    layout: str
 
 
-def semaphore(
-    coord: Coordinator,
-    path: str,
-    *,
-    max_leases: int,
-    participant_id: str | None = None,
-    lose_on_suspend: bool | None = None,
-    timeout: float | None = None,
-    layout: str = "curator",
-) -> Semaphore:
+def semaphore(coord: Coordinator, path: str, **options: Unpack[SemaphoreOptions]) -> Semaphore:
     """A `Semaphore` to use as ``async with semaphore(coord, path, max_leases=N) as lease``.
 
     Entering waits for a lease (at most `timeout` seconds, then
     `LockNotAcquired`); ``lease.token`` is the fencing token.  The block is
-    nodes; `lose_on_suspend` not given keeps a held lease through SUSPENDED
-    while the session provably lives, ``True`` loses it at SUSPENDED, ``False``
-    keeps it until LOST.  ``layout="kazoo"`` shares the leases with kazoo's
-    ``Semaphore`` instead (see the module docstring; `ConfigError` from
-    `acquire()` if the pool says another `max_leases`).  Raises
-    `InvalidPathError`, `ConfigError` or `TypeError` for bad arguments.
+    cancelled when the lease is lost (as the mutex's is), then `LockLost` is
+    raised once it has exited; leaving releases the lease.  See `Semaphore`
+    for the arguments.
     """
-    return Semaphore(
-        coord,
-        path,
-        max_leases=max_leases,
-        participant_id=participant_id,
-        lose_on_suspend=lose_on_suspend,
-        timeout=timeout,
-        layout=layout,
-    )
+    return Semaphore(coord, path, **options)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from ._atomic_long import AtomicLong as AtomicLong
 from ._atomic_long import atomic_long as atomic_long
 from ._barrier import Barrier as Barrier
+from ._barrier import barrier as barrier
 from ._double_barrier import DoubleBarrier as DoubleBarrier
 from ._double_barrier import double_barrier as double_barrier
 from ._shared_count import SharedCount as SharedCount
@@ -29,6 +30,7 @@ __all__ = (
     "DoubleBarrier",
     "SharedCount",
     "atomic_long",
+    "barrier",
     "double_barrier",
     "shared_count",
 )

@@ -26,7 +26,7 @@ from ...session import Coordinator
 from ...zk.paths import validate_path
 from ..cache import node_cache
 
-__all__ = ("Barrier",)
+__all__ = ("Barrier", "barrier")
 
 
 class Barrier:
@@ -61,8 +61,10 @@ class Barrier:
     async def wait(self, timeout: float | None = None) -> bool:
         """Block until the barrier is down; True then, False if `timeout` seconds passed first.
 
-        Returns at once if it is down (one read).  Cancelling it only stops the wait.
-        Raises `TypeError` or `ConfigError` for a bad `timeout`.
+        Returns at once if it is down (one read); ``timeout=0`` only looks.
+        Waits through SUSPENDED and LOST (see the module docstring).
+        Cancelling it only stops the wait.  Raises `TypeError` or
+        `ConfigError` (naming `timeout`) for a bad timeout.
         """
         bound = check_timeout(timeout)
         if not await self.is_set():
@@ -80,3 +82,8 @@ class Barrier:
 
     def __repr__(self) -> str:
         return f"<Barrier {self._path}>"
+
+
+def barrier(coord: Coordinator, path: str) -> Barrier:
+    """A `Barrier` at `path`: ``await barrier(coord, path).wait(timeout=30.0)``."""
+    return Barrier(coord, path)

@@ -43,6 +43,7 @@ from ...errors import (
 from ...session import Coordinator
 from ...zk import CreateMode
 from ...zk.paths import join, validate_path
+from .._participant import Participant
 from ..cache import CacheEvent, TreeCache, tree_cache
 
 __all__ = ("READY", "DoubleBarrier", "double_barrier")
@@ -94,10 +95,12 @@ class DoubleBarrier(Service):
     def entered(self) -> bool:
         return self._entered
 
-    def participants(self) -> list[str]:
-        """The participants in the barrier as last seen (sorted ids; [] when not held)."""
+    def participants(self) -> list[Participant]:
+        """The participants in the barrier as last seen, sorted by id, each `holds` (is in);
+        [] when not entered.  Needs no request: the barrier's cache has them."""
         cache = self._cache
-        return [] if cache is None else [n for n in cache.children(self._path) if n != READY]
+        names = [] if cache is None else cache.children(self._path)
+        return [Participant(n, True, n) for n in names if n != READY]
 
     # --- entering ----------------------------------------------------------------------------
 
