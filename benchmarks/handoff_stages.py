@@ -18,7 +18,12 @@ costs about a microsecond a call, which the stages after it include).  The
 floor is the same server's delete-to-notification time for a plain client
 that does nothing else: the ZooKeeper Java client (one JVM, two sessions: one
 deletes, the other's watcher is called; untimed rounds first for its JIT) and
-aiocoord's own `ZkClient` (two sessions, the watch's callback).
+aiocoord's own `ZkClient` (two sessions, the watch's callback), both apart
+from the hand-offs, and `ZkClient` again on the leader's and the next one's
+sessions in each round just before its hand-off, after as long idle as the
+hand-off ("floor, same sessions"): on a VM the time since the last wake-up
+moves the floor by more than the client's whole part (a plain delete to its
+notification took 1.5 ms after 25 ms idle, 2.3 ms after 50 ms).
 
     python -m benchmarks.handoff_stages [--participants 10] [--rounds 40] [--uvloop]
         [--fsync] [--no-java] [--hosts HOST:PORT]
@@ -54,6 +59,7 @@ STAGES = (
     "wait() returns",
 )
 ANSWERED = "delete answered"
+PAIRED = "floor"  # ZkClient's delete -> notification on the same two sessions, that round
 _XID = struct.Struct("!i")
 _NOTIFICATION = _XID.pack(-1)
 
@@ -180,12 +186,13 @@ def stages(hosts: str, n: int, rounds: int, uvloop: bool = False) -> list[Marks]
                         joined = anyio.Event()
                         tg.start_soon(participant, i, joined)
                         await joined.wait()
+                    floor = await _paired_floor(coords[0], coords[1], f"{path}-floor")
                     await anyio.sleep(SETTLE)
                     release[0].set()
                     await second.wait()
                     await anyio.sleep(0.01)  # the delete's reply, if it comes after
                     marker.armed = False
-                    out.append(dict(marker.marks))
+                    out.append({**marker.marks, PAIRED: floor})
                     for event in release:
                         event.set()
         return out
@@ -196,6 +203,27 @@ def stages(hosts: str, n: int, rounds: int, uvloop: bool = False) -> list[Marks]
     finally:
         undo()
     return result
+
+
+async def _paired_floor(deleter: Any, watcher: Any, path: str) -> int:
+    """The same two sessions, just before the hand-off and after as long idle (`SETTLE`):
+    delete -> watch callback (ns)."""
+    from aiocoord.zk import CreateMode
+
+    node = (await deleter.client.create(path, mode=CreateMode.EPHEMERAL, make_parents=True)).path
+    _, watch = await watcher.client.get_watch(node)
+    fired: list[int] = []
+
+    def seen(_event: object) -> None:
+        fired.append(time.perf_counter_ns())
+
+    watch.add_callback(seen)
+    await anyio.sleep(SETTLE)
+    started = time.perf_counter_ns()
+    sent = deleter.client.delete_now(node)
+    await sent()
+    await watch.wait()
+    return fired[0] - started
 
 
 def python_floor(hosts: str, rounds: int, uvloop: bool = False) -> dict[str, list[float]]:
@@ -366,6 +394,8 @@ def report(rounds: list[Marks], floors: dict[str, dict[str, list[float]] | str])
         wire = [(m["notification read"] - m["delete written"]) / 1000 for m in complete]
         lines.append(f"{'client (ours)':<22} {_cell(ours)}   (release -> written, read -> wait())")
         lines.append(f"{'server and sockets':<22} {_cell(wire)}   (written -> notification read)")
+    paired = [m[PAIRED] / 1000 for m in complete if PAIRED in m]
+    lines.append(f"{'floor, same sessions':<22} {_cell(paired)}   (ZkClient delete -> callback)")
     lines.append("")
     lines.append(f"{'floor: delete ->':<22} {'notification':>17} {'delete reply':>17}")
     for name, floor in floors.items():

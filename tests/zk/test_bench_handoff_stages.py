@@ -21,10 +21,12 @@ def test_the_stages_come_in_order_and_the_library_is_left_as_it_was(
         times = [marks[stage] for stage in bench.STAGES]
         assert times == sorted(times), marks
         assert marks[bench.ANSWERED] > marks["delete written"]
+        assert marks[bench.PAIRED] > 0
     floor = bench.python_floor(hosts, 3)
     assert len(floor["notification"]) == len(floor["reply"]) == 3
     table = bench.report(rounds, {"aiocoord ZkClient": floor, "Java client": "not measured"})
     assert table[0].startswith("3 of 3 hand-offs")
+    assert any(line.startswith("floor, same sessions") for line in table)
     row = next(line for line in table if line.startswith("wait() returns"))
     assert len(row.split()) == 6, row  # two words, then medians and p90s since release and alone
     assert any(line.startswith("Java client") and "not measured" in line for line in table)
