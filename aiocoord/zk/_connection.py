@@ -382,8 +382,9 @@ class Connection:
         )
         self._pending.append(pending)
         if self._flush_handle is None:
-            self._flush_handle = self._loop.call_soon(self._flush)
-            self._write(packet)
+            self._write(packet)  # first: the flush's callback is not on the request's way
+            if not self.closed:
+                self._flush_handle = self._loop.call_soon(self._flush)
         else:
             self._outbox.append(packet)
         return pending

@@ -6,6 +6,7 @@ import logging
 import time
 import uuid
 from contextlib import suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ConnectionLostError, NoNodeError
@@ -33,6 +34,7 @@ class _Requests(Protocol):
         mode: CreateMode = ...,
         make_parents: bool = ...,
         parent_mode: CreateMode = ...,
+        list_parent: bool = ...,
     ) -> Created: ...
     async def children(self, path: str) -> list[str]: ...
     async def exists(self, path: str) -> Stat | None: ...
@@ -54,13 +56,16 @@ async def create_protected(
     mode: CreateMode,
     make_parents: bool,
     node_id: str | None,
+    list_parent: bool = False,
 ) -> Created:
     """`ZkClient.create_protected`, through the client's own create, children and exists."""
     validate_path(path, sequential=mode.sequential)
     name, node_id = protected_name(basename(path), node_id)
     full = join(parent(path), name) if parent(path) != "/" else "/" + name
     marker = f"{PROTECTED_PREFIX}{node_id}-"
-    return await _create_found(client, session, full, data, mode, marker, make_parents, None)
+    return await _create_found(
+        client, session, full, data, mode, marker, make_parents, None, list_parent
+    )
 
 
 async def create_found(
@@ -72,13 +77,16 @@ async def create_found(
     mode: CreateMode,
     prefix: str,
     parent_mode: CreateMode,
+    list_parent: bool = False,
 ) -> Created:
     """`ZkClient.create_findable`: create `path`, whose name starts with `prefix`; after a
     connection loss, find it again by that prefix (kazoo names its lock nodes this way)."""
     validate_path(path, sequential=mode.sequential)
     if not prefix or not basename(path).startswith(prefix):
         raise ValueError(f"the name of {path} must start with the prefix {prefix!r}")
-    return await _create_found(client, session, path, data, mode, prefix, True, parent_mode)
+    return await _create_found(
+        client, session, path, data, mode, prefix, True, parent_mode, list_parent
+    )
 
 
 async def _create_found(
@@ -90,15 +98,27 @@ async def _create_found(
     marker: str,
     make_parents: bool,
     parent_mode: CreateMode | None,
+    list_parent: bool,
 ) -> Created:
-    """Create `full` (parents as `parent_mode`, None: containers); found again by `marker`."""
+    """Create `full` (parents as `parent_mode`, None: containers); found again by `marker`.
+
+    `list_parent`: the parent's children listed behind the create, or (found
+    again) the listing that found it, which was made after the create.
+    """
     deadline = time.monotonic() + session.timing.protected_create_window
     while True:
         try:
             if parent_mode is None:
-                return await client.create(full, data, mode=mode, make_parents=make_parents)
+                return await client.create(
+                    full, data, mode=mode, make_parents=make_parents, list_parent=list_parent
+                )
             return await client.create(
-                full, data, mode=mode, make_parents=make_parents, parent_mode=parent_mode
+                full,
+                data,
+                mode=mode,
+                make_parents=make_parents,
+                parent_mode=parent_mode,
+                list_parent=list_parent,
             )
         except ConnectionLostError as exc:  # includes SessionExpiredError
             log.debug("protected create of %s interrupted: %s", full, exc)
@@ -106,7 +126,7 @@ async def _create_found(
                 raise
         found = await _find_protected(client, session, parent(full), marker, deadline)
         if found is not None:
-            return found
+            return found if list_parent else replace(found, listing=None)
 
 
 async def _find_protected(
@@ -133,5 +153,5 @@ async def _find_protected(
                 with suppress(NoNodeError):
                     await client.delete(child, version=stat.version)
                 return None
-            return Created(child, stat)
+            return Created(child, stat, tuple(names))
         return None

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import anyio
 import anyio.lowlevel
 
-from ..errors import ConnectionLostError, ReplyTooLargeError, SessionExpiredError
+from ..errors import ConnectionLostError, CoordError, ReplyTooLargeError, SessionExpiredError
 from . import _errors
 from ._connection import Connection, _Pending
 from ._timing import Deadline
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ("Sender", "outcome_of")
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 
 class Sender:
@@ -167,6 +168,37 @@ class Sender:
             return [await outcome_of(pending) for pending in pendings]
 
         return await self._on_connection(send, timeout, None)
+
+    async def fetch_then(
+        self,
+        request: WireRequest,
+        parse: Callable[[bytes], T],
+        then: WireRequest,
+        then_parse: Callable[[bytes], U],
+        *,
+        path: str | None = None,
+    ) -> tuple[T, U | None]:
+        """`fetch` `request`, with `then` sent right behind it on the same connection.
+
+        The server answers a session's requests in order, so `then` sees what
+        `request` did, at no extra round trip.  `request`'s outcome is raised
+        or returned as `fetch` does; `then`'s is None when it failed (an error
+        code, a malformed reply, or the connection lost between the two
+        replies): `request`'s outcome stands, and the caller asks again.
+        """
+
+        async def send(conn: Connection) -> tuple[tuple[int, object], tuple[int, object] | None]:
+            first = conn.submit(request, parse=parse)
+            second = conn.submit(then, parse=then_parse)
+            answer = await outcome_of(first)
+            try:
+                return answer, await outcome_of(second)
+            except CoordError:  # the connection lost after the first reply, a malformed one
+                return answer, None
+
+        (err, value), after = await self._on_connection(send, None, None)
+        _errors.check(err, path)
+        return cast(T, value), (cast(U, after[1]) if after is not None and after[0] == 0 else None)
 
     async def _on_connection(
         self,

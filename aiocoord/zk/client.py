@@ -99,14 +99,20 @@ class ZkClient:
         make_parents: bool = False,
         acl: Sequence[ACL] | None = None,
         parent_mode: CreateMode = CreateMode.CONTAINER,
+        list_parent: bool = False,
     ) -> Created:
         """Create a node; returns its real path (sequence number included) and stat.
 
         `make_parents` creates missing ancestors as container nodes (persistent
         for TTL and persistent modes would also do; containers clean themselves
         up once empty, as Curator's recipe parents do), or as `parent_mode`
-        says (kazoo's recipes make them persistent).  Raises `NodeExistsError`,
-        `NoNodeError` (parent missing), `ConnectionLostError` (outcome unknown).
+        says (kazoo's recipes make them persistent).  `list_parent` sends the
+        parent's children listing right behind the create, in the same round
+        trip: the server answers a session's requests in order, so the listing
+        (`Created.listing`) has the new node; it is None when the listing's
+        reply did not come with the create's (ask again).  Raises
+        `NodeExistsError`, `NoNodeError` (parent missing), `ConnectionLostError`
+        (outcome unknown).
         """
         validate_path(path, sequential=isinstance(mode, CreateMode) and mode.sequential)
         raw = check_data(data)
@@ -116,15 +122,30 @@ class ZkClient:
         request = _wire.create_request(
             server_path, raw, mode, ttl, check_acl(acl) or session.acls.for_path(server_path)
         )
+        listing = (
+            _wire.get_children_request(session.server_path(parent(path)), False)
+            if list_parent
+            else None
+        )
         for _ in range(5):
+            names: list[str] | None = None
             try:
-                created, stat = await self._sender.fetch(request, _replies.parse_created, path=path)
+                if listing is not None:
+                    (created, stat), names = await self._sender.fetch_then(
+                        request, _replies.parse_created, listing, _replies.parse_children, path=path
+                    )
+                else:
+                    created, stat = await self._sender.fetch(
+                        request, _replies.parse_created, path=path
+                    )
             except NoNodeError:
                 if not make_parents or parent(path) == "/":
                     raise
                 await self.ensure_path(parent(path), mode=parent_mode)
                 continue
-            return Created(session.client_path(created), stat)
+            return Created(
+                session.client_path(created), stat, tuple(names) if names is not None else None
+            )
         raise NoNodeError("parent keeps vanishing", path=parent(path))
 
     async def ensure_path(self, path: str, *, mode: CreateMode = CreateMode.CONTAINER) -> None:
@@ -150,6 +171,7 @@ class ZkClient:
         mode: CreateMode = CreateMode.EPHEMERAL_SEQUENTIAL,
         make_parents: bool = True,
         node_id: str | None = None,
+        list_parent: bool = False,
     ) -> Created:
         """Curator's protected create: ``<parent>/_c_<uuid>-<name>[seq]``.
 
@@ -158,9 +180,18 @@ class ZkClient:
         its session dies), look for our uuid among the parent's children after
         reconnecting.  A found node owned by an older session is deleted and the
         create tried again on the current one (Curator's CURATOR-498 fix).
+        `list_parent`: as in `create` (a node found again comes with the
+        listing that found it).
         """
         return await create_protected(
-            self, self._session, path, data, mode=mode, make_parents=make_parents, node_id=node_id
+            self,
+            self._session,
+            path,
+            data,
+            mode=mode,
+            make_parents=make_parents,
+            node_id=node_id,
+            list_parent=list_parent,
         )
 
     async def create_findable(
@@ -171,6 +202,7 @@ class ZkClient:
         prefix: str,
         mode: CreateMode = CreateMode.EPHEMERAL_SEQUENTIAL,
         parent_mode: CreateMode = CreateMode.CONTAINER,
+        list_parent: bool = False,
     ) -> Created:
         """The protected create of a node named as the caller says (kazoo's ``<uuid hex>...``).
 
@@ -178,10 +210,17 @@ class ZkClient:
         connection loss during the create the node is looked for among the
         parent's children by that prefix, as kazoo's ``Lock._find_node`` does,
         with `create_protected`'s owner check.  Missing parents are created as
-        `parent_mode` says.
+        `parent_mode` says; `list_parent` as in `create_protected`.
         """
         return await create_found(
-            self, self._session, path, data, mode=mode, prefix=prefix, parent_mode=parent_mode
+            self,
+            self._session,
+            path,
+            data,
+            mode=mode,
+            prefix=prefix,
+            parent_mode=parent_mode,
+            list_parent=list_parent,
         )
 
     # --- read ------------------------------------------------------------------------------

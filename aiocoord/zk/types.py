@@ -83,10 +83,16 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class Created:
-    """The outcome of a create: the real path (with any sequence number) and the stat."""
+    """The outcome of a create: the real path (with any sequence number) and the stat.
+
+    `listing` is the parent's children as listed right behind the create
+    (``list_parent=True``), the new node among them; None if not asked for
+    or not had in the same round trip.
+    """
 
     path: str
     stat: Stat
+    listing: tuple[str, ...] | None = field(default=None, compare=False)
 
 
 class CreateMode(enum.IntEnum):

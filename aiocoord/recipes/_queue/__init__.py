@@ -52,6 +52,12 @@ Failure handling:
   finds the node again by its ``_c_<uuid>-`` name; a create whose outcome
   stays unknown leaves its uuid with `OurNode`, and the next create (or the
   withdraw) deletes what it left, so no orphan blocks the queue.
+- An acquisition's first listing is sent right behind its create, in the
+  same round trip (the server answers a session's requests in order, so it
+  has our node); a create found again after a connection loss comes with
+  the listing that found it, and a listing whose reply was cut off after
+  the create's is sent again.  A latch lists through the listing its
+  session's latches on the path share instead.
 - No herd: each waiter holds one data watch, on the node its rule names
   (none on its own node), so a release wakes the next in line alone (the
   readers behind one writer all watch it: they all go with it).  When

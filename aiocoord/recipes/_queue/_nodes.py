@@ -112,6 +112,7 @@ class OurNode:
         self.kazoo = kazoo
         self.node: CreatedNode | None = None
         self.pending: str | None = None  # the uuid of a create whose outcome we may not know
+        self.listed: tuple[str, ...] | None = None  # the children, listed right behind `create`
         self.log = logging.getLogger("aiocoord.recipes." + recipe.replace(" ", "_"))
 
     async def create(
@@ -121,9 +122,16 @@ class OurNode:
         *,
         make_parents: bool = True,
         mode: CreateMode = CreateMode.EPHEMERAL_SEQUENTIAL,
+        list_parent: bool = False,
     ) -> CreatedNode:
         """Create ``<path>/_c_<uuid>-<name><seq>`` (kazoo: ``<path>/<uuid hex><name><seq>``),
-        EPHEMERAL_SEQUENTIAL unless `mode` says otherwise, after a `sweep`."""
+        EPHEMERAL_SEQUENTIAL unless `mode` says otherwise, after a `sweep`.
+
+        `list_parent` sends the children listing right behind the create (one
+        round trip for both; the server answers in order, so our node is in
+        it): `listed`, None if its reply did not come with the create's.
+        """
+        self.listed = None
         await self.sweep()
         self.pending = node_id = kazoo_id() if self.kazoo else str(uuid.uuid4())
         try:
@@ -134,6 +142,7 @@ class OurNode:
                     prefix=node_id,
                     mode=mode,
                     parent_mode=CreateMode.PERSISTENT,
+                    list_parent=list_parent,
                 )
             else:
                 created = await self.client.create_protected(
@@ -142,12 +151,14 @@ class OurNode:
                     node_id=node_id,
                     make_parents=make_parents,
                     mode=mode,
+                    list_parent=list_parent,
                 )
         except NoNodeError:
             self.pending = None  # no parent, so certainly no node
             raise
         self.pending = None
         self.node = node = created_node(created)
+        self.listed = created.listing
         return node
 
     async def delete(self) -> None:

@@ -218,6 +218,7 @@ class Waiter(OurNode):
         pass again (a participant's grant ends in None too, once it is over).
         """
         node = self.node
+        listed: Ordering | None = None
         if node is None or node.owner != self.coord.client.session.session_id:
             if node is not None:  # an earlier session's: the server may not have expired it yet
                 self._lose("session lost")
@@ -228,6 +229,7 @@ class Waiter(OurNode):
                     await wake.wait()
                 return None
             node = await self._join()
+            listed = self._listing()
         own: Watch | None = None
         if self.host is not None:
             own = await self._watch_own(node)
@@ -235,7 +237,7 @@ class Waiter(OurNode):
                 return None
         self.determining = time.monotonic()
         try:
-            order: Ordering | None = await self._ordered()
+            order: Ordering | None = listed if listed is not None else await self._ordered()
             while order is not None:
                 sid = self.coord.client.session.session_id
                 move = decide(order, node.name, self.rule, owner=node.owner, session_id=sid)
@@ -454,11 +456,18 @@ class Waiter(OurNode):
         return node
 
     async def _create(self) -> CreatedNode:
-        return await self.create(self.name, self.data)
+        # The listing goes right behind the create: one round trip for both.
+        return await self.create(self.name, self.data, list_parent=True)
 
     async def _ordered(self) -> Ordering:
         """The children, in queue order."""
         return Ordering(await self.client.children(self.path), self.names)
+
+    def _listing(self) -> Ordering | None:
+        """The children listed right behind our node's create, in queue order (taken once:
+        None if that listing did not come with the create, or was taken)."""
+        listed, self.listed = self.listed, None
+        return Ordering(listed, self.names) if listed is not None else None
 
     def forget(self) -> None:
         """Our node is gone (or was never ours): drop it without a request."""

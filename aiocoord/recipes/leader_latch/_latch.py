@@ -208,13 +208,15 @@ class LeaderLatch(Service):
         offer = self._offer
         if offer is not None:
             offer.closing = True
-            offer.unwatch()
         term, self._term = self._term, None  # ends before the node goes: no two leaders overlap
         self._drop_loss()
         if term is not None:
             term.tenure.end("closed")
-        if offer is not None and not offer.writing:
-            self._sent_delete = offer.delete_now()
+        if offer is not None:
+            if not offer.writing:
+                self._sent_delete = offer.delete_now()
+            # After the delete is written: its notification is read only once we yield.
+            offer.unwatch()
         if term is not None:  # reported once the delete is on its way (no reader runs between)
             self._report_loss(term, "closed", publish=self._close_mode == "notify")
 
