@@ -125,7 +125,7 @@ class JobWorker(Service):
             hurry=self._hurry,
         )
         self._drain_wanted = True
-        self._draining = anyio.CancelScope()
+        self._draining: anyio.CancelScope | None = None  # made when leaving: no loop may run yet
         self._entered = False
         self._closing = False
         self._assigning = False
@@ -188,12 +188,14 @@ class JobWorker(Service):
     def _hurry(self) -> None:
         """Skip the drain (leaving with an exception, or cancelled)."""
         self._drain_wanted = False
-        self._draining.cancel()
+        if self._draining is not None:
+            self._draining.cancel()
 
     async def _leave_cleanly(self) -> None:
         """Leaving, while the session's tasks still run: drain, then hand back and delete."""
         self._closing = True
         if self._drain_wanted:
+            self._draining = anyio.CancelScope()
             with self._draining:
                 await self._drain()
         await self._leave()

@@ -278,3 +278,13 @@ def test_renamed_names_keep_working_for_one_release() -> None:
     assert isinstance(rw.read_lock(), aiocoord.ReadLock)
     assert isinstance(rw.write_lock(), aiocoord.WriteLock)
     assert inspect.iscoroutinefunction(aiocoord.Coordinator.close)  # beside aclose()
+
+
+def test_a_selector_and_a_job_worker_are_built_outside_an_event_loop() -> None:
+    """As a module builds them for `lifespan(recipes=[...])`, before any loop runs (docs/fastapi.md)."""
+    coord = _coord()
+    selector = aiocoord.leader_selector(coord, "/recipe", _lead, requeue=False)
+    assert isinstance(selector, aiocoord.LeaderSelector)
+    sched = aiocoord.Scheduler(coord, "/jobs")
+    worker = sched.worker(capacity=2, participant_id="pod-1")
+    assert worker.participant_id == "pod-1"

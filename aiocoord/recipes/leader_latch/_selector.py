@@ -132,7 +132,8 @@ class LeaderSelector(Service):
         self._error: BaseException | None = None
         # `lead` runs in this scope; leaving cancels it and waits for it to unwind
         # before the node goes (as Curator releases only once takeLeadership returned).
-        self._leading = anyio.CancelScope()
+        self._leading: anyio.CancelScope | None = None  # made when run: no loop may run yet
+        self._leaving = False
         self._loop_done = anyio.Event()
         self._looping = False
         self._life = Lifecycle(
@@ -191,18 +192,23 @@ class LeaderSelector(Service):
     async def _run(self, tg: anyio.abc.TaskGroup) -> None:
         await self.latch.start()
         self._looping = True
-        tg.start_soon(self._loop_until_left)
+        self._leading = anyio.CancelScope()
+        if self._leaving:
+            self._leading.cancel()
+        tg.start_soon(self._loop_until_left, self._leading)
 
-    async def _loop_until_left(self) -> None:
+    async def _loop_until_left(self, leading: anyio.CancelScope) -> None:
         try:
-            with self._leading:
+            with leading:
                 await self._loop()
         finally:
             self._loop_done.set()
 
     async def _stopping(self) -> None:
         """Leaving: `lead` is cancelled and has returned before the latch deletes our node."""
-        self._leading.cancel()
+        self._leaving = True
+        if self._leading is not None:
+            self._leading.cancel()
         if self._looping:
             await self._loop_done.wait()
         await self.latch.aclose()
