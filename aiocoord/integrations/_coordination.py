@@ -364,11 +364,13 @@ class Coordination(Service):
         raises; `TypeError` for an object without ``status_view()``.
         """
         check_recipes((recipe,))
-        async with recipe:
-            self.recipes.append(recipe)
-            try:
+        try:
+            async with recipe:
+                # Listed from entered until left: a draining worker shows DRAINING.
+                self.recipes.append(recipe)
                 yield recipe
-            finally:
+        finally:
+            if recipe in self.recipes:
                 self.recipes.remove(recipe)
 
     @asynccontextmanager

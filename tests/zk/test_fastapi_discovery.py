@@ -189,3 +189,47 @@ def test_bad_recipes_fail_when_the_app_is_built() -> None:
         lifespan(coord, recipes=[cache, cache])
     with pytest.raises(ConfigError, match="recipes"):  # the lifespan would make its own
         lifespan("127.0.0.1:1", recipes=[cache])
+
+
+async def test_a_draining_worker_stays_listed_until_it_has_left(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """`Coordination.run` lists a recipe until its exit returns: a draining worker shows DRAINING."""
+    coord = aiocoord.connect(zk_server.connect_string, namespace=zk_chroot, session_timeout=4)
+    sched = aiocoord.Scheduler(coord, "/jobs")
+    started, release = anyio.Event(), anyio.Event()
+
+    @sched.job("slow")
+    async def slow() -> str:
+        started.set()
+        await release.wait()
+        return "done"
+
+    ls = lifespan(coord, participant_id="pod-a")
+    app = FastAPI(lifespan=ls)
+    app.include_router(router)
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://app")
+    with anyio.fail_after(30):
+        async with ls(app), http:
+            c = app.state.aiocoord
+            states: list[str] = []
+
+            async def run_worker() -> None:
+                async with c.run(sched.worker(capacity=1, participant_id="pod-a")):
+                    await sched.submit("slow")
+                    await started.wait()
+                # Left: no longer listed.
+                recipes = (await http.get("/coordination/status")).json()["recipes"]
+                states.append("gone" if not recipes else recipes[0]["state"])
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run_worker)
+                await started.wait()
+
+                async def draining() -> bool:
+                    recipes = (await http.get("/coordination/status")).json()["recipes"]
+                    return bool(recipes) and recipes[0]["state"] == "DRAINING"
+
+                await eventually(draining)  # the worker's exit waits for the running job
+                release.set()
+            assert states == ["gone"]
