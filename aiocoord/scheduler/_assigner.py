@@ -1,9 +1,14 @@
 """The elected assigner: one term of it, from reconciliation to the loss of leadership.
 
-One persistent recursive watch on the scheduler's root tells the assigner of
-every pending job, worker and assignment as it appears or goes, in the order
-the server applied them, so it never lists a directory per job; the
-decisions are `AssignerState`'s, the requests are made here.
+Persistent recursive watches on ``jobs/``, ``workers/`` and ``assignments/``
+tell the assigner of every pending job, worker and assignment as it appears
+or goes, in the order the server applied them (one session delivers its
+notifications in that order, and each is handed on where it is read, into one
+stream), so it never lists a directory per job; the decisions are
+`AssignerState`'s, the requests are made here.  Results, run slots and the
+election send it nothing: it does not use them.  A persistent watch (not
+recursive) on ``results/`` itself tells it when a flat outcome of before
+buckets appears, with a listing of that folder then (see `_upgrade`).
 
 Per job: one read of the pending node, then one transaction that moves it::
 
@@ -46,11 +51,14 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import math
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ..errors import (
     ConnectionLostError,
@@ -103,28 +111,52 @@ class Assigner:
         self._wake = anyio.Event()  # set when the earliest due time changes
         self._armed: float | None = None  # the due time the timer sleeps until
         self._kick = anyio.Event()  # set when reads completed: plan once for them all
+        self._listing_results = False  # a listing of results/ for flat outcomes in flight
+        self._flat_results_again = False  # results/ changed since that listing began
 
     async def run(self) -> None:
         """Reconcile, then assign as events come, until cancelled (or the coordinator closes)."""
         await ensure_layout(self._client, self._layout)
         await ensure_all_buckets(self._client, self._layout)  # a few transactions, once
-        async with self._client.watch(self._layout.root, recursive=True) as watch:
-            async with anyio.create_task_group() as tg:
-                self._tg = tg
-                # Once watching: a flat job submitted while the others move is an event.
-                tg.start_soon(self._move_all_flat)
-                await self._reconcile()
-                self._apply_buffered(watch.events)
-                if not await probe_ttl(self._client, self._layout, self._retention):
-                    tg.start_soon(sweep_results, self._client, self._layout, self._retention)
-                tg.start_soon(self._timer)
-                tg.start_soon(self._pumper)
-                self._pump()
-                log.info("assigner of %s reconciled: %r", self._layout.root, self.state)
-                async for event in watch.events:
-                    self._on_event(event)
-                    self._apply_buffered(watch.events)
-                    self._pump_soon()
+        async with self._watch() as events, anyio.create_task_group() as tg:
+            self._tg = tg
+            # Once watching: a flat job submitted while the others move is an event.
+            tg.start_soon(self._move_all_flat)
+            await self._reconcile()
+            self._apply_buffered(events)
+            if not await probe_ttl(self._client, self._layout, self._retention):
+                tg.start_soon(sweep_results, self._client, self._layout, self._retention)
+            tg.start_soon(self._timer)
+            tg.start_soon(self._pumper)
+            self._pump()
+            log.info("assigner of %s reconciled: %r", self._layout.root, self.state)
+            async for event in events:
+                self._on_event(event)
+                self._apply_buffered(events)
+                self._pump_soon()
+
+    @contextlib.asynccontextmanager
+    async def _watch(self) -> AsyncIterator[MemoryObjectReceiveStream[WatchedEvent]]:
+        """The watches of a term, their events in one stream in the order they were read.
+
+        Each watch hands its events on where its notification is read (its
+        callback), so events of different watches keep the server's order.
+        Entering blocks until the server holds them all; leaving removes them.
+        """
+        layout = self._layout
+        send, receive = anyio.create_memory_object_stream[WatchedEvent](math.inf)
+        with send, receive:  # closed once the watches are gone: nothing is sent after
+            async with contextlib.AsyncExitStack() as stack:
+                for path in (layout.jobs, layout.workers, layout.assignments):
+                    watch = await stack.enter_async_context(
+                        self._client.watch(path, recursive=True)
+                    )
+                    watch.set_callback(send.send_nowait)
+                # Not recursive: the children of results/ change only with a bucket or a
+                # flat outcome, never with a result in its bucket.
+                watch = await stack.enter_async_context(self._client.watch(layout.results))
+                watch.set_callback(send.send_nowait)
+                yield receive
 
     async def _timer(self) -> None:
         """Release scheduled jobs when they are due: one sleep until the earliest, no polling."""
@@ -208,8 +240,10 @@ class Assigner:
             elif kind is EventType.DATA_CHANGED:  # rewritten by a move-back: read it again
                 state.job_deleted(parts[2])
                 state.job_created(parts[2], priority)
-        elif len(parts) == 2 and parts[0] in ("jobs", "results") and created:
-            self._move_flat(parts[0], parts[1])  # written by a client of before buckets
+        elif len(parts) == 2 and parts[0] == "jobs" and created:
+            self._move_flat("jobs", parts[1])  # submitted by a client of before buckets
+        elif parts == ["results"] and kind is EventType.CHILDREN_CHANGED:
+            self._look_for_flat_results()  # written by a worker of before buckets, perhaps
         elif len(parts) == 2 and parts[0] == "workers":
             if created or kind is EventType.DATA_CHANGED:
                 self._load_worker(parts[1])
@@ -429,6 +463,26 @@ class Assigner:
             )
         except CoordError as exc:
             log.warning("could not move the jobs of %s into buckets: %s", self._layout.root, exc)
+
+    def _look_for_flat_results(self) -> None:
+        """List ``results/`` (its buckets and any flat outcome) once more, soon; one at a time."""
+        self._flat_results_again = True
+        if not self._listing_results:
+            self._listing_results = True
+            self._spawn(self._list_flat_results)
+
+    async def _list_flat_results(self) -> None:
+        try:
+            while self._flat_results_again:
+                self._flat_results_again = False
+                for name in await self._client.children(self._layout.results):
+                    self._move_flat("results", name)
+        except CoordinatorClosedError:
+            raise
+        except CoordError as exc:
+            log.warning("could not list %s for flat outcomes: %s", self._layout.results, exc)
+        finally:
+            self._listing_results = False
 
     def _move_flat(self, folder: str, name: str) -> None:
         if is_flat(folder, name):

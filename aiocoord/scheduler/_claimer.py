@@ -2,9 +2,13 @@
 
 The assigner is one process.  Killed without closing its session (SIGKILL, a
 frozen host), it keeps the election until the server expires that session,
-and nothing new would be assigned meanwhile.  So each worker also watches
-``jobs/`` (one persistent recursive watch: names only, nothing is read) and
-notes when each pending job appeared.  A job still pending `GRACE` seconds
+and nothing new would be assigned meanwhile.  So the first `WATCHERS` workers
+by node name (the assigner's own process left out while it assigns) also
+watch ``jobs/`` (one persistent recursive watch: names only, nothing is
+read) and note when each pending job appeared.  Every worker follows the
+names in ``workers/`` (a recursive watch there: a notification per worker
+joining or leaving, none per job) to know whether it is one of them; the
+others hold no watch on ``jobs/`` and cost the server nothing per job.  A job still pending `GRACE` seconds
 later, while this worker has had a free slot for `GRACE` seconds without the
 assigner giving it anything, is one no assigner acted on (a live assigner
 gives a free worker a due job within milliseconds).  The worker reads it and
@@ -19,7 +23,8 @@ an id that is still running waits pending (the assigner resolves it once the
 first run ends), and is left alone; so is a job that already has a result.
 
 While the assigner is alive jobs leave ``jobs/`` before the grace ends and
-nothing is read.  Jobs that wait on purpose cost an idle worker one read
+nothing is read.  While it is frozen, the watching workers claim for
+themselves, each up to its capacity: a slot freed starts the next round.  Jobs that wait on purpose cost an idle worker one read
 each: a delayed job (its due time is then known; it is claimable `GRACE`
 after it) and a job this worker has no handler for.
 """
@@ -47,11 +52,12 @@ from ..zk.types import CheckOp, CreateOp, DeleteOp, EventType, WatchedEvent
 from ._lookup import at_once, bucketed
 from ._records import JobsLayout, decode_job
 
-__all__ = ("GRACE", "Claimer")
+__all__ = ("GRACE", "WATCHERS", "Claimer")
 
 log = logging.getLogger(__name__)
 
 GRACE = 0.5  # seconds a job waits for an assigner before workers claim it themselves
+WATCHERS = 2  # the workers first by node name watch jobs/ for claims (one may be the assigner)
 _IDLE_LISTING = 10  # graces of idleness before a fresh worker lists the pending jobs
 _MAX_BACKOFF = 30.0  # seconds between looks at a job left alone (held, or with a result)
 _HEAP_SLACK = 256  # stale heap entries allowed beyond the live ones before a rebuild
@@ -94,6 +100,9 @@ class Claimer:
         # While a listing is in flight: the jobs whose deletion the watch told meanwhile, so
         # that a reply older than the event does not bring them back for good.
         self._gone_while_listing: set[str] | None = None
+        self._members: set[str] | None = None  # the names in workers/ (None: not yet listed)
+        self._standing = anyio.Event()  # set when whether we watch jobs/ may have changed
+        self._unwatch: anyio.CancelScope | None = None  # ends the watch on jobs/ while it lasts
 
     # --- what the worker session tells us ---------------------------------------------------
 
@@ -105,9 +114,12 @@ class Claimer:
         self._free_since = time.monotonic() if self._free() > 0 else None
 
     def slot_freed(self) -> None:
-        if self._free_since is None and self._free() > 0:
-            self._free_since = time.monotonic()
-            self._wake.set()
+        if self._free() > 0:
+            if self._free_since is None:
+                self._free_since = time.monotonic()
+                self._wake.set()
+            elif self._when:
+                self._wake.set()  # claiming: the next round need not wait out a grace
 
     def _room(self) -> int:
         """Free slots, less our claims whose assignment has not arrived yet.
@@ -120,38 +132,119 @@ class Claimer:
     # --- the watch ---------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Watch ``jobs/`` and claim what no assigner takes in time, until cancelled."""
-        async with self._client.watch(self._layout.jobs, recursive=True) as watch:
+        """Follow ``workers/``; while one of the `WATCHERS`, watch ``jobs/`` and claim.
+
+        Runs until cancelled.  A watch that cannot be set (no connection) is
+        tried again after a grace.
+        """
+        async with self._client.watch(self._layout.workers, recursive=True) as members:
+            members.set_callback(self._on_member)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._timer)
-                self.relist()
-                async for event in watch.events:
-                    self._on_event(event)
+                self._list_members()
+                while True:
+                    while not self.watching_wanted():
+                        await self._standing.wait()
+                    try:
+                        await self._watch_jobs()
+                    except CoordinatorClosedError:
+                        raise
+                    except CoordError as exc:
+                        log.debug("worker %s: no watch on the pending jobs: %s", self._worker, exc)
+                        await anyio.sleep(self.grace)
+
+    def watching_wanted(self) -> bool:
+        """Whether this worker watches ``jobs/`` for claims now (see the module docstring)."""
+        members = self._members
+        if members is None or not self._active():
+            return False  # not listed yet: the listing's answer decides
+        return sum(name < self._worker for name in members) < WATCHERS
+
+    @property
+    def watching(self) -> bool:
+        """True while this worker holds its watch on ``jobs/``."""
+        return self._unwatch is not None
+
+    def standing_changed(self) -> None:
+        """This worker began or stopped assigning, or leaves: look again at `watching_wanted`."""
+        self._standing.set()
+        self._standing = anyio.Event()
+        if self._unwatch is not None and not self.watching_wanted():
+            self._unwatch.cancel()
+
+    async def _watch_jobs(self) -> None:
+        """Watch ``jobs/`` until no longer wanted; then forget what it told."""
+        try:
+            async with self._client.watch(self._layout.jobs, recursive=True) as watch:
+                self._start_over()
+                with anyio.CancelScope() as self._unwatch:
+                    if not self.watching_wanted():
+                        return
+                    async for event in watch.events:
+                        self._on_event(event)
+        finally:
+            self._unwatch = None
+            self._forget()
+            self._stale = False
+
+    def _list_members(self) -> None:
+        """List ``workers/`` in the connection's order with the watch's events (no task)."""
+
+        def listed(answer: object) -> None:
+            # Unreadable: watch, rather than leave the claims to nobody.
+            self._members = set(answer) if isinstance(answer, list) else set()
+            self.standing_changed()
+
+        try:
+            self._client.read_now(self._layout.workers, listed, children=True)
+        except CoordError as exc:  # no connection: the next relist (reconnected) lists them
+            log.debug("worker %s: could not list the workers: %s", self._worker, exc)
+
+    def _on_member(self, event: WatchedEvent) -> None:
+        parent, _, name = event.path.rpartition("/")
+        if parent != self._layout.workers or self._members is None:
+            return
+        if event.type is EventType.CREATED:
+            self._members.add(name)
+        elif event.type is EventType.DELETED:
+            self._members.discard(name)
+        else:
+            return
+        self.standing_changed()
 
     def relist(self) -> None:
-        """List the pending jobs before the next claim (at the start; when events may be missed).
+        """Events may have been missed (reconnected): list the workers and pending jobs again.
 
-        The listing (one request per bucket) waits until a job seen by the
-        watch has been pending for `grace` with this worker free (no assigner
-        acts), or, for jobs older than the watch, until this worker has been
-        free `_IDLE_LISTING` graces with nothing assigned.  While an assigner
-        is alive and the worker busy neither comes, and joining a fleet costs
-        no listing.
+        The pending jobs are listed (one request per bucket, only while this
+        worker watches ``jobs/``) once a job seen by the watch has been pending
+        for `grace` with this worker free (no assigner acts), or, for jobs
+        older than the watch, once this worker has been free `_IDLE_LISTING`
+        graces with nothing assigned.  While an assigner is alive and the
+        worker busy neither comes, and joining a fleet costs no listing.
         """
+        self._list_members()
+        self._claimed.clear()  # the queue is listed again too: what arrived is known afresh
+        if self._unwatch is not None:
+            self._start_over()
+
+    def _forget(self) -> None:
+        self._when.clear()
+        self._paths.clear()
+        self._looks.clear()
+        self._ignored.clear()
+        self._heap.clear()
+
+    def _start_over(self) -> None:
+        """List the pending jobs before the next claim: what the watch told may be stale."""
         now = time.monotonic()
         # What the watch told may be stale now: a job deleted while it missed events would
         # stay claimable here for good (no claim comes while an assigner is alive), and
         # with it every entry queued behind it in the heap.  Forget it all: the listing,
         # made no later than the earliest claim known would have been, finds what is left.
         known = min(self._when.values(), default=math.inf)
-        self._when.clear()
-        self._paths.clear()
-        self._looks.clear()
-        self._ignored.clear()
-        self._heap.clear()
+        self._forget()
         self._stale = True
         self._stale_at = min(now + self.grace * _IDLE_LISTING, max(known, now))
-        self._claimed.clear()  # the queue is listed again too: what arrived is known afresh
         self._wake.set()
 
     def sizes(self) -> dict[str, int]:
@@ -168,6 +261,8 @@ class Claimer:
             return
         finally:
             self._gone_while_listing = None
+        if self._unwatch is None:
+            return  # no longer watching: nothing would tell us of these jobs' going
         for job_id, path in paths.items():
             if job_id not in self._when and job_id not in self._ignored and job_id not in gone:
                 self._paths[job_id] = path

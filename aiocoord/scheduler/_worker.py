@@ -194,6 +194,7 @@ class JobWorker(Service):
     async def _leave_cleanly(self) -> None:
         """Leaving, while the session's tasks still run: drain, then hand back and delete."""
         self._closing = True
+        self._standing_changed()
         if self._drain_wanted:
             self._draining = anyio.CancelScope()
             with self._draining:
@@ -339,6 +340,11 @@ class JobWorker(Service):
         """Claim jobs unassigned too long (`_claimer`) unless assigning or leaving ourselves."""
         return not self._assigning and not self._closing
 
+    def _standing_changed(self) -> None:
+        """Assigning or leaving began or ended: the claimer looks again at its watch."""
+        if self._current is not None:
+            self._current.claimer.standing_changed()
+
     def _notify(self) -> None:
         self._idle.set()
         self._idle = anyio.Event()
@@ -386,6 +392,7 @@ class JobWorker(Service):
         after a backoff.
         """
         self._assigning = True
+        self._standing_changed()
         root = self._layout.root
         log.info("assigner of %s: %s (token 0x%x)", root, self._base, term.token)
         why = "returned"
@@ -396,6 +403,7 @@ class JobWorker(Service):
             raise
         finally:
             self._assigning = False
+            self._standing_changed()
             # Once the term's work has stopped: operators (and the fault campaign) see its end.
             log.info("assigner of %s: %s stopped (%s)", root, self._base, why)
 

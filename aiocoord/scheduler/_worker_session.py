@@ -5,7 +5,8 @@ so a worker that lost its session never gets back the assignments of its
 former self: those belong to a dead worker and go back to the pending jobs.
 It registers with one transaction (its queue node ``assignments/<id>`` and
 its ephemeral ``workers/<id>``), watches its queue with one persistent
-recursive watch (no listing per job) and runs each assignment (`_execute`:
+recursive watch (no listing per job; the claims' watches are `_claimer`'s)
+and runs each assignment (`_execute`:
 read it, mark it RUNNING, call the handler within its timeout, write the
 result or schedule a retry, then delete the assignment).  An assignment
 deleted under it (cancelled, taken back) cancels that run.

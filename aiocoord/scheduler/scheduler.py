@@ -42,8 +42,10 @@ client's watch and read (2): 8, of which 4 are writes; fewer under load,
 towards 5, as transactions are shared (the assigner moves the jobs ready
 together; a worker's runs share their marks and results).  Nobody
 lists a directory per job; the assigner and each worker learn of changes from
-persistent recursive watches (a worker's on its queue and on ``jobs/``, for
-claims).  Claims cost requests only when the assigner is dead or lags.
+persistent recursive watches (the assigner's on ``jobs/``, ``workers/`` and
+``assignments/``, not on the results; a worker's on its queue and on
+``workers/``; the two workers first by name also on ``jobs/``, for claims).
+Claims cost requests only when the assigner is dead or lags.
 
 Results are TTL nodes where the server allows them (``extendedTypesEnabled``);
 otherwise persistent nodes that the assigner sweeps after `result_ttl` (by

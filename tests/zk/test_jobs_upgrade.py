@@ -17,6 +17,7 @@ import aiocoord
 from aiocoord.scheduler._ops import ensure_layout
 from aiocoord.scheduler._records import ResultRecord, encode_job, encode_result
 from aiocoord.testing import ZooKeeperServer
+from tests.helpers import eventually
 from tests.zk._jobs_lab import LAYOUT, lab
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -55,3 +56,26 @@ async def test_flat_jobs_and_results_are_moved_and_run(
             assert flat == [corrupt]
             results = await it.coord.client.children(LAYOUT.results)
             assert all(len(name) == 2 for name in results)
+
+
+async def test_a_flat_outcome_written_during_the_term_is_moved(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """An older worker writes ``results/<id>`` while this assigner leads: it lands in its bucket.
+
+    The assigner watches ``results/`` itself, not the results in their buckets:
+    a flat outcome changes that folder's children, and a listing finds it.
+    """
+    async with lab(zk_server, zk_chroot) as it:
+        await it.run_worker()
+        with anyio.fail_after(30):
+            job_id = flat_id()
+            record = ResultRecord("step", True, value="late", worker="older")
+            await it.coord.client.create(f"{LAYOUT.results}/{job_id}", encode_result(record))
+            assert await it.client.result(job_id, not_submitted_yet=True) == "late"
+
+            async def moved() -> bool:
+                return all(len(n) == 2 for n in await it.coord.client.children(LAYOUT.results))
+
+            await eventually(moved)
+            assert await it.coord.client.exists(LAYOUT.result(job_id)) is not None
