@@ -52,21 +52,20 @@ class Settings:
         self.path = path
         self.delay = 0.0
         self.jitter = 0.0
-        self._seen = (-1, -1)
+        self._seen = ""
         self.reload()
 
     def reload(self) -> None:
         try:
-            stat = os.stat(self.path)
-            seen = (stat.st_ino, stat.st_mtime_ns)  # replaced by a rename: a new inode
-            if seen == self._seen:
-                return
             with open(self.path, encoding="utf-8") as f:
-                words = f.read().split()
+                text = f.read()  # a few bytes, replaced by a rename: read whole every poll
+            if text == self._seen:
+                return
+            words = text.split()
             delay, jitter = float(words[0]), float(words[1])
         except (OSError, ValueError, IndexError):
             return
-        self._seen = seen
+        self._seen = text
         self.delay, self.jitter = max(0.0, delay), max(0.0, jitter)
         if len(words) > 2:
             applied = f"{self.path}.applied"
