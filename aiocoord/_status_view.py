@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ("Reports", "StatusView")
+__all__ = ("Reports", "StatusView", "view_of")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +39,29 @@ class StatusView:
     private: Mapping[str, Any] = field(default_factory=dict)
 
     def as_json(self, detail: bool) -> dict[str, Any]:
-        """``{"kind", "path", "state", **facts}``, and `private` too with `detail`."""
-        out: dict[str, Any] = {"kind": self.kind, "path": self.path, "state": self.state}
-        out |= self.facts
-        if detail:
-            out |= self.private
-        return out
+        """``{"kind", "path", "state", **facts}``, and `private` too with `detail`.
+
+        A fact or private value named ``kind``, ``path`` or ``state`` does not
+        replace those three.
+        """
+        out: dict[str, Any] = {**self.facts, **(self.private if detail else {})}
+        out |= {"kind": self.kind, "path": self.path, "state": self.state}
+        return {key: out[key] for key in ("kind", "path", "state", *out) if key in out}
+
+
+def view_of(recipe: Reports, detail: bool) -> dict[str, Any]:
+    """`recipe`'s view as JSON; a ``status_view()`` that raises is shown, not raised.
+
+    One broken entry must not take the whole status page down with it: it is
+    listed as ``{"kind": <its class>, "state": "ERROR", "error": <repr>}``.
+    """
+    try:
+        view = recipe.status_view()
+        if not isinstance(view, StatusView):
+            raise TypeError(f"status_view() returned {type(view).__name__}, not a StatusView")
+        return view.as_json(detail)
+    except Exception as exc:  # a status page reports, it does not fail
+        return {"kind": type(recipe).__name__, "path": None, "state": "ERROR", "error": repr(exc)}
 
 
 @runtime_checkable

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from .._status_view import Reports
+from .._status_view import Reports, view_of
 from ..errors import CoordError
 from ..recipes.cron import Cron, CronJobView, read_cron_job
 from ..recipes.leader_latch import LeaderLatch
@@ -83,7 +83,7 @@ async def status_of(c: Reported, timeout: float, detail: bool) -> dict[str, Any]
         "locks": [_lock(h.path, h.owner, h.token, h.since, detail) for h in c.holds],
         "task_leadership": [],
         "cron": None,
-        "recipes": [r.status_view().as_json(detail) for r in c.recipes],
+        "recipes": [view_of(r, detail) for r in c.recipes],
     }
     reads: list[tuple[dict[str, Any], Read]] = []
     for path, latch in c.latches.items():
