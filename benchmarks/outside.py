@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -75,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give the command to run after --")
     if args.every <= 0:
         parser.error(f"--every must be > 0: {args.every}")
+    if args.run is not None and args.run <= 0:
+        parser.error(f"--run must be > 0: {args.run}")
     samples: list[tuple[float, int, float]] = []
     proc = subprocess.Popen(command)
     start = time.monotonic()
@@ -86,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(args.every)
     except KeyboardInterrupt:
-        proc.send_signal(2)
+        proc.send_signal(signal.SIGINT)
         proc.wait()
     if args.out is not None:
         args.out.write_text("".join(f"{t:.1f} {r} {load:.2f}\n" for t, r, load in samples))

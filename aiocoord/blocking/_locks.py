@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from ..errors import LockLost
 from ..recipes.cas_lock import CasLock, Slot
@@ -23,9 +23,6 @@ from ..recipes.mutex import Lease, Mutex, Participant, ReadWriteLock, Semaphore
 from ._held import Held
 from ._loop import Loop
 from ._right import Right
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = (
     "Claims",
