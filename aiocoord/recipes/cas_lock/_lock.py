@@ -18,6 +18,7 @@ import anyio
 
 from ..._checks import check_coordinator, check_timeout
 from ...errors import (
+    ConfigError,
     ConnectionLostError,
     LockLost,
     LockNotAcquired,
@@ -44,9 +45,23 @@ from ._record import (
 from ._turns import contender_id, joining, pace_of, rank, served
 from ._writes import NodeWriter, View
 
-__all__ = ("CasLock", "LockStatus")
+__all__ = ("CasLock", "LockStatus", "check_blocking")
 
 log = logging.getLogger("aiocoord.recipes.cas_lock")
+
+
+def check_blocking(blocking: object, timeout: object) -> float | None:
+    """The wait's bound: `timeout` (checked), or 0 for ``blocking=False``, which takes none."""
+    if not isinstance(blocking, bool):
+        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
+    seconds = check_timeout(timeout)
+    if blocking:
+        return seconds
+    if seconds is not None and seconds != 0:
+        raise ConfigError(
+            "timeout", f"blocking=False never waits, so it takes no timeout (got {seconds:g})"
+        )
+    return 0.0
 
 
 @dataclass(slots=True)
@@ -500,10 +515,9 @@ class CasLock:
             forget=functools.partial(self._forget_hold, self._id),
         )
 
-    @asynccontextmanager
-    async def hold(
+    def hold(
         self, *, blocking: bool = True, timeout: float | None = None
-    ) -> AsyncIterator[CasLock]:
+    ) -> AbstractAsyncContextManager[CasLock]:
         """Acquire, run the body with the lease renewed, release on exit.
 
         Entering waits until the lock is ours, at most `timeout` seconds
@@ -515,10 +529,15 @@ class CasLock:
         after the last successful write) before a renewal succeeds; SUSPENDED
         alone cancels nothing.  Leaving releases with a CAS (shielded,
         bounded); if the release cannot be confirmed, the lease frees the lock.
+        Raises `TypeError` for a bad `blocking` or `timeout`, `ConfigError`
+        (naming `timeout`) for a negative one or one given with
+        ``blocking=False``, before anything is sent.
         """
-        if not isinstance(blocking, bool):
-            raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
-        if not await self.acquire(timeout if blocking else 0):
+        return self._hold(check_blocking(blocking, timeout))
+
+    @asynccontextmanager
+    async def _hold(self, timeout: float | None) -> AsyncIterator[CasLock]:
+        if not await self.acquire(timeout):
             raise LockNotAcquired(self.path, self._seen_owner)
         async with guard(self._lease()):
             yield self
