@@ -199,6 +199,7 @@ async def test_recipe_constructors_refuse_bad_arguments(zk_server: ZooKeeperServ
     w = Worker("1.0")
     sched = Scheduler(c, "/jobs")
     sched.job("echo")(_echo)
+    timed: Any = {"timeout": 5}  # once_per takes no timeout (its options do not list one)
     bad_path: list[tuple[str, object]] = [
         ("int", 5), ("empty", ""), ("relative", "rel"), ("trailing /", "/a/"),
         ("double /", "/a//b"), ("dot", "/a/./b"), ("NUL", "/a\x00"),
@@ -238,6 +239,13 @@ async def test_recipe_constructors_refuse_bad_arguments(zk_server: ZooKeeperServ
         ("skew=-1", lambda: cas_lock(c, "/l", skew=-1), ConfigError, "skew"),
         ("skew='x'", lambda: cas_lock(c, "/l", skew=x), TypeError, "skew"),
         ("blocking='x'", lambda: cas_lock(c, "/l", blocking=x), TypeError, "blocking"),
+        ("blocking=False timeout=5", lambda: cas_lock(c, "/l", blocking=False, timeout=5), ConfigError, "timeout"),
+        ("blocking=False timeout=inf", lambda: cas_lock(c, "/l", blocking=False, timeout=math.inf), ConfigError, "timeout"),
+        ("blocking=False timeout='x'", lambda: cas_lock(c, "/l", blocking=False, timeout=x), TypeError, "timeout"),
+        ("hold blocking=False timeout=5", lambda: CasLock(c, "/l").hold(blocking=False, timeout=5), ConfigError, "timeout"),
+        ("hold timeout=-1", lambda: CasLock(c, "/l").hold(timeout=-1), ConfigError, "timeout"),
+        ("hold blocking='x'", lambda: CasLock(c, "/l").hold(blocking=x), TypeError, "blocking"),
+        ("once_per timeout=5", lambda: once_per(c, "/o", 60, **timed), ConfigError, "timeout"),
         ("interval=0", lambda: once_per(c, "/o", 0), ConfigError, "interval"),
         ("interval=nan", lambda: once_per(c, "/o", math.nan), ConfigError, "interval"),
         ("interval=inf", lambda: once_per(c, "/o", math.inf), ConfigError, "interval"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import AsyncExitStack
 
 import anyio
@@ -9,7 +10,7 @@ import pytest
 
 import aiocoord
 from aiocoord import Barrier, ConfigError, double_barrier
-from aiocoord.testing import ZooKeeperServer, expire_session
+from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.anyio
@@ -150,3 +151,64 @@ async def test_a_participant_lost_with_its_session_while_entering_joins_again(
                 async with double_barrier(other, "/b/lost", members=2, participant_id="b"):
                     await entered.wait()
                     tg.cancel_scope.cancel()
+
+
+@pytest.fixture
+def proxy(zk_server: ZooKeeperServer) -> Iterator[FaultProxy]:
+    with FaultProxy(*zk_server.address) as p:
+        yield p
+
+
+async def test_barrier_wait_keeps_its_deadline_while_zookeeper_is_silent(
+    coordinator: aiocoord.Coordinator, proxy: FaultProxy, zk_chroot: str
+) -> None:
+    # The first read is inside the deadline: a silent server gives False at the
+    # deadline, never `ConnectionLostError` after the request timeout.
+    with anyio.fail_after(30):
+        async with aiocoord.connect(
+            proxy.connect_string, namespace=zk_chroot, session_timeout=6.0
+        ) as waiting:
+            barrier = Barrier(waiting, "/b/silent")
+            await Barrier(coordinator, "/b/silent").set()
+            proxy.pause()
+            try:
+                started = anyio.current_time()
+                assert await barrier.wait(timeout=1) is False
+                assert anyio.current_time() - started < 1.5
+
+                async def suspended() -> bool:
+                    return waiting.state is aiocoord.ConnectionState.SUSPENDED
+
+                await eventually(suspended)
+                started = anyio.current_time()
+                assert await barrier.wait(0) is False  # no connection to look on
+                assert anyio.current_time() - started < 0.5
+            finally:
+                proxy.resume()
+
+
+async def test_barrier_wait_started_while_zookeeper_is_silent_ends_when_it_answers(
+    coordinator: aiocoord.Coordinator, proxy: FaultProxy, zk_chroot: str
+) -> None:
+    with anyio.fail_after(30):
+        async with aiocoord.connect(
+            proxy.connect_string, namespace=zk_chroot, session_timeout=6.0
+        ) as waiting:
+            await Barrier(coordinator, "/b/later").set()
+            proxy.pause()
+            result: list[bool] = []
+            try:
+                async with anyio.create_task_group() as tg:
+
+                    async def waiter() -> None:
+                        result.append(await Barrier(waiting, "/b/later").wait(timeout=20))
+
+                    tg.start_soon(waiter)
+                    # Past the request timeout: the first read has failed by now.
+                    await anyio.sleep(waiting.client.session.timing.request_timeout + 0.5)
+                    assert result == []
+                    await Barrier(coordinator, "/b/later").remove()
+                    proxy.resume()
+            finally:
+                proxy.resume()
+            assert result == [True]

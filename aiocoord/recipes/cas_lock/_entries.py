@@ -5,9 +5,10 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import TypedDict, Unpack
 
+from ...errors import ConfigError
 from ...session import Coordinator
 from ._hold import Slot, run_once
-from ._lock import CasLock
+from ._lock import CasLock, check_blocking
 from ._record import check_interval
 
 __all__ = ("CasLockOptions", "OncePerOptions", "Slot", "cas_lock", "once_per")
@@ -36,12 +37,12 @@ def cas_lock(
     `LockNotAcquired`; ``blocking=False`` is ``timeout=0``), the block runs
     with the lease renewed, and leaving releases it: see `CasLock.hold`.
     Arguments are checked here: `lease` must be positive, `skew` (default
-    min(1 s, lease/10)) below lease/2; bad ones raise `ConfigError`/`TypeError`.
+    min(1 s, lease/10)) below lease/2, and ``blocking=False`` takes no
+    `timeout`; bad ones raise `ConfigError`/`TypeError` naming the argument.
     """
-    if not isinstance(blocking, bool):
-        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
-    if not blocking:
-        options["timeout"] = 0.0
+    seconds = check_blocking(blocking, options.get("timeout"))
+    if "timeout" in options or not blocking:
+        options["timeout"] = seconds
     return CasLock(coord, path, **options)
 
 
@@ -67,8 +68,11 @@ def once_per(
     runs, the lock behaves as in `cas_lock()` (renewed; cancelled with
     `LockLost` when lost).  If the successful run cannot be recorded, the exit
     raises (`ConnectionLostError` or `LockLost`): the window may run again.
-    `owner`, `lease` and `skew` are the lock's (see `CasLock`).
+    `owner`, `lease` and `skew` are the lock's (see `CasLock`); a `timeout`
+    raises `ConfigError` naming it.
     """
     interval = check_interval(interval)
+    if "timeout" in options:
+        raise ConfigError("timeout", "once_per never waits for the lock, so it takes no timeout")
     lock = CasLock(coord, path, **options)
     return run_once(lock._try_window, lock._lease, lock.owner, lambda: lock.token, interval)

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 import anyio
 
 from ..._checks import check_coordinator, check_timeout
 from ...errors import (
+    ConfigError,
     ConnectionLostError,
     LockLost,
     LockNotAcquired,
@@ -40,9 +45,23 @@ from ._record import (
 from ._turns import contender_id, joining, pace_of, rank, served
 from ._writes import NodeWriter, View
 
-__all__ = ("CasLock", "LockStatus")
+__all__ = ("CasLock", "LockStatus", "check_blocking")
 
 log = logging.getLogger("aiocoord.recipes.cas_lock")
+
+
+def check_blocking(blocking: object, timeout: object) -> float | None:
+    """The wait's bound: `timeout` (checked), or 0 for ``blocking=False``, which takes none."""
+    if not isinstance(blocking, bool):
+        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
+    seconds = check_timeout(timeout)
+    if blocking:
+        return seconds
+    if seconds is not None and seconds != 0:
+        raise ConfigError(
+            "timeout", f"blocking=False never waits, so it takes no timeout (got {seconds:g})"
+        )
+    return 0.0
 
 
 @dataclass(slots=True)
@@ -66,8 +85,9 @@ class CasLock:
     lock is lost (then `LockLost`), and releases.  `try_acquire()`,
     `acquire()` and `release()` alone never start background work, so
     nothing renews the lease: call `renew()` within each lease.  Not
-    reentrant; one task at a time.  Raises `InvalidPathError`, `ConfigError`
-    or `TypeError` for bad arguments.
+    reentrant; tasks sharing one `CasLock` take it in turn (a task waits
+    for the others' holds, within its `timeout`).  Raises `InvalidPathError`,
+    `ConfigError` or `TypeError` for bad arguments.
     """
 
     def __init__(
@@ -83,7 +103,10 @@ class CasLock:
         check_coordinator(coord)
         self._coord = coord
         self._timeout = check_timeout(timeout)
-        self._holding: AbstractAsyncContextManager[CasLock] | None = None  # `async with`'s
+        self._holding: dict[asyncio.Task[Any], AbstractAsyncContextManager[CasLock]] = {}
+        self._turn = asyncio.Lock()  # the tasks sharing this CasLock take it in turn
+        self._queued = 0  # tasks waiting for their turn
+        self._turn_task: asyncio.Task[Any] | None = None  # the task whose turn it is
         self.path = validate_path(path)
         self._writer = NodeWriter(coord.client, self.path)
         self._owner = check_owner(owner)
@@ -147,8 +170,10 @@ class CasLock:
     async def try_acquire(self) -> bool:
         """Take the lock if it is free or its lease expired; never waits for the holder.
 
-        Raises `ConnectionLostError` when ZooKeeper cannot be reached in time,
-        `NodeDataError` for a foreign record, `RuntimeError` if already held.
+        False too while another task sharing this `CasLock` holds or waits
+        for it.  Raises `ConnectionLostError` when ZooKeeper cannot be reached
+        in time, `NodeDataError` for a foreign record, `RuntimeError` if this
+        task already holds it.
         """
         acquired, _ = await self._try_window(None)
         return acquired
@@ -157,7 +182,9 @@ class CasLock:
         """Wait until the lock is ours; True then, False if `timeout` seconds passed first.
 
         None waits as long as it takes; ``timeout=0`` is `try_acquire()`.
-        Waits on a data watch, waking when the record changes or when the
+        Tasks sharing this `CasLock` take it in turn: first it waits (within
+        `timeout`) until no other task of it holds or waits for it.  Then it
+        waits on a data watch, waking when the record changes or when the
         holder's lease (plus skew) runs out, whichever comes first.  A
         connection loss is ridden out if ZooKeeper answers again within the
         request timeout (counted from the request that found it gone, or from
@@ -165,22 +192,52 @@ class CasLock:
         `ConnectionLostError` says how long it waited and why.  Cancelled (or
         timed out) while waiting, it holds nothing, unless its write had
         already landed: then it returns True.  Raises `NodeDataError` for a
-        foreign record, `RuntimeError` if already held, `TypeError` or
-        `ConfigError` (naming `timeout`) for a bad timeout.
+        foreign record, `RuntimeError` if this task already holds or waits for
+        it, `TypeError` or `ConfigError` (naming `timeout`) for a bad timeout.
         """
         seconds = check_timeout(timeout)
         if seconds == 0:
             return await self.try_acquire()
-        if seconds is None:
-            await self._acquire()
-            return True
-        self._check_idle()
-        with anyio.move_on_after(seconds):
-            await self._acquire()
-        return self._record is not None
+        task = self._check_idle()
+        acquired = False
+        try:
+            with anyio.move_on_after(math.inf if seconds is None else seconds):
+                await self._take_turn(task)
+                await self._acquire()
+            acquired = self._turn_task is task and self._record is not None
+        finally:
+            if not acquired:
+                self._end_turn(task)
+        return acquired
+
+    async def _take_turn(self, task: asyncio.Task[Any]) -> None:
+        """Wait until no other task sharing this CasLock holds or waits for it."""
+        if self._turn.locked() or self._queued:
+            self._seen_owner = self._owner  # another task of ours has it: we are behind it
+        self._queued += 1
+        try:
+            await self._turn.acquire()
+        finally:
+            self._queued -= 1
+        self._turn_task = task
+
+    async def _take_turn_now(self, task: asyncio.Task[Any]) -> bool:
+        """Our turn if no other task holds or waits for it (never waits)."""
+        if self._turn.locked() or self._queued:
+            self._seen_owner = self._owner  # another task of ours has it
+            return False
+        await self._turn.acquire()  # free and nobody queued: taken without suspending
+        self._turn_task = task
+        return True
+
+    def _end_turn(self, task: asyncio.Task[Any] | None = None) -> None:
+        """End the turn (of `task`, if given): the next task sharing this CasLock may go."""
+        if self._turn_task is None or (task is not None and self._turn_task is not task):
+            return
+        self._turn_task = None
+        self._turn.release()
 
     async def _acquire(self) -> None:
-        self._check_idle()
         client = self._coord.client
         what = f"lock {self.path}: could not acquire"
         view = self._remembered()  # our own release, if any: we learnt of it when we wrote it
@@ -241,21 +298,34 @@ class CasLock:
 
     async def _try_window(self, window: float | None) -> tuple[bool, LockRecord | None]:
         """Acquire without waiting (once_per: unless `window` already ran); with the record."""
-        self._check_idle()
-        view = self._remembered()
-        while True:
-            if view is None:
-                view = await self._look(watch=False)
-            rnd = await self._round(view, watch=False, window=window)
-            if rnd.acquired:
-                return True, self._record
-            if rnd.decision is not None:
-                return False, rnd.record
-            view = rnd.after
+        task = self._check_idle()
+        if not await self._take_turn_now(task):
+            return False, None
+        acquired = False
+        try:
+            view = self._remembered()
+            while True:
+                if view is None:
+                    view = await self._look(watch=False)
+                rnd = await self._round(view, watch=False, window=window)
+                if rnd.acquired:
+                    acquired = True
+                    return True, self._record
+                if rnd.decision is not None:
+                    return False, rnd.record
+                view = rnd.after
+        finally:
+            if not acquired:
+                self._end_turn(task)
 
-    def _check_idle(self) -> None:
-        if self._record is not None:
-            raise RuntimeError(f"{self!r} is already held (CasLock is not reentrant)")
+    def _check_idle(self) -> asyncio.Task[Any]:
+        """The current task, unless it already holds or waits for this lock (`RuntimeError`)."""
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("CasLock must be used from an asyncio task")
+        if self._turn_task is task:
+            raise RuntimeError(f"{self!r}: this task already holds or waits for it (not reentrant)")
+        return task
 
     def _remembered(self) -> View | None:
         """What our last release wrote, if anything: a free record worth a CAS without a read.
@@ -403,8 +473,15 @@ class CasLock:
         log.info("lock %s released by %s", self.path, self._owner)
 
     def _forget(self) -> None:
+        """Drop the acquisition and end its turn: the next task sharing this CasLock may go."""
         self._record, self._version, self._lost, self._taken = None, -1, None, False
         self._id = uuid.uuid4().hex
+        self._end_turn()
+
+    def _forget_hold(self, holder: str) -> None:
+        """`_forget()`, if the acquisition of `holder` was not forgotten already."""
+        if self._id == holder:
+            self._forget()
 
     def _mark_lost(self, reason: str, *, taken: bool = False) -> None:
         """Record the loss; `taken`: someone else changed the record (never write it again)."""
@@ -414,6 +491,13 @@ class CasLock:
             log.warning("lock %s lost by %s: %s", self.path, self._owner, reason)
 
     # --- holding ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_task() -> asyncio.Task[Any]:
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("CasLock must be used from an asyncio task")
+        return task
 
     def _lease(self) -> Acquisition:
         """What `guard` needs of this acquisition (see `Acquisition`)."""
@@ -428,13 +512,12 @@ class CasLock:
             mark_lost=self._mark_lost,
             renew=self.renew,
             release=self._release,
-            forget=self._forget,
+            forget=functools.partial(self._forget_hold, self._id),
         )
 
-    @asynccontextmanager
-    async def hold(
+    def hold(
         self, *, blocking: bool = True, timeout: float | None = None
-    ) -> AsyncIterator[CasLock]:
+    ) -> AbstractAsyncContextManager[CasLock]:
         """Acquire, run the body with the lease renewed, release on exit.
 
         Entering waits until the lock is ours, at most `timeout` seconds
@@ -446,19 +529,27 @@ class CasLock:
         after the last successful write) before a renewal succeeds; SUSPENDED
         alone cancels nothing.  Leaving releases with a CAS (shielded,
         bounded); if the release cannot be confirmed, the lease frees the lock.
+        Raises `TypeError` for a bad `blocking` or `timeout`, `ConfigError`
+        (naming `timeout`) for a negative one or one given with
+        ``blocking=False``, before anything is sent.
         """
-        if not isinstance(blocking, bool):
-            raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
-        if not await self.acquire(timeout if blocking else 0):
+        return self._hold(check_blocking(blocking, timeout))
+
+    @asynccontextmanager
+    async def _hold(self, timeout: float | None) -> AsyncIterator[CasLock]:
+        if not await self.acquire(timeout):
             raise LockNotAcquired(self.path, self._seen_owner)
         async with guard(self._lease()):
             yield self
 
     async def __aenter__(self) -> CasLock:
-        """Acquire (within `timeout`, else `LockNotAcquired`) and hold it as `hold()` does."""
+        """Acquire (within `timeout`, else `LockNotAcquired`) and hold it as `hold()` does.
+
+        Tasks sharing this `CasLock` take it in turn; each task's hold is its own.
+        """
         holding = self.hold(timeout=self._timeout)
         await holding.__aenter__()
-        self._holding = holding
+        self._holding[self._check_task()] = holding
         return self
 
     async def __aexit__(
@@ -468,7 +559,7 @@ class CasLock:
         tb: TracebackType | None,
     ) -> bool | None:
         """Release; raises `LockLost` (after the block) if the lock was lost meanwhile."""
-        holding, self._holding = self._holding, None
+        holding = self._holding.pop(self._check_task(), None)
         if holding is None:
             raise RuntimeError(f"{self!r} was not entered with `async with`")
         return await holding.__aexit__(exc_type, exc, tb)

@@ -17,16 +17,20 @@ is unknown (`ConnectionLostError`): both may be called again safely.
 from __future__ import annotations
 
 import contextlib
+import math
 
 import anyio
 
 from ..._checks import check_coordinator, check_timeout
-from ...errors import CoordinatorClosedError, NodeExistsError, NoNodeError
+from ...errors import ConnectionLostError, CoordinatorClosedError, NodeExistsError, NoNodeError
 from ...session import Coordinator
 from ...zk.paths import validate_path
+from ...zk.states import ConnectionState
 from ..cache import node_cache
 
 __all__ = ("Barrier", "barrier")
+
+_UP = (ConnectionState.CONNECTED, ConnectionState.RECONNECTED, ConnectionState.READ_ONLY)
 
 
 class Barrier:
@@ -61,24 +65,44 @@ class Barrier:
     async def wait(self, timeout: float | None = None) -> bool:
         """Block until the barrier is down; True then, False if `timeout` seconds passed first.
 
-        Returns at once if it is down (one read); ``timeout=0`` only looks.
-        Waits through SUSPENDED and LOST (see the module docstring).
-        Cancelling it only stops the wait.  Raises `TypeError` or
-        `ConfigError` (naming `timeout`) for a bad timeout.
+        Returns at once if it is down (one read).  The deadline is fixed when
+        the call starts and covers that read too: while ZooKeeper cannot be
+        reached it goes on waiting (through SUSPENDED and LOST, see the module
+        docstring) and returns False at the deadline.  ``timeout=0`` only
+        looks: one read if connected, False without one (or if its answer is
+        lost with the connection).  Cancelling it only stops the wait.
+        Raises `CoordinatorClosedError` if the coordinator closes meanwhile,
+        `TypeError` or `ConfigError` (naming `timeout`) for a bad timeout.
         """
         bound = check_timeout(timeout)
+        session = self._coord.client.session
+        if bound == 0:
+            if self._coord.state not in _UP:
+                return False  # nothing to read it on right away
+            try:
+                return not await self.is_set()
+            except ConnectionLostError:
+                return False
+        with anyio.move_on_after(math.inf if bound is None else bound):
+            while True:
+                try:
+                    return await self._wait_down()
+                except ConnectionLostError:
+                    await session.wait_connected()  # then look again, within the deadline
+        return False
+
+    async def _wait_down(self) -> bool:
+        """One read, then (if up) follow the node until it is gone; True once it is."""
         if not await self.is_set():
             return True
-        with anyio.move_on_after(bound if bound is not None else float("inf")):
-            async with node_cache(self._coord, self._path) as cache:
-                changes = cache.changes()
-                if cache.current is None:
+        async with node_cache(self._coord, self._path) as cache:
+            changes = cache.changes()
+            if cache.current is None:
+                return True
+            async for node in changes:
+                if node is None:
                     return True
-                async for node in changes:
-                    if node is None:
-                        return True
-                raise CoordinatorClosedError("the coordinator closed while waiting on a barrier")
-        return False
+            raise CoordinatorClosedError("the coordinator closed while waiting on a barrier")
 
     def __repr__(self) -> str:
         return f"<Barrier {self._path}>"
