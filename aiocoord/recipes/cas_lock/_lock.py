@@ -103,7 +103,9 @@ class CasLock:
         check_coordinator(coord)
         self._coord = coord
         self._timeout = check_timeout(timeout)
-        self._holding: dict[asyncio.Task[Any], AbstractAsyncContextManager[CasLock]] = {}
+        # `async with`'s hold: one at a time, since the tasks sharing this CasLock take it
+        # in turn; left from any task (a hold entered in one task may be left from another).
+        self._holding: AbstractAsyncContextManager[CasLock] | None = None
         self._turn = asyncio.Lock()  # the tasks sharing this CasLock take it in turn
         self._queued = 0  # tasks waiting for their turn
         self._turn_task: asyncio.Task[Any] | None = None  # the task whose turn it is
@@ -492,13 +494,6 @@ class CasLock:
 
     # --- holding ---------------------------------------------------------------------------
 
-    @staticmethod
-    def _check_task() -> asyncio.Task[Any]:
-        task = asyncio.current_task()
-        if task is None:
-            raise RuntimeError("CasLock must be used from an asyncio task")
-        return task
-
     def _lease(self) -> Acquisition:
         """What `guard` needs of this acquisition (see `Acquisition`)."""
         return Acquisition(
@@ -545,11 +540,12 @@ class CasLock:
     async def __aenter__(self) -> CasLock:
         """Acquire (within `timeout`, else `LockNotAcquired`) and hold it as `hold()` does.
 
-        Tasks sharing this `CasLock` take it in turn; each task's hold is its own.
+        Tasks sharing this `CasLock` take it in turn: a task's hold begins
+        once the one before has been left.
         """
         holding = self.hold(timeout=self._timeout)
         await holding.__aenter__()
-        self._holding[self._check_task()] = holding
+        self._holding = holding
         return self
 
     async def __aexit__(
@@ -559,7 +555,7 @@ class CasLock:
         tb: TracebackType | None,
     ) -> bool | None:
         """Release; raises `LockLost` (after the block) if the lock was lost meanwhile."""
-        holding = self._holding.pop(self._check_task(), None)
+        holding, self._holding = self._holding, None
         if holding is None:
             raise RuntimeError(f"{self!r} was not entered with `async with`")
         return await holding.__aexit__(exc_type, exc, tb)
