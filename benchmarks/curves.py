@@ -221,6 +221,8 @@ def sweep_scheduler(
             strategy="least-loaded",
             raw_seconds=0.2,
             timeout=timeout,
+            rate=100.0,  # the steady phase, which the curve does not plot
+            more_workers=w,
         )
         try:
             done = [

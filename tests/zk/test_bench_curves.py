@@ -44,6 +44,9 @@ def test_quick_sweep_writes_the_table_and_the_plots(
         "1",
         "2",
     }
+    for w in (1, 2):  # a figure for each, not the reason it was not measured
+        row = next(line for line in sched.splitlines() if line.startswith(f"| {w} |"))
+        assert row.split("|")[2].strip() not in ("", "-"), row
     for name in ("locks.png", "scheduler.png"):
         png = (tmp_path / name).read_bytes()
         assert png.startswith(b"\x89PNG") and len(png) > 1000
