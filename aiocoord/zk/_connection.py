@@ -484,5 +484,8 @@ def _same(protocol: FrameProtocol) -> FrameProtocol:
 
 
 def _abort(protocol: FrameProtocol) -> None:
+    """Drop an attempt's socket; nobody will read its handshake's answer (or the end's error)."""
+    if not protocol.first.done():
+        protocol.first.cancel()
     if protocol.transport is not None:
         protocol.transport.abort()
