@@ -134,9 +134,17 @@ class Claimer:
     async def run(self) -> None:
         """Follow ``workers/``; while one of the `WATCHERS`, watch ``jobs/`` and claim.
 
-        Runs until cancelled.  A watch that cannot be set (no connection) is
-        tried again after a grace.
+        Runs until cancelled, or ends (quietly) once the coordinator is closed:
+        nothing can be claimed through it, and the worker's own follower of the
+        connection states ends the session's tasks.  A watch that cannot be
+        set (no connection) is tried again after a grace.
         """
+        try:
+            await self._follow()
+        except* CoordinatorClosedError:
+            log.debug("worker %s: the coordinator closed, no more claims", self._worker)
+
+    async def _follow(self) -> None:
         async with self._client.watch(self._layout.workers, recursive=True) as members:
             members.set_callback(self._on_member)
             async with anyio.create_task_group() as tg:

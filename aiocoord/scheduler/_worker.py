@@ -375,6 +375,8 @@ class JobWorker(Service):
                 async with selector:
                     joined = True
                     await anyio.sleep_forever()
+            except CoordinatorClosedError:
+                return  # closed as it joined the election: nothing to stand for
             except ConnectionLostError as exc:
                 log.info("worker %s: standing for the assigner again: %s", self._base, exc)
             pause = 0.1 if joined else min(pause * 2, 2.0)

@@ -28,6 +28,7 @@ import pytest
 import aiocoord
 from aiocoord import (
     ConfigError,
+    CoordinatorClosedError,
     InvalidPathError,
     JobConflict,
     JobFailed,
@@ -869,3 +870,30 @@ def test_benchmark_runs_and_requests_per_job_do_not_grow_with_workers(
     assert out["steady_p50_s"] <= out["steady_p99_s"]
     # The assigner frozen with its session open: jobs did not wait for that session's expiry.
     assert out["gap_wait_s"] < 5.0
+
+
+@pytest.mark.anyio
+async def test_a_worker_whose_coordinator_closes_under_it_leaves_quietly(
+    zk_server: ZooKeeperServer, zk_chroot: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its process going away without leaving (the coordinator closed first): no error at exit.
+
+    Whichever of its tasks hears of the close first, leaving the worker's block
+    raises nothing.  Here the claimer does: its watch on ``jobs/`` is set as
+    the coordinator closes (a loaded machine's order of events), before the
+    worker's follower of the connection states has ended the session's tasks.
+    """
+    from aiocoord.scheduler._claimer import Claimer
+
+    heard = anyio.Event()
+
+    async def closed_meanwhile(self: Claimer) -> None:
+        heard.set()
+        raise CoordinatorClosedError("the coordinator is closed")
+
+    monkeypatch.setattr(Claimer, "_watch_jobs", closed_meanwhile)
+    with anyio.fail_after(30):
+        async with fleet(zk_server, zk_chroot) as f:
+            m = await f.member("closing", capacity=1)
+            await heard.wait()
+            await m.coord.client._session.close()
