@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 
 import anyio
 import pytest
@@ -98,7 +98,10 @@ async def test_double_barrier_in_together_out_together(
                 assert left == []  # one is still in
                 release[2].set()
             assert sorted(left) == ["p0", "p1", "p2"]
-            assert await coords[0].client.children("/b/batch") == []
+            # Nothing of ours is left: the barrier's node is empty, or already gone
+            # (a container: the server's container check may have deleted it).
+            with suppress(aiocoord.NoNodeError):
+                assert await coords[0].client.children("/b/batch") == []
 
 
 async def test_double_barrier_enter_timeout_takes_its_node_back(
