@@ -28,6 +28,11 @@ chasing throughput set them, and its ``max_jobs`` to the workers' capacity.
 
     python -m benchmarks.arq_shape [--sizes 2000,20000] [--rounds 2] [--backlog 50000]
 
+``--ensemble 3`` runs the scheduler on a 3-member ensemble instead (each
+member fsync on, the full JIT; every write then commits through a quorum):
+ZooKeeper's counters are summed over the members, disk syncs included (each
+member syncs its own log), and each member's CPU is shown.
+
 Profiling: ``--only aiocoord`` runs one system; ``--count-ops DIR`` writes the
 ZooKeeper requests each aiocoord process sent, by type; ``--profile DIR``
 samples every Python process with py-spy (``pip install py-spy``).
@@ -50,8 +55,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from aiocoord.server import free_ports, make_temp_dir
-from aiocoord.testing import ZooKeeperServer, four_letter_word
+from aiocoord.server import ZooKeeperProcess, free_ports, make_temp_dir
+from aiocoord.testing import ZooKeeperEnsemble, ZooKeeperServer, four_letter_word
 
 from . import python_m
 
@@ -177,36 +182,45 @@ class Child:
 
 
 class Servers:
-    """Both servers and their counters."""
+    """Both servers and their counters (ZooKeeper's summed over an ensemble's members)."""
 
-    def __init__(self, redis: Redis, zk: ZooKeeperServer) -> None:
+    def __init__(self, redis: Redis, zk: ZooKeeperServer | ZooKeeperEnsemble) -> None:
         self.redis, self.zk = redis, zk
+        self.members: list[ZooKeeperProcess] = (
+            list(zk.members) if isinstance(zk, ZooKeeperEnsemble) else [zk]
+        )
         self.roots = 0
 
     def counters(self, system: str) -> dict[str, float]:
         if system == "arq":
             info = self.redis.info()
             return {"commands": float(info["total_commands_processed"])}
-        mntr = dict(
-            line.split("\t", 1)
-            for line in four_letter_word(self.zk.host, self.zk.port, "mntr").splitlines()
-            if "\t" in line
-        )
-        srvr = four_letter_word(self.zk.host, self.zk.port, "srvr")
-        zxid = next(line for line in srvr.splitlines() if line.startswith("Zxid:"))
-        return {
-            "requests": float(mntr["zk_packets_received"]),
-            "fsyncs": float(mntr["zk_cnt_fsynctime"]),
-            "writes": float(int(zxid.split()[-1], 16) & 0xFFFFFFFF),  # counter of this epoch
+        totals = {"requests": 0.0, "fsyncs": 0.0, "notifications": 0.0}
+        for member in self.members:
+            mntr = dict(
+                line.split("\t", 1)
+                for line in four_letter_word(member.host, member.port, "mntr").splitlines()
+                if "\t" in line
+            )
+            totals["requests"] += float(mntr["zk_packets_received"])
+            totals["fsyncs"] += float(mntr["zk_cnt_fsynctime"])  # each member syncs its log
             # Watches each change reached (one-shot and persistent): the notifications sent.
-            "notifications": sum(
+            totals["notifications"] += sum(
                 float(mntr.get(f"zk_sum_node_{kind}_watch_count", 0))
                 for kind in ("created", "deleted", "changed", "children")
-            ),
-        }
+            )
+        first = self.members[0]
+        srvr = four_letter_word(first.host, first.port, "srvr")
+        zxid = next(line for line in srvr.splitlines() if line.startswith("Zxid:"))
+        totals["writes"] = float(int(zxid.split()[-1], 16) & 0xFFFFFFFF)  # counter of this epoch
+        return totals
 
-    def server_pid(self, system: str) -> int | None:
-        return self.redis.proc.pid if system == "arq" and self.redis.proc else self.zk.pid
+    def server_pids(self, system: str) -> dict[str, int | None]:
+        if system == "arq":
+            return {"server": self.redis.proc.pid if self.redis.proc else None}
+        if len(self.members) == 1:
+            return {"server": self.members[0].pid}
+        return {f"server{i + 1}": m.pid for i, m in enumerate(self.members)}
 
     def role_args(self, system: str, args: argparse.Namespace) -> list[str]:
         common = ["--capacity", str(args.capacity), "--loop", args.loop]
@@ -309,7 +323,7 @@ def measured(servers: Servers, system: str, args: argparse.Namespace, load: str,
         c = client(servers, system, extra, args, load, jobs, label)
         try:
             c.expect("ready", args.timeout)  # connected and warmed up
-            pids = {"client": c.proc.pid, "server": servers.server_pid(system)}
+            pids: dict[str, int | None] = {"client": c.proc.pid, **servers.server_pids(system)}
             pids.update({f"worker{i + 1}": w.proc.pid for i, w in enumerate(fleet)})
             cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
             before = servers.counters(system)
@@ -474,6 +488,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--count-ops", default=None, help="folder: ZooKeeper requests by type")
     parser.add_argument("--profile", default=None, help="folder: py-spy stacks of each process")
     parser.add_argument("--only", choices=("arq", "aiocoord"), help="profiling: one system alone")
+    parser.add_argument(
+        "--ensemble", type=int, default=0, help="aiocoord on an ensemble of this many (0: one)"
+    )
     args = parser.parse_args(argv)
     args.systems = ("arq", "aiocoord") if args.only is None else (args.only,)
     # Stopped (SIGTERM): unwind, so that every process started here is stopped by its PID.
@@ -482,9 +499,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         redis = Redis()
         stack.callback(redis.stop)
         redis.start()
-        zk = stack.enter_context(
-            ZooKeeperServer(extra_config={"forceSync": "yes"}, jvm_args=SERVER_JVM)
-        )
+        zk: ZooKeeperServer | ZooKeeperEnsemble
+        if args.ensemble:
+            zk = ZooKeeperEnsemble(args.ensemble, extra_config={"forceSync": "yes"})
+            for member in zk.members:
+                member.jvm_args = SERVER_JVM  # after the quick-start flags: these win
+            stack.enter_context(zk)
+        else:
+            zk = stack.enter_context(
+                ZooKeeperServer(extra_config={"forceSync": "yes"}, jvm_args=SERVER_JVM)
+            )
         r = bench(Servers(redis, zk), args)
     if args.only is not None or not r["rounds"] or args.steady_seconds <= 0:
         print(json.dumps({str(k): v for k, v in r.items() if k != "rounds"}, indent=1))
