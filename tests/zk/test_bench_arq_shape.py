@@ -25,9 +25,11 @@ pytestmark = [
 
 @pytest.mark.slow_tier  # a minute or more: ./scripts/check -m slow_tier
 @pytest.mark.timeout(480)
-def test_arq_shape_prints_both_systems_with_costs_per_job() -> None:
+@pytest.mark.parametrize("ensemble", [0, 3], ids=["standalone", "ensemble"])
+def test_arq_shape_prints_both_systems_with_costs_per_job(ensemble: int) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIOCOORD_")}
     args = ["--sizes", "60", "--rounds", "1", "--warmup", "10", "--server-warmup", "20"]
+    args += ["--ensemble", str(ensemble)]
     small = ["--steady-seconds", "1", "--rate", "20", "--backlog", "100"]
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.arq_shape", *args, *small],
@@ -46,3 +48,6 @@ def test_arq_shape_prints_both_systems_with_costs_per_job() -> None:
     assert "x" in row  # the ratio
     assert "steady 20 jobs/s" in out and "arq p50" in out and "aiocoord p50" in out
     assert "backlog 100 jobs" in out
+    # Each member's CPU on an ensemble, the one server's otherwise.
+    cpu = next(line for line in out.splitlines() if "aiocoord  total" in line)
+    assert ("server3" in cpu) == bool(ensemble) and ("server " in cpu) != bool(ensemble)
