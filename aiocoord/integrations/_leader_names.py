@@ -72,36 +72,44 @@ class LeaderNames:
             tg.start_soon(wake_on, self._coord.connection_events)
             while True:
                 changed = anyio.Event()  # what happens from now on starts another round
-                self._names.pop(path, None)
                 async with anyio.create_task_group() as round_:
                     if latch.state is ElectionState.FOLLOWING and latch.known_leader is None:
+                        # The id read last stays while this round reads again: it goes
+                        # only when its node does, or a read finds another (or none).
                         gone = await self._learn(latch)
                         if gone is not None:
                             round_.start_soon(_cancel_after, gone, round_.cancel_scope)
+                    else:
+                        self._names.pop(path, None)  # the latch knows (or nobody does)
                     if latch.state in _DETERMINED and self.leader(path) is not None:
                         known.set()
                     round_.start_soon(_cancel_after, changed.wait, round_.cancel_scope)
 
     async def _learn(self, latch: LeaderLatch) -> Callable[[], Awaitable[object]] | None:
         """Read the leader and watch its node: what waits until that node goes (None: unread)."""
-        client = self._coord.client
+        client, path = self._coord.client, latch.path
         try:
             with anyio.fail_after(client.session.timing.request_timeout):
                 found = await latch.leader()
                 if found is None:
+                    self._names.pop(path, None)
                     return None
-                stat, watch = await client.exists_watch(join(latch.path, found.node))
+                stat, watch = await client.exists_watch(join(path, found.node))
         except (CoordError, TimeoutError) as exc:
-            log.debug("leader of %s not read: %s", latch.path, exc)
+            log.debug("leader of %s not read: %s", path, exc)
+            self._names.pop(path, None)
             return None
         if stat is None:  # gone already: read again at once
             client.remove_watch(watch)
+            self._names.pop(path, None)
             return anyio.lowlevel.checkpoint
-        self._names[latch.path] = found.id
+        self._names[path] = found.id
 
         async def until_gone() -> object:
             try:
-                return await watch.wait()
+                event = await watch.wait()
+                self._names.pop(path, None)  # that leader's node went: its id is stale
+                return event
             finally:
                 client.remove_watch(watch)  # given up: no watch left behind
 
