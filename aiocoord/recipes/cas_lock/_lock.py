@@ -16,9 +16,8 @@ from typing import Any
 
 import anyio
 
-from ..._checks import check_coordinator, check_timeout
+from ..._checks import check_blocking, check_coordinator, check_timeout
 from ...errors import (
-    ConfigError,
     ConnectionLostError,
     LockLost,
     LockNotAcquired,
@@ -46,23 +45,9 @@ from ._record import (
 from ._turns import contender_id, joining, pace_of, rank, served
 from ._writes import NodeWriter, View
 
-__all__ = ("CasLock", "LockStatus", "check_blocking")
+__all__ = ("CasLock", "LockStatus")
 
 log = logging.getLogger("aiocoord.recipes.cas_lock")
-
-
-def check_blocking(blocking: object, timeout: object) -> float | None:
-    """The wait's bound: `timeout` (checked), or 0 for ``blocking=False``, which takes none."""
-    if not isinstance(blocking, bool):
-        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
-    seconds = check_timeout(timeout)
-    if blocking:
-        return seconds
-    if seconds is not None and seconds != 0:
-        raise ConfigError(
-            "timeout", f"blocking=False never waits, so it takes no timeout (got {seconds:g})"
-        )
-    return 0.0
 
 
 @dataclass(slots=True)
