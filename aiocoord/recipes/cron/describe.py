@@ -24,6 +24,7 @@ from ...errors import ConfigError, NodeDataError, NoNodeError
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join
+from .._describe import read_children
 from ..task_leadership import TaskLeader, TaskLeadershipView, describe_task_leadership
 from ._firing import FiringOutcome, outcome_of
 from ._record import JobRecord, decode
@@ -180,20 +181,11 @@ async def describe_cron(target: Coordinator | ZkClient, root: str) -> CronView:
     """
     client = _client(target)
     tasks = await describe_task_leadership(client, root)
-    try:
-        names = sorted(await client.children(join(root, "jobs")))
-    except NoNodeError:
-        names = []
-    jobs: dict[str, CronJobView] = {}
-    invalid: dict[str, NodeDataError] = {}
-    for name in names:
-        try:
-            job = await read_cron_job(client, root, name, leader=tasks.leaders.get(name))
-        except NodeDataError as exc:
-            invalid[name] = exc
-            continue
-        if job is not None:
-            jobs[name] = job
+    jobs, invalid = await read_children(
+        client,
+        join(root, "jobs"),
+        lambda name: read_cron_job(client, root, name, leader=tasks.leaders.get(name)),
+    )
     # Led (or with a leader node that does not decode), but no record written yet.
     for name in [*tasks.leaders, *tasks.invalid_leaders]:
         if name not in jobs and name not in invalid:
