@@ -1,8 +1,8 @@
-"""What the recipes' read-only ``describe`` modules share: reading every child of a node.
+"""What the recipes' read-only ``describe`` modules share: the client, every child of a node.
 
-Nothing here writes or watches.  A record that does not decode is reported
-next to the others (`NodeDataError`), never raised, as each ``describe``
-module promises.
+Nothing here writes or watches.  `read_children` reports a child whose
+record does not decode next to the others (its `NodeDataError`), never
+raising it.
 """
 
 from __future__ import annotations
@@ -11,11 +11,17 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from ..errors import NodeDataError, NoNodeError
+from ..session import Coordinator
 from ..zk import ZkClient
 
-__all__ = ("read_children",)
+__all__ = ("client_of", "read_children")
 
 T = TypeVar("T")
+
+
+def client_of(target: Coordinator | ZkClient) -> ZkClient:
+    """The client a describe function reads with: a coordinator's, or `target` itself."""
+    return target.client if isinstance(target, Coordinator) else target
 
 
 async def read_children(

@@ -24,7 +24,7 @@ from ...errors import ConfigError, NodeDataError, NoNodeError
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join
-from .._describe import read_children
+from .._describe import client_of, read_children
 from ..task_leadership import TaskLeader, TaskLeadershipView, describe_task_leadership
 from ._firing import FiringOutcome, outcome_of
 from ._record import JobRecord, decode
@@ -105,10 +105,6 @@ def is_cron(children: Iterable[str]) -> bool:
     return {"workers", "leaders", "jobs"} <= set(children)
 
 
-def _client(target: Coordinator | ZkClient) -> ZkClient:
-    return target.client if isinstance(target, Coordinator) else target
-
-
 def _zone(name: str) -> tzinfo:
     try:
         return resolve_timezone(name or None)
@@ -168,7 +164,7 @@ async def read_cron_job(
     """
     path = join(root, "jobs", name)
     try:
-        node = await _client(target).get(path)
+        node = await client_of(target).get(path)
     except NoNodeError:
         return None
     return _job_view(name, decode(path, node.data), leader)
@@ -179,7 +175,7 @@ async def describe_cron(target: Coordinator | ZkClient, root: str) -> CronView:
 
     A missing `root` has none; nodes that vanish while read are left out.
     """
-    client = _client(target)
+    client = client_of(target)
     tasks = await describe_task_leadership(client, root)
     jobs, invalid = await read_children(
         client,

@@ -23,7 +23,7 @@ from ...errors import NodeDataError, NoNodeError
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join
-from .._describe import read_children
+from .._describe import client_of, read_children
 from ._choice import Prefer, VersionKey, assign
 from ._records import Worker, decode_leader, decode_worker
 from ._versions import maven_version_key
@@ -71,10 +71,6 @@ def is_task_leadership(children: Iterable[str]) -> bool:
     return {"workers", "leaders"} <= set(children)
 
 
-def _client(target: Coordinator | ZkClient) -> ZkClient:
-    return target.client if isinstance(target, Coordinator) else target
-
-
 async def read_task_leader(
     target: Coordinator | ZkClient, root: str, task: str
 ) -> TaskLeader | None:
@@ -84,7 +80,7 @@ async def read_task_leader(
     """
     path = join(root, "leaders", task)
     try:
-        node = await _client(target).get(path)
+        node = await client_of(target).get(path)
     except NoNodeError:
         return None
     worker, version = decode_leader(path, node.data)
@@ -100,7 +96,7 @@ async def read_task_worker(
     """
     path = join(root, "workers", worker_id)
     try:
-        node = await _client(target).get(path)
+        node = await client_of(target).get(path)
     except NoNodeError:
         return None
     return decode_worker(path, worker_id, node.data, maven_version_key)
@@ -111,7 +107,7 @@ async def describe_task_leadership(target: Coordinator | ZkClient, root: str) ->
 
     A missing `root` has none; nodes that vanish while read are left out.
     """
-    client = _client(target)
+    client = client_of(target)
     workers, invalid_workers = await read_children(
         client, join(root, "workers"), lambda name: read_task_worker(client, root, name)
     )
