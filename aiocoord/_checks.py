@@ -22,6 +22,7 @@ from .zk.client import PROTECTED_PREFIX
 __all__ = (
     "LAYOUTS",
     "Layout",
+    "check_blocking",
     "check_bytes",
     "check_coordinator",
     "check_int",
@@ -88,6 +89,20 @@ def check_timeout(value: object, name: str = "timeout") -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number of seconds or None, not {type(value).__name__}")
     return check_seconds(name, value, most=math.inf)
+
+
+def check_blocking(blocking: object, timeout: object) -> float | None:
+    """The wait's bound: `timeout` (checked), or 0 for ``blocking=False``, which takes none."""
+    if not isinstance(blocking, bool):
+        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
+    seconds = check_timeout(timeout)
+    if blocking:
+        return seconds
+    if seconds is not None and seconds != 0:
+        raise ConfigError(
+            "timeout", f"blocking=False never waits, so it takes no timeout (got {seconds:g})"
+        )
+    return 0.0
 
 
 def check_bytes(value: object, name: str = "data") -> bytes:

@@ -10,6 +10,7 @@ import pytest
 
 from aiocoord import ConfigError, Coordinator, InvalidPathError, Settings
 from aiocoord._checks import (
+    check_blocking,
     check_coordinator,
     check_int,
     check_node_name,
@@ -76,6 +77,17 @@ def test_a_timeout_may_be_none() -> None:
         check_timeout("1")
     with pytest.raises(ConfigError, match=r"^wait: "):
         check_timeout(-1, "wait")
+
+
+def test_blocking_false_is_a_zero_timeout_and_takes_no_other() -> None:
+    assert check_blocking(True, None) is None
+    assert check_blocking(True, 2) == 2.0
+    assert check_blocking(False, None) == 0.0
+    assert check_blocking(False, 0) == 0.0
+    with pytest.raises(TypeError, match=r"^blocking must be a bool, not int"):
+        check_blocking(1, None)
+    with pytest.raises(ConfigError, match=r"^timeout: blocking=False never waits"):
+        check_blocking(False, 5)
 
 
 def test_only_a_coordinator_is_a_coordinator() -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import TypedDict, Unpack
 
+from ..._checks import check_blocking
 from ...errors import ConfigError
 from ...session import Coordinator
 from ._hold import Slot, run_once
-from ._lock import CasLock, check_blocking
+from ._lock import CasLock
 from ._record import check_interval
 
 __all__ = ("CasLockOptions", "OncePerOptions", "Slot", "cas_lock", "once_per")

@@ -16,9 +16,8 @@ from typing import Any
 
 import anyio
 
-from ..._checks import check_coordinator, check_timeout
+from ..._checks import check_blocking, check_coordinator, check_timeout
 from ...errors import (
-    ConfigError,
     ConnectionLostError,
     LockLost,
     LockNotAcquired,
@@ -27,6 +26,7 @@ from ...errors import (
 from ...session import Coordinator
 from ...zk import EventType, Node, Stat, Watch, WatchedEvent
 from ...zk.paths import validate_path
+from .._task_turns import TaskTurns
 from ._hold import Acquisition, guard
 from ._record import (
     Assessment,
@@ -45,23 +45,9 @@ from ._record import (
 from ._turns import contender_id, joining, pace_of, rank, served
 from ._writes import NodeWriter, View
 
-__all__ = ("CasLock", "LockStatus", "check_blocking")
+__all__ = ("CasLock", "LockStatus")
 
 log = logging.getLogger("aiocoord.recipes.cas_lock")
-
-
-def check_blocking(blocking: object, timeout: object) -> float | None:
-    """The wait's bound: `timeout` (checked), or 0 for ``blocking=False``, which takes none."""
-    if not isinstance(blocking, bool):
-        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
-    seconds = check_timeout(timeout)
-    if blocking:
-        return seconds
-    if seconds is not None and seconds != 0:
-        raise ConfigError(
-            "timeout", f"blocking=False never waits, so it takes no timeout (got {seconds:g})"
-        )
-    return 0.0
 
 
 @dataclass(slots=True)
@@ -106,9 +92,7 @@ class CasLock:
         # `async with`'s hold: one at a time, since the tasks sharing this CasLock take it
         # in turn; left from any task (a hold entered in one task may be left from another).
         self._holding: AbstractAsyncContextManager[CasLock] | None = None
-        self._turn = asyncio.Lock()  # the tasks sharing this CasLock take it in turn
-        self._queued = 0  # tasks waiting for their turn
-        self._turn_task: asyncio.Task[Any] | None = None  # the task whose turn it is
+        self._turns = TaskTurns()  # the tasks sharing this CasLock take it in turn
         self.path = validate_path(path)
         self._writer = NodeWriter(coord.client, self.path)
         self._owner = check_owner(owner)
@@ -204,40 +188,15 @@ class CasLock:
         acquired = False
         try:
             with anyio.move_on_after(math.inf if seconds is None else seconds):
-                await self._take_turn(task)
+                if self._turns.busy:
+                    self._seen_owner = self._owner  # another task of ours has it: we are behind it
+                await self._turns.take(task)
                 await self._acquire()
-            acquired = self._turn_task is task and self._record is not None
+            acquired = self._turns.task is task and self._record is not None
         finally:
             if not acquired:
-                self._end_turn(task)
+                self._turns.end(task)
         return acquired
-
-    async def _take_turn(self, task: asyncio.Task[Any]) -> None:
-        """Wait until no other task sharing this CasLock holds or waits for it."""
-        if self._turn.locked() or self._queued:
-            self._seen_owner = self._owner  # another task of ours has it: we are behind it
-        self._queued += 1
-        try:
-            await self._turn.acquire()
-        finally:
-            self._queued -= 1
-        self._turn_task = task
-
-    async def _take_turn_now(self, task: asyncio.Task[Any]) -> bool:
-        """Our turn if no other task holds or waits for it (never waits)."""
-        if self._turn.locked() or self._queued:
-            self._seen_owner = self._owner  # another task of ours has it
-            return False
-        await self._turn.acquire()  # free and nobody queued: taken without suspending
-        self._turn_task = task
-        return True
-
-    def _end_turn(self, task: asyncio.Task[Any] | None = None) -> None:
-        """End the turn (of `task`, if given): the next task sharing this CasLock may go."""
-        if self._turn_task is None or (task is not None and self._turn_task is not task):
-            return
-        self._turn_task = None
-        self._turn.release()
 
     async def _acquire(self) -> None:
         client = self._coord.client
@@ -301,7 +260,8 @@ class CasLock:
     async def _try_window(self, window: float | None) -> tuple[bool, LockRecord | None]:
         """Acquire without waiting (once_per: unless `window` already ran); with the record."""
         task = self._check_idle()
-        if not await self._take_turn_now(task):
+        if not await self._turns.take_now(task):
+            self._seen_owner = self._owner  # another task of ours has it
             return False, None
         acquired = False
         try:
@@ -318,14 +278,14 @@ class CasLock:
                 view = rnd.after
         finally:
             if not acquired:
-                self._end_turn(task)
+                self._turns.end(task)
 
     def _check_idle(self) -> asyncio.Task[Any]:
         """The current task, unless it already holds or waits for this lock (`RuntimeError`)."""
         task = asyncio.current_task()
         if task is None:
             raise RuntimeError("CasLock must be used from an asyncio task")
-        if self._turn_task is task:
+        if self._turns.task is task:
             raise RuntimeError(f"{self!r}: this task already holds or waits for it (not reentrant)")
         return task
 
@@ -478,7 +438,7 @@ class CasLock:
         """Drop the acquisition and end its turn: the next task sharing this CasLock may go."""
         self._record, self._version, self._lost, self._taken = None, -1, None, False
         self._id = uuid.uuid4().hex
-        self._end_turn()
+        self._turns.end()
 
     def _forget_hold(self, holder: str) -> None:
         """`_forget()`, if the acquisition of `holder` was not forgotten already."""

@@ -11,15 +11,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
-from ...errors import BadVersionError, ConnectionLostError, NodeExistsError, NoNodeError
+from ...errors import ConnectionLostError, NodeExistsError, NoNodeError
 from ...zk import Node, Stat, Watch, ZkClient
+from .._cas_write import Resend, cas_write, read_back
 from ._record import LockRecord, decode, encode
 
-__all__ = ("WRITE_ATTEMPTS", "NodeWriter", "View")
+__all__ = ("NodeWriter", "View")
 
 log = logging.getLogger("aiocoord.recipes.cas_lock")
-
-WRITE_ATTEMPTS = 3  # resends of a write whose reply was lost and that did not land
 
 
 @dataclass(slots=True)
@@ -33,13 +32,6 @@ class View:
     node: Node | None
     watch: Watch | None = None
     known: bool = False
-
-
-class _Resend:
-    """`read_back`'s answer when the write did not land and the version is unchanged."""
-
-
-_RESEND = _Resend()
 
 
 class NodeWriter:
@@ -79,9 +71,9 @@ class NodeWriter:
                 self.path, data, version, watch=watch
             )
         except ConnectionLostError as exc:
-            log.debug("write to %s interrupted (%s); reading it back", self.path, exc)
-            outcome = await self.read_back(data, version)
-            if isinstance(outcome, _Resend):
+            log.debug("lock %s: write interrupted (%s); reading it back", self.path, exc)
+            outcome = await read_back(self._client, self.path, data, version)
+            if isinstance(outcome, Resend):
                 return await self.write(record, version), None
             return outcome, None
         return stat, (None if stat is not None else View(node, watcher))
@@ -92,21 +84,12 @@ class NodeWriter:
         A write whose reply was lost is resolved by reading the node back:
         our exact bytes at ``version + 1`` mean it landed; the old version
         means it did not (and it is sent again); anything else is a lost CAS.
-        Raises `ConnectionLostError` if the read cannot be done either.
+        Raises `ConnectionLostError` if the read cannot be done either, or the
+        connection keeps dropping (see ``recipes/_cas_write``).
         """
-        client = self._client
-        data = encode(record)
-        for _ in range(WRITE_ATTEMPTS):
-            try:
-                return await client.set(self.path, data, version=version)
-            except (BadVersionError, NoNodeError):
-                return None
-            except ConnectionLostError as exc:
-                log.debug("write to %s interrupted (%s); reading it back", self.path, exc)
-            outcome = await self.read_back(data, version)
-            if not isinstance(outcome, _Resend):
-                return outcome
-        raise ConnectionLostError(f"could not write {self.path}: the connection keeps dropping")
+        return await cas_write(
+            self._client, self.path, encode(record), version, log=log, recipe="lock"
+        )
 
     async def join(self, record: LockRecord, version: int) -> View:
         """Add a waiter to a held record's ``recent`` by CAS: what is there after, with a watch.
@@ -119,18 +102,6 @@ class NodeWriter:
             self.path, encode(record), version, watch=True
         )
         return View(node, watcher)
-
-    async def read_back(self, data: bytes, version: int) -> Stat | _Resend | None:
-        """After a write with a lost reply: its stat if it landed, None if another won, or resend."""
-        try:
-            node = await self._client.get(self.path)
-        except NoNodeError:
-            return None
-        if node.stat.version == version + 1 and node.data == data:
-            return node.stat
-        if node.stat.version != version:
-            return None
-        return _RESEND
 
     async def write_ours(
         self, new: LockRecord, version: int, holder: str

@@ -21,6 +21,7 @@ from datetime import datetime
 from ...errors import NoNodeError
 from ...session import Coordinator
 from ...zk import ZkClient
+from .._describe import client_of
 from ._record import RunInfo, decode, status_of, to_datetime
 
 __all__ = ("LockRun", "LockView", "describe_lock", "is_lock_record", "lock_view")
@@ -103,7 +104,7 @@ async def describe_lock(
 
     Raises `NodeDataError` if the node holds something other than a lock record.
     """
-    client = target.client if isinstance(target, Coordinator) else target
+    client = client_of(target)
     try:
         node = await client.get(path)
     except NoNodeError:

@@ -28,7 +28,6 @@ import anyio
 import anyio.lowlevel
 
 from ...errors import (
-    BadVersionError,
     ConnectionLostError,
     CoordError,
     LeadershipLost,
@@ -37,6 +36,7 @@ from ...errors import (
     NoNodeError,
 )
 from ...zk import Node, Stat, ZkClient
+from .._cas_write import cas_write
 from ..task_leadership import TaskLeadership, Worker
 from ._firing import Firing
 from ._plan import Fenced, Me, Options, Wait, plan
@@ -48,7 +48,6 @@ __all__ = ("Job", "JobRunner")
 log = logging.getLogger("aiocoord.recipes.cron")
 
 RETRY_DELAY = 1.0  # after a ZooKeeper error that did not end leadership
-WRITE_ATTEMPTS = 3  # resends of a write whose reply was lost and that did not land
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,20 +255,8 @@ class JobRunner:
             await self._client.create(self.path, encode(record), make_parents=True)
 
     async def _cas(self, record: JobRecord, version: int) -> Stat | None:
-        """``setData`` conditional on `version`; None when the CAS lost."""
-        data = encode(record)
-        for _ in range(WRITE_ATTEMPTS):
-            try:
-                return await self._client.set(self.path, data, version=version)
-            except (BadVersionError, NoNodeError):
-                return None
-            except ConnectionLostError as exc:
-                log.debug("cron %s: write interrupted (%s); reading it back", self.path, exc)
-            node = await self._read()
-            if node is None:
-                return None
-            if node.stat.version == version + 1 and node.data == data:
-                return node.stat
-            if node.stat.version != version:
-                return None
-        raise ConnectionLostError(f"could not write {self.path}: the connection keeps dropping")
+        """``setData`` conditional on `version`; None when the CAS lost (a lost reply is
+        resolved by reading the record back: see ``recipes/_cas_write``)."""
+        return await cas_write(
+            self._client, self.path, encode(record), version, log=log, recipe="cron"
+        )

@@ -24,6 +24,7 @@ from ...errors import ConfigError, NodeDataError, NoNodeError
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join
+from .._describe import client_of, read_children
 from ..task_leadership import TaskLeader, TaskLeadershipView, describe_task_leadership
 from ._firing import FiringOutcome, outcome_of
 from ._record import JobRecord, decode
@@ -104,10 +105,6 @@ def is_cron(children: Iterable[str]) -> bool:
     return {"workers", "leaders", "jobs"} <= set(children)
 
 
-def _client(target: Coordinator | ZkClient) -> ZkClient:
-    return target.client if isinstance(target, Coordinator) else target
-
-
 def _zone(name: str) -> tzinfo:
     try:
         return resolve_timezone(name or None)
@@ -167,7 +164,7 @@ async def read_cron_job(
     """
     path = join(root, "jobs", name)
     try:
-        node = await _client(target).get(path)
+        node = await client_of(target).get(path)
     except NoNodeError:
         return None
     return _job_view(name, decode(path, node.data), leader)
@@ -178,22 +175,13 @@ async def describe_cron(target: Coordinator | ZkClient, root: str) -> CronView:
 
     A missing `root` has none; nodes that vanish while read are left out.
     """
-    client = _client(target)
+    client = client_of(target)
     tasks = await describe_task_leadership(client, root)
-    try:
-        names = sorted(await client.children(join(root, "jobs")))
-    except NoNodeError:
-        names = []
-    jobs: dict[str, CronJobView] = {}
-    invalid: dict[str, NodeDataError] = {}
-    for name in names:
-        try:
-            job = await read_cron_job(client, root, name, leader=tasks.leaders.get(name))
-        except NodeDataError as exc:
-            invalid[name] = exc
-            continue
-        if job is not None:
-            jobs[name] = job
+    jobs, invalid = await read_children(
+        client,
+        join(root, "jobs"),
+        lambda name: read_cron_job(client, root, name, leader=tasks.leaders.get(name)),
+    )
     # Led (or with a leader node that does not decode), but no record written yet.
     for name in [*tasks.leaders, *tasks.invalid_leaders]:
         if name not in jobs and name not in invalid:

@@ -21,6 +21,7 @@ from typing import Literal
 from ...errors import NoNodeError
 from ...session import Coordinator
 from ...zk import ZkClient
+from .._describe import client_of
 from .._queue import read_nodes
 from ._election import LAYOUTS
 
@@ -90,7 +91,7 @@ async def describe_latch(
     nodes fit neither).  A path that does not exist has no participants; nodes
     that vanish while read are left out.  One read per node, pipelined.
     """
-    client = target.client if isinstance(target, Coordinator) else target
+    client = client_of(target)
     try:
         children = await client.children(path)
     except NoNodeError:

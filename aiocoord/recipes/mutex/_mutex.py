@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import weakref
 from collections.abc import Sequence
 from types import TracebackType
@@ -33,6 +32,7 @@ from .._queue import (
     first,
     read_queue,
 )
+from .._task_turns import TaskTurns
 from .._tenure import Body
 from ._hold import Contender, Hold
 from ._revoke import Revocable
@@ -129,7 +129,7 @@ class Mutex(Contender):
             raise TypeError(f"revocable must be a bool, not {type(revocable).__name__}")
         self._revocable = revocable
         self._revocation: Revocable | None = None
-        self._turn = asyncio.Lock()  # the tasks sharing this Mutex take it in turn
+        self._turns = TaskTurns()  # the tasks sharing this Mutex take it in turn
         self._ticket: Waiter | None = None  # our node, while waiting or holding
         self._hold: Hold | None = None
         self._task: asyncio.Task[Any] | None = None  # the task that acquired it
@@ -206,7 +206,7 @@ class Mutex(Contender):
         return acquired
 
     async def _acquire(self, deadline: float | None) -> bool:
-        if not await self._take_turn(deadline):
+        if not await self._turns.take(deadline=deadline):
             return False
         ticket = Waiter(
             self._coord,
@@ -225,7 +225,7 @@ class Mutex(Contender):
             if not granted:
                 self._ticket = None
                 await self._withdraw(ticket)
-                self._turn.release()
+                self._turns.end()
         if not granted:
             return False
         assert ticket.node is not None
@@ -234,13 +234,6 @@ class Mutex(Contender):
             "%s %s acquired by %s (token 0x%x)", self._recipe, self._path, self._id, hold.token
         )
         return True
-
-    async def _take_turn(self, deadline: float | None) -> bool:
-        """Wait for the other tasks sharing this Mutex to be done with it."""
-        with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
-            await self._turn.acquire()
-            return True
-        return False
 
     async def release(self) -> None:
         """Release the lock: delete our node, shielded, across a reconnect if need be.
@@ -262,7 +255,7 @@ class Mutex(Contender):
         finally:
             if task is not None:
                 self._unclaim(task)
-            self._turn.release()
+            self._turns.end()
         if not deleted:
             raise ConnectionLostError(
                 f"{self._recipe} {self._path}: our node is not deleted yet (it will be once connected)"

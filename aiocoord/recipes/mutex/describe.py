@@ -25,6 +25,7 @@ from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join
 from ...zk.types import Node
+from .._describe import client_of
 from .._queue import LEASE, LOCK, READ_WRITE, WRITE_MARKER, CuratorNames, first, read_queue, reader
 
 __all__ = (
@@ -131,10 +132,6 @@ def is_semaphore(children: Iterable[str]) -> bool:
     return "leases" in names and names <= {"leases", "locks"}
 
 
-def _client(target: Coordinator | ZkClient) -> ZkClient:
-    return target.client if isinstance(target, Coordinator) else target
-
-
 def _contender(path: str, name: str, node: Node) -> MutexContender:
     try:
         pid: str | None = load_text(join(path, name), node.data, "participant id")
@@ -155,12 +152,12 @@ async def describe_mutex(target: Coordinator | ZkClient, path: str) -> MutexView
     A path that does not exist has no contenders (a free lock); nodes that
     vanish while read are left out.  One read per node, pipelined.
     """
-    return MutexView(path, tuple(await _queue(_client(target), path, LOCK)))
+    return MutexView(path, tuple(await _queue(client_of(target), path, LOCK)))
 
 
 async def describe_read_write_lock(target: Coordinator | ZkClient, path: str) -> ReadWriteView:
     """The read/write lock at `path` as its nodes say, in queue order, with who holds it."""
-    contenders = await _queue(_client(target), path, READ_WRITE)
+    contenders = await _queue(client_of(target), path, READ_WRITE)
     names = [c.node for c in contenders]
     holding = tuple(
         (first if WRITE_MARKER in n else reader)(names, i) is None for i, n in enumerate(names)
@@ -170,7 +167,7 @@ async def describe_read_write_lock(target: Coordinator | ZkClient, path: str) ->
 
 async def describe_semaphore(target: Coordinator | ZkClient, path: str) -> SemaphoreView:
     """The semaphore at `path` as its nodes say: its leases, and who waits for one."""
-    client = _client(target)
+    client = client_of(target)
     leases = await _queue(client, join(path, "leases"), LEASE)
     waiting = await _queue(client, join(path, "locks"), LOCK)
     return SemaphoreView(path, tuple(leases), tuple(waiting))

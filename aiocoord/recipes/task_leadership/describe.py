@@ -23,6 +23,7 @@ from ...errors import NodeDataError, NoNodeError
 from ...session import Coordinator
 from ...zk import ZkClient
 from ...zk.paths import join
+from .._describe import client_of, read_children
 from ._choice import Prefer, VersionKey, assign
 from ._records import Worker, decode_leader, decode_worker
 from ._versions import maven_version_key
@@ -70,17 +71,6 @@ def is_task_leadership(children: Iterable[str]) -> bool:
     return {"workers", "leaders"} <= set(children)
 
 
-def _client(target: Coordinator | ZkClient) -> ZkClient:
-    return target.client if isinstance(target, Coordinator) else target
-
-
-async def _names(client: ZkClient, path: str) -> list[str]:
-    try:
-        return sorted(await client.children(path))
-    except NoNodeError:
-        return []
-
-
 async def read_task_leader(
     target: Coordinator | ZkClient, root: str, task: str
 ) -> TaskLeader | None:
@@ -90,7 +80,7 @@ async def read_task_leader(
     """
     path = join(root, "leaders", task)
     try:
-        node = await _client(target).get(path)
+        node = await client_of(target).get(path)
     except NoNodeError:
         return None
     worker, version = decode_leader(path, node.data)
@@ -106,7 +96,7 @@ async def read_task_worker(
     """
     path = join(root, "workers", worker_id)
     try:
-        node = await _client(target).get(path)
+        node = await client_of(target).get(path)
     except NoNodeError:
         return None
     return decode_worker(path, worker_id, node.data, maven_version_key)
@@ -117,28 +107,16 @@ async def describe_task_leadership(target: Coordinator | ZkClient, root: str) ->
 
     A missing `root` has none; nodes that vanish while read are left out.
     """
-    client = _client(target)
-    workers: list[Worker] = []
-    invalid_workers: dict[str, NodeDataError] = {}
-    for name in await _names(client, join(root, "workers")):
-        try:
-            worker = await read_task_worker(client, root, name)
-        except NodeDataError as exc:
-            invalid_workers[name] = exc
-            continue
-        if worker is not None:
-            workers.append(worker)
-    leaders: dict[str, TaskLeader] = {}
-    invalid_leaders: dict[str, NodeDataError] = {}
-    for task in await _names(client, join(root, "leaders")):
-        try:
-            leader = await read_task_leader(client, root, task)
-        except NodeDataError as exc:
-            invalid_leaders[task] = exc
-            continue
-        if leader is not None:
-            leaders[task] = leader
-    return TaskLeadershipView(root, tuple(workers), leaders, invalid_workers, invalid_leaders)
+    client = client_of(target)
+    workers, invalid_workers = await read_children(
+        client, join(root, "workers"), lambda name: read_task_worker(client, root, name)
+    )
+    leaders, invalid_leaders = await read_children(
+        client, join(root, "leaders"), lambda task: read_task_leader(client, root, task)
+    )
+    return TaskLeadershipView(
+        root, tuple(workers.values()), leaders, invalid_workers, invalid_leaders
+    )
 
 
 def choose_leaders(
