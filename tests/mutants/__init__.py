@@ -29,6 +29,8 @@ counter_no_cas          a counter's add is a CAS on the version it read      ``S
 barrier_enters_early    nobody passes enter() before `members` are in        ``DoubleBarrier._full``
 selector_latch_layout   a selector is on Curator LeaderSelector's nodes      ``_SelectorLatch._layouts``
                         (``-lock-``), one election with Java selectors
+tasks_no_turns          the tasks sharing one lock object take it in turn    ``TaskTurns.take``
+                        (a `Mutex` or `CasLock` entered from two tasks)
 ======================  ===================================================  ====================================
 """
 
@@ -234,6 +236,15 @@ def _barrier_enters_early(original: Any) -> Any:
     return _full
 
 
+def _tasks_no_turns(original: Any) -> Any:
+    """Every task gets its turn at once: two tasks sharing one lock object both go in."""
+
+    async def take(self: Any, task: Any = None, deadline: float | None = None) -> bool:
+        return True
+
+    return take
+
+
 def _selector_latch_layout(original: Any) -> Any:
     """The selector's default layout is the latch's ``-latch-`` nodes again, not Curator
     LeaderSelector's ``-lock-`` ones: a Java selector on the path sorts our nodes behind its
@@ -338,6 +349,16 @@ MUTANTS: dict[str, Mutant] = {
                 "tests/zk/test_interop_selector.py::test_java_and_aiocoord_selectors_share_one_election",
             ),
             _selector_latch_layout,
+        ),
+        Mutant(
+            "tasks_no_turns",
+            "two tasks sharing one Mutex or CasLock object hold it at once",
+            (("aiocoord.recipes._task_turns", "TaskTurns.take"),),
+            (
+                "tests/zk/test_cas_lock_shared.py",
+                "tests/zk/test_mutex.py::test_not_reentrant_an_error_not_a_deadlock_and_tasks_share_one_mutex",
+            ),
+            _tasks_no_turns,
         ),
     )
 }

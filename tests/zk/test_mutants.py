@@ -2,7 +2,7 @@
 
 The full check (every mutant against a short aimed campaign and its tests,
 ``python -m tests.mutants``, several minutes) is run on demand; see
-docs/reliability.md.  Here four mutants whose recipe tests take seconds run in
+docs/reliability.md.  Here five mutants whose recipe tests take seconds run in
 a child pytest with ``AIOCOORD_MUTANT`` set: each must make a test fail.
 """
 
@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(
-    "name", ["mutex_no_wait", "cron_no_cas", "counter_no_cas", "barrier_enters_early"]
+    "name",
+    ["mutex_no_wait", "cron_no_cas", "counter_no_cas", "barrier_enters_early", "tasks_no_turns"],
 )
 def test_a_mutant_fails_its_recipe_tests(name: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
