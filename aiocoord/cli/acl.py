@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from ..errors import (
@@ -25,8 +24,9 @@ from ..errors import (
     ZooKeeperError,
 )
 from ..zk import ACL
+from ._connect import add_connection_args, settings_of, unreachable
 from ._run import run_async
-from .zk import UserError, is_embedded_default, resolve_hosts
+from .zk import UserError
 
 __all__ = ("add_parser", "format_entry", "parse_entry")
 
@@ -85,12 +85,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         default=-1,
         help="for set: the ACL version (aversion) it must have, else it fails (default: any)",
     )
-    acl.add_argument("--json", action="store_true", help="print JSON for scripts")
-    acl.add_argument(
-        "--hosts", default=None, help="ZooKeeper hosts (default: AIOCOORD_HOSTS or embedded)"
-    )
-    acl.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
-    acl.add_argument("--dir", default=None, help=argparse.SUPPRESS)
+    add_connection_args(acl)
     acl.set_defaults(func=run_acl)
 
 
@@ -110,7 +105,7 @@ def run_acl(args: argparse.Namespace) -> int:
     entries = [parse_entry(text) for text in args.entries]
     if args.version < -1:
         raise UserError("--version must be -1 (any) or more")
-    settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
+    settings = settings_of(args)
 
     async def run() -> tuple[list[ACL], int]:
         try:
@@ -122,14 +117,7 @@ def run_acl(args: argparse.Namespace) -> int:
                 acl, stat = await coord.client.get_acl(args.path)
                 return acl, stat.aversion
         except ConnectionLostError:
-            hint = (
-                "start one with 'aiocoord zk start', or set AIOCOORD_HOSTS / --hosts"
-                if is_embedded_default(settings)
-                else "check that it runs and that the host list is right"
-            )
-            raise UserError(
-                f"cannot reach ZooKeeper at {settings.hosts} within {args.timeout:g}s ({hint})"
-            ) from None
+            raise unreachable(settings, args.timeout) from None
         except NoNodeError:
             raise UserError(f"{args.path} does not exist on {settings.hosts}") from None
         except NoAuthError:

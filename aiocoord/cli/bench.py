@@ -22,13 +22,13 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ..errors import ConnectionLostError, InvalidPathError
 from ..settings import Settings
+from ._connect import embedded_dir
 from ._run import run_async
 from .zk import UserError, local_zookeeper
 
@@ -64,7 +64,7 @@ def run_bench(args: argparse.Namespace) -> int:
         raise UserError(f"invalid --root {args.root!r}: {exc.reason}") from None
     if args.hosts is not None:
         return _measure_and_print(Settings.build(args.hosts), seconds, args)
-    with local_zookeeper(Path(args.dir) if args.dir is not None else None) as settings:
+    with local_zookeeper(embedded_dir(args)) as settings:
         return _measure_and_print(settings, seconds, args)
 
 

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import anyio.to_thread
 
 from ..errors import ConnectionLostError, NoAuthError
 from ..server import server_mode
 from ..settings import parse_hosts
+from ._connect import settings_of, unreachable
 from ._run import run_async
-from ._unreachable import unreachable
-from .zk import UserError, resolve_hosts
+from .zk import UserError
 
 __all__ = ("run_ensemble",)
 
@@ -30,7 +29,7 @@ def run_ensemble(args: argparse.Namespace) -> int:
     """Print the members and their modes (``--json``: a JSON object); exit 0, or 1 if unreachable."""
     from .. import connect
 
-    settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
+    settings = settings_of(args)
 
     async def run() -> dict[str, object]:
         try:

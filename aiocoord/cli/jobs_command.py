@@ -30,7 +30,6 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import fields
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -43,8 +42,8 @@ from ..errors import (
     NoNodeError,
 )
 from ..zk.paths import validate_path
-from ._unreachable import unreachable
-from .zk import UserError, resolve_hosts
+from ._connect import add_connection_args, settings_of, unreachable
+from .zk import UserError
 
 if TYPE_CHECKING:  # loaded when the command runs: `aiocoord --help` stays quick
     from ..scheduler import JobInfo, JobStatus, Scheduler
@@ -63,12 +62,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     """Register the ``jobs`` subcommand and its actions on `sub`."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--root", required=True, help="the scheduler's root path, e.g. /app/jobs")
-    common.add_argument(
-        "--hosts", default=None, help="ZooKeeper hosts (default: AIOCOORD_HOSTS or embedded)"
-    )
-    common.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
-    common.add_argument("--json", action="store_true", help="print JSON for scripts")
-    common.add_argument("--dir", default=None, help=argparse.SUPPRESS)
+    add_connection_args(common)
 
     jobs = sub.add_parser(
         "jobs",
@@ -148,7 +142,7 @@ def run_jobs(args: argparse.Namespace) -> int:
     wait = getattr(args, "wait", None)
     if wait is not None and not (math.isfinite(wait) and 0 <= wait <= MAX_WAIT):
         raise UserError(f"--wait must be a number of seconds from 0 to {MAX_WAIT:g}")
-    settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
+    settings = settings_of(args)
 
     async def run() -> int:
         from .. import connect

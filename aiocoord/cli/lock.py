@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from ..errors import ConnectionLostError, InvalidPathError, NoAuthError
+from ._connect import add_connection_args, settings_of, unreachable
 from ._run import run_async
-from ._unreachable import unreachable
-from .zk import UserError, resolve_hosts
+from .zk import UserError
 
 __all__ = ("add_parser",)
 
@@ -35,12 +34,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     actions = lock.add_subparsers(dest="action", required=True, metavar="ACTION")
     revoke = actions.add_parser("revoke", help="ask the holder of the lock at PATH to let go")
     revoke.add_argument("path", help="the lock's path, or one lock node's path")
-    revoke.add_argument(
-        "--hosts", default=None, help="ZooKeeper hosts (default: AIOCOORD_HOSTS or embedded)"
-    )
-    revoke.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
-    revoke.add_argument("--json", action="store_true", help="print JSON for scripts")
-    revoke.add_argument("--dir", default=None, help=argparse.SUPPRESS)
+    add_connection_args(revoke)
     revoke.set_defaults(func=_cmd_revoke)
 
 
@@ -53,7 +47,7 @@ def _cmd_revoke(args: argparse.Namespace) -> int:
         validate_path(args.path)
     except InvalidPathError as exc:
         raise UserError(f"invalid path {args.path!r}: {exc.reason}") from None
-    settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
+    settings = settings_of(args)
 
     async def run() -> list[str]:
         try:

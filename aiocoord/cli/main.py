@@ -24,7 +24,6 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 
 from .. import __version__
@@ -36,13 +35,13 @@ from ..errors import (
     NoAuthError,
     NoNodeError,
 )
+from ._connect import add_connection_args, embedded_dir, settings_of, unreachable
 from ._run import run_async
-from ._unreachable import unreachable
 from .acl import add_parser as add_acl_parser
 from .dashboard import add_parser as add_dashboard_parser
 from .jobs_command import add_parser as add_jobs_parser
 from .lock import add_parser as add_lock_parser
-from .zk import UserError, local_zookeeper, resolve_hosts
+from .zk import UserError, local_zookeeper
 
 __all__ = ("UserError", "local_zookeeper", "main")
 
@@ -69,7 +68,7 @@ def _cmd_zk(args: argparse.Namespace) -> int:
     from .zk import default_dir, server_status, start_server, stop_server
 
     # No --dir: the user's one server, found from any working directory.
-    directory = Path(args.dir) if args.dir is not None else None
+    directory = embedded_dir(args)
     shown = directory if directory is not None else default_dir()
     if args.action == "ensemble":
         from .ensemble import run_ensemble
@@ -126,7 +125,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         raise UserError(f"invalid path {args.path!r}: {exc.reason}") from None
     if args.depth < 0:
         raise UserError("--depth must be 0 or more")
-    settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
+    settings = settings_of(args)
 
     async def run() -> dict[str, object]:
         try:
@@ -264,13 +263,8 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     inspect.add_argument("path", nargs="?", default="/", help="a ZooKeeper path (default /)")
-    inspect.add_argument("--json", action="store_true", help="print JSON for scripts")
-    inspect.add_argument(
-        "--hosts", default=None, help="ZooKeeper hosts (default: AIOCOORD_HOSTS or embedded)"
-    )
     inspect.add_argument("--depth", type=int, default=4, help="levels of plain nodes to walk")
-    inspect.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
-    inspect.add_argument("--dir", default=None, help=argparse.SUPPRESS)
+    add_connection_args(inspect)
     inspect.set_defaults(func=_cmd_inspect)
 
     add_acl_parser(sub)  # `aiocoord acl get|set`, in cli/acl.py
@@ -295,9 +289,6 @@ def _parser() -> argparse.ArgumentParser:
         "--seconds", type=float, default=None, help="seconds per measurement (overrides --quick)"
     )
     bench.add_argument(
-        "--hosts", default=None, help="ZooKeeper hosts (default: AIOCOORD_HOSTS or embedded)"
-    )
-    bench.add_argument(
         "--root", default="/aiocoord-bench", help="where to work (default /aiocoord-bench)"
     )
     bench.add_argument(
@@ -306,8 +297,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--participants", type=int, default=5, help="latch participants, a session each (default 5)"
     )
-    bench.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
-    bench.add_argument("--dir", default=None, help=argparse.SUPPRESS)
+    add_connection_args(bench, json=False)
     bench.set_defaults(func=_cmd_bench)
 
     worker = sub.add_parser("_demo-worker")  # the demo's worker processes; not listed

@@ -46,6 +46,7 @@ import anyio.abc
 from ...errors import CoordError
 from ...session import Coordinator, connect
 from ...settings import Settings
+from .._connect import embedded_dir
 from ..zk import UserError, local_zookeeper
 from .collect import Proc, once_runs, open_firing, read_histories, read_logs
 from .crons import FIRE_WORK, job_specs
@@ -89,7 +90,7 @@ def run_demo(args: argparse.Namespace) -> int:
     view.line(
         view.bold("aiocoord demo") + ": cluster-wide cron through a rolling upgrade and a crash"
     )
-    with local_zookeeper(Path(args.dir) if args.dir is not None else None) as settings:
+    with local_zookeeper(embedded_dir(args)) as settings:
         where = "AIOCOORD_HOSTS" if "hosts" in Settings().model_fields_set else "embedded"
         view.say(f"ZooKeeper at {settings.hosts} ({where})")
         demo = Demo(args, settings, view)
