@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import InvalidPathError
 from ..settings import Settings
+from ..zk.paths import validate_path
 from .zk import UserError, is_embedded_default, resolve_hosts
 
-__all__ = ("add_connection_args", "embedded_dir", "settings_of", "unreachable")
+__all__ = ("add_connection_args", "checked_path", "embedded_dir", "settings_of", "unreachable")
 
 
 def add_connection_args(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
@@ -49,3 +51,11 @@ def unreachable(settings: Settings, timeout: float) -> UserError:
         else "check that it runs and that the host list is right"
     )
     return UserError(f"cannot reach ZooKeeper at {settings.hosts} within {timeout:g}s ({hint})")
+
+
+def checked_path(text: str, flag: str = "path", *, allow_reserved: bool = False) -> str:
+    """`text` as a valid ZooKeeper path, else a `UserError` naming `flag` and what is wrong."""
+    try:
+        return validate_path(text, allow_reserved=allow_reserved)
+    except InvalidPathError as exc:
+        raise UserError(f"invalid {flag} {text!r}: {exc.reason}") from None

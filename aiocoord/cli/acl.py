@@ -18,13 +18,12 @@ from typing import Any
 from ..errors import (
     BadVersionError,
     ConnectionLostError,
-    InvalidPathError,
     NoAuthError,
     NoNodeError,
     ZooKeeperError,
 )
 from ..zk import ACL
-from ._connect import add_connection_args, settings_of, unreachable
+from ._connect import add_connection_args, checked_path, settings_of, unreachable
 from ._run import run_async
 from .zk import UserError
 
@@ -92,12 +91,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 def run_acl(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status (errors are one-line `UserError`s)."""
     from .. import connect
-    from ..zk.paths import validate_path
 
-    try:
-        validate_path(args.path, allow_reserved=True)
-    except InvalidPathError as exc:
-        raise UserError(f"invalid path {args.path!r}: {exc.reason}") from None
+    checked_path(args.path, allow_reserved=True)
     if args.action == "get" and args.entries:
         raise UserError("'acl get' takes no entries (did you mean 'acl set'?)")
     if args.action == "set" and not args.entries:

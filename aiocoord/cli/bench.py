@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..errors import ConnectionLostError, InvalidPathError
+from ..errors import ConnectionLostError
 from ..settings import Settings
-from ._connect import embedded_dir
+from ._connect import checked_path, embedded_dir
 from ._run import run_async
 from .zk import UserError, local_zookeeper
 
@@ -47,7 +47,6 @@ def run_bench(args: argparse.Namespace) -> int:
     the measurement is cancelled and the run's node is still deleted (within
     10 s, shielded), as it is when the run ends.
     """
-    from ..zk.paths import validate_path
 
     seconds = args.seconds if args.seconds is not None else (1.0 if args.quick else 3.0)
     if not 0 < seconds <= 60:
@@ -58,10 +57,7 @@ def run_bench(args: argparse.Namespace) -> int:
         raise UserError("--participants must be from 2 to 64")
     if not args.timeout > 0:
         raise UserError("--timeout must be more than 0")
-    try:
-        validate_path(args.root)
-    except InvalidPathError as exc:
-        raise UserError(f"invalid --root {args.root!r}: {exc.reason}") from None
+    checked_path(args.root, "--root")
     if args.hosts is not None:
         return _measure_and_print(Settings.build(args.hosts), seconds, args)
     with local_zookeeper(embedded_dir(args)) as settings:

@@ -17,9 +17,8 @@ import socket
 from contextlib import AsyncExitStack
 from typing import Any
 
-from ..errors import ConnectionLostError, InvalidPathError
-from ..zk.paths import validate_path
-from ._connect import add_connection_args, settings_of, unreachable
+from ..errors import ConnectionLostError
+from ._connect import add_connection_args, checked_path, settings_of, unreachable
 from .zk import UserError
 
 __all__ = ("add_parser", "run_dashboard")
@@ -63,10 +62,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
             f"the dashboard needs the fastapi extra ({exc.name} is not installed): "
             "pip install 'aiocoord[fastapi]'"
         ) from None
-    try:
-        validate_path(args.path, allow_reserved=True)
-    except InvalidPathError as exc:
-        raise UserError(f"invalid path {args.path!r}: {exc.reason}") from None
+    checked_path(args.path, allow_reserved=True)
     if args.depth < 0:
         raise UserError("--depth must be 0 or more")
     settings = settings_of(args)

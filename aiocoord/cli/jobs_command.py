@@ -36,13 +36,11 @@ import anyio
 
 from ..errors import (
     ConnectionLostError,
-    InvalidPathError,
     JobCancelled,
     JobFailed,
     NoNodeError,
 )
-from ..zk.paths import validate_path
-from ._connect import add_connection_args, settings_of, unreachable
+from ._connect import add_connection_args, checked_path, settings_of, unreachable
 from .zk import UserError
 
 if TYPE_CHECKING:  # loaded when the command runs: `aiocoord --help` stays quick
@@ -135,10 +133,7 @@ def run_jobs(args: argparse.Namespace) -> int:
     """Run one ``jobs`` action; returns the exit status."""
     from ._run import run_async
 
-    try:
-        root = validate_path(args.root)
-    except InvalidPathError as exc:
-        raise UserError(f"invalid --root {args.root!r}: {exc.reason}") from None
+    root = checked_path(args.root, "--root")
     wait = getattr(args, "wait", None)
     if wait is not None and not (math.isfinite(wait) and 0 <= wait <= MAX_WAIT):
         raise UserError(f"--wait must be a number of seconds from 0 to {MAX_WAIT:g}")

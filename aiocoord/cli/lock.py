@@ -12,8 +12,8 @@ import argparse
 import json
 from typing import Any
 
-from ..errors import ConnectionLostError, InvalidPathError, NoAuthError
-from ._connect import add_connection_args, settings_of, unreachable
+from ..errors import ConnectionLostError, NoAuthError
+from ._connect import add_connection_args, checked_path, settings_of, unreachable
 from ._run import run_async
 from .zk import UserError
 
@@ -41,12 +41,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 def _cmd_revoke(args: argparse.Namespace) -> int:
     from .. import connect
     from ..recipes.mutex import revoke
-    from ..zk.paths import validate_path
 
-    try:
-        validate_path(args.path)
-    except InvalidPathError as exc:
-        raise UserError(f"invalid path {args.path!r}: {exc.reason}") from None
+    checked_path(args.path)
     settings = settings_of(args)
 
     async def run() -> list[str]:

@@ -31,11 +31,16 @@ from ..errors import (
     ConfigError,
     ConnectionLostError,
     CoordError,
-    InvalidPathError,
     NoAuthError,
     NoNodeError,
 )
-from ._connect import add_connection_args, embedded_dir, settings_of, unreachable
+from ._connect import (
+    add_connection_args,
+    checked_path,
+    embedded_dir,
+    settings_of,
+    unreachable,
+)
 from ._run import run_async
 from .acl import add_parser as add_acl_parser
 from .dashboard import add_parser as add_dashboard_parser
@@ -116,13 +121,9 @@ def _cmd_zk(args: argparse.Namespace) -> int:
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from .. import connect
     from ..inspection import inspect_path
-    from ..zk.paths import validate_path
     from .inspect import render
 
-    try:
-        validate_path(args.path, allow_reserved=True)
-    except InvalidPathError as exc:
-        raise UserError(f"invalid path {args.path!r}: {exc.reason}") from None
+    checked_path(args.path, allow_reserved=True)
     if args.depth < 0:
         raise UserError("--depth must be 0 or more")
     settings = settings_of(args)
