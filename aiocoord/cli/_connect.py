@@ -1,4 +1,4 @@
-"""How a command reaches ZooKeeper: its flags, its settings, its one-line errors.
+"""How a command reaches ZooKeeper: its flags, its settings, its session, its one-line errors.
 
 A command that talks to a server takes ``--hosts`` (else ``AIOCOORD_HOSTS``,
 else the embedded server), ``--timeout`` (seconds to connect), most take
@@ -9,14 +9,27 @@ goes wrong on the way is a `UserError`: one line, exit status 1.
 from __future__ import annotations
 
 import argparse
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..errors import InvalidPathError
+from ..errors import ConnectionLostError, InvalidPathError, NoAuthError, NoNodeError
 from ..settings import Settings
 from ..zk.paths import validate_path
 from .zk import UserError, is_embedded_default, resolve_hosts
 
-__all__ = ("add_connection_args", "checked_path", "embedded_dir", "settings_of", "unreachable")
+if TYPE_CHECKING:
+    from ..session import Coordinator
+
+__all__ = (
+    "add_connection_args",
+    "checked_path",
+    "connected",
+    "embedded_dir",
+    "settings_of",
+    "unreachable",
+)
 
 
 def add_connection_args(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
@@ -59,3 +72,32 @@ def checked_path(text: str, flag: str = "path", *, allow_reserved: bool = False)
         return validate_path(text, allow_reserved=allow_reserved)
     except InvalidPathError as exc:
         raise UserError(f"invalid {flag} {text!r}: {exc.reason}") from None
+
+
+@asynccontextmanager
+async def connected(
+    settings: Settings, timeout: float, *, no_node: str | None = None, no_auth: str | None = None
+) -> AsyncIterator[Coordinator]:
+    """A session (10 s timeout) for one command's work, its errors as one-line `UserError`s.
+
+    Entering blocks until connected (at most `timeout` seconds); leaving closes
+    the session.  A `ConnectionLostError`, on entering or in the block, is
+    `unreachable`; a `NoNodeError` or a `NoAuthError` is a `UserError` saying
+    `no_node` or `no_auth`, where given.
+    Cancellation passes through.
+    """
+    from .. import connect
+
+    try:
+        async with connect(settings, session_timeout=10.0, connect_timeout=timeout) as coord:
+            yield coord
+    except ConnectionLostError:
+        raise unreachable(settings, timeout) from None
+    except NoNodeError:
+        if no_node is None:
+            raise
+        raise UserError(no_node) from None
+    except NoAuthError:
+        if no_auth is None:
+            raise
+        raise UserError(no_auth) from None

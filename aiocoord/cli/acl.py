@@ -15,15 +15,9 @@ import argparse
 import json
 from typing import Any
 
-from ..errors import (
-    BadVersionError,
-    ConnectionLostError,
-    NoAuthError,
-    NoNodeError,
-    ZooKeeperError,
-)
+from ..errors import BadVersionError, ZooKeeperError
 from ..zk import ACL
-from ._connect import add_connection_args, checked_path, settings_of, unreachable
+from ._connect import add_connection_args, checked_path, connected, settings_of
 from ._run import run_async
 from .zk import UserError
 
@@ -90,8 +84,6 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 def run_acl(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status (errors are one-line `UserError`s)."""
-    from .. import connect
-
     checked_path(args.path, allow_reserved=True)
     if args.action == "get" and args.entries:
         raise UserError("'acl get' takes no entries (did you mean 'acl set'?)")
@@ -101,37 +93,32 @@ def run_acl(args: argparse.Namespace) -> int:
     if args.version < -1:
         raise UserError("--version must be -1 (any) or more")
     settings = settings_of(args)
+    no_node = f"{args.path} does not exist on {settings.hosts}"
+    need = "ADMIN" if args.action == "set" else "READ or ADMIN"
+    no_auth = (
+        f"no access to the ACL of {args.path} on {settings.hosts}: it needs {need} "
+        "(set AIOCOORD_AUTH or AIOCOORD_SASL_* to an identity its ACL allows)"
+    )
 
     async def run() -> tuple[list[ACL], int]:
-        try:
-            async with connect(
-                settings, session_timeout=10.0, connect_timeout=args.timeout
-            ) as coord:
+        async with connected(settings, args.timeout, no_node=no_node, no_auth=no_auth) as coord:
+            try:
                 if args.action == "set":
                     await coord.client.set_acl(args.path, entries, args.version)
                 acl, stat = await coord.client.get_acl(args.path)
-                return acl, stat.aversion
-        except ConnectionLostError:
-            raise unreachable(settings, args.timeout) from None
-        except NoNodeError:
-            raise UserError(f"{args.path} does not exist on {settings.hosts}") from None
-        except NoAuthError:
-            need = "ADMIN" if args.action == "set" else "READ or ADMIN"
-            raise UserError(
-                f"no access to the ACL of {args.path} on {settings.hosts}: it needs {need} "
-                "(set AIOCOORD_AUTH or AIOCOORD_SASL_* to an identity its ACL allows)"
-            ) from None
-        except BadVersionError:
-            raise UserError(
-                f"the ACL of {args.path} is no longer at version {args.version}: read it again"
-            ) from None
-        except ZooKeeperError as exc:
-            if exc.code != _INVALID_ACL:
-                raise
-            raise UserError(
-                f"{exc}: the server refuses these entries (a scheme it has no provider for, "
-                "such as sasl on a server without SASL, or auth on a session without credentials)"
-            ) from None
+            except BadVersionError:
+                raise UserError(
+                    f"the ACL of {args.path} is no longer at version {args.version}: read it again"
+                ) from None
+            except ZooKeeperError as exc:
+                if exc.code != _INVALID_ACL:
+                    raise
+                raise UserError(
+                    f"{exc}: the server refuses these entries (a scheme it has no provider for, "
+                    "such as sasl on a server without SASL, or auth on a session without "
+                    "credentials)"
+                ) from None
+            return acl, stat.aversion
 
     acl, version = run_async(run, args.loop)
     if args.json:

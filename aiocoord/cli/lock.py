@@ -12,10 +12,8 @@ import argparse
 import json
 from typing import Any
 
-from ..errors import ConnectionLostError, NoAuthError
-from ._connect import add_connection_args, checked_path, settings_of, unreachable
+from ._connect import add_connection_args, checked_path, connected, settings_of
 from ._run import run_async
-from .zk import UserError
 
 __all__ = ("add_parser",)
 
@@ -39,25 +37,18 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _cmd_revoke(args: argparse.Namespace) -> int:
-    from .. import connect
     from ..recipes.mutex import revoke
 
     checked_path(args.path)
     settings = settings_of(args)
+    no_auth = (
+        f"{args.path} on {settings.hosts} is not writable with these credentials "
+        "(set AIOCOORD_AUTH to those that created it)"
+    )
 
     async def run() -> list[str]:
-        try:
-            async with connect(
-                settings, session_timeout=10.0, connect_timeout=args.timeout
-            ) as coord:
-                return await revoke(coord, args.path)
-        except ConnectionLostError:
-            raise unreachable(settings, args.timeout) from None
-        except NoAuthError:
-            raise UserError(
-                f"{args.path} on {settings.hosts} is not writable with these credentials "
-                "(set AIOCOORD_AUTH to those that created it)"
-            ) from None
+        async with connected(settings, args.timeout, no_auth=no_auth) as coord:
+            return await revoke(coord, args.path)
 
     written = run_async(run, args.loop)
     if args.json:

@@ -27,19 +27,13 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
-from ..errors import (
-    ConfigError,
-    ConnectionLostError,
-    CoordError,
-    NoAuthError,
-    NoNodeError,
-)
+from ..errors import ConfigError, CoordError
 from ._connect import (
     add_connection_args,
     checked_path,
+    connected,
     embedded_dir,
     settings_of,
-    unreachable,
 )
 from ._run import run_async
 from .acl import add_parser as add_acl_parser
@@ -119,7 +113,6 @@ def _cmd_zk(args: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from .. import connect
     from ..inspection import inspect_path
     from .inspect import render
 
@@ -127,22 +120,15 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     if args.depth < 0:
         raise UserError("--depth must be 0 or more")
     settings = settings_of(args)
+    no_node = f"{args.path} does not exist on {settings.hosts}"
+    no_auth = (
+        f"no access to {args.path} on {settings.hosts} with these credentials "
+        "(set AIOCOORD_AUTH or AIOCOORD_SASL_* to an identity its ACL allows)"
+    )
 
     async def run() -> dict[str, object]:
-        try:
-            async with connect(
-                settings, session_timeout=10.0, connect_timeout=args.timeout
-            ) as coord:
-                return await inspect_path(coord, args.path, depth=args.depth)
-        except ConnectionLostError:
-            raise unreachable(settings, args.timeout) from None
-        except NoNodeError:
-            raise UserError(f"{args.path} does not exist on {settings.hosts}") from None
-        except NoAuthError:
-            raise UserError(
-                f"no access to {args.path} on {settings.hosts} with these credentials "
-                "(set AIOCOORD_AUTH or AIOCOORD_SASL_* to an identity its ACL allows)"
-            ) from None
+        async with connected(settings, args.timeout, no_node=no_node, no_auth=no_auth) as coord:
+            return await inspect_path(coord, args.path, depth=args.depth)
 
     info = run_async(run, args.loop)
     if args.json:
