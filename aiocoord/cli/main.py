@@ -332,14 +332,8 @@ def _run_command(args: argparse.Namespace) -> int:
         leaf = _leaf(exc)
         if isinstance(leaf, KeyboardInterrupt):
             return 130
-        if isinstance(leaf, UserError):
+        if isinstance(leaf, UserError | CoordError):
             print(f"aiocoord {args.command}: {leaf}", file=sys.stderr)
-            return 1
-        if isinstance(leaf, ConfigError):
-            print(f"aiocoord {args.command}: {leaf}", file=sys.stderr)
-            return 2
-        if isinstance(leaf, CoordError):
-            print(f"aiocoord {args.command}: {leaf}", file=sys.stderr)
-            return 1
+            return 2 if isinstance(leaf, ConfigError) else 1  # a bad setting: as a bad command line
         raise
     return code
