@@ -133,7 +133,7 @@ async def _session_rows(coord: Coordinator, path: str, seconds: float) -> list[R
         await get()
         latencies.append(time.perf_counter() - t0)
     latencies.sort()
-    done = await _count_until(get, 32, seconds)
+    done = await _count_until([get] * 32, seconds)
     return [
         ("getData round trip (median)", "us", statistics.median(latencies) * 1e6),
         ("getData round trip (p99)", "us", latencies[int(len(latencies) * 0.99) - 1] * 1e6),
@@ -141,39 +141,34 @@ async def _session_rows(coord: Coordinator, path: str, seconds: float) -> list[R
     ]
 
 
-async def _count_until(step: Callable[[], Awaitable[None]], callers: int, seconds: float) -> int:
-    """How many times `callers` concurrent loops ran `step` within `seconds`."""
+async def _count_until(steps: list[Callable[[], Awaitable[None]]], seconds: float) -> int:
+    """How many steps ran within `seconds`, each of `steps` in a loop of its own, concurrently."""
     count = 0
     stop = time.perf_counter() + seconds
 
-    async def loop() -> None:
+    async def loop(step: Callable[[], Awaitable[None]]) -> None:
         nonlocal count
         while time.perf_counter() < stop:
             await step()
             count += 1
 
     async with anyio.create_task_group() as tg:
-        for _ in range(callers):
-            tg.start_soon(loop)
+        for step in steps:
+            tg.start_soon(loop, step)
     return count
 
 
 async def _lock_rate(coords: list[Coordinator], path: str, seconds: float) -> float:
     from ..recipes.cas_lock import cas_lock
 
-    count = 0
-    stop = time.perf_counter() + seconds
-
-    async def contender(i: int) -> None:
-        nonlocal count
-        while time.perf_counter() < stop:
+    def contender(i: int) -> Callable[[], Awaitable[None]]:
+        async def acquire_release() -> None:
             async with cas_lock(coords[i], path, owner=f"c{i}", lease=10.0):
-                count += 1
+                pass
 
-    async with anyio.create_task_group() as tg:
-        for i in range(len(coords)):
-            tg.start_soon(contender, i)
-    return count / seconds
+        return acquire_release
+
+    return await _count_until([contender(i) for i in range(len(coords))], seconds) / seconds
 
 
 async def _handoff_ms(coords: list[Coordinator], path: str, seconds: float) -> float:
