@@ -13,20 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
-from ..errors import (
-    BadVersionError,
-    ConnectionLostError,
-    InvalidPathError,
-    NoAuthError,
-    NoNodeError,
-    ZooKeeperError,
-)
+from ..errors import BadVersionError, ZooKeeperError
 from ..zk import ACL
+from ._connect import add_connection_args, checked_path, connected, settings_of
 from ._run import run_async
-from .zk import UserError, is_embedded_default, resolve_hosts
+from .zk import UserError
 
 __all__ = ("add_parser", "format_entry", "parse_entry")
 
@@ -85,24 +78,13 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         default=-1,
         help="for set: the ACL version (aversion) it must have, else it fails (default: any)",
     )
-    acl.add_argument("--json", action="store_true", help="print JSON for scripts")
-    acl.add_argument(
-        "--hosts", default=None, help="ZooKeeper hosts (default: AIOCOORD_HOSTS or embedded)"
-    )
-    acl.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
-    acl.add_argument("--dir", default=None, help=argparse.SUPPRESS)
+    add_connection_args(acl)
     acl.set_defaults(func=run_acl)
 
 
 def run_acl(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status (errors are one-line `UserError`s)."""
-    from .. import connect
-    from ..zk.paths import validate_path
-
-    try:
-        validate_path(args.path, allow_reserved=True)
-    except InvalidPathError as exc:
-        raise UserError(f"invalid path {args.path!r}: {exc.reason}") from None
+    checked_path(args.path, allow_reserved=True)
     if args.action == "get" and args.entries:
         raise UserError("'acl get' takes no entries (did you mean 'acl set'?)")
     if args.action == "set" and not args.entries:
@@ -110,45 +92,33 @@ def run_acl(args: argparse.Namespace) -> int:
     entries = [parse_entry(text) for text in args.entries]
     if args.version < -1:
         raise UserError("--version must be -1 (any) or more")
-    settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
+    settings = settings_of(args)
+    no_node = f"{args.path} does not exist on {settings.hosts}"
+    need = "ADMIN" if args.action == "set" else "READ or ADMIN"
+    no_auth = (
+        f"no access to the ACL of {args.path} on {settings.hosts}: it needs {need} "
+        "(set AIOCOORD_AUTH or AIOCOORD_SASL_* to an identity its ACL allows)"
+    )
 
     async def run() -> tuple[list[ACL], int]:
-        try:
-            async with connect(
-                settings, session_timeout=10.0, connect_timeout=args.timeout
-            ) as coord:
+        async with connected(settings, args.timeout, no_node=no_node, no_auth=no_auth) as coord:
+            try:
                 if args.action == "set":
                     await coord.client.set_acl(args.path, entries, args.version)
                 acl, stat = await coord.client.get_acl(args.path)
-                return acl, stat.aversion
-        except ConnectionLostError:
-            hint = (
-                "start one with 'aiocoord zk start', or set AIOCOORD_HOSTS / --hosts"
-                if is_embedded_default(settings)
-                else "check that it runs and that the host list is right"
-            )
-            raise UserError(
-                f"cannot reach ZooKeeper at {settings.hosts} within {args.timeout:g}s ({hint})"
-            ) from None
-        except NoNodeError:
-            raise UserError(f"{args.path} does not exist on {settings.hosts}") from None
-        except NoAuthError:
-            need = "ADMIN" if args.action == "set" else "READ or ADMIN"
-            raise UserError(
-                f"no access to the ACL of {args.path} on {settings.hosts}: it needs {need} "
-                "(set AIOCOORD_AUTH or AIOCOORD_SASL_* to an identity its ACL allows)"
-            ) from None
-        except BadVersionError:
-            raise UserError(
-                f"the ACL of {args.path} is no longer at version {args.version}: read it again"
-            ) from None
-        except ZooKeeperError as exc:
-            if exc.code != _INVALID_ACL:
-                raise
-            raise UserError(
-                f"{exc}: the server refuses these entries (a scheme it has no provider for, "
-                "such as sasl on a server without SASL, or auth on a session without credentials)"
-            ) from None
+            except BadVersionError:
+                raise UserError(
+                    f"the ACL of {args.path} is no longer at version {args.version}: read it again"
+                ) from None
+            except ZooKeeperError as exc:
+                if exc.code != _INVALID_ACL:
+                    raise
+                raise UserError(
+                    f"{exc}: the server refuses these entries (a scheme it has no provider for, "
+                    "such as sasl on a server without SASL, or auth on a session without "
+                    "credentials)"
+                ) from None
+            return acl, stat.aversion
 
     acl, version = run_async(run, args.loop)
     if args.json:

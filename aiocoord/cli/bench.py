@@ -22,13 +22,13 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..errors import ConnectionLostError, InvalidPathError
+from ..errors import ConnectionLostError
 from ..settings import Settings
+from ._connect import checked_path, embedded_dir
 from ._run import run_async
 from .zk import UserError, local_zookeeper
 
@@ -47,7 +47,6 @@ def run_bench(args: argparse.Namespace) -> int:
     the measurement is cancelled and the run's node is still deleted (within
     10 s, shielded), as it is when the run ends.
     """
-    from ..zk.paths import validate_path
 
     seconds = args.seconds if args.seconds is not None else (1.0 if args.quick else 3.0)
     if not 0 < seconds <= 60:
@@ -58,13 +57,10 @@ def run_bench(args: argparse.Namespace) -> int:
         raise UserError("--participants must be from 2 to 64")
     if not args.timeout > 0:
         raise UserError("--timeout must be more than 0")
-    try:
-        validate_path(args.root)
-    except InvalidPathError as exc:
-        raise UserError(f"invalid --root {args.root!r}: {exc.reason}") from None
+    checked_path(args.root, "--root")
     if args.hosts is not None:
         return _measure_and_print(Settings.build(args.hosts), seconds, args)
-    with local_zookeeper(Path(args.dir) if args.dir is not None else None) as settings:
+    with local_zookeeper(embedded_dir(args)) as settings:
         return _measure_and_print(settings, seconds, args)
 
 
@@ -137,7 +133,7 @@ async def _session_rows(coord: Coordinator, path: str, seconds: float) -> list[R
         await get()
         latencies.append(time.perf_counter() - t0)
     latencies.sort()
-    done = await _count_until(get, 32, seconds)
+    done = await _count_until([get] * 32, seconds)
     return [
         ("getData round trip (median)", "us", statistics.median(latencies) * 1e6),
         ("getData round trip (p99)", "us", latencies[int(len(latencies) * 0.99) - 1] * 1e6),
@@ -145,39 +141,34 @@ async def _session_rows(coord: Coordinator, path: str, seconds: float) -> list[R
     ]
 
 
-async def _count_until(step: Callable[[], Awaitable[None]], callers: int, seconds: float) -> int:
-    """How many times `callers` concurrent loops ran `step` within `seconds`."""
+async def _count_until(steps: list[Callable[[], Awaitable[None]]], seconds: float) -> int:
+    """How many steps ran within `seconds`, each of `steps` in a loop of its own, concurrently."""
     count = 0
     stop = time.perf_counter() + seconds
 
-    async def loop() -> None:
+    async def loop(step: Callable[[], Awaitable[None]]) -> None:
         nonlocal count
         while time.perf_counter() < stop:
             await step()
             count += 1
 
     async with anyio.create_task_group() as tg:
-        for _ in range(callers):
-            tg.start_soon(loop)
+        for step in steps:
+            tg.start_soon(loop, step)
     return count
 
 
 async def _lock_rate(coords: list[Coordinator], path: str, seconds: float) -> float:
     from ..recipes.cas_lock import cas_lock
 
-    count = 0
-    stop = time.perf_counter() + seconds
-
-    async def contender(i: int) -> None:
-        nonlocal count
-        while time.perf_counter() < stop:
+    def contender(i: int) -> Callable[[], Awaitable[None]]:
+        async def acquire_release() -> None:
             async with cas_lock(coords[i], path, owner=f"c{i}", lease=10.0):
-                count += 1
+                pass
 
-    async with anyio.create_task_group() as tg:
-        for i in range(len(coords)):
-            tg.start_soon(contender, i)
-    return count / seconds
+        return acquire_release
+
+    return await _count_until([contender(i) for i in range(len(coords))], seconds) / seconds
 
 
 async def _handoff_ms(coords: list[Coordinator], path: str, seconds: float) -> float:

@@ -15,13 +15,11 @@ import os
 import signal
 import socket
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import Any
 
-from ..errors import ConnectionLostError, InvalidPathError
-from ..zk.paths import validate_path
-from ._unreachable import unreachable
-from .zk import UserError, resolve_hosts
+from ..errors import ConnectionLostError
+from ._connect import add_connection_args, checked_path, settings_of, unreachable
+from .zk import UserError
 
 __all__ = ("add_parser", "run_dashboard")
 
@@ -43,17 +41,13 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     dash.add_argument("path", nargs="?", default="/", help="a ZooKeeper path (default /)")
     dash.add_argument(
-        "--hosts", default=None, help="ZooKeeper hosts (default: AIOCOORD_HOSTS or embedded)"
-    )
-    dash.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
     dash.add_argument(
         "--port", type=int, default=8000, help="port to listen on (default 8000; 0: any)"
     )
     dash.add_argument("--depth", type=int, default=4, help="levels of plain nodes to walk")
-    dash.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
-    dash.add_argument("--dir", default=None, help=argparse.SUPPRESS)
+    add_connection_args(dash, json=False)
     dash.set_defaults(func=run_dashboard)
 
 
@@ -68,13 +62,10 @@ def run_dashboard(args: argparse.Namespace) -> int:
             f"the dashboard needs the fastapi extra ({exc.name} is not installed): "
             "pip install 'aiocoord[fastapi]'"
         ) from None
-    try:
-        validate_path(args.path, allow_reserved=True)
-    except InvalidPathError as exc:
-        raise UserError(f"invalid path {args.path!r}: {exc.reason}") from None
+    checked_path(args.path, allow_reserved=True)
     if args.depth < 0:
         raise UserError("--depth must be 0 or more")
-    settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
+    settings = settings_of(args)
     try:
         listener = socket.create_server((args.host, args.port))
     except OSError as exc:

@@ -12,38 +12,25 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import anyio.to_thread
 
-from ..errors import ConnectionLostError, NoAuthError
 from ..server import server_mode
 from ..settings import parse_hosts
+from ._connect import connected, settings_of
 from ._run import run_async
-from ._unreachable import unreachable
-from .zk import UserError, resolve_hosts
 
 __all__ = ("run_ensemble",)
 
 
 def run_ensemble(args: argparse.Namespace) -> int:
     """Print the members and their modes (``--json``: a JSON object); exit 0, or 1 if unreachable."""
-    from .. import connect
-
-    settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
+    settings = settings_of(args)
+    no_auth = f"no access to /zookeeper/config on {settings.hosts} with these credentials"
 
     async def run() -> dict[str, object]:
-        try:
-            async with connect(
-                settings, session_timeout=10.0, connect_timeout=args.timeout
-            ) as coord:
-                config, _ = await coord.client.get_config()
-        except ConnectionLostError:
-            raise unreachable(settings, args.timeout) from None
-        except NoAuthError:
-            raise UserError(
-                f"no access to /zookeeper/config on {settings.hosts} with these credentials"
-            ) from None
+        async with connected(settings, args.timeout, no_auth=no_auth) as coord:
+            config, _ = await coord.client.get_config()
         members: list[dict[str, object]] = []
         if config.servers:
             for server in config.servers:

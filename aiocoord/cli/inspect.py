@@ -37,7 +37,7 @@ def render(info: Info, indent: int = 0) -> list[str]:
         lines = [f"{pad}{name}  [leader latch, {info['layout']} layout] leader: {info['leader']}"]
         for i, p in enumerate(parts):
             role = "leader  " if i == 0 else f"#{i:<7}"
-            lines.append(f"{pad}  {role} {p['id']:<28} token 0x{p['token']:x}  {p['node']}")
+            lines.append(_row(pad, role, p))
         return lines
     if kind == "mutex":
         return _render_mutex(info, pad, name)
@@ -94,13 +94,17 @@ def _render_mutex(info: Info, pad: str, name: str) -> list[str]:
     lines = [f"{pad}{name}  [mutex] held by {holder}, token 0x{info['token']:x}, {waiting} waiting"]
     for i, c in enumerate(queue):
         role = "holder  " if i == 0 else f"#{i:<7}"
-        who = f"invalid id: {c['error']}" if "error" in c else c["id"]
-        lines.append(f"{pad}  {role} {who:<28} token 0x{c['token']:x}  {c['node']}")
+        lines.append(_row(pad, role, c))
     return lines
 
 
 def _who(c: Info) -> str:
     return f"invalid id: {c['error']}" if "error" in c else str(c["id"])
+
+
+def _row(pad: str, role: str, c: Info) -> str:
+    """One line of a queue (a latch's, a lock's, a semaphore's): role, id, token, node."""
+    return f"{pad}  {role} {_who(c):<28} token 0x{c['token']:x}  {c['node']}"
 
 
 def _render_rwlock(info: Info, pad: str, name: str) -> list[str]:
@@ -113,7 +117,7 @@ def _render_rwlock(info: Info, pad: str, name: str) -> list[str]:
     lines = [f"{pad}{name}  [read/write lock] held for {mode}, {waiting} waiting"]
     for c in queue:
         role = ("holds " if c["holds"] else "waits ") + c["mode"]
-        lines.append(f"{pad}  {role:<11} {_who(c):<28} token 0x{c['token']:x}  {c['node']}")
+        lines.append(_row(pad, f"{role:<11}", c))
     return lines
 
 
@@ -121,7 +125,7 @@ def _render_semaphore(info: Info, pad: str, name: str) -> list[str]:
     leases, waiting = info["leases"], info["waiting"]
     lines = [f"{pad}{name}  [semaphore] {len(leases)} lease nodes, {len(waiting)} waiting"]
     for c in leases:
-        lines.append(f"{pad}  lease    {_who(c):<28} token 0x{c['token']:x}  {c['node']}")
+        lines.append(_row(pad, "lease   ", c))
     for i, c in enumerate(waiting):
         lines.append(f"{pad}  #{i + 1:<7} {_who(c):<28} (inner mutex)  {c['node']}")
     return lines

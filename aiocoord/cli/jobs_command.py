@@ -30,21 +30,18 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import fields
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
 from ..errors import (
     ConnectionLostError,
-    InvalidPathError,
     JobCancelled,
     JobFailed,
     NoNodeError,
 )
-from ..zk.paths import validate_path
-from ._unreachable import unreachable
-from .zk import UserError, resolve_hosts
+from ._connect import add_connection_args, checked_path, settings_of, unreachable
+from .zk import UserError
 
 if TYPE_CHECKING:  # loaded when the command runs: `aiocoord --help` stays quick
     from ..scheduler import JobInfo, JobStatus, Scheduler
@@ -63,12 +60,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     """Register the ``jobs`` subcommand and its actions on `sub`."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--root", required=True, help="the scheduler's root path, e.g. /app/jobs")
-    common.add_argument(
-        "--hosts", default=None, help="ZooKeeper hosts (default: AIOCOORD_HOSTS or embedded)"
-    )
-    common.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
-    common.add_argument("--json", action="store_true", help="print JSON for scripts")
-    common.add_argument("--dir", default=None, help=argparse.SUPPRESS)
+    add_connection_args(common)
 
     jobs = sub.add_parser(
         "jobs",
@@ -141,14 +133,11 @@ def run_jobs(args: argparse.Namespace) -> int:
     """Run one ``jobs`` action; returns the exit status."""
     from ._run import run_async
 
-    try:
-        root = validate_path(args.root)
-    except InvalidPathError as exc:
-        raise UserError(f"invalid --root {args.root!r}: {exc.reason}") from None
+    root = checked_path(args.root, "--root")
     wait = getattr(args, "wait", None)
     if wait is not None and not (math.isfinite(wait) and 0 <= wait <= MAX_WAIT):
         raise UserError(f"--wait must be a number of seconds from 0 to {MAX_WAIT:g}")
-    settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
+    settings = settings_of(args)
 
     async def run() -> int:
         from .. import connect

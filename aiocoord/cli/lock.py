@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
-from ..errors import ConnectionLostError, InvalidPathError, NoAuthError
+from ._connect import add_connection_args, checked_path, connected, settings_of
 from ._run import run_async
-from ._unreachable import unreachable
-from .zk import UserError, resolve_hosts
 
 __all__ = ("add_parser",)
 
@@ -35,39 +32,23 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     actions = lock.add_subparsers(dest="action", required=True, metavar="ACTION")
     revoke = actions.add_parser("revoke", help="ask the holder of the lock at PATH to let go")
     revoke.add_argument("path", help="the lock's path, or one lock node's path")
-    revoke.add_argument(
-        "--hosts", default=None, help="ZooKeeper hosts (default: AIOCOORD_HOSTS or embedded)"
-    )
-    revoke.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
-    revoke.add_argument("--json", action="store_true", help="print JSON for scripts")
-    revoke.add_argument("--dir", default=None, help=argparse.SUPPRESS)
+    add_connection_args(revoke)
     revoke.set_defaults(func=_cmd_revoke)
 
 
 def _cmd_revoke(args: argparse.Namespace) -> int:
-    from .. import connect
     from ..recipes.mutex import revoke
-    from ..zk.paths import validate_path
 
-    try:
-        validate_path(args.path)
-    except InvalidPathError as exc:
-        raise UserError(f"invalid path {args.path!r}: {exc.reason}") from None
-    settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
+    checked_path(args.path)
+    settings = settings_of(args)
+    no_auth = (
+        f"{args.path} on {settings.hosts} is not writable with these credentials "
+        "(set AIOCOORD_AUTH to those that created it)"
+    )
 
     async def run() -> list[str]:
-        try:
-            async with connect(
-                settings, session_timeout=10.0, connect_timeout=args.timeout
-            ) as coord:
-                return await revoke(coord, args.path)
-        except ConnectionLostError:
-            raise unreachable(settings, args.timeout) from None
-        except NoAuthError:
-            raise UserError(
-                f"{args.path} on {settings.hosts} is not writable with these credentials "
-                "(set AIOCOORD_AUTH to those that created it)"
-            ) from None
+        async with connected(settings, args.timeout, no_auth=no_auth) as coord:
+            return await revoke(coord, args.path)
 
     written = run_async(run, args.loop)
     if args.json:

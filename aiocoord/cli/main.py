@@ -24,25 +24,23 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 
 from .. import __version__
-from ..errors import (
-    ConfigError,
-    ConnectionLostError,
-    CoordError,
-    InvalidPathError,
-    NoAuthError,
-    NoNodeError,
+from ..errors import ConfigError, CoordError
+from ._connect import (
+    add_connection_args,
+    checked_path,
+    connected,
+    embedded_dir,
+    settings_of,
 )
 from ._run import run_async
-from ._unreachable import unreachable
 from .acl import add_parser as add_acl_parser
 from .dashboard import add_parser as add_dashboard_parser
 from .jobs_command import add_parser as add_jobs_parser
 from .lock import add_parser as add_lock_parser
-from .zk import UserError, local_zookeeper, resolve_hosts
+from .zk import UserError, local_zookeeper
 
 __all__ = ("UserError", "local_zookeeper", "main")
 
@@ -69,7 +67,7 @@ def _cmd_zk(args: argparse.Namespace) -> int:
     from .zk import default_dir, server_status, start_server, stop_server
 
     # No --dir: the user's one server, found from any working directory.
-    directory = Path(args.dir) if args.dir is not None else None
+    directory = embedded_dir(args)
     shown = directory if directory is not None else default_dir()
     if args.action == "ensemble":
         from .ensemble import run_ensemble
@@ -115,34 +113,22 @@ def _cmd_zk(args: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from .. import connect
     from ..inspection import inspect_path
-    from ..zk.paths import validate_path
     from .inspect import render
 
-    try:
-        validate_path(args.path, allow_reserved=True)
-    except InvalidPathError as exc:
-        raise UserError(f"invalid path {args.path!r}: {exc.reason}") from None
+    checked_path(args.path, allow_reserved=True)
     if args.depth < 0:
         raise UserError("--depth must be 0 or more")
-    settings = resolve_hosts(args.hosts, Path(args.dir) if args.dir is not None else None)
+    settings = settings_of(args)
+    no_node = f"{args.path} does not exist on {settings.hosts}"
+    no_auth = (
+        f"no access to {args.path} on {settings.hosts} with these credentials "
+        "(set AIOCOORD_AUTH or AIOCOORD_SASL_* to an identity its ACL allows)"
+    )
 
     async def run() -> dict[str, object]:
-        try:
-            async with connect(
-                settings, session_timeout=10.0, connect_timeout=args.timeout
-            ) as coord:
-                return await inspect_path(coord, args.path, depth=args.depth)
-        except ConnectionLostError:
-            raise unreachable(settings, args.timeout) from None
-        except NoNodeError:
-            raise UserError(f"{args.path} does not exist on {settings.hosts}") from None
-        except NoAuthError:
-            raise UserError(
-                f"no access to {args.path} on {settings.hosts} with these credentials "
-                "(set AIOCOORD_AUTH or AIOCOORD_SASL_* to an identity its ACL allows)"
-            ) from None
+        async with connected(settings, args.timeout, no_node=no_node, no_auth=no_auth) as coord:
+            return await inspect_path(coord, args.path, depth=args.depth)
 
     info = run_async(run, args.loop)
     if args.json:
@@ -264,13 +250,8 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     inspect.add_argument("path", nargs="?", default="/", help="a ZooKeeper path (default /)")
-    inspect.add_argument("--json", action="store_true", help="print JSON for scripts")
-    inspect.add_argument(
-        "--hosts", default=None, help="ZooKeeper hosts (default: AIOCOORD_HOSTS or embedded)"
-    )
     inspect.add_argument("--depth", type=int, default=4, help="levels of plain nodes to walk")
-    inspect.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
-    inspect.add_argument("--dir", default=None, help=argparse.SUPPRESS)
+    add_connection_args(inspect)
     inspect.set_defaults(func=_cmd_inspect)
 
     add_acl_parser(sub)  # `aiocoord acl get|set`, in cli/acl.py
@@ -295,9 +276,6 @@ def _parser() -> argparse.ArgumentParser:
         "--seconds", type=float, default=None, help="seconds per measurement (overrides --quick)"
     )
     bench.add_argument(
-        "--hosts", default=None, help="ZooKeeper hosts (default: AIOCOORD_HOSTS or embedded)"
-    )
-    bench.add_argument(
         "--root", default="/aiocoord-bench", help="where to work (default /aiocoord-bench)"
     )
     bench.add_argument(
@@ -306,8 +284,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--participants", type=int, default=5, help="latch participants, a session each (default 5)"
     )
-    bench.add_argument("--timeout", type=float, default=5.0, help="connect timeout, seconds")
-    bench.add_argument("--dir", default=None, help=argparse.SUPPRESS)
+    add_connection_args(bench, json=False)
     bench.set_defaults(func=_cmd_bench)
 
     worker = sub.add_parser("_demo-worker")  # the demo's worker processes; not listed
@@ -355,14 +332,8 @@ def _run_command(args: argparse.Namespace) -> int:
         leaf = _leaf(exc)
         if isinstance(leaf, KeyboardInterrupt):
             return 130
-        if isinstance(leaf, UserError):
+        if isinstance(leaf, UserError | CoordError):
             print(f"aiocoord {args.command}: {leaf}", file=sys.stderr)
-            return 1
-        if isinstance(leaf, ConfigError):
-            print(f"aiocoord {args.command}: {leaf}", file=sys.stderr)
-            return 2
-        if isinstance(leaf, CoordError):
-            print(f"aiocoord {args.command}: {leaf}", file=sys.stderr)
-            return 1
+            return 2 if isinstance(leaf, ConfigError) else 1  # a bad setting: as a bad command line
         raise
     return code

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import NodeDataError, NodeExistsError, NoNodeError, TransactionFailed
 from ..session import Coordinator
-from ..zk.types import CreateMode, CreateOp, DeleteOp, Op, SetDataOp
+from ..zk.types import CreateOp, DeleteOp, Op, SetDataOp
 from ._coalesce import Coalescer
 from ._jobs import JobType, run_attempt
 from ._ops import Retention, ensure_buckets, finish_with, retry_connection, write_result
@@ -128,11 +128,7 @@ class Execution:
         # One transaction for both only when it fits ZooKeeper's request limit: a result
         # at the size limit goes in two steps.
         if self.hooks.after_result is None and len(data) <= room_for_data(result, path):
-            if self.retention.ttl_supported is False:
-                create = CreateOp(result, data)
-            else:
-                ttl = self.retention.ms
-                create = CreateOp(result, data, mode=CreateMode.PERSISTENT_WITH_TTL, ttl=ttl)
+            create = self.retention.create_op(result, data)
             if await self.batch.apply([create, DeleteOp(path)], len(data)):
                 return
             try:

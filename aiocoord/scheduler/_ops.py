@@ -86,6 +86,24 @@ class Retention:
             )
         self.ttl_supported = False
 
+    def create_op(self, path: str, data: bytes) -> CreateOp:
+        """The op that creates a result node: a TTL node unless the server refuses them."""
+        if self.ttl_supported is False:
+            return CreateOp(path, data)
+        return CreateOp(path, data, mode=CreateMode.PERSISTENT_WITH_TTL, ttl=self.ms)
+
+    async def create_ttl(self, client: ZkClient, path: str, data: bytes = b"") -> bool:
+        """Create `path` as a TTL node; False (and noted here) if the server refuses them."""
+        try:
+            await client.create(path, data, mode=CreateMode.PERSISTENT_WITH_TTL, ttl=self.ms)
+        except ZooKeeperError as exc:
+            if exc.code != UNIMPLEMENTED:
+                raise
+            self.unsupported()
+            return False
+        self.ttl_supported = True
+        return True
+
 
 async def retry_connection(coord: Coordinator, op: Callable[[], Awaitable[T]]) -> T:
     """Run an idempotent write until it gets an answer, waiting out connection losses."""
@@ -167,14 +185,7 @@ async def probe_ttl(client: ZkClient, layout: JobsLayout, retention: Retention) 
     """Find out once whether the server accepts TTL nodes (a create and a delete)."""
     if retention.ttl_supported is None:
         probe = f"{layout.root}/ttl-probe-{uuid.uuid4().hex[:12]}"
-        try:
-            await client.create(probe, mode=CreateMode.PERSISTENT_WITH_TTL, ttl=retention.ms)
-        except ZooKeeperError as exc:
-            if exc.code != UNIMPLEMENTED:
-                raise
-            retention.unsupported()
-        else:
-            retention.ttl_supported = True
+        if await retention.create_ttl(client, probe):
             await client.delete(probe)
     return bool(retention.ttl_supported)
 
@@ -186,18 +197,10 @@ async def write_result(
     path = layout.result(job_id)
     for _ in range(4):
         try:
-            if retention.ttl_supported is not False:
-                try:
-                    ttl = retention.ms
-                    await client.create(path, data, mode=CreateMode.PERSISTENT_WITH_TTL, ttl=ttl)
-                except ZooKeeperError as exc:
-                    if exc.code != UNIMPLEMENTED:
-                        raise
-                    retention.unsupported()
-                    continue
-                retention.ttl_supported = True
-            else:
+            if retention.ttl_supported is False:
                 await client.create(path, data)
+            elif not await retention.create_ttl(client, path, data):
+                continue
             return True
         except NodeExistsError:
             return False  # a run before this one (or our own lost reply) recorded it first
@@ -222,12 +225,8 @@ async def finish_with(
     """
     path = layout.result(job_id)
     for _ in range(3):
-        if retention.ttl_supported is False:
-            create = CreateOp(path, data)
-        else:
-            create = CreateOp(path, data, mode=CreateMode.PERSISTENT_WITH_TTL, ttl=retention.ms)
         try:
-            await client.multi([create, *others])
+            await client.multi([retention.create_op(path, data), *others])
             return
         except TransactionFailed as exc:
             if exc.failed_index == 0 and isinstance(exc.cause, NoNodeError):

@@ -97,31 +97,28 @@ def result_info(job_id: str, result: ResultRecord) -> JobInfo:
 
 def pending_info(job_id: str, job: JobRecord, now: float) -> JobInfo:
     """A job in ``jobs/``: SCHEDULED while it is not due, else PENDING."""
-    return JobInfo(
-        id=job_id,
-        name=job.name,
-        status=JobStatus.PENDING if job.due(now) else JobStatus.SCHEDULED,
-        attempts=job.attempts,
-        worker=None,
-        submitted_at=_when(job.submitted),
-        run_at=_when(job.run_at),
-        started_at=None,
-        finished_at=None,
-        error=_error(job.error_type, job.error_message),
-    )
+    status = JobStatus.PENDING if job.due(now) else JobStatus.SCHEDULED
+    return _unfinished(job_id, job, status, worker=None, started=None)
 
 
 def assigned_info(job_id: str, worker: str, job: JobRecord) -> JobInfo:
     """A job in a worker's queue: RUNNING once the worker marked it started."""
+    status = JobStatus.ASSIGNED if job.started is None else JobStatus.RUNNING
+    return _unfinished(job_id, job, status, worker=worker, started=job.started)
+
+
+def _unfinished(
+    job_id: str, job: JobRecord, status: JobStatus, *, worker: str | None, started: float | None
+) -> JobInfo:
     return JobInfo(
         id=job_id,
         name=job.name,
-        status=JobStatus.ASSIGNED if job.started is None else JobStatus.RUNNING,
+        status=status,
         attempts=job.attempts,
         worker=worker,
         submitted_at=_when(job.submitted),
         run_at=_when(job.run_at),
-        started_at=_when(job.started),
+        started_at=_when(started),
         finished_at=None,
         error=_error(job.error_type, job.error_message),
     )

@@ -14,17 +14,17 @@ backlog costs a bounded number of requests; the totals are still counted.
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ..errors import NodeDataError, NoNodeError
 from ..recipes.leader_latch import describe_latch
 from ..session import Coordinator
 from ..zk import ZkClient
 from ._lookup import bucketed
-from ._records import JobsLayout, decode_job, decode_result, decode_worker
+from ._records import JobRecord, JobsLayout, decode_job, decode_result, decode_worker
 from ._status import JobStatus
 
 __all__ = (
@@ -38,6 +38,8 @@ __all__ = (
 )
 
 MAX_READS = 200
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +117,18 @@ async def _names(client: ZkClient, path: str) -> list[str]:
         return []
 
 
-async def _data(client: ZkClient, path: str) -> bytes | None:
+async def _record(
+    client: ZkClient, path: str, decode: Callable[[str, bytes], R]
+) -> R | NodeDataError | None:
+    """The record at `path`: None if there is no node, its `NodeDataError` if it does not decode."""
     try:
-        return (await client.get(path)).data
+        data = (await client.get(path)).data
     except NoNodeError:
         return None
+    try:
+        return decode(path, data)
+    except NodeDataError as exc:
+        return exc
 
 
 async def _workers(
@@ -128,19 +137,12 @@ async def _workers(
     workers: list[SchedulerWorker] = []
     invalid: dict[str, NodeDataError] = {}
     for name in await _names(client, layout.workers):
-        data = await _data(client, layout.worker(name))
-        if data is None:
-            continue
-        try:
-            w = decode_worker(layout.worker(name), data)
-        except NodeDataError as exc:
-            invalid[name] = exc
-            continue
-        workers.append(
-            SchedulerWorker(
-                name, w.id, w.capacity, tuple(sorted(w.jobs)), w.draining, w.host, w.pid
-            )
-        )
+        w = await _record(client, layout.worker(name), decode_worker)
+        if isinstance(w, NodeDataError):
+            invalid[name] = w
+        elif w is not None:
+            jobs = tuple(sorted(w.jobs))
+            workers.append(SchedulerWorker(name, w.id, w.capacity, jobs, w.draining, w.host, w.pid))
     return workers, invalid
 
 
@@ -150,15 +152,12 @@ async def _results(client: ZkClient, layout: JobsLayout, max_reads: int) -> Resu
     done = failed = cancelled = unreadable = 0
     failed_jobs: list[str] = []
     for job_id in names[:max_reads]:
-        data = await _data(client, paths[job_id])
-        if data is None:
+        result = await _record(client, paths[job_id], decode_result)
+        if result is None:
             continue
-        try:
-            result = decode_result(paths[job_id], data)
-        except NodeDataError:
+        if isinstance(result, NodeDataError):
             unreadable += 1
-            continue
-        if result.ok:
+        elif result.ok:
             done += 1
         elif result.cancelled:
             cancelled += 1
@@ -182,16 +181,12 @@ async def describe_scheduler(
     pending: list[PendingJob] = []
     invalid_jobs: dict[str, NodeDataError] = {}
     for job_id in job_ids[:max_reads]:
-        data = await _data(client, job_paths[job_id])
-        if data is None:
-            continue
-        try:
-            job = decode_job(job_paths[job_id], data)
-        except NodeDataError as exc:
-            invalid_jobs[job_id] = exc
-            continue
-        status = JobStatus.PENDING if job.due(now) else JobStatus.SCHEDULED
-        pending.append(PendingJob(job_id, job.name, status, job.run_at))
+        job = await _record(client, job_paths[job_id], decode_job)
+        if isinstance(job, NodeDataError):
+            invalid_jobs[job_id] = job
+        elif job is not None:
+            status = JobStatus.PENDING if job.due(now) else JobStatus.SCHEDULED
+            pending.append(PendingJob(job_id, job.name, status, job.run_at))
     assigned: dict[str, tuple[str, ...]] = {}
     running: set[str] = set()
     reads = 0
@@ -201,13 +196,9 @@ async def describe_scheduler(
             assigned[queue] = tuple(jobs)
         for job_id in jobs[: max(0, max_reads - reads)]:
             reads += 1
-            data = await _data(client, layout.assignment(queue, job_id))
-            with contextlib.suppress(NodeDataError):
-                if (
-                    data is not None
-                    and decode_job(layout.assignment(queue, job_id), data).started is not None
-                ):
-                    running.add(job_id)
+            assignment = await _record(client, layout.assignment(queue, job_id), decode_job)
+            if isinstance(assignment, JobRecord) and assignment.started is not None:
+                running.add(job_id)
     assigner = (await describe_latch(client, layout.assigner, layout="curator")).leader
     return SchedulerView(
         path=root,

@@ -46,6 +46,8 @@ import anyio.abc
 from ...errors import CoordError
 from ...session import Coordinator, connect
 from ...settings import Settings
+from .._connect import embedded_dir
+from .._run import run_async
 from ..zk import UserError, local_zookeeper
 from .collect import Proc, once_runs, open_firing, read_histories, read_logs
 from .crons import FIRE_WORK, job_specs
@@ -89,16 +91,10 @@ def run_demo(args: argparse.Namespace) -> int:
     view.line(
         view.bold("aiocoord demo") + ": cluster-wide cron through a rolling upgrade and a crash"
     )
-    with local_zookeeper(Path(args.dir) if args.dir is not None else None) as settings:
+    with local_zookeeper(embedded_dir(args)) as settings:
         where = "AIOCOORD_HOSTS" if "hosts" in Settings().model_fields_set else "embedded"
         view.say(f"ZooKeeper at {settings.hosts} ({where})")
-        demo = Demo(args, settings, view)
-        loop = args.loop
-
-        async def main() -> int:
-            return await demo.run()
-
-        return anyio.run(main, backend="asyncio", backend_options={"use_uvloop": loop == "uvloop"})
+        return run_async(Demo(args, settings, view).run, args.loop)
 
 
 class Demo:

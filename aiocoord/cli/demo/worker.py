@@ -44,6 +44,7 @@ from ...recipes.task_leadership import Worker
 from ...scheduler import Scheduler
 from ...session import Coordinator, connect
 from ...zk.paths import join
+from .._run import run_async
 from .crons import FIRE_WORK, job_specs
 
 __all__ = (
@@ -217,15 +218,8 @@ def run_worker(args: argparse.Namespace) -> int:
     """The ``_demo-worker`` command: run until SIGTERM; returns the exit status."""
     with open(args.log, "a", encoding="utf-8") as stream:
         out = JsonLog(stream)
-        loop = "uvloop" if getattr(args, "loop", "uvloop") == "uvloop" else "asyncio"
         try:
-            anyio.run(
-                _main,
-                args,
-                out,
-                backend="asyncio",
-                backend_options={"use_uvloop": loop == "uvloop"},
-            )
+            run_async(lambda: _main(args, out), getattr(args, "loop", "uvloop"))
         except BaseException as exc:
             out.write("crash", error=f"{type(exc).__name__}: {exc}")
             raise
