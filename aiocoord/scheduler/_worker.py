@@ -332,7 +332,7 @@ class JobWorker(Service):
             finally:
                 sess.ended.set()
                 self._notify()
-            started = started or sess.registered
+                started = started or sess.registered  # (a `break` above skips what follows)
         if not started:
             raise CoordinatorClosedError("the coordinator closed before the worker registered")
 

@@ -24,6 +24,7 @@ import anyio.abc
 
 from ..errors import (
     ConnectionLostError,
+    CoordError,
     CoordinatorClosedError,
     NodeExistsError,
     NoNodeError,
@@ -105,7 +106,12 @@ class WorkerSession:
         return replace(record, draining=draining)
 
     async def serve(self, task_status: anyio.abc.TaskStatus[None] | None) -> None:
-        """Register, report `task_status` started, then run assignments as they come."""
+        """Register, report `task_status` started, then run assignments as they come.
+
+        Raises a `CoordError` (bare, not in a group: the worker's loop decides
+        on it) when one ends the session's tasks, `CoordinatorClosedError`
+        first if the coordinator closed.
+        """
         queue = self._layout.queue(self.worker)
         async with self._client.watch(queue, recursive=True) as watch:
             await self._register()
@@ -119,6 +125,11 @@ class WorkerSession:
                     tg.start_soon(self.claimer.run)
                     async for event in watch.events:
                         self._on_event(queue, event)
+            except BaseExceptionGroup as group:
+                error = _coord_error(group)
+                if error is None:
+                    raise
+                raise error from None
             finally:
                 self._tg = None
 
@@ -201,3 +212,22 @@ class WorkerSession:
             self.running.pop(job_id, None)
             self.claimer.slot_freed()
             self._changed()
+
+
+def _coord_error(group: BaseExceptionGroup[BaseException]) -> CoordError | None:
+    """The error to raise for `group` if all it holds are `CoordError`s (else None)."""
+    match, rest = group.split(CoordError)
+    if match is None or rest is not None:
+        return None
+    leaves: list[CoordError] = []
+
+    def gather(g: BaseExceptionGroup[BaseException]) -> None:
+        for exc in g.exceptions:
+            if isinstance(exc, BaseExceptionGroup):
+                gather(exc)
+            elif isinstance(exc, CoordError):
+                leaves.append(exc)
+
+    gather(match)
+    closed = [e for e in leaves if isinstance(e, CoordinatorClosedError)]
+    return (closed or leaves)[0] if leaves else None

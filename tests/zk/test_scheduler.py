@@ -897,3 +897,28 @@ async def test_a_worker_whose_coordinator_closes_under_it_leaves_quietly(
             m = await f.member("closing", capacity=1)
             await heard.wait()
             await m.coord.client._session.close()
+
+
+@pytest.mark.anyio
+async def test_a_worker_closed_as_it_lists_its_queue_leaves_quietly(
+    zk_server: ZooKeeperServer, zk_chroot: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same, when the session's own listing of its queue hears of the close first.
+
+    The listing runs in the session's task group, which wrapped its
+    `CoordinatorClosedError` in a group that the worker's loop did not see.
+    """
+    from aiocoord.scheduler._worker_session import WorkerSession
+
+    heard = anyio.Event()
+
+    async def closed_meanwhile(self: WorkerSession) -> None:
+        heard.set()
+        raise CoordinatorClosedError("the coordinator is closed")
+
+    monkeypatch.setattr(WorkerSession, "_relist", closed_meanwhile)
+    with anyio.fail_after(30):
+        async with fleet(zk_server, zk_chroot) as f:
+            m = await f.member("closing", capacity=1)
+            await heard.wait()
+            await m.coord.client._session.close()
