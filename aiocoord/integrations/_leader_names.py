@@ -19,6 +19,7 @@ import anyio.lowlevel
 from ..errors import CoordError, SubscriberLagged
 from ..recipes.leader_latch import ElectionState, LeaderLatch
 from ..session import Coordinator
+from ..zk import EventType
 from ..zk.paths import join
 from ..zk.states import ConnectionState
 
@@ -108,7 +109,8 @@ class LeaderNames:
         async def until_gone() -> object:
             try:
                 event = await watch.wait()
-                self._names.pop(path, None)  # that leader's node went: its id is stale
+                if event.type is not EventType.DATA_CHANGED:  # the node (or session) went
+                    self._names.pop(path, None)  # that leader's id is stale
                 return event
             finally:
                 client.remove_watch(watch)  # given up: no watch left behind
