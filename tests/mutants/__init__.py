@@ -237,9 +237,13 @@ def _barrier_enters_early(original: Any) -> Any:
 
 
 def _tasks_no_turns(original: Any) -> Any:
-    """Every task gets its turn at once: two tasks sharing one lock object both go in."""
+    """Every task gets its turn at once: two tasks sharing one lock object both go in.
+
+    (`take_now`, the path of ``blocking=False``, is left as it is: it never waits.)
+    """
 
     async def take(self: Any, task: Any = None, deadline: float | None = None) -> bool:
+        self._task = task  # the turn is "taken" by every asker at once
         return True
 
     return take
