@@ -3,9 +3,10 @@
 The CAS lock's record and a cron job's record are written this way.  A
 ``setData`` on `version` whose reply is lost (`ConnectionLostError`) is never
 assumed to have failed: the node is read back, and our exact bytes at
-``version + 1`` mean it landed; the old version means it did not (it is sent
-again, `WRITE_ATTEMPTS` times in all); anything else, no node included, is a
-lost CAS.
+``version + 1`` mean it landed; the old version means it did not (`cas_write`
+sends it up to `WRITE_ATTEMPTS` times; a caller that sent it once itself
+before, as the CAS lock's watched write does, adds that one); anything else,
+no node included, is a lost CAS.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ..zk import Stat, ZkClient
 
 __all__ = ("RESEND", "WRITE_ATTEMPTS", "Resend", "cas_write", "read_back")
 
-WRITE_ATTEMPTS = 3  # sends of a write whose reply was lost and that did not land
+WRITE_ATTEMPTS = 3  # `cas_write`'s sends of a write whose replies are lost and that did not land
 
 
 class Resend:
