@@ -169,10 +169,13 @@ async def test_missed_firings_follow_each_policy(
             assert first.count >= 4 and history[i + 1] == catch_ups[0]
             assert len(catch_ups) <= 2
         else:
-            assert first.count >= 3 and history[i + 1 : i + 3] == catch_ups[:2]
-            assert len(missed) == 1
+            # The same lateness may record a time or two more missed (a loaded machine)
+            # before the catch-ups, but never one between them.
+            k = history.index(catch_ups[0])
+            assert history[i:k] == missed and sum(m.count for m in missed) >= 3, history[i:k]
+            assert history[k : k + 2] == catch_ups[:2]
             j = history.index(catch_ups[-1])
-            assert history[i + 1 : j + 1] == catch_ups  # the catch-ups run one after another
+            assert history[k : j + 1] == catch_ups  # the catch-ups run one after another
         assert [f for f in seen.of(job) if f.catch_up] == [
             f for f in seen.of(job) if f.scheduled_at in {c.scheduled_at for c in catch_ups}
         ]
