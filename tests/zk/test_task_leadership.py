@@ -252,9 +252,13 @@ class Fleet:
         self._stops: dict[str, tuple[anyio.Event, anyio.Event]] = {}
         self.samples = 0
 
-    async def connect(self, hosts: str | None = None) -> aiocoord.Coordinator:
+    async def connect(
+        self, hosts: str | None = None, *, session_timeout: float = 3.0
+    ) -> aiocoord.Coordinator:
         return await self.stack.enter_async_context(
-            aiocoord.connect(hosts or self.hosts, namespace=self.chroot, session_timeout=3.0)
+            aiocoord.connect(
+                hosts or self.hosts, namespace=self.chroot, session_timeout=session_timeout
+            )
         )
 
     async def start(
@@ -798,7 +802,9 @@ async def test_duplicate_worker_id_waits_until_the_first_leaves(
         async with fleet(zk_server, zk_chroot) as f:
             first = await f.start("same", "1.0", tasks=["a"])
             await f_wait(lambda: first.is_leader("a"))  # entering does not wait for the lead
-            coord = await f.connect()
+            # The twin waits for the first to leave within its request timeout: on a loaded
+            # machine the first's leaving (its bodies, its nodes, its session) took over 3 s.
+            coord = await f.connect(session_timeout=8.0)
             twin = task_leadership(coord, ROOT, worker=Worker("2.0", id="same"), tasks=["a"])
             with anyio.move_on_after(0.5) as waited:
                 await twin.__aenter__()
