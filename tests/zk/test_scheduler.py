@@ -873,50 +873,41 @@ def test_benchmark_runs_and_requests_per_job_do_not_grow_with_workers(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize(
+    "where",
+    [
+        pytest.param(("aiocoord.scheduler._claimer", "Claimer", "_watch_jobs"), id="claim-watch"),
+        pytest.param(
+            ("aiocoord.scheduler._worker_session", "WorkerSession", "_relist"), id="relist"
+        ),
+    ],
+)
 async def test_a_worker_whose_coordinator_closes_under_it_leaves_quietly(
-    zk_server: ZooKeeperServer, zk_chroot: str, monkeypatch: pytest.MonkeyPatch
+    zk_server: ZooKeeperServer,
+    zk_chroot: str,
+    monkeypatch: pytest.MonkeyPatch,
+    where: tuple[str, str, str],
 ) -> None:
     """Its process going away without leaving (the coordinator closed first): no error at exit.
 
-    Whichever of its tasks hears of the close first, leaving the worker's block
-    raises nothing.  Here the claimer does: its watch on ``jobs/`` is set as
-    the coordinator closes (a loaded machine's order of events), before the
-    worker's follower of the connection states has ended the session's tasks.
+    Whichever of its session's tasks hears of the close first, leaving the
+    worker's block raises nothing.  Here the claimer's watch on ``jobs/``, or
+    the session's own listing of its queue, is set as the coordinator closes
+    (a loaded machine's order of events), before the worker's follower of the
+    connection states has ended the session's tasks; both ran in a task group,
+    which wrapped the `CoordinatorClosedError` in a group the worker's loop
+    did not see.
     """
-    from aiocoord.scheduler._claimer import Claimer
+    import importlib
 
+    module, cls, attr = where
     heard = anyio.Event()
 
-    async def closed_meanwhile(self: Claimer) -> None:
+    async def closed_meanwhile(self: object) -> None:
         heard.set()
         raise CoordinatorClosedError("the coordinator is closed")
 
-    monkeypatch.setattr(Claimer, "_watch_jobs", closed_meanwhile)
-    with anyio.fail_after(30):
-        async with fleet(zk_server, zk_chroot) as f:
-            m = await f.member("closing", capacity=1)
-            await heard.wait()
-            await m.coord.client._session.close()
-
-
-@pytest.mark.anyio
-async def test_a_worker_closed_as_it_lists_its_queue_leaves_quietly(
-    zk_server: ZooKeeperServer, zk_chroot: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The same, when the session's own listing of its queue hears of the close first.
-
-    The listing runs in the session's task group, which wrapped its
-    `CoordinatorClosedError` in a group that the worker's loop did not see.
-    """
-    from aiocoord.scheduler._worker_session import WorkerSession
-
-    heard = anyio.Event()
-
-    async def closed_meanwhile(self: WorkerSession) -> None:
-        heard.set()
-        raise CoordinatorClosedError("the coordinator is closed")
-
-    monkeypatch.setattr(WorkerSession, "_relist", closed_meanwhile)
+    monkeypatch.setattr(getattr(importlib.import_module(module), cls), attr, closed_meanwhile)
     with anyio.fail_after(30):
         async with fleet(zk_server, zk_chroot) as f:
             m = await f.member("closing", capacity=1)
