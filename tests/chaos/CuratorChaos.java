@@ -5,10 +5,12 @@
 //   selector  a LeaderSelector (autoRequeue) on /selector, beside the Python selectors;
 //   mutex     an InterProcessMutex on /mutex, beside the Python mutex participants.
 // It connects through its own fault proxies, writes the Python participants' records
-// (tests/chaos/records.py: start, conn, term, end, stall, coord_error, error, exit) as JSON
-// lines to --log, stamped with System.nanoTime() (CLOCK_MONOTONIC on Linux, the clock of
-// Python's time.monotonic()), and writes through the fenced store while it holds a term;
-// a term's token is its node's czxid.  It reports every new session to the store (so the
+// (tests/chaos/records.py: start, conn, term, end, stall, coord_error, error, exit,
+// stale_lead) as JSON lines to --log, stamped with System.nanoTime() (CLOCK_MONOTONIC on
+// Linux, the clock of Python's time.monotonic()), and writes through the fenced store while
+// it holds a term; a term's token is its node's czxid.  A latch begins no term on a node of
+// an earlier session, which Curator 5.4 may lead on (CURATOR-696, fixed in 5.7.0): it logs
+// stale_lead instead.  It reports every new session to the store (so the
 // orchestrator can expire it).  As Curator's documentation asks of every lock user, a term
 // ends at SUSPENDED or LOST.  SIGTERM: every term ends, the recipe is closed, the client
 // closed, and the JVM exits 0.
@@ -340,6 +342,7 @@ public final class CuratorChaos {
     static AutoCloseable latch(String path, String id) throws Exception {
         LeaderLatch latch = new LeaderLatch(client, path, id);
         String[] current = {null};
+        String[] staleNode = {null}; // the last node of an earlier session it led on
         latch.addListener(new LeaderLatchListener() {
             @Override
             public void isLeader() {
@@ -371,10 +374,23 @@ public final class CuratorChaos {
                     } else if (latch.hasLeadership()) {
                         long gen = gen();
                         String ours = latch.getOurPath();
-                        Long token = czxid(ours);
+                        Stat stat = ours == null ? null : client.checkExists().forPath(ours);
+                        long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+                        if (stat != null && stat.getEphemeralOwner() != session) {
+                            // Curator 5.4 leads on a node of an earlier session (CURATOR-696,
+                            // fixed in 5.7.0): its RECONNECTED after a new session reads the
+                            // children again instead of joining anew, and that node goes when
+                            // the server expires the old session, under a leader that never
+                            // hears of it.  Like the fix, no term on it.
+                            if (!ours.equals(staleNode[0])) {
+                                staleNode[0] = ours;
+                                log.emit("stale_lead", "node", ours, "owner", stat.getEphemeralOwner(), "sid", session);
+                            }
+                            stat = null;
+                        }
                         synchronized (LOCK) {
-                            if (token != null && latch.hasLeadership() && ours.equals(latch.getOurPath())) {
-                                current[0] = begin(token, gen);
+                            if (stat != null && latch.hasLeadership() && ours.equals(latch.getOurPath())) {
+                                current[0] = begin(stat.getCzxid(), gen);
                             }
                         }
                     }

@@ -324,10 +324,13 @@ def _overlaps(camp: _Campaign, res: str, terms: list[Term], params: Params, repo
 
 
 def _java(camp: _Campaign, by_res: dict[str, list[Term]], report: Report) -> None:
-    """The Java participants' figures: their terms by role, and the hand-overs between the
-    languages (a term whose predecessor on the resource was held by the other language)."""
+    """The Java participants' figures: their terms by role, the hand-overs between the
+    languages (a term whose predecessor on the resource was held by the other language), and
+    the leaderships a Curator 5.4 latch claimed on a node of an earlier session, which the
+    participant refused as Curator's CURATOR-696 fix does."""
     report.java = dict(camp.config.get("java") or {})
     report.java_skipped = camp.config.get("java_skipped")
+    report.java_stale_leads = len(camp.by_kind["stale_lead"])
     for res, terms in by_res.items():
         langs = [t.proc in camp.java for t in terms]
         report.java_terms[res] += sum(langs)

@@ -33,6 +33,9 @@ process started for that name):
 - ``stall``: the process ran nothing from ``t0`` to ``t1`` (a loaded machine
   deschedules it): the checker treats it as a pause
 - ``exit``: the process leaves cleanly
+- ``stale_lead`` (Java latch only): Curator 5.4 reported leadership on ``node``,
+  created by session ``owner``, while connected on ``sid``: no term is begun on it
+  (CURATOR-696, fixed in Curator 5.7.0), once per such node
 
 Store events: ``w``: one fenced write, ``n`` (its rank in the store's order),
 ``res``, ``tok``, ``p``, ``id`` (term), ``ok`` (accepted), ``high`` (the

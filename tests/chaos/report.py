@@ -80,6 +80,8 @@ class Report:
     java_skipped: str | None = None  # why there were none
     java_terms: Counter[str] = field(default_factory=Counter)  # resource -> terms held in Java
     java_handovers: Counter[str] = field(default_factory=Counter)  # resource -> language changes
+    # Curator 5.4 latch leaderships on a node of an earlier session (CURATOR-696), refused
+    java_stale_leads: int = 0
     overlaps: list[Overlap] = field(default_factory=list)
     excused: list[Overlap] = field(default_factory=list)
     expiry_races: list[Overlap] = field(default_factory=list)
@@ -164,6 +166,12 @@ class Report:
             + (", ".join(f"{res} {self.java_terms[res]}" for res in java) or "none")
             + "; hand-overs between the languages: "
             + (", ".join(f"{res} {self.java_handovers[res]}" for res in java) or "none")
+            + (
+                f"; leaderships refused on a node of an earlier session (Curator 5.4's"
+                f" CURATOR-696): {self.java_stale_leads}"
+                if self.java_stale_leads
+                else ""
+            )
         )
 
     def format(self) -> str:

@@ -370,6 +370,22 @@ def test_clean_campaign_has_no_violations() -> None:
     assert "seed 42" in text and "verdict: OK" in text
 
 
+def test_a_curator_latch_leading_on_an_earlier_sessions_node_is_counted_not_judged() -> None:
+    """Curator 5.4's LeaderLatch may claim leadership on a node of an earlier session
+    (CURATOR-696): the Java participant begins no term on it and says so; the report counts
+    it beside the Java figures, and the Python leader of that time is no overlap."""
+    log = Log(roles="latch", java={"j1": "latch"}).start("p1")
+    log.add("start", 0.0, p="j1", inc=0, wall=WALL, loop="java", lang="java", role="latch")
+    log.add("conn", 0.01, p="j1", inc=0, state="CONNECTED")
+    log.term("j1", 1.0, 2.0, 10, res="latch")
+    log.add("stale_lead", 2.5, p="j1", inc=0, node="/latch/_c_x-latch-0000000001", owner=7, sid=9)
+    log.term("p1", 2.6, 9.0, 11, res="latch")
+    report = log.stop(9.0).check()
+    assert report.ok, report.format()
+    assert report.java_stale_leads == 1
+    assert "earlier session (Curator 5.4's CURATOR-696): 1" in report.format()
+
+
 def test_java_and_python_terms_are_judged_together() -> None:
     """A Java participant's terms are checked with the Python ones: an overlap across the
     languages is a violation, tokens must rise across them, and hand-overs are counted."""
