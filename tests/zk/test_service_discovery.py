@@ -249,14 +249,26 @@ async def test_a_caller_changing_a_payload_changes_only_its_copy(
             assert again.payload == {"zone": "a"}
 
 
-async def test_the_log_of_corrupt_nodes_is_bounded(coordinator: aiocoord.Coordinator) -> None:
+async def test_the_log_of_corrupt_nodes_is_bounded(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
     """Each corrupt node was remembered (so that it is logged once per state) for the
     discovery's whole life, one entry per corrupt path ever seen: now it is forgotten with
     the decoded instances, at most twice the cache plus 1,024."""
-    client = coordinator.client
     rounds, per_round = 12, 120  # 1,440 corrupt nodes, never more than 120 at once
     with anyio.fail_after(120):
-        async with service_discovery(coordinator, "/services", watch=False) as disc:
+        # 120 requests at a time on the suite's shared server: a deadline of its own, not
+        # the 4 s session timeout's, so that a loaded machine's slow round fails nothing.
+        async with (
+            aiocoord.connect(
+                zk_server.connect_string,
+                namespace=zk_chroot,
+                session_timeout=10,
+                request_timeout=60,
+            ) as coordinator,
+            service_discovery(coordinator, "/services", watch=False) as disc,
+        ):
+            client = coordinator.client
             await client.ensure_path("/services/api")
             for r in range(rounds):
                 paths = [f"/services/api/broken-{r}-{n}" for n in range(per_round)]

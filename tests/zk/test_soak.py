@@ -67,7 +67,9 @@ def test_one_minute_soak_passes_its_verdict(tmp_path: Path) -> None:
         timeout=SECONDS + 180,  # the soak bounds itself too: run time, drain and set-up
         check=False,
     )
-    output = f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    # The soak's verdict table ends its stdout: last, where a failure digest's end shows it.
+    stderr_end = "\n".join(done.stderr.splitlines()[-20:])
+    output = f"exit {done.returncode}\nstderr (its end):\n{stderr_end}\nstdout:\n{done.stdout}"
     assert done.returncode == 0, output
     assert done.stdout.rstrip().endswith("verdict: PASS"), output
     figures = json.loads(figures_path.read_text(encoding="utf-8"))
