@@ -3,9 +3,11 @@
 A wait that doubles after each failure in a row, from `first` up to `most`,
 less a random share of it (`jitter`: 1 is anywhere from zero, 0 exact), so
 that clients that failed together do not come back together.  The session's
-reconnects (`zk`), the shared values' lost compare-and-sets (`recipes.values`)
-and a failed leader task (`integrations`) each keep one; the scheduler's
-public `RetryBackoff` grows by the same formula.
+reconnects (`zk`), the shared values' lost compare-and-sets (`recipes.values`),
+the leader selector's stands, a failed leader task (`integrations`) and the
+job worker's registrations and assigner stands each keep one; the queue
+loop's retries, the claimer's looks at a job left alone and the scheduler's
+public `RetryBackoff` grow by `grown`.
 """
 
 from __future__ import annotations

@@ -74,6 +74,7 @@ from ..errors import (
 from ..session import Coordinator
 from ..zk.types import CheckOp, CreateOp, DeleteOp, EventType, Op, WatchedEvent
 from ._layout import job_bucket_priority
+from ._lookup import under_each
 from ._ops import Retention, ensure_all_buckets, ensure_layout, fail_job, probe_ttl, reclaim
 from ._records import JobsLayout, decode_job, decode_worker
 from ._state import Assign, AssignerState, Fetch, Fetched, Outcome, Resolve
@@ -175,15 +176,7 @@ class Assigner:
     async def _reconcile(self) -> None:
         client, layout, state = self._client, self._layout, self.state
         queues = await client.children(layout.assignments)
-        held: dict[str, list[str]] = {}
-
-        async def list_queue(worker: str) -> None:
-            with contextlib.suppress(NoNodeError):
-                held[worker] = await client.children(layout.queue(worker))
-
-        async with anyio.create_task_group() as tg:
-            for worker in queues:
-                tg.start_soon(list_queue, worker)
+        held = await under_each(client, layout.assignments, queues)
         for worker, job_ids in held.items():
             for job_id in job_ids:
                 state.assignment_created(worker, job_id)
@@ -193,24 +186,13 @@ class Assigner:
         for worker in held:
             if worker not in live:
                 self._reclaim(worker)
-        pending: list[tuple[str, int]] = []
-
-        async def list_bucket(bucket: str, priority: int) -> None:
-            with contextlib.suppress(NoNodeError):
-                for job_id in await client.children(f"{layout.jobs}/{bucket}"):
-                    pending.append((job_id, priority))
-
-        limiter = anyio.CapacityLimiter(32)
-
-        async def limited(bucket: str, priority: int) -> None:
-            async with limiter:
-                await list_bucket(bucket, priority)
-
-        async with anyio.create_task_group() as tg:
-            for bucket in await client.children(layout.jobs):
-                priority = job_bucket_priority(bucket)
-                if priority is not None:
-                    tg.start_soon(limited, bucket, priority)
+        buckets = {
+            b: p
+            for b in await client.children(layout.jobs)
+            if (p := job_bucket_priority(b)) is not None
+        }
+        listed = await under_each(client, layout.jobs, buckets)
+        pending = [(job_id, buckets[bucket]) for bucket, ids in listed.items() for job_id in ids]
         # Generated ids start with the time: sorted, each priority's backlog runs in order.
         for job_id, priority in sorted(pending):
             state.job_created(job_id, priority)

@@ -31,15 +31,15 @@ after it) and a job this worker has no handler for.
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Callable, Collection
 
 import anyio
 
+from .._backoff import grown
 from ..errors import (
     CoordError,
     CoordinatorClosedError,
@@ -49,7 +49,7 @@ from ..errors import (
 )
 from ..session import Coordinator
 from ..zk.types import CheckOp, CreateOp, DeleteOp, EventType, WatchedEvent
-from ._lookup import at_once, bucketed
+from ._lookup import bucketed, under_each
 from ._records import JobsLayout, decode_job
 
 __all__ = ("GRACE", "WATCHERS", "Claimer")
@@ -374,19 +374,10 @@ class Claimer:
 
     async def _held(self) -> set[str]:
         """Every job id in some worker's queue now."""
-        client, layout = self._client, self._layout
-        held: set[str] = set()
-
-        def list_queue(worker: str) -> Callable[[], Awaitable[None]]:
-            async def read() -> None:
-                with contextlib.suppress(NoNodeError):
-                    held.update(await client.children(layout.queue(worker)))
-
-            return read
-
+        client, parent = self._client, self._layout.assignments
         # An error alone, not in an exception group: the caller catches a lost connection.
-        await at_once(list_queue(w) for w in await client.children(layout.assignments))
-        return held
+        queues = await under_each(client, parent, await client.children(parent))
+        return set().union(*queues.values())
 
     async def _claim(self, job_id: str, held: set[str]) -> None:
         client, layout = self._client, self._layout
@@ -435,5 +426,4 @@ class Claimer:
 
     def _leave_alone(self, job_id: str) -> None:
         looks = self._looks[job_id] = self._looks.get(job_id, 0) + 1
-        wait = min(_MAX_BACKOFF, self.grace * 2**looks)
-        self._schedule(job_id, time.monotonic() + wait)
+        self._schedule(job_id, time.monotonic() + grown(self.grace, looks, _MAX_BACKOFF))

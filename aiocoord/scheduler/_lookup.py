@@ -16,6 +16,7 @@ reads the nodes in id order, in small concurrent batches, so a page of
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -124,25 +125,31 @@ async def find_pending(client: ZkClient, layout: JobsLayout, job_id: str) -> Fou
     return None
 
 
-async def bucketed(client: ZkClient, parent: str) -> dict[str, str]:
-    """Every node two levels under `parent` (its buckets' children): name -> path."""
-    out: dict[str, str] = {}
+async def under_each(client: ZkClient, parent: str, names: Iterable[str]) -> dict[str, list[str]]:
+    """The children of each of `names` under `parent`, listed at once (32 at a time).
 
-    async def bucket(name: str) -> None:
-        for child in await _children(client, f"{parent}/{name}"):
-            out[child] = f"{parent}/{name}/{child}"
-
+    A name whose node is gone meanwhile is left out; the first `CoordError`
+    cancels the rest and is raised alone (`at_once`).
+    """
+    out: dict[str, list[str]] = {}
     limiter = anyio.CapacityLimiter(_BATCH)
 
-    async def limited(name: str) -> None:
-        async with limiter:
-            await bucket(name)
-
     def one(name: str) -> Callable[[], Awaitable[None]]:
-        return lambda: limited(name)
+        async def read() -> None:
+            async with limiter:
+                with contextlib.suppress(NoNodeError):
+                    out[name] = await client.children(f"{parent}/{name}")
 
-    await at_once(one(name) for name in await _children(client, parent))
+        return read
+
+    await at_once(one(name) for name in names)
     return out
+
+
+async def bucketed(client: ZkClient, parent: str) -> dict[str, str]:
+    """Every node two levels under `parent` (its buckets' children): name -> path."""
+    listed = await under_each(client, parent, await _children(client, parent))
+    return {child: f"{parent}/{name}/{child}" for name, kids in listed.items() for child in kids}
 
 
 async def assignments_of(client: ZkClient, layout: JobsLayout, job_id: str) -> list[Found]:
@@ -177,16 +184,8 @@ async def _where(
     """Every job id the listing may show: id -> (where, path, worker); results win."""
     found: dict[str, tuple[str, str, str | None]] = {}
     if status is None or status in _ASSIGNED:
-        queues: dict[str, list[str]] = {}
-
-        def queue(worker: str) -> Callable[[], Awaitable[None]]:
-            async def read() -> None:
-                queues[worker] = await _children(client, layout.queue(worker))
-
-            return read
-
-        await at_once(queue(w) for w in await _children(client, layout.assignments))
-        for worker, ids in sorted(queues.items()):
+        workers = await _children(client, layout.assignments)
+        for worker, ids in sorted((await under_each(client, layout.assignments, workers)).items()):
             for job_id in ids:
                 found[job_id] = ("assigned", layout.assignment(worker, job_id), worker)
     if status is None or status in _PENDING:

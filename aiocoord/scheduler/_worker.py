@@ -40,6 +40,7 @@ from collections.abc import Mapping
 import anyio
 import anyio.abc
 
+from .._backoff import Backoff
 from .._checks import check_int, check_seconds
 from .._lifecycle import Lifecycle, Phase, Service
 from .._status_view import StatusView
@@ -295,7 +296,7 @@ class JobWorker(Service):
     async def _serve(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """One registration per session, until the worker leaves."""
         started = False
-        failures = 0
+        backoff = Backoff(0.04, 1.0, jitter=0.0)  # 0.04 s doubling to 1 s
         while not self._closing:
             try:
                 await self._coord.client.session.wait_connected()
@@ -326,9 +327,8 @@ class JobWorker(Service):
             except CoordinatorClosedError:
                 break
             except CoordError as exc:
-                failures += 1
                 log.warning("worker %s: %s (registering again)", sess.worker, exc)
-                await anyio.sleep(min(1.0, 0.02 * 2**failures))
+                await backoff.failed()
             finally:
                 sess.ended.set()
                 self._notify()
@@ -359,7 +359,7 @@ class JobWorker(Service):
         connected, while the worker goes on serving its queue.  Ends only by
         cancellation (the worker leaving) or the coordinator closing.
         """
-        pause = 0.05
+        backoff = Backoff(0.1, 2.0, jitter=0.0)  # 0.1 s after a term, doubling to 2 s
         while True:
             selector = leader_selector(
                 self._coord,
@@ -379,12 +379,13 @@ class JobWorker(Service):
                 return  # closed as it joined the election: nothing to stand for
             except ConnectionLostError as exc:
                 log.info("worker %s: standing for the assigner again: %s", self._base, exc)
-            pause = 0.1 if joined else min(pause * 2, 2.0)
+            if joined:
+                backoff.reset()
             try:
                 await self._coord.client.session.wait_connected()
             except CoordinatorClosedError:
                 return
-            await anyio.sleep(pause)
+            await backoff.failed()
 
     async def _lead(self, term: LeadershipTerm) -> None:
         """One assigner term: a new `Assigner` reconciles (queues, workers, due times) and runs.

@@ -30,6 +30,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from ..._backoff import grown
 from ..._records import load_text
 from ...errors import (
     ConnectionLostError,
@@ -186,7 +187,7 @@ class Waiter(OurNode):
                 failures += 1
                 self.log.warning("%s %s: %s (retrying)", self.recipe, self.path, exc)
                 host.failed(exc)
-                with anyio.move_on_after(min(2.0, 0.05 * 2**failures)):
+                with anyio.move_on_after(grown(0.05, failures, 2.0)):
                     await wake.wait()
         await anyio.sleep_forever()  # leaving: the recipe owns the node now
 

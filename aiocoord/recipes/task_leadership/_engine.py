@@ -51,6 +51,7 @@ from aiocoord.zk.states import ConnectionEvent, ConnectionState
 
 from .._change_signal import ChangeSignal
 from .._loss import LossPolicy, LossWatch
+from .._queue import read_nodes
 from ..membership import PersistentNode
 from ._changes import ChangeFeed
 from ._choice import Prefer, VersionKey, assign
@@ -61,8 +62,6 @@ from ._records import (
     decode_worker,
     encode_leader,
     encode_worker,
-    get_many,
-    read_children,
     read_leader,
 )
 from ._slot import RETRY_DELAY, TaskSlot
@@ -329,7 +328,8 @@ class TaskEngine:
 
     async def _load_workers(self, names: list[str], watch: Watch) -> None:
         """Read every worker record, ignore invalid ones, and recompute the choice."""
-        nodes = await get_many(self.client, self.workers_path, names)
+        read = await read_nodes(self.client, self.workers_path, names)
+        nodes = {name: node.data for name, node in read}
         view: dict[str, Worker] = {}
         invalid: dict[str, NodeDataError] = {}
         for name in sorted(nodes):
@@ -462,7 +462,12 @@ class TaskEngine:
     # --- reads -----------------------------------------------------------------------------
 
     async def read_all(self, base: str) -> dict[str, bytes]:
-        return await read_children(self.client, base)
+        """Data of every child of `base`, read concurrently; {} if `base` does not exist."""
+        try:
+            names = await self.client.children(base)
+        except NoNodeError:
+            return {}
+        return {name: node.data for name, node in await read_nodes(self.client, base, names)}
 
     async def read_leader(self, task: str) -> tuple[str, str, int] | None:
         """(worker id, version, czxid) of the task's leader, or None (no leader, invalid data)."""

@@ -14,18 +14,13 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterable
-
-import anyio
 
 from aiocoord.errors import (
     ConfigError,
-    CoordError,
     NodeDataError,
     NoNodeError,
 )
 from aiocoord.zk import ZkClient
-from aiocoord.zk.paths import join
 
 from ..._checks import check_node_name
 from ..._records import (
@@ -47,8 +42,6 @@ __all__ = (
     "decode_worker",
     "encode_leader",
     "encode_worker",
-    "get_many",
-    "read_children",
     "read_leader",
 )
 
@@ -176,39 +169,6 @@ def decode_leader(path: str, data: bytes) -> tuple[str, str]:
 
 
 # --- reads ----------------------------------------------------------------------------------
-
-
-async def get_many(client: ZkClient, base: str, names: Iterable[str]) -> dict[str, bytes]:
-    """Data of the children `names` of `base`, read concurrently; vanished ones left out.
-
-    The first error other than `NoNodeError` is raised as it is (not in a group).
-    """
-    out: dict[str, bytes] = {}
-    errors: list[CoordError] = []
-
-    async def read(name: str) -> None:
-        try:
-            out[name] = (await client.get(join(base, name))).data
-        except NoNodeError:
-            pass
-        except CoordError as exc:
-            errors.append(exc)
-
-    async with anyio.create_task_group() as tg:
-        for name in names:
-            tg.start_soon(read, name)
-    if errors:
-        raise errors[0]
-    return out
-
-
-async def read_children(client: ZkClient, base: str) -> dict[str, bytes]:
-    """Data of every child of `base`; {} if `base` does not exist."""
-    try:
-        names = await client.children(base)
-    except NoNodeError:
-        return {}
-    return await get_many(client, base, names)
 
 
 async def read_leader(client: ZkClient, path: str) -> tuple[str, str, int] | None:
