@@ -37,6 +37,7 @@ def _words(traceback: str) -> str:
 
 
 def digest(junit: Path) -> str:
+    """The digest of `junit`'s failures, or "" when none failed."""
     parts = []
     for name, message in failures(junit):
         lines = message.splitlines()
@@ -47,6 +48,7 @@ def digest(junit: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
+    """Print the digest of the report named in `argv`; 2 on a wrong call."""
     if len(argv) != 1:
         print("usage: python -m tests.failure_digest JUNIT_XML", file=sys.stderr)
         return 2

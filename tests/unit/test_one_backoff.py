@@ -22,7 +22,11 @@ pytestmark = pytest.mark.unit
 
 PACKAGE = Path(__file__).resolve().parents[2] / "aiocoord"
 HOME = PACKAGE / "_backoff.py"
-_DOUBLING = re.compile(r"2\s*\*\*\s*[A-Za-z_(]|min\([^()]*\*\s*2(?:\.0)?\s*,")
+_DOUBLING = re.compile(
+    r"\b2(?:\.0)?\s*\*\*\s*[A-Za-z_(]|\bpow\(\s*2(?:\.0)?\s*,"  # first * 2**failures, pow(2, n)
+    r"|\*=\s*2(?:\.0)?\b|\b(\w+)\s*=\s*\1\s*\*\s*2(?:\.0)?\b"  # wait *= 2, wait = wait * 2
+    r"|min\([^()]*\*\s*2(?:\.0)?\s*[,)]"  # min(wait * 2, most), min(most, wait * 2)
+)
 
 
 def _code(source: str) -> str:
@@ -55,15 +59,23 @@ def test_no_module_doubles_a_wait_of_its_own() -> None:
     assert not found, "use aiocoord._backoff (Backoff or grown) at:\n" + "\n".join(found)
 
 
-def test_the_check_finds_both_shapes_and_spares_constants() -> None:
+def test_the_check_finds_every_shape_and_spares_constants() -> None:
     source = (
         "LIMIT = 2**31 - 1  # a constant\n"
         "wait = min(2.0, 0.05 * 2**failures)\n"
         "pause = 0.1 if joined else min(pause * 2, 2.0)\n"
         "text = 'min(pause * 2, 2.0)'  # in a string\n"
         "# wait = first * 2**n\n"
+        "wait = min(most, wait * 2)\n"
+        "wait *= 2\n"
+        "wait = wait * 2.0\n"
+        "delay = pow(2, tries)\n"
+        "MASK = (1 << 40) - 1\n"
+        "LIMIT = 10**DIGITS\n"
+        "timeout = self._timeout() * 2\n"
+        "call(*args, **kwargs)\n"
     )
-    assert doublings(source) == [2, 3]
+    assert doublings(source) == [2, 3, 6, 7, 8, 9]
 
 
 def test_the_forms_it_replaced_wait_the_same() -> None:
@@ -80,3 +92,10 @@ def test_the_forms_it_replaced_wait_the_same() -> None:
             standing.reset()
         waits.append((pause, standing.delay()))
     assert all(old == new for old, new in waits), waits
+
+
+def test_grown_never_overflows_where_the_written_out_forms_did() -> None:
+    """``0.02 * 2**failures`` raised OverflowError after about 1,070 failures in a row."""
+    with pytest.raises(OverflowError):
+        _ = 0.02 * 2**5000
+    assert grown(0.02, 5000, 1.0) == 1.0
