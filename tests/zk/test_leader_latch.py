@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -357,6 +359,48 @@ async def test_events_participants_and_an_observer_that_never_joined(
                 assert repr(a).endswith("CLOSED>")
                 with pytest.raises(CoordinatorClosedError):
                     await a.wait()
+
+
+@pytest.mark.anyio
+async def test_a_loss_is_stamped_when_the_term_ends_before_the_delete_is_sent(
+    zk_server: ZooKeeperServer, zk_chroot: str
+) -> None:
+    """LOST_LEADERSHIP's `at` is taken before our node's delete leaves, not after it.
+
+    A slow log handler runs between the delete and the event (as a loaded process
+    may): were the event stamped after it, its time would fall after the next
+    leader's start (an overlap seen by a Java latch on one clock in CI).
+    """
+    logged: list[float] = []
+
+    class Slow(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "no longer leader" in record.getMessage():
+                logged.append(time.monotonic())
+                time.sleep(0.2)
+
+    logger = logging.getLogger("aiocoord.recipes.leader_latch")
+    handler, level = Slow(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        with anyio.fail_after(20):
+            async with coordinators(zk_server.connect_string, 2, namespace=zk_chroot) as coords:
+                a = LeaderLatch(coords[0], "/stamp", participant_id="p0")
+                b = LeaderLatch(coords[1], "/stamp", participant_id="p1")
+                async with watching(a, b) as (ra, rb), a:
+                    await a.wait()
+                    async with b:
+                        await rb.wait_for(E.FOLLOWING)
+                        await a.aclose()
+                        await rb.wait_for(E.ELECTED)
+                        lost = next(e for e in ra.events if e.state is E.LOST_LEADERSHIP)
+                        elected = next(e for e in rb.events if e.state is E.ELECTED)
+                        assert logged and lost.at <= logged[0], (lost.at, logged)
+                        assert lost.at <= elected.at
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 @pytest.mark.anyio

@@ -209,6 +209,7 @@ class LeaderLatch(Service):
         if offer is not None:
             offer.closing = True
         term, self._term = self._term, None  # ends before the node goes: no two leaders overlap
+        ended = time.monotonic()  # the loss's time: before the delete leaves, not after
         self._drop_loss()
         if term is not None:
             term.tenure.end("closed")
@@ -218,7 +219,7 @@ class LeaderLatch(Service):
             # After the delete is written: its notification is read only once we yield.
             offer.unwatch()
         if term is not None:  # reported once the delete is on its way (no reader runs between)
-            self._report_loss(term, "closed", publish=self._close_mode == "notify")
+            self._report_loss(term, "closed", publish=self._close_mode == "notify", at=ended)
 
     async def _withdraw(self) -> None:
         """Leaving, while the tasks still run: stop leading, then delete our node."""
@@ -399,9 +400,10 @@ class LeaderLatch(Service):
         term, self._term = self._term, None
         if term is None:
             return
+        ended = time.monotonic()
         self._drop_loss()
         term.tenure.end(reason)
-        self._report_loss(term, reason, publish=publish)
+        self._report_loss(term, reason, publish=publish, at=ended)
 
     def _drop_loss(self) -> None:
         """The term ended: its loss rule's deadline timer goes with it (else, armed while
@@ -410,8 +412,13 @@ class LeaderLatch(Service):
         if loss is not None:
             loss.drop()
 
-    def _report_loss(self, term: LeadershipTerm, reason: str, *, publish: bool) -> None:
-        """Tell the log, `changes()` readers and waiters that `term` ended (`_lose`)."""
+    def _report_loss(self, term: LeadershipTerm, reason: str, *, publish: bool, at: float) -> None:
+        """Tell the log, `changes()` readers and waiters that `term` ended at `at` (`_lose`).
+
+        `at` is when the term ended, taken before our node's delete was sent: the
+        event's time never falls after the next leader's start, however long the
+        log takes.
+        """
         # Leaving, handing over or giving back is routine; leadership taken away is for an
         # operator to see.
         level = logging.INFO if reason in GIVEN_BACK else logging.WARNING
@@ -422,6 +429,7 @@ class LeaderLatch(Service):
                 term.node,
                 token=term.token,
                 reason=reason,
+                at=at,
                 started=term.started_at,
             )
             self._publish(event)
