@@ -124,9 +124,11 @@ async def test_requests_and_notifications_per_job_stay_within_budget(
     with anyio.fail_after(120):
         cost = await _per_job(zk_server, zk_chroot, monkeypatch, workers=2)
     print(f"per job: {cost}")
-    assert cost.requests <= 7.0  # measured 5.4-6.1 (batching varies with timing)
-    assert cost.reached <= 13.5  # measured 12.9-13.0 (14.0-14.2 before)
-    assert cost.received <= 10.0  # measured 9.5 (10.1-10.7 before)
+    assert cost.requests <= 7.0, cost  # measured 5.4-6.1 (batching varies with timing)
+    # measured 12.9-13.0 here, 13.56 in CI (more jobs given to the other worker);
+    # 14.0-14.2 before
+    assert cost.reached <= 13.9, cost
+    assert cost.received <= 10.0, cost  # measured 9.5 (10.1-10.7 before)
 
 
 async def test_claim_watches_do_not_grow_with_the_workers(

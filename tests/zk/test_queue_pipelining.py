@@ -216,8 +216,12 @@ async def test_a_create_cut_off_before_its_reply_is_found_with_the_listing_that_
             async with anyio.create_task_group() as tg:
                 tg.start_soon(acquire)
                 await appeared.wait()  # the server has applied the create...
+                # ...and the client gets neither reply: the cut drops them before the
+                # delay ends (ended first, a reply read meanwhile would be let through).
+                proxy.pause()
+                assert proxy.cut() == 1
                 proxy.delay(0)
-                assert proxy.cut() == 1  # ...and the client gets neither reply
+                proxy.resume()
                 await held.wait()
                 names = await observer.client.children(path)
                 assert len(names) == 1 and nodes == [f"{path}/{names[0]}"]

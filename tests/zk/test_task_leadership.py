@@ -791,7 +791,10 @@ def test_benchmark_runs_with_tiny_parameters(zk_server: ZooKeeperServer) -> None
     assert all(0 <= gap < 30 for gap in result.gaps), result.gaps
     assert len(result.released_to_created) == len(result.released_to_led) == 3
     # Both changes can arrive in one read: a difference of zero is possible.
-    assert all(0 <= t < 30 for t in result.released_to_created + result.released_to_led)
+    assert all(0 <= t < 30 for t in result.released_to_created), result.released_to_created
+    # The new body starts in another process than the observer's, which may read the
+    # deletion later than the new leader did on a loaded machine: a little below zero.
+    assert all(-30 < t < 30 for t in result.released_to_led), result.released_to_led
 
 
 @pytest.mark.anyio

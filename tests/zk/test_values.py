@@ -9,7 +9,7 @@ import pytest
 
 import aiocoord
 from aiocoord import ConfigError, NodeDataError, NoNodeError, atomic_long, shared_count
-from aiocoord.testing import ZooKeeperServer
+from aiocoord.testing import FaultProxy, ZooKeeperServer
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.anyio
@@ -69,8 +69,11 @@ async def test_shared_count_follows_other_writers(
             with pytest.raises(NoNodeError):
                 await count.add(1)
             # Made again: an add that loses to the new node adds to it, though the cache
-            # may not show the new node yet.
+            # may not show the new node's last version yet.  (Until a cache has seen the
+            # node at all, its `add` says it is gone: waited for here.)
             await other.client.create("/c/n", b"\x00\x00\x00\x07")
+            await eventually(lambda: at_version(count, lambda v: v >= 0))
+            await eventually(lambda: at_version(theirs, lambda v: v >= 0))
             await theirs.add(1)
             assert await count.add(1) == 9
 
@@ -136,11 +139,11 @@ async def test_shared_count_retries_on_what_its_watch_read_while_it_waited(
     Retrying on the value the lost attempt read, when the watch has read a newer one
     during the backoff, loses again for certain (one more fsynced write for nothing).
     """
-    with anyio.fail_after(20):
+    with anyio.fail_after(20), FaultProxy(*zk_server.address) as proxy:
         async with (
-            aiocoord.connect(zk_server.connect_string, namespace=zk_chroot) as other,
-            shared_count(coordinator, "/c/r") as mine,
-            shared_count(other, "/c/r") as theirs,
+            aiocoord.connect(proxy.connect_string, namespace=zk_chroot) as held,
+            shared_count(held, "/c/r") as mine,
+            shared_count(coordinator, "/c/r") as theirs,
         ):
             waits: list[int] = []
 
@@ -157,10 +160,21 @@ async def test_shared_count_retries_on_what_its_watch_read_while_it_waited(
                     pass
 
             mine._backoff = Meanwhile()  # type: ignore[assignment]
-            # Written behind the count's back on its own session: its watch's re-read is
-            # still on its way when this returns, so the first attempt below is stale.
+            # Written behind the count's back while its connection is held: its watch
+            # cannot read the change before `add` takes the version it writes at, so
+            # the first attempt below is stale, however the machine is loaded.
+            proxy.pause()
             await coordinator.client.set("/c/r", (1).to_bytes(4, "big"))
             assert mine.version == 0
-            assert await mine.add(100) == 111
+            added: list[int] = []
+
+            async def add() -> None:
+                added.append(await mine.add(100))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(add)
+                await anyio.sleep(0.1)  # `add` has read its version and sent its write
+                proxy.resume()
+            assert added == [111]
             assert mine.retries == 1, waits  # once, not twice: the retry used version 2
-            assert (await other.client.get("/c/r")).data == (111).to_bytes(4, "big")
+            assert (await coordinator.client.get("/c/r")).data == (111).to_bytes(4, "big")
