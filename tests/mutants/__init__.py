@@ -87,7 +87,8 @@ def _latch_no_cancel(original: Any) -> Any:
         term, self._term = self._term, None
         if term is None:
             return
-        self._report_loss(term, reason, publish=publish)  # no term.tenure.end(reason)
+        ended = time.monotonic()
+        self._report_loss(term, reason, publish=publish, at=ended)  # no term.tenure.end(reason)
 
     return _lose
 

@@ -793,7 +793,8 @@ def test_benchmark_runs_with_tiny_parameters(zk_server: ZooKeeperServer) -> None
     # Both changes can arrive in one read: a difference of zero is possible.
     assert all(0 <= t < 30 for t in result.released_to_created), result.released_to_created
     # The new body starts in another process than the observer's, which may read the
-    # deletion later than the new leader did on a loaded machine: a little below zero.
+    # deletion later than the new leader did on a loaded machine: below zero is possible
+    # (the bound is for sanity only, like the others; overlaps are checked above).
     assert all(-30 < t < 30 for t in result.released_to_led), result.released_to_led
 
 
